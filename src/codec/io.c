@@ -1,0 +1,158 @@
+/* io: basic streams over fds and memory; see io.h. */
+#include "io.h"
+#include "../common/err.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int io_read_full(IoReader *r, void *buf, size_t cap, size_t *got) {
+    size_t total = 0;
+    while (total < cap) {
+        size_t n = 0;
+        int rc = io_read(r, (char *)buf + total, cap - total, &n);
+        if (rc < 0) return rc;
+        if (n == 0) break;
+        total += n;
+    }
+    *got = total;
+    return 0;
+}
+
+int io_copy(IoReader *r, IoWriter *w, uint64_t *copied) {
+    enum { BUF = 256 * 1024 };
+    char *buf = malloc(BUF);
+    if (!buf) return err_set(ERR_NOMEM, "io_copy: out of memory");
+    uint64_t total = 0;
+    int rc = 0;
+    for (;;) {
+        size_t n = 0;
+        rc = io_read(r, buf, BUF, &n);
+        if (rc < 0 || n == 0) break;
+        rc = io_write(w, buf, n);
+        if (rc < 0) break;
+        total += n;
+    }
+    free(buf);
+    if (copied) *copied = total;
+    return rc;
+}
+
+typedef struct {
+    IoWriter base;
+    int fd;
+} FdWriter;
+
+static int fdw_write(IoWriter *w, const void *buf, size_t len) {
+    FdWriter *f = (FdWriter *)w;
+    const char *p = buf;
+    while (len > 0) {
+        ssize_t n = write(f->fd, p, len);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return err_set(ERR_IO, "write: %s", strerror(errno));
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+static int fdw_finish(IoWriter *w) {
+    (void)w;
+    return 0;
+}
+static void fdw_free(IoWriter *w) {
+    free(w);
+}
+static const IoWriterVt fdw_vt = {fdw_write, fdw_finish, fdw_free};
+
+IoWriter *io_fd_writer_new(int fd) {
+    FdWriter *f = calloc(1, sizeof *f);
+    if (!f) return NULL;
+    f->base.vt = &fdw_vt;
+    f->fd = fd;
+    return &f->base;
+}
+
+typedef struct {
+    IoReader base;
+    int fd;
+} FdReader;
+
+static int fdr_read(IoReader *r, void *buf, size_t cap, size_t *got) {
+    FdReader *f = (FdReader *)r;
+    for (;;) {
+        ssize_t n = read(f->fd, buf, cap);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return err_set(ERR_IO, "read: %s", strerror(errno));
+        }
+        *got = (size_t)n;
+        return 0;
+    }
+}
+static void fdr_free(IoReader *r) {
+    free(r);
+}
+static const IoReaderVt fdr_vt = {fdr_read, fdr_free};
+
+IoReader *io_fd_reader_new(int fd) {
+    FdReader *f = calloc(1, sizeof *f);
+    if (!f) return NULL;
+    f->base.vt = &fdr_vt;
+    f->fd = fd;
+    return &f->base;
+}
+
+typedef struct {
+    IoReader base;
+    const char *buf;
+    size_t len, pos;
+} MemReader;
+
+static int memr_read(IoReader *r, void *buf, size_t cap, size_t *got) {
+    MemReader *m = (MemReader *)r;
+    size_t n = m->len - m->pos;
+    if (n > cap) n = cap;
+    memcpy(buf, m->buf + m->pos, n);
+    m->pos += n;
+    *got = n;
+    return 0;
+}
+static const IoReaderVt memr_vt = {memr_read, fdr_free};
+
+IoReader *io_mem_reader_new(const void *buf, size_t len) {
+    MemReader *m = calloc(1, sizeof *m);
+    if (!m) return NULL;
+    m->base.vt = &memr_vt;
+    m->buf = buf;
+    m->len = len;
+    return &m->base;
+}
+
+struct IoCounter {
+    IoWriter base;
+    IoWriter *next;
+    uint64_t count;
+};
+
+static int cnt_write(IoWriter *w, const void *buf, size_t len) {
+    struct IoCounter *c = (struct IoCounter *)w;
+    c->count += len;
+    return c->next ? io_write(c->next, buf, len) : 0;
+}
+static int cnt_finish(IoWriter *w) {
+    (void)w;
+    return 0;
+}
+static const IoWriterVt cnt_vt = {cnt_write, cnt_finish, fdw_free};
+
+IoWriter *io_counter_new(IoWriter *next, uint64_t **count_out) {
+    struct IoCounter *c = calloc(1, sizeof *c);
+    if (!c) return NULL;
+    c->base.vt = &cnt_vt;
+    c->next = next;
+    if (count_out) *count_out = &c->count;
+    return &c->base;
+}

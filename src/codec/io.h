@@ -1,0 +1,72 @@
+/* io: the stream interface every data path is built from ("source -> filters -> sink").
+ * An IoWriter accepts bytes and passes them on (to a file, a filter, a store object); an IoReader
+ * yields bytes. Filters wrap another stream they borrow: freeing a filter never frees the stream
+ * under it. Streams are not thread-safe; one thread uses a stream at a time. */
+#ifndef ETCDBR_IO_H
+#define ETCDBR_IO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct IoWriter IoWriter;
+typedef struct IoReader IoReader;
+
+typedef struct IoWriterVt {
+    /* Consume len bytes. 0 or a negative ERR_* code. */
+    int (*write)(IoWriter *w, const void *buf, size_t len);
+    /* Flush buffered bytes and write any trailer (e.g. gzip footer) to the next stream.
+     * Does not finish the next stream: the owner of each layer finishes it, inner to outer. */
+    int (*finish)(IoWriter *w);
+    /* Release the writer (NULL-safe through io_writer_free). Unfinished data is dropped. */
+    void (*free)(IoWriter *w);
+} IoWriterVt;
+
+struct IoWriter {
+    const IoWriterVt *vt;
+};
+
+typedef struct IoReaderVt {
+    /* Read up to cap bytes into buf; *got = 0 means end of stream. 0 or ERR_*. */
+    int (*read)(IoReader *r, void *buf, size_t cap, size_t *got);
+    void (*free)(IoReader *r);
+} IoReaderVt;
+
+struct IoReader {
+    const IoReaderVt *vt;
+};
+
+static inline int io_write(IoWriter *w, const void *buf, size_t len) {
+    return w->vt->write(w, buf, len);
+}
+static inline int io_finish(IoWriter *w) {
+    return w->vt->finish(w);
+}
+static inline void io_writer_free(IoWriter *w) {
+    if (w) w->vt->free(w);
+}
+static inline int io_read(IoReader *r, void *buf, size_t cap, size_t *got) {
+    return r->vt->read(r, buf, cap, got);
+}
+static inline void io_reader_free(IoReader *r) {
+    if (r) r->vt->free(r);
+}
+
+/* Reads until buf is full or end of stream; *got < cap only at end of stream. */
+int io_read_full(IoReader *r, void *buf, size_t cap, size_t *got);
+
+/* Copies r to w until end of stream with a 256 KiB buffer; *copied may be NULL. */
+int io_copy(IoReader *r, IoWriter *w, uint64_t *copied);
+
+/* Writer onto an open fd (borrowed: not closed). finish() does nothing; fsync is the owner's. */
+IoWriter *io_fd_writer_new(int fd);
+/* Reader from an open fd (borrowed: not closed). */
+IoReader *io_fd_reader_new(int fd);
+
+/* Reader over a memory buffer (borrowed; must outlive the reader). */
+IoReader *io_mem_reader_new(const void *buf, size_t len);
+
+/* Writer that counts bytes and optionally passes them on to next (borrowed, may be NULL). */
+typedef struct IoCounter IoCounter;
+IoWriter *io_counter_new(IoWriter *next, uint64_t **count_out);
+
+#endif

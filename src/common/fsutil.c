@@ -1,0 +1,156 @@
+/* fsutil: see fsutil.h. */
+#define _GNU_SOURCE
+#include "fsutil.h"
+#include "err.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int fs_mkdir_p(const char *path, unsigned mode) {
+    char *p = strdup(path);
+    if (!p) return err_set(ERR_NOMEM, "mkdir %s: out of memory", path);
+    int rc = 0;
+    for (char *s = p + 1;; s++) {
+        if (*s == '/' || *s == '\0') {
+            char c = *s;
+            *s = '\0';
+            if (mkdir(p, mode) != 0 && errno != EEXIST) {
+                rc = err_set(ERR_IO, "mkdir %s: %s", p, strerror(errno));
+                break;
+            }
+            *s = c;
+            if (c == '\0') break;
+        }
+    }
+    free(p);
+    if (rc == 0) {
+        struct stat st;
+        if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
+            rc = err_set(ERR_IO, "mkdir %s: not a directory", path);
+    }
+    return rc;
+}
+
+int fs_fsync_dir(const char *dir) {
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return err_set(ERR_IO, "open dir %s: %s", dir, strerror(errno));
+    int rc = 0;
+    if (fsync(fd) != 0) rc = err_set(ERR_IO, "fsync dir %s: %s", dir, strerror(errno));
+    close(fd);
+    return rc;
+}
+
+static _Thread_local char rm_failed[1024];
+static _Thread_local int rm_errno;
+
+static int rm_cb(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    if (remove(path) != 0 && errno != ENOENT) {
+        snprintf(rm_failed, sizeof rm_failed, "%s", path);
+        rm_errno = errno;
+        return 1;
+    }
+    return 0;
+}
+
+int fs_remove_tree(const char *path) {
+    struct stat st;
+    if (lstat(path, &st) != 0) {
+        if (errno == ENOENT) return 0;
+        return err_set(ERR_IO, "stat %s: %s", path, strerror(errno));
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        if (unlink(path) != 0) return err_set(ERR_IO, "unlink %s: %s", path, strerror(errno));
+        return 0;
+    }
+    if (nftw(path, rm_cb, 32, FTW_DEPTH | FTW_PHYS) != 0)
+        return err_set(ERR_IO, "remove %s: %s", rm_failed, strerror(rm_errno));
+    return 0;
+}
+
+int fs_exists(const char *path) {
+    struct stat st;
+    return lstat(path, &st) == 0;
+}
+
+int fs_dir_nonempty(const char *path) {
+    DIR *d = opendir(path);
+    if (!d) {
+        if (errno == ENOENT) return 0;
+        return err_set(ERR_IO, "opendir %s: %s", path, strerror(errno));
+    }
+    int found = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+            found = 1;
+            break;
+        }
+    }
+    closedir(d);
+    return found;
+}
+
+int fs_mkstemp(const char *dir, const char *prefix, char **path_out) {
+    size_t n = strlen(dir) + strlen(prefix) + 8;
+    char *p = malloc(n);
+    if (!p) return err_set(ERR_NOMEM, "mkstemp: out of memory");
+    snprintf(p, n, "%s/%sXXXXXX", dir, prefix);
+    int fd = mkostemp(p, O_CLOEXEC);
+    if (fd < 0) {
+        int rc = err_set(ERR_IO, "create temp file %s: %s", p, strerror(errno));
+        free(p);
+        return rc;
+    }
+    *path_out = p;
+    return fd;
+}
+
+int fs_commit_file(int fd, const char *from, const char *to) {
+    if (fsync(fd) != 0) return err_set(ERR_IO, "fsync %s: %s", from, strerror(errno));
+    if (rename(from, to) != 0)
+        return err_set(ERR_IO, "rename %s -> %s: %s", from, to, strerror(errno));
+    char *d = fs_dirname(to);
+    if (!d) return err_set(ERR_NOMEM, "out of memory");
+    int rc = fs_fsync_dir(d);
+    free(d);
+    return rc;
+}
+
+char *fs_join(const char *a, const char *b) {
+    size_t la = strlen(a);
+    while (la > 1 && a[la - 1] == '/') la--;
+    while (*b == '/') b++;
+    size_t n = la + strlen(b) + 2;
+    char *p = malloc(n);
+    if (!p) return NULL;
+    if (la == 0)
+        snprintf(p, n, "%s", b);
+    else if (*b == '\0')
+        snprintf(p, n, "%.*s", (int)la, a);
+    else
+        snprintf(p, n, "%.*s/%s", (int)la, a, b);
+    return p;
+}
+
+char *fs_dirname(const char *path) {
+    const char *slash = strrchr(path, '/');
+    if (!slash) return strdup(".");
+    if (slash == path) return strdup("/");
+    return strndup(path, (size_t)(slash - path));
+}
+
+int64_t fs_file_size(const char *path) {
+    struct stat st;
+    if (stat(path, &st) != 0) return err_set(ERR_IO, "stat %s: %s", path, strerror(errno));
+    return (int64_t)st.st_size;
+}

@@ -1,0 +1,33 @@
+/* bbolt: a read-only reader of etcd's bbolt backend file (member/snap/db or a snapshot file),
+ * written from bbolt's on-disk format (go.etcd.io/bbolt: page.go, node.go, db.go meta).
+ * Reads with pread, a page at a time: memory is bounded by the tree depth, never the file size.
+ * Every offset, count and page id from the file is bounds-checked: corrupt input gives
+ * ERR_CORRUPT with a message naming the page, never a crash, hang or huge allocation. */
+#ifndef ETCDBR_BBOLT_H
+#define ETCDBR_BBOLT_H
+
+#include <stdint.h>
+
+typedef struct BboltDb BboltDb;
+
+/* Opens path read-only and validates the two meta pages (magic 0xED0CDAED, version 2, FNV-1a
+ * checksum); uses the valid one with the higher txid. size_limit: bytes of the file to consider
+ * (0 = whole file; a snapshot file with its 32-byte sha256 trailer passes size-32). */
+int bbolt_open(const char *path, uint64_t size_limit, BboltDb **out);
+void bbolt_close(BboltDb *db);
+
+uint32_t bbolt_page_size(const BboltDb *db);
+uint64_t bbolt_txid(const BboltDb *db);
+
+/* etcd's mvcc revision stored in the db: the main revision of the last key of bucket "key"
+ * (big-endian int64 in its first 8 bytes), or meta bucket "scheduledCompactRev"/
+ * "finishedCompactRev" if larger (etcd restores currentRev = max of these). 0 for an empty
+ * store. ERR_NOT_FOUND if bucket "key" is absent (not an etcd db). */
+int bbolt_etcd_revision(BboltDb *db, int64_t *rev_out);
+
+/* Walks every page reachable from the root (buckets, inline buckets, branch and leaf pages,
+ * overflow) checking page types, bounds, key order and that no page is reached twice.
+ * pages_out (may be NULL) receives the number of pages visited. 0 or ERR_CORRUPT. */
+int bbolt_check(BboltDb *db, uint64_t *pages_out);
+
+#endif

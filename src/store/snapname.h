@@ -1,0 +1,50 @@
+/* snapname: snapshot object names and sets (seed-spec §3).
+ *   v2: <prefix>/v2/<Kind>-<start %08d>-<last %08d>-<unix secs><compression suffix>[.final]
+ *   v1: <prefix>/v1/Backup-<unix>/<name>   (legacy; read only)
+ *   chunk objects: <name>/<10 digits> — parsed but never chosen.
+ * Unlike the Go tool, the version component is matched as a path component directly under the
+ * store prefix, so a prefix containing "v1/" (seed-spec §15.1) does not hide every snapshot. */
+#ifndef ETCDBR_SNAPNAME_H
+#define ETCDBR_SNAPNAME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum { SNAP_FULL = 0, SNAP_INCR = 1 } SnapKind;
+
+typedef struct Snapshot {
+    SnapKind kind;
+    int64_t start_revision, last_revision;
+    int64_t created_on;      /* Unix seconds from the name */
+    char compression_suffix[16]; /* "", ".gz", ".zlib", ".Z", ".zst" (unknown ones kept as read) */
+    int is_final, is_chunk;
+    int version;             /* 1 or 2 */
+    char key[1024];          /* full object key relative to the store root, as listed */
+    char snap_dir[128];      /* v1: "Backup-<ts>", v2: "" */
+    char snap_name[256];     /* name part, e.g. "Full-00000000-00000190-1795974943.gz" */
+    char prefix[512];        /* key up to and including "v1/" or "v2/" */
+    int64_t size;            /* bytes as listed, -1 if unknown */
+} Snapshot;
+
+/* Formats the v2 name (without prefix) into out: "%s-%08lld-%08lld-%lld%s%s".
+ * Returns 0 or ERR_INVALID if it does not fit in cap. */
+int snapname_format(SnapKind kind, int64_t start, int64_t last, int64_t created_on,
+                    const char *compression_suffix, int is_final, char *out, size_t cap);
+
+/* Parses key (relative to the store root, e.g. "etcd-main/v2/Full-...") given the store prefix
+ * ("" or "etcd-main", no trailing slash). Fills *out. ERR_INVALID with a message saying why for
+ * anything that is not a snapshot name (those are skipped and logged by callers, never deleted or
+ * restored). */
+int snapname_parse(const char *key, const char *store_prefix, Snapshot *out);
+
+/* Sorts ascending by last_revision (as numbers); ties: non-chunk first, then created_on, then
+ * key (total order, stable results). */
+void snapname_sort(Snapshot *snaps, size_t n);
+
+/* The latest set of a sorted list (chunks ignored): index of the newest full snapshot in
+ * *full_idx (-1 if none) and the indices of the deltas after it, ascending, in delta_idx
+ * (caller-provided, capacity n); *n_deltas set. */
+void snapname_latest_set(const Snapshot *snaps, size_t n, ptrdiff_t *full_idx, size_t *delta_idx,
+                         size_t *n_deltas);
+
+#endif
