@@ -1,0 +1,70 @@
+/* delta: delta snapshot files in the Go tool's exact form (seed-spec §4.2):
+ *   payload = JSON_ARRAY || SHA256(JSON_ARRAY)
+ * JSON_ARRAY = "[" elem ("," elem)* "]", no whitespace; elem =
+ *   {"etcdEvent":{"type":1?,"kv":{"key":b64,"create_revision":N?,"mod_revision":N?,
+ *    "version":N?,"value":b64?,"lease":N?}},"time":"<RFC 3339 nano, trailing zeros trimmed>"}
+ * (Go encoding/json with omitempty: zero fields left out; padded standard base64).
+ * Both directions stream through a spool file: memory is bounded by one event, never by the
+ * delta's size. */
+#ifndef ETCDBR_DELTA_H
+#define ETCDBR_DELTA_H
+
+#include "../codec/io.h"
+#include "../etcd/etcd_client.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct DeltaWriter DeltaWriter;
+
+/* Creates an empty spool file in spool_dir (0600, unlinked on free). */
+int delta_writer_new(const char *spool_dir, DeltaWriter **out);
+void delta_writer_free(DeltaWriter *w);
+
+/* Appends one event as received at received_ns (Unix nanoseconds, UTC). ERR_IO on a full disk. */
+int delta_writer_append(DeltaWriter *w, const EtcdEvent *ev, int64_t received_ns);
+
+/* Like delta_writer_append, but writes time_text (borrowed) verbatim as "time": for tests that
+ * rebuild a Go-written delta byte for byte, and for re-encoding events read from another delta.
+ * ERR_INVALID unless time_text is RFC 3339 as Go parses it. */
+int delta_writer_append_with_time(DeltaWriter *w, const EtcdEvent *ev, const char *time_text);
+
+/* Events appended since the last reset, the JSON bytes spooled, and the first/last mod_revision
+ * (0 when empty). */
+size_t delta_writer_events(const DeltaWriter *w);
+uint64_t delta_writer_bytes(const DeltaWriter *w);
+int64_t delta_writer_first_revision(const DeltaWriter *w);
+int64_t delta_writer_last_revision(const DeltaWriter *w);
+
+/* Closes the array and appends the sha256 trailer, then gives a reader over the whole payload
+ * (owned; io_reader_free). The writer must be reset before appending again. ERR_INVALID when
+ * no event was appended (a delta never holds zero events). */
+int delta_writer_payload(DeltaWriter *w, IoReader **out);
+
+/* Empties the spool for the next delta. */
+int delta_writer_reset(DeltaWriter *w);
+
+typedef struct DeltaEvent {
+    EtcdOpType type;          /* PUT or DELETE; other types are ERR_CORRUPT */
+    uint8_t *key;             /* decoded bytes, borrowed until the next call */
+    size_t key_len;
+    uint8_t *value;
+    size_t value_len;
+    int64_t create_revision, mod_revision, version, lease;
+} DeltaEvent;
+
+typedef struct DeltaReader DeltaReader;
+
+/* Reads the decompressed payload from src (borrowed) into a spool file in tmp_dir, checking the
+ * sha256 trailer as it goes. ERR_CORRUPT if the payload is 32 bytes or shorter or the hash does
+ * not match; nothing is parsed from an unverified payload. */
+int delta_reader_open(IoReader *src, const char *tmp_dir, DeltaReader **out);
+
+/* Next event in file order: 0 with *got = 1, or 0 with *got = 0 at the end of the array.
+ * ERR_CORRUPT (message with byte offset) for malformed JSON, unpadded base64, a bad "time",
+ * or mod_revision <= 0. Key names match case-insensitively; unknown keys are ignored
+ * (Go encoding/json semantics). */
+int delta_reader_next(DeltaReader *r, DeltaEvent *ev, int *got);
+void delta_reader_close(DeltaReader *r);
+
+#endif

@@ -1,0 +1,119 @@
+/* fullsnap: see fullsnap.h. Memory: one gRPC message plus fixed copy buffers. */
+#include "fullsnap.h"
+#include "../codec/sha256.h"
+#include "../common/err.h"
+#include "../common/fsutil.h"
+#include "../common/timeutil.h"
+#include "../restore/bbolt.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef struct {
+    IoWriter *checker;
+} SinkCtx;
+
+static int snapshot_sink(void *ctx, const void *buf, size_t len) {
+    return io_write(((SinkCtx *)ctx)->checker, buf, len);
+}
+
+int fullsnap_store_stream(Store *store, const char *snap_name, CompressKind compression,
+                          IoReader *src, uint64_t *stored_bytes) {
+    StoreWriter *sw = NULL;
+    IoWriter *counter = NULL, *comp = NULL;
+    uint64_t *count = NULL;
+    int rc = store_open_write(store, snap_name, &sw);
+    if (rc) return rc;
+    counter = io_counter_new(store_writer_io(sw), &count);
+    comp = counter ? compress_writer_new(compression, counter) : NULL;
+    if (!comp) {
+        rc = err_set(ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    rc = io_copy(src, comp, NULL);
+    if (!rc) rc = io_finish(comp);
+    if (!rc) rc = io_finish(store_writer_io(sw));
+    if (rc) goto done;
+    if (stored_bytes) *stored_bytes = *count;
+    io_writer_free(comp);
+    io_writer_free(counter);
+    comp = counter = NULL;
+    rc = store_writer_commit(sw);
+    sw = NULL;
+done:
+    io_writer_free(comp);
+    io_writer_free(counter);
+    if (sw) store_writer_abort(sw);
+    return rc;
+}
+
+int fullsnap_take(EtcdClient *c, Store *store, const char *temp_dir, CompressKind compression,
+                  int is_final, FullSnapshotResult *out) {
+    char *path = NULL;
+    IoWriter *fdw = NULL, *checker = NULL;
+    IoReader *src = NULL;
+    BboltDb *db = NULL;
+    uint64_t payload_len = 0;
+    int rc = fs_mkdir_p(temp_dir, 0700);
+    if (rc) return rc;
+    int fd = fs_mkstemp(temp_dir, "etcdbr-full-", &path);
+    if (fd < 0) return fd;
+    memset(out, 0, sizeof *out);
+
+    fdw = io_fd_writer_new(fd);
+    checker = fdw ? trailer_checker_new(fdw, 0) : NULL;
+    if (!checker) {
+        rc = err_set(ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    SinkCtx ctx = {checker};
+    rc = etcd_snapshot(c, snapshot_sink, &ctx);
+    if (rc) goto done;
+    rc = trailer_check_result(checker, &payload_len);
+    if (rc) {
+        rc = err_wrap(ERR_CORRUPT, "full snapshot from %s", etcd_client_endpoint(c));
+        goto done;
+    }
+    if ((payload_len + SHA256_LEN) % 512 != 32) {
+        rc = err_set(ERR_CORRUPT,
+                     "full snapshot from %s: %llu db bytes is not a whole number of pages",
+                     etcd_client_endpoint(c), (unsigned long long)payload_len);
+        goto done;
+    }
+    if (fsync(fd) != 0) {
+        rc = err_set(ERR_IO, "fsync %s: %m", path);
+        goto done;
+    }
+    rc = bbolt_open(path, payload_len, &db);
+    if (!rc) rc = bbolt_etcd_revision(db, &out->revision);
+    if (rc) {
+        rc = err_wrap(ERR_CORRUPT, "full snapshot from %s does not open as an etcd db",
+                      etcd_client_endpoint(c));
+        goto done;
+    }
+    out->db_bytes = payload_len;
+    rc = snapname_format(SNAP_FULL, 0, out->revision, now_unix_s(), compress_suffix(compression),
+                         is_final, out->snap_name, sizeof out->snap_name);
+    if (rc) goto done;
+    if (lseek(fd, 0, SEEK_SET) != 0) {
+        rc = err_set(ERR_IO, "seek %s: %m", path);
+        goto done;
+    }
+    src = io_fd_reader_new(fd);
+    if (!src) {
+        rc = err_set(ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    rc = fullsnap_store_stream(store, out->snap_name, compression, src, &out->stored_bytes);
+done:
+    bbolt_close(db);
+    io_reader_free(src);
+    io_writer_free(checker);
+    io_writer_free(fdw);
+    close(fd);
+    unlink(path);
+    free(path);
+    return rc;
+}

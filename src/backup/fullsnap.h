@@ -1,0 +1,33 @@
+/* fullsnap: one full snapshot, streamed and verified before it is stored (DESIGN.md data paths):
+ * gRPC Snapshot stream -> temp file (sha256 trailer checked on the fly) -> size % 512 == 32 ->
+ * the db opens and yields its revision -> compress -> store write, visible only when complete.
+ * The object is named with the revision inside the db, never one read before the stream. */
+#ifndef ETCDBR_FULLSNAP_H
+#define ETCDBR_FULLSNAP_H
+
+#include "../codec/compress.h"
+#include "../etcd/etcd_client.h"
+#include "../store/store.h"
+
+#include <stdint.h>
+
+typedef struct FullSnapshotResult {
+    int64_t revision;        /* etcd revision inside the db */
+    uint64_t db_bytes;       /* db size without the trailer */
+    uint64_t stored_bytes;   /* bytes written to the store (after compression) */
+    char snap_name[256];     /* object name written */
+} FullSnapshotResult;
+
+/* Takes a full snapshot of the etcd behind c into store. temp_dir holds the staging file
+ * (removed before returning). is_final appends ".final" to the name. On any failure nothing is
+ * visible in the store. Errors: ERR_ETCD (stream), ERR_CORRUPT (trailer, size or db check),
+ * ERR_IO (temp dir, disk full), store errors. */
+int fullsnap_take(EtcdClient *c, Store *store, const char *temp_dir, CompressKind compression,
+                  int is_final, FullSnapshotResult *out);
+
+/* Copies src (borrowed, uncompressed payload) through the compressor into a new store object
+ * snap_name; commits only if every byte was written. *stored_bytes may be NULL. */
+int fullsnap_store_stream(Store *store, const char *snap_name, CompressKind compression,
+                          IoReader *src, uint64_t *stored_bytes);
+
+#endif

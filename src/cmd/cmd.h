@@ -1,0 +1,18 @@
+/* cmd: one function per command over the core library; main.c only dispatches.
+ * Exit codes (docs/exit-codes.md): 0 success, 1 the operation failed, 2 usage error (unknown
+ * flag, bad value), 3 refused to touch existing data (non-empty data dir), 4 nothing to restore
+ * (no full snapshot in the store). */
+#ifndef ETCDBR_CMD_H
+#define ETCDBR_CMD_H
+
+#include "opts.h"
+
+enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2, EXIT_EXISTS = 3, EXIT_NO_SNAPSHOT = 4 };
+
+int cmd_snapshot(const Opts *o);
+int cmd_restore(const Opts *o);
+
+/* Shared setup: logging from --log-level/--log-format. EXIT_OK or EXIT_USAGE. */
+int cmd_setup_logging(const Opts *o);
+
+#endif

@@ -1,0 +1,22 @@
+/* common_setup: option handling shared by commands. */
+#include "cmd.h"
+#include "../common/err.h"
+#include "../common/log.h"
+
+#include <stdio.h>
+#include <string.h>
+
+int cmd_setup_logging(const Opts *o) {
+    LogLevel lvl;
+    if (log_parse_level(opt_str(o, "log-level"), &lvl)) {
+        fprintf(stderr, "Error: --log-level: %s\n", err_msg());
+        return EXIT_USAGE;
+    }
+    const char *fmt = opt_str(o, "log-format");
+    if (strcmp(fmt, "text") && strcmp(fmt, "json")) {
+        fprintf(stderr, "Error: --log-format must be text or json, not \"%s\"\n", fmt);
+        return EXIT_USAGE;
+    }
+    log_setup(lvl, strcmp(fmt, "json") == 0);
+    return EXIT_OK;
+}
