@@ -1,5 +1,4 @@
 /* fsutil: see fsutil.h. */
-#define _GNU_SOURCE
 #include "fsutil.h"
 #include "err.h"
 

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs every Debian 12 package the build, the tests and the demo need (run as root).
+set -euo pipefail
+PKGS=(
+    build-essential cmake pkg-config clang clang-format
+    libcurl4-openssl-dev libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler
+    libssl-dev zlib1g-dev libzstd-dev libjansson-dev libcmocka-dev
+    etcd-server etcd-client jq curl python3 ca-certificates
+)
+missing=()
+for p in "${PKGS[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    SUDO=""
+    [ "$(id -u)" = 0 ] || SUDO=sudo
+    $SUDO apt-get update
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends "${missing[@]}"
+fi

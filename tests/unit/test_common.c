@@ -1,0 +1,158 @@
+/* test_common: Go duration parsing, robfig-compatible cron schedules, the option parser. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "cmd/opts.h"
+#include "common/cron.h"
+#include "common/err.h"
+#include "common/fsutil.h"
+#include "common/timeutil.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static void test_duration_parses_go_forms(void **state) {
+    (void)state;
+    int64_t ms;
+    assert_int_equal(duration_parse_ms("20s", &ms), 0);
+    assert_int_equal(ms, 20000);
+    assert_int_equal(duration_parse_ms("1h30m", &ms), 0);
+    assert_int_equal(ms, 5400000);
+    assert_int_equal(duration_parse_ms("1.5s", &ms), 0);
+    assert_int_equal(ms, 1500);
+    assert_int_equal(duration_parse_ms("500ms", &ms), 0);
+    assert_int_equal(ms, 500);
+    assert_int_equal(duration_parse_ms("0", &ms), 0);
+    assert_int_equal(ms, 0);
+    assert_int_equal(duration_parse_ms("2m3s", &ms), 0);
+    assert_int_equal(ms, 123000);
+}
+
+static void test_duration_rejects_missing_unit_and_junk(void **state) {
+    (void)state;
+    int64_t ms;
+    assert_int_equal(duration_parse_ms("20", &ms), ERR_INVALID);
+    assert_int_equal(duration_parse_ms("soon", &ms), ERR_INVALID);
+    assert_int_equal(duration_parse_ms("", &ms), ERR_INVALID);
+    assert_int_equal(duration_parse_ms("1x", &ms), ERR_INVALID);
+    assert_int_equal(duration_parse_ms("1..5s", &ms), ERR_INVALID);
+}
+
+static int64_t utc(int y, int mo, int d, int h, int mi) {
+    struct tm tm = {.tm_year = y - 1900, .tm_mon = mo - 1, .tm_mday = d, .tm_hour = h, .tm_min = mi};
+    return (int64_t)timegm(&tm);
+}
+
+static void test_cron_hourly_default_schedule(void **state) {
+    (void)state;
+    CronSchedule s;
+    assert_int_equal(cron_parse("CRON_TZ=UTC 0 */1 * * *", &s), 0);
+    assert_int_equal(cron_next(&s, utc(2026, 11, 29, 18, 33)), utc(2026, 11, 29, 19, 0));
+    assert_int_equal(cron_next(&s, utc(2026, 11, 29, 19, 0)), utc(2026, 11, 29, 20, 0));
+    assert_int_equal(cron_next(&s, utc(2026, 12, 31, 23, 59)), utc(2027, 1, 1, 0, 0));
+}
+
+static void test_cron_every_third_day_and_names(void **state) {
+    (void)state;
+    CronSchedule s;
+    assert_int_equal(cron_parse("TZ=UTC 0 0 */3 * *", &s), 0);
+    assert_int_equal(cron_next(&s, utc(2026, 11, 29, 1, 0)), utc(2026, 12, 1, 0, 0));
+    assert_int_equal(cron_parse("TZ=UTC 30 4 * jan-mar MON,fri", &s), 0);
+    /* 2027-01-01 is a Friday */
+    assert_int_equal(cron_next(&s, utc(2026, 11, 29, 0, 0)), utc(2027, 1, 1, 4, 30));
+    /* day-of-month and day-of-week both restricted: either matches (robfig) */
+    assert_int_equal(cron_parse("TZ=UTC 0 0 13 * 5", &s), 0);
+    assert_int_equal(cron_next(&s, utc(2026, 11, 29, 0, 0)), utc(2026, 12, 4, 0, 0));
+}
+
+static void test_cron_descriptors_and_every(void **state) {
+    (void)state;
+    CronSchedule s;
+    assert_int_equal(cron_parse("TZ=UTC @daily", &s), 0);
+    assert_int_equal(cron_next(&s, utc(2026, 11, 29, 18, 0)), utc(2026, 11, 30, 0, 0));
+    assert_int_equal(cron_parse("@every 90s", &s), 0);
+    assert_int_equal(cron_next(&s, 1000), 1090);
+    assert_int_equal(cron_parse("TZ=UTC 0 0 30 2 *", &s), 0);
+    assert_int_equal(cron_next(&s, utc(2026, 1, 1, 0, 0)), -1);
+}
+
+static void test_cron_rejects_bad_fields(void **state) {
+    (void)state;
+    CronSchedule s;
+    assert_int_equal(cron_parse("* * * *", &s), ERR_INVALID);
+    assert_int_equal(cron_parse("60 * * * *", &s), ERR_INVALID);
+    assert_int_equal(cron_parse("* 24 * * *", &s), ERR_INVALID);
+    assert_int_equal(cron_parse("*/0 * * * *", &s), ERR_INVALID);
+    assert_int_equal(cron_parse("@sometimes", &s), ERR_INVALID);
+    assert_int_equal(cron_parse("5-1 * * * *", &s), ERR_INVALID);
+    assert_int_equal(cron_parse("CRON_TZ=Mars/Olympus 0 * * * *", &s), ERR_UNSUPPORTED);
+}
+
+static void test_opts_parse_pflag_forms_and_defaults(void **state) {
+    (void)state;
+    char *argv[] = {"--endpoints=http://a:1,http://b:2", "-e", "http://c:3", "--compress-snapshots=false",
+                    "--schedule", "@hourly", "--delta-snapshot-period=2s", "--etcd-password=secret"};
+    Opts *o = NULL;
+    int help = 0;
+    assert_int_equal(opts_parse(CMD_SNAPSHOT, 8, argv, &o, &help), 0);
+    size_t n;
+    const char *const *eps = opt_list(o, "endpoints", &n);
+    assert_int_equal(n, 3);
+    assert_string_equal(eps[2], "http://c:3");
+    assert_int_equal(opt_bool(o, "compress-snapshots"), 0);
+    assert_string_equal(opt_str(o, "schedule"), "@hourly");
+    assert_int_equal(opt_duration_ms(o, "delta-snapshot-period"), 2000);
+    assert_int_equal(opt_int(o, "delta-snapshot-memory-limit"), 10485760);
+    assert_int_equal(opt_bool(o, "insecure-skip-tls-verify"), 0);
+    assert_string_equal(opt_str(o, "compression-policy"), "gzip");
+    opts_free(o);
+}
+
+static void test_opts_rejects_unknown_flag_and_bad_values(void **state) {
+    (void)state;
+    Opts *o = NULL;
+    int help = 0;
+    char *a1[] = {"--nope"};
+    assert_int_equal(opts_parse(CMD_RESTORE, 1, a1, &o, &help), ERR_INVALID);
+    assert_non_null(strstr(err_msg(), "--nope"));
+    char *a2[] = {"--max-fetchers=many"};
+    assert_int_equal(opts_parse(CMD_RESTORE, 1, a2, &o, &help), ERR_INVALID);
+    char *a3[] = {"--schedule", "@hourly"}; /* a snapshot flag is not a restore flag */
+    assert_int_equal(opts_parse(CMD_RESTORE, 2, a3, &o, &help), ERR_INVALID);
+    char *a4[] = {"--data-dir"};
+    assert_int_equal(opts_parse(CMD_RESTORE, 1, a4, &o, &help), ERR_INVALID);
+    char *a5[] = {"stray"};
+    assert_int_equal(opts_parse(CMD_RESTORE, 1, a5, &o, &help), ERR_INVALID);
+}
+
+static void test_fs_join_and_dirname(void **state) {
+    (void)state;
+    char *p = fs_join("a/", "/b");
+    assert_string_equal(p, "a/b");
+    free(p);
+    p = fs_join("", "v2");
+    assert_string_equal(p, "v2");
+    free(p);
+    p = fs_dirname("/x/y/z");
+    assert_string_equal(p, "/x/y");
+    free(p);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_duration_parses_go_forms),
+        cmocka_unit_test(test_duration_rejects_missing_unit_and_junk),
+        cmocka_unit_test(test_cron_hourly_default_schedule),
+        cmocka_unit_test(test_cron_every_third_day_and_names),
+        cmocka_unit_test(test_cron_descriptors_and_every),
+        cmocka_unit_test(test_cron_rejects_bad_fields),
+        cmocka_unit_test(test_opts_parse_pflag_forms_and_defaults),
+        cmocka_unit_test(test_opts_rejects_unknown_flag_and_bad_values),
+        cmocka_unit_test(test_fs_join_and_dirname),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
