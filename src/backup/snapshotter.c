@@ -5,6 +5,7 @@
 #include "delta.h"
 #include "fullsnap.h"
 #include "../common/err.h"
+#include "../common/fsutil.h"
 #include "../common/log.h"
 #include "../common/timeutil.h"
 
@@ -31,7 +32,8 @@ int snapshotter_new(const SnapshotterConfig *cfg, Snapshotter **out) {
     if (s->cfg.backoff_initial_ms <= 0) s->cfg.backoff_initial_ms = 1000;
     if (s->cfg.backoff_max_ms <= 0) s->cfg.backoff_max_ms = 128000;
     if (s->cfg.stop_drain_ms <= 0) s->cfg.stop_drain_ms = 5000;
-    int rc = etcd_client_new(&cfg->etcd, &s->client);
+    int rc = fs_mkdir_p(cfg->temp_dir, 0700); /* as the Go tool: created if missing */
+    if (!rc) rc = etcd_client_new(&cfg->etcd, &s->client);
     if (!rc) rc = delta_writer_new(cfg->temp_dir, &s->spool);
     if (rc) {
         snapshotter_free(s);

@@ -4,6 +4,7 @@
 #include "cmd.h"
 #include "../common/err.h"
 #include "../common/log.h"
+#include "../common/proc.h"
 #include "../restore/restorer.h"
 
 #include <stdlib.h>
@@ -73,10 +74,11 @@ int cmd_restore(const Opts *o) {
         goto done;
     }
     log_info("restore done: %s at revision %lld (full snapshot %s at %lld, %zu deltas, %llu events "
-             "in %llu transactions, replay %.3fs, total %.3fs)",
+             "in %llu transactions, replay %.3fs, total %.3fs, peak RSS %lld KiB)",
              rc.data_dir, (long long)res.revision, res.base_name, (long long)res.base_revision,
              res.deltas_applied, (unsigned long long)res.events_applied,
-             (unsigned long long)res.txns_applied, res.seconds_replay, res.seconds_total);
+             (unsigned long long)res.txns_applied, res.seconds_replay, res.seconds_total,
+             (long long)proc_peak_rss_kib());
 done:
     free(peer_urls);
     store_free(store);

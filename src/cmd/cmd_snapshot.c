@@ -4,6 +4,7 @@
 #include "../backup/snapshotter.h"
 #include "../common/err.h"
 #include "../common/log.h"
+#include "../common/proc.h"
 
 #include <signal.h>
 #include <string.h>
@@ -105,7 +106,7 @@ int cmd_snapshot(const Opts *o) {
         code = EXIT_FAIL;
         goto done;
     }
-    log_info("snapshotter stopped");
+    log_info("snapshotter stopped (peak RSS %lld KiB)", (long long)proc_peak_rss_kib());
 done:
     snapshotter_free(snap);
     store_free(store);

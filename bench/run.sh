@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# Benchmarks, side by side with etcdctl, on a real etcd on loopback (see README.md here).
+#   bench/run.sh [DB_MB] [REPLAY_EVENTS]      defaults: 256 MB db, 100000 single-event revisions
+# Prints a table; needs a built tree (./scripts/build.sh) and GNU time (apt-get install time).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DB_MB=${1:-256}
+EVENTS=${2:-100000}
+BIN=$PWD/build/etcdbrctl
+LOADGEN=$PWD/build/etcd_loadgen
+command -v /usr/bin/time >/dev/null || apt-get install -y time >/dev/null
+export ETCDCTL_API=3
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/etcdbr-bench.XXXXXX")
+PIDS=()
+cleanup() {
+    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
+start_etcd() {
+    local c p
+    c=$(port)
+    p=$(port)
+    EP=http://127.0.0.1:$c
+    etcd --name b --data-dir "$1" --listen-client-urls "$EP" --advertise-client-urls "$EP" \
+        --listen-peer-urls "http://127.0.0.1:$p" --initial-advertise-peer-urls "http://127.0.0.1:$p" \
+        --initial-cluster "b=http://127.0.0.1:$p" --quota-backend-bytes=$((8 << 30)) \
+        >"$WORK/etcd.log" 2>&1 &
+    ETCD_PID=$!
+    PIDS+=("$ETCD_PID")
+    until etcdctl --endpoints="$EP" endpoint health >/dev/null 2>&1; do sleep 0.1; done
+}
+# measure LABEL CMD...: wall seconds and peak RSS (MiB) of CMD
+measure() {
+    local label=$1
+    shift
+    /usr/bin/time -f "%e %M" -o "$WORK/time" "$@" >"$WORK/out-$label.log" 2>&1
+    read -r secs kb <"$WORK/time"
+    printf '| %-44s | %8s s | %8.1f MiB |\n' "$label" "$secs" "$(echo "$kb / 1024" | bc -l)"
+}
+
+start_etcd "$WORK/src.etcd"
+echo "loading ~${DB_MB} MB (4 KiB values) ..."
+"$LOADGEN" "$EP" puts $((DB_MB * 1024 / 4)) 4096 /bench/big/ 64
+DBSIZE=$(etcdctl --endpoints="$EP" endpoint status -w json | jq -r '.[0].Status.dbSize')
+echo "db size: $((DBSIZE / 1048576)) MiB at revision $(etcdctl --endpoints="$EP" endpoint status -w json | jq -r '.[0].Status.header.revision')"
+echo
+echo "| full snapshot of a $((DBSIZE / 1048576)) MiB db | time | peak RSS |"
+echo "|---|---|---|"
+sync
+for i in 1 2; do
+    rm -f "$WORK/s.db"
+    measure "etcdctl snapshot save (run $i)" etcdctl --endpoints="$EP" snapshot save "$WORK/s.db"
+done
+one_full() { # store-dir extra-flags...: start snapshot, wait for the full, SIGTERM
+    local store=$1
+    shift
+    "$BIN" snapshot --endpoints="$EP" --storage-provider=Local --store-container="$store" \
+        --snapstore-temp-directory="$WORK/tmp" --delta-snapshot-period=0s "$@" &
+    local pid=$!
+    until ls "$store/v2/" 2>/dev/null | grep -q '^Full-'; do sleep 0.01; done
+    kill -TERM $pid
+    wait $pid
+}
+export -f one_full
+export BIN EP WORK
+for i in 1 2; do
+    rm -rf "$WORK/st"
+    measure "etcdbrctl snapshot, uncompressed (run $i)" bash -c "one_full $WORK/st --compress-snapshots=false"
+done
+rm -rf "$WORK/st"
+measure "etcdbrctl snapshot, gzip (default)" bash -c "one_full $WORK/st"
+rm -rf "$WORK/st"
+measure "etcdbrctl snapshot, zstd" bash -c "one_full $WORK/st --compression-policy=zstd"
+
+echo
+echo "| restore of the full snapshot only | time | peak RSS |"
+echo "|---|---|---|"
+measure "etcdctl snapshot restore" etcdctl snapshot restore "$WORK/s.db" --name r \
+    --initial-cluster r=http://127.0.0.1:2380 --initial-advertise-peer-urls http://127.0.0.1:2380 \
+    --data-dir "$WORK/r1.etcd"
+rm -rf "$WORK/st"
+one_full "$WORK/st" --compress-snapshots=false >/dev/null 2>&1
+measure "etcdbrctl restore (uncompressed store)" "$BIN" restore --storage-provider=Local \
+    --store-container="$WORK/st" --data-dir="$WORK/r2.etcd" --name r \
+    --initial-cluster r=http://127.0.0.1:2380 --initial-advertise-peer-urls http://127.0.0.1:2380 \
+    --restoration-temp-snapshots-dir="$WORK/rt"
+kill "$ETCD_PID"
+wait "$ETCD_PID" || true
+rm -rf "$WORK/src.etcd" "$WORK/r1.etcd" "$WORK/r2.etcd" "$WORK/s.db" "$WORK/st"
+
+echo
+echo "delta replay: $EVENTS single-event revisions (100-byte values) in deltas"
+start_etcd "$WORK/src2.etcd"
+"$LOADGEN" "$EP" puts 1000 100 /bench/base/ 64
+"$BIN" snapshot --endpoints="$EP" --storage-provider=Local --store-container="$WORK/rs" \
+    --snapstore-temp-directory="$WORK/tmp" --delta-snapshot-period=2s >"$WORK/snap.log" 2>&1 &
+SNAP=$!
+until ls "$WORK/rs/v2/" 2>/dev/null | grep -q '^Full-'; do sleep 0.05; done
+"$LOADGEN" "$EP" puts "$EVENTS" 100 /bench/delta/ 64
+kill -TERM $SNAP
+wait $SNAP
+echo "store: $(ls "$WORK/rs/v2" | grep -c Incr) deltas"
+echo
+echo "| delta replay | time | peak RSS |"
+echo "|---|---|---|"
+measure "etcdbrctl restore, $EVENTS revisions" "$BIN" restore --storage-provider=Local \
+    --store-container="$WORK/rs" --data-dir="$WORK/r3.etcd" --name r \
+    --initial-cluster r=http://127.0.0.1:2380 --initial-advertise-peer-urls http://127.0.0.1:2380 \
+    --restoration-temp-snapshots-dir="$WORK/rt3"
+grep "restore done" "$WORK/out-etcdbrctl restore, $EVENTS revisions.log" | sed 's/.*msg=//'
+replay=$(grep -o 'replay [0-9.]*s' "$WORK/out-etcdbrctl restore, $EVENTS revisions.log" | grep -o '[0-9.]*')
+echo "replay rate: $(echo "$EVENTS / $replay" | bc) revisions/s (the temporary etcd's start included)"
