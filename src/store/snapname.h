@@ -21,7 +21,8 @@ typedef struct Snapshot {
     int version;             /* 1 or 2 */
     char key[1024];          /* full object key relative to the store root, as listed */
     char snap_dir[128];      /* v1: "Backup-<ts>", v2: "" */
-    char snap_name[256];     /* name part, e.g. "Full-00000000-00000190-1795974943.gz" */
+    char snap_name[256];     /* name part, e.g. "Full-00000000-00000190-1795974943.gz";
+                                for a chunk "<name>/<10 digits>" (as in Go) */
     char prefix[512];        /* key up to and including "v1/" or "v2/" */
     int64_t size;            /* bytes as listed, -1 if unknown */
 } Snapshot;

@@ -30,7 +30,7 @@ const char *store_describe(const Store *s);
 
 /* Lists every parseable snapshot (v1 and v2, chunks included with is_chunk set), sorted by
  * snapname_sort. Unparseable objects are logged at warn level and skipped. *out is malloc'ed
- * (owned by caller; free()). */
+ * (owned by caller; free()); NULL when *n_out is 0. */
 int store_list(Store *s, Snapshot **out, size_t *n_out);
 
 /* Opens an object for reading (raw bytes, still compressed). *out owned (io_reader_free). */

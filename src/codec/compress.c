@@ -1,0 +1,588 @@
+/* compress: gzip/zlib (zlib), Go LZW (lzw.c) and zstd (libzstd) stream filters; see compress.h.
+ * Every filter works through one fixed 64 KiB buffer plus the library's own state, so memory does
+ * not depend on object size. Readers are strict: a stream must end exactly at its format's end
+ * (concatenated gzip members and zstd frames are accepted); anything else is ERR_CORRUPT. */
+#include "compress.h"
+#include "lzw.h"
+#include "../common/err.h"
+
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+#include <zstd.h>
+
+enum { COMPRESS_BUF = 64 * 1024 };
+
+int compress_parse_policy(const char *name, CompressKind *out) {
+    static const struct {
+        const char *name;
+        CompressKind kind;
+    } policies[] = {
+        {"gzip", COMPRESS_GZIP},
+        {"zlib", COMPRESS_ZLIB},
+        {"lzw", COMPRESS_LZW},
+        {"zstd", COMPRESS_ZSTD},
+    };
+    for (size_t i = 0; name && i < sizeof policies / sizeof policies[0]; i++) {
+        if (strcmp(name, policies[i].name) == 0) {
+            *out = policies[i].kind;
+            return 0;
+        }
+    }
+    return err_set(ERR_INVALID, "unknown compression policy \"%s\" (want gzip, zlib, lzw or zstd)",
+                   name ? name : "");
+}
+
+const char *compress_suffix(CompressKind kind) {
+    switch (kind) {
+    case COMPRESS_GZIP:
+        return ".gz";
+    case COMPRESS_ZLIB:
+        return ".zlib";
+    case COMPRESS_LZW:
+        return ".Z";
+    case COMPRESS_ZSTD:
+        return ".zst";
+    case COMPRESS_NONE:
+        break;
+    }
+    return "";
+}
+
+int compress_from_suffix(const char *suffix, CompressKind *out) {
+    /* Case matters: the Go tool writes exactly these and ".Z" is upper case. */
+    static const struct {
+        const char *suffix;
+        CompressKind kind;
+    } suffixes[] = {
+        {"", COMPRESS_NONE}, {"gz", COMPRESS_GZIP},  {"zlib", COMPRESS_ZLIB},
+        {"Z", COMPRESS_LZW}, {"zst", COMPRESS_ZSTD},
+    };
+    const char *s = suffix ? suffix : "";
+    if (*s == '.') s++;
+    for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++) {
+        if (strcmp(s, suffixes[i].suffix) == 0) {
+            *out = suffixes[i].kind;
+            return 0;
+        }
+    }
+    return err_set(ERR_UNSUPPORTED, "unknown compression suffix \"%s\"", suffix ? suffix : "");
+}
+
+/* ---- pass-through (COMPRESS_NONE) ---- */
+
+typedef struct {
+    IoWriter base;
+    IoWriter *next;
+} PlainWriter;
+
+static int plainw_write(IoWriter *w, const void *buf, size_t len) {
+    return io_write(((PlainWriter *)w)->next, buf, len);
+}
+static int plainw_finish(IoWriter *w) {
+    (void)w;
+    return 0;
+}
+static void plainw_free(IoWriter *w) {
+    free(w);
+}
+static const IoWriterVt plainw_vt = {plainw_write, plainw_finish, plainw_free};
+
+typedef struct {
+    IoReader base;
+    IoReader *src;
+} PlainReader;
+
+static int plainr_read(IoReader *r, void *buf, size_t cap, size_t *got) {
+    return io_read(((PlainReader *)r)->src, buf, cap, got);
+}
+static void plainr_free(IoReader *r) {
+    free(r);
+}
+static const IoReaderVt plainr_vt = {plainr_read, plainr_free};
+
+/* ---- gzip and zlib writers ---- */
+
+typedef struct {
+    IoWriter base;
+    IoWriter *next;
+    CompressKind kind; /* COMPRESS_GZIP or COMPRESS_ZLIB */
+    z_stream zs;
+    int zs_ready;
+    int header_done; /* gzip header written */
+    int finished;
+    int err; /* sticky error, 0 if none */
+    uLong crc;
+    uint32_t isize; /* input length mod 2^32, for the gzip trailer */
+    uint8_t out[COMPRESS_BUF];
+} DeflateWriter;
+
+static int deflw_flush(DeflateWriter *d) {
+    size_t n = sizeof d->out - d->zs.avail_out;
+    d->zs.next_out = d->out;
+    d->zs.avail_out = sizeof d->out;
+    return n ? io_write(d->next, d->out, n) : 0;
+}
+
+/* Go's compress/gzip header at the default level: no name, MTIME 0, XFL 0, OS 255 (unknown). */
+static int deflw_header(DeflateWriter *d) {
+    static const uint8_t hdr[10] = {0x1f, 0x8b, 0x08, 0x00, 0, 0, 0, 0, 0x00, 0xff};
+    if (d->kind != COMPRESS_GZIP || d->header_done) return 0;
+    d->header_done = 1;
+    return io_write(d->next, hdr, sizeof hdr);
+}
+
+/* Runs deflate over the pending input with flush mode, passing full buffers on. */
+static int deflw_run(DeflateWriter *d, int flush) {
+    for (;;) {
+        if (d->zs.avail_out == 0) {
+            int rc = deflw_flush(d);
+            if (rc < 0) return rc;
+        }
+        int zr = deflate(&d->zs, flush);
+        if (zr == Z_STREAM_END) return 0;
+        if (zr != Z_OK && zr != Z_BUF_ERROR)
+            return err_set(ERR_IO, "%s: deflate failed: %s",
+                           d->kind == COMPRESS_GZIP ? "gzip" : "zlib",
+                           d->zs.msg ? d->zs.msg : "internal error");
+        if (flush == Z_NO_FLUSH && d->zs.avail_in == 0) return 0;
+    }
+}
+
+static int deflw_write(IoWriter *w, const void *buf, size_t len) {
+    DeflateWriter *d = (DeflateWriter *)w;
+    const uint8_t *p = buf;
+    int rc = 0;
+    if (d->err) return err_set(d->err, "deflate: write after an earlier failure");
+    if (d->finished) return err_set(ERR_INVALID, "deflate: write after finish");
+    rc = deflw_header(d);
+    if (rc < 0) goto done;
+    while (len > 0) {
+        uInt n = len > UINT_MAX ? UINT_MAX : (uInt)len;
+        if (d->kind == COMPRESS_GZIP) {
+            d->crc = crc32(d->crc, p, n);
+            d->isize += (uint32_t)n;
+        }
+        d->zs.next_in = (Bytef *)p;
+        d->zs.avail_in = n;
+        rc = deflw_run(d, Z_NO_FLUSH);
+        if (rc < 0) goto done;
+        p += n;
+        len -= n;
+    }
+done:
+    if (rc < 0) d->err = rc;
+    return rc;
+}
+
+static int deflw_finish(IoWriter *w) {
+    DeflateWriter *d = (DeflateWriter *)w;
+    int rc = 0;
+    if (d->err) return err_set(d->err, "deflate: finish after an earlier failure");
+    if (d->finished) return 0;
+    d->finished = 1;
+    rc = deflw_header(d);
+    if (rc < 0) goto done;
+    d->zs.next_in = NULL;
+    d->zs.avail_in = 0;
+    rc = deflw_run(d, Z_FINISH);
+    if (rc < 0) goto done;
+    rc = deflw_flush(d);
+    if (rc < 0) goto done;
+    if (d->kind == COMPRESS_GZIP) {
+        uint8_t tr[8];
+        uint32_t crc = (uint32_t)d->crc;
+        for (int i = 0; i < 4; i++) {
+            tr[i] = (uint8_t)(crc >> (8 * i));
+            tr[4 + i] = (uint8_t)(d->isize >> (8 * i));
+        }
+        rc = io_write(d->next, tr, sizeof tr);
+    }
+done:
+    if (rc < 0) d->err = rc;
+    return rc;
+}
+
+static void deflw_free(IoWriter *w) {
+    DeflateWriter *d = (DeflateWriter *)w;
+    if (d->zs_ready) deflateEnd(&d->zs);
+    free(d);
+}
+
+static const IoWriterVt deflw_vt = {deflw_write, deflw_finish, deflw_free};
+
+static IoWriter *deflate_writer_new(CompressKind kind, IoWriter *next) {
+    DeflateWriter *d = calloc(1, sizeof *d);
+    if (!d) goto fail;
+    d->base.vt = &deflw_vt;
+    d->next = next;
+    d->kind = kind;
+    d->crc = crc32(0, NULL, 0);
+    /* gzip: raw deflate (-15) with our own header and trailer, so the header is exactly Go's. */
+    int wbits = kind == COMPRESS_GZIP ? -MAX_WBITS : MAX_WBITS;
+    if (deflateInit2(&d->zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, wbits, 8, Z_DEFAULT_STRATEGY) !=
+        Z_OK)
+        goto fail;
+    d->zs_ready = 1;
+    d->zs.next_out = d->out;
+    d->zs.avail_out = sizeof d->out;
+    return &d->base;
+fail:
+    free(d);
+    err_set(ERR_NOMEM, "%s writer: out of memory", kind == COMPRESS_GZIP ? "gzip" : "zlib");
+    return NULL;
+}
+
+/* ---- gzip and zlib readers ---- */
+
+typedef enum { DEC_RUNNING = 0, DEC_DONE, DEC_FAILED } DecState;
+
+typedef struct {
+    IoReader base;
+    IoReader *src;
+    CompressKind kind;
+    DecState state;
+    int err;
+    char errmsg[200];
+    int src_eof;
+    z_stream zs;
+    int zs_ready;
+    int in_member; /* inside a gzip member / the zlib stream */
+    long members;  /* completed members */
+    uint8_t in[COMPRESS_BUF];
+} InflateReader;
+
+static const char *kind_name(CompressKind kind) {
+    switch (kind) {
+    case COMPRESS_GZIP:
+        return "gzip";
+    case COMPRESS_ZLIB:
+        return "zlib";
+    case COMPRESS_LZW:
+        return "lzw";
+    case COMPRESS_ZSTD:
+        return "zstd";
+    case COMPRESS_NONE:
+        break;
+    }
+    return "none";
+}
+
+/* Records a sticky failure (message formatted now) and returns code. */
+static int dec_fail(DecState *state, int *err, char *msg, size_t msg_cap, int code, const char *fmt,
+                    ...) __attribute__((format(printf, 6, 7)));
+static int dec_fail(DecState *state, int *err, char *msg, size_t msg_cap, int code, const char *fmt,
+                    ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, msg_cap, fmt, ap);
+    va_end(ap);
+    *state = DEC_FAILED;
+    *err = code;
+    return err_set(code, "%s", msg);
+}
+
+#define INFL_FAIL(r, code, ...)                                                                    \
+    dec_fail(&(r)->state, &(r)->err, (r)->errmsg, sizeof(r)->errmsg, code, __VA_ARGS__)
+
+/* Refills the input buffer when it is empty. 0 or an error from src. */
+static int inflr_fill(InflateReader *r) {
+    if (r->zs.avail_in > 0 || r->src_eof) return 0;
+    size_t n = 0;
+    int rc = io_read(r->src, r->in, sizeof r->in, &n);
+    if (rc < 0)
+        return INFL_FAIL(r, rc, "%s: reading compressed input: %s", kind_name(r->kind), err_msg());
+    if (n == 0) r->src_eof = 1;
+    r->zs.next_in = r->in;
+    r->zs.avail_in = (uInt)n;
+    return 0;
+}
+
+static int inflr_read(IoReader *base, void *buf, size_t cap, size_t *got) {
+    InflateReader *r = (InflateReader *)base;
+    const char *name = kind_name(r->kind);
+    int rc = 0;
+    *got = 0;
+    if (cap == 0) return 0;
+    if (cap > UINT_MAX) cap = UINT_MAX;
+    for (;;) {
+        if (r->state == DEC_DONE) return 0;
+        if (r->state == DEC_FAILED) return err_set(r->err, "%s", r->errmsg);
+        rc = inflr_fill(r);
+        if (rc < 0) return rc;
+        if (!r->in_member) {
+            if (r->zs.avail_in == 0) {
+                if (r->members == 0) return INFL_FAIL(r, ERR_CORRUPT, "%s: empty input", name);
+                r->state = DEC_DONE;
+                continue;
+            }
+            if (r->members > 0) {
+                /* Go's gzip reader reads concatenated members; zlib has exactly one stream. */
+                if (r->kind != COMPRESS_GZIP)
+                    return INFL_FAIL(r, ERR_CORRUPT, "%s: unexpected data after the stream end",
+                                     name);
+                if (inflateReset(&r->zs) != Z_OK)
+                    return INFL_FAIL(r, ERR_CORRUPT, "%s: cannot reset inflate", name);
+            }
+            r->in_member = 1;
+        }
+        r->zs.next_out = buf;
+        r->zs.avail_out = (uInt)cap;
+        int zr = inflate(&r->zs, Z_NO_FLUSH);
+        size_t produced = cap - r->zs.avail_out;
+        switch (zr) {
+        case Z_STREAM_END:
+            r->in_member = 0;
+            r->members++;
+            break;
+        case Z_OK:
+        case Z_BUF_ERROR:
+            if (produced == 0 && r->zs.avail_in == 0 && r->src_eof)
+                return INFL_FAIL(r, ERR_CORRUPT, "%s: truncated stream (input ended early)", name);
+            break;
+        case Z_NEED_DICT:
+            return INFL_FAIL(r, ERR_CORRUPT, "%s: stream needs a preset dictionary", name);
+        case Z_MEM_ERROR:
+            return INFL_FAIL(r, ERR_NOMEM, "%s: out of memory while inflating", name);
+        default:
+            return INFL_FAIL(r, ERR_CORRUPT, "%s: corrupt stream: %s", name,
+                             r->zs.msg ? r->zs.msg : "inflate error");
+        }
+        if (produced > 0) {
+            *got = produced;
+            return 0;
+        }
+    }
+}
+
+static void inflr_free(IoReader *base) {
+    InflateReader *r = (InflateReader *)base;
+    if (r->zs_ready) inflateEnd(&r->zs);
+    free(r);
+}
+
+static const IoReaderVt inflr_vt = {inflr_read, inflr_free};
+
+static IoReader *inflate_reader_new(CompressKind kind, IoReader *src) {
+    InflateReader *r = calloc(1, sizeof *r);
+    if (!r) goto fail;
+    r->base.vt = &inflr_vt;
+    r->src = src;
+    r->kind = kind;
+    /* 16 + 15: gzip wrapper only (zlib checks CRC-32 and ISIZE); 15: zlib wrapper only. */
+    if (inflateInit2(&r->zs, kind == COMPRESS_GZIP ? 16 + MAX_WBITS : MAX_WBITS) != Z_OK) goto fail;
+    r->zs_ready = 1;
+    return &r->base;
+fail:
+    free(r);
+    err_set(ERR_NOMEM, "%s reader: out of memory", kind_name(kind));
+    return NULL;
+}
+
+/* ---- zstd writer ---- */
+
+typedef struct {
+    IoWriter base;
+    IoWriter *next;
+    ZSTD_CCtx *cctx;
+    int finished;
+    int err;
+    uint8_t out[COMPRESS_BUF];
+} ZstdWriter;
+
+/* Compresses in with directive, passing each full buffer on; returns when the input is consumed
+ * (continue) or the frame is complete (end). */
+static int zstdw_run(ZstdWriter *z, ZSTD_inBuffer *in, ZSTD_EndDirective directive) {
+    for (;;) {
+        ZSTD_outBuffer out = {z->out, sizeof z->out, 0};
+        size_t left = ZSTD_compressStream2(z->cctx, &out, in, directive);
+        if (ZSTD_isError(left))
+            return err_set(ERR_IO, "zstd: compression failed: %s", ZSTD_getErrorName(left));
+        if (out.pos > 0) {
+            int rc = io_write(z->next, z->out, out.pos);
+            if (rc < 0) return rc;
+        }
+        if (directive == ZSTD_e_end ? left == 0 : in->pos == in->size) return 0;
+    }
+}
+
+static int zstdw_write(IoWriter *w, const void *buf, size_t len) {
+    ZstdWriter *z = (ZstdWriter *)w;
+    if (z->err) return err_set(z->err, "zstd: write after an earlier failure");
+    if (z->finished) return err_set(ERR_INVALID, "zstd: write after finish");
+    if (len == 0) return 0;
+    ZSTD_inBuffer in = {buf, len, 0};
+    int rc = zstdw_run(z, &in, ZSTD_e_continue);
+    if (rc < 0) z->err = rc;
+    return rc;
+}
+
+static int zstdw_finish(IoWriter *w) {
+    ZstdWriter *z = (ZstdWriter *)w;
+    if (z->err) return err_set(z->err, "zstd: finish after an earlier failure");
+    if (z->finished) return 0;
+    z->finished = 1;
+    ZSTD_inBuffer in = {NULL, 0, 0};
+    int rc = zstdw_run(z, &in, ZSTD_e_end);
+    if (rc < 0) z->err = rc;
+    return rc;
+}
+
+static void zstdw_free(IoWriter *w) {
+    ZstdWriter *z = (ZstdWriter *)w;
+    ZSTD_freeCCtx(z->cctx);
+    free(z);
+}
+
+static const IoWriterVt zstdw_vt = {zstdw_write, zstdw_finish, zstdw_free};
+
+static IoWriter *zstd_writer_new(IoWriter *next) {
+    ZstdWriter *z = calloc(1, sizeof *z);
+    if (!z) goto fail;
+    z->base.vt = &zstdw_vt;
+    z->next = next;
+    z->cctx = ZSTD_createCCtx();
+    if (!z->cctx) goto fail;
+    /* Default level; a content checksum so corruption is caught even without our trailer. */
+    if (ZSTD_isError(
+            ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_compressionLevel, ZSTD_CLEVEL_DEFAULT)) ||
+        ZSTD_isError(ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_checksumFlag, 1)))
+        goto fail;
+    return &z->base;
+fail:
+    if (z) ZSTD_freeCCtx(z->cctx);
+    free(z);
+    err_set(ERR_NOMEM, "zstd writer: out of memory");
+    return NULL;
+}
+
+/* ---- zstd reader ---- */
+
+typedef struct {
+    IoReader base;
+    IoReader *src;
+    ZSTD_DCtx *dctx;
+    DecState state;
+    int err;
+    char errmsg[200];
+    int src_eof;
+    int frame_done; /* the last call completed a frame and flushed it */
+    int out_full;   /* the last call filled the caller's buffer: more may be buffered inside */
+    long calls;     /* decompress calls made, to tell empty input from a truncated frame */
+    ZSTD_inBuffer in;
+    uint8_t inbuf[COMPRESS_BUF];
+} ZstdReader;
+
+static int zstdr_read(IoReader *base, void *buf, size_t cap, size_t *got) {
+    ZstdReader *r = (ZstdReader *)base;
+    *got = 0;
+    if (cap == 0) return 0;
+    for (;;) {
+        if (r->state == DEC_DONE) return 0;
+        if (r->state == DEC_FAILED) return err_set(r->err, "%s", r->errmsg);
+        if (r->in.pos == r->in.size && !r->src_eof) {
+            size_t n = 0;
+            int rc = io_read(r->src, r->inbuf, sizeof r->inbuf, &n);
+            if (rc < 0) return INFL_FAIL(r, rc, "zstd: reading compressed input: %s", err_msg());
+            if (n == 0) r->src_eof = 1;
+            r->in.src = r->inbuf;
+            r->in.size = n;
+            r->in.pos = 0;
+        }
+        if (r->in.pos == r->in.size && r->src_eof && !r->out_full) {
+            if (r->calls == 0) return INFL_FAIL(r, ERR_CORRUPT, "zstd: empty input");
+            if (!r->frame_done)
+                return INFL_FAIL(r, ERR_CORRUPT, "zstd: truncated stream (input ended early)");
+            r->state = DEC_DONE;
+            continue;
+        }
+        ZSTD_outBuffer out = {buf, cap, 0};
+        size_t ret = ZSTD_decompressStream(r->dctx, &out, &r->in);
+        r->calls++;
+        if (ZSTD_isError(ret))
+            return INFL_FAIL(r, ERR_CORRUPT, "zstd: corrupt stream: %s", ZSTD_getErrorName(ret));
+        r->frame_done = ret == 0;
+        r->out_full = ret != 0 && out.pos == out.size;
+        if (out.pos > 0) {
+            *got = out.pos;
+            return 0;
+        }
+    }
+}
+
+static void zstdr_free(IoReader *base) {
+    ZstdReader *r = (ZstdReader *)base;
+    ZSTD_freeDCtx(r->dctx);
+    free(r);
+}
+
+static const IoReaderVt zstdr_vt = {zstdr_read, zstdr_free};
+
+static IoReader *zstd_reader_new(IoReader *src) {
+    ZstdReader *r = calloc(1, sizeof *r);
+    if (!r) goto fail;
+    r->base.vt = &zstdr_vt;
+    r->src = src;
+    r->in.src = r->inbuf;
+    /* Window sizes above 2^27 (libzstd's default limit) are refused, bounding memory. */
+    r->dctx = ZSTD_createDCtx();
+    if (!r->dctx) goto fail;
+    return &r->base;
+fail:
+    free(r);
+    err_set(ERR_NOMEM, "zstd reader: out of memory");
+    return NULL;
+}
+
+/* ---- dispatch ---- */
+
+IoWriter *compress_writer_new(CompressKind kind, IoWriter *next) {
+    switch (kind) {
+    case COMPRESS_NONE: {
+        PlainWriter *p = calloc(1, sizeof *p);
+        if (!p) {
+            err_set(ERR_NOMEM, "plain writer: out of memory");
+            return NULL;
+        }
+        p->base.vt = &plainw_vt;
+        p->next = next;
+        return &p->base;
+    }
+    case COMPRESS_GZIP:
+    case COMPRESS_ZLIB:
+        return deflate_writer_new(kind, next);
+    case COMPRESS_LZW:
+        return lzw_writer_new(next);
+    case COMPRESS_ZSTD:
+        return zstd_writer_new(next);
+    }
+    err_set(ERR_INVALID, "compress writer: unknown kind %d", (int)kind);
+    return NULL;
+}
+
+IoReader *decompress_reader_new(CompressKind kind, IoReader *src) {
+    switch (kind) {
+    case COMPRESS_NONE: {
+        PlainReader *p = calloc(1, sizeof *p);
+        if (!p) {
+            err_set(ERR_NOMEM, "plain reader: out of memory");
+            return NULL;
+        }
+        p->base.vt = &plainr_vt;
+        p->src = src;
+        return &p->base;
+    }
+    case COMPRESS_GZIP:
+    case COMPRESS_ZLIB:
+        return inflate_reader_new(kind, src);
+    case COMPRESS_LZW:
+        return lzw_reader_new(src);
+    case COMPRESS_ZSTD:
+        return zstd_reader_new(src);
+    }
+    err_set(ERR_INVALID, "decompress reader: unknown kind %d", (int)kind);
+    return NULL;
+}

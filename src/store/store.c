@@ -1,0 +1,282 @@
+/* store: the generic snapshot-store layer over a StoreDriver (store_driver.h). It owns the store
+ * prefix (cleaned once at open), the key layout ("<prefix>/v2/<name>" for writes, v1 and v2 read),
+ * name parsing and ordering. Listing asks the driver only for "<prefix>/v2/" and "<prefix>/v1/",
+ * so stores whose prefixes share a string prefix never see each other's objects (seed-spec §15.2).
+ * A Store holds no mutable state after open: it is as thread-safe as its driver. */
+#include "store.h"
+#include "../common/err.h"
+#include "../common/log.h"
+#include "snapname.h"
+#include "store_driver.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct Store {
+    StoreDriver *drv;
+    char *prefix;   /* cleaned: "" or "a/b" (no leading, trailing or duplicate '/') */
+    char *describe; /* "<driver describe>[/<prefix>]" */
+};
+
+struct StoreWriter {
+    StoreDriverWriter *dw;
+};
+
+/* Cleans a store prefix like Go's path.Join would for our purposes. Owned result in *out. */
+static int clean_prefix(const char *in, char **out) {
+    if (!in) in = "";
+    size_t n = strlen(in);
+    if (n > 400) return err_set(ERR_INVALID, "store prefix longer than 400 bytes");
+    char *p = malloc(n + 1);
+    if (!p) return err_set(ERR_NOMEM, "store prefix: out of memory");
+    size_t o = 0;
+    const char *s = in;
+    while (*s) {
+        while (*s == '/')
+            s++;
+        if (!*s) break;
+        const char *e = strchr(s, '/');
+        size_t len = e ? (size_t)(e - s) : strlen(s);
+        if (len == 1 && s[0] == '.') {
+            /* "." components vanish, as in path.Join */
+        } else if (len == 2 && s[0] == '.' && s[1] == '.') {
+            free(p);
+            return err_set(ERR_INVALID, "store prefix \"%s\": \"..\" components are not allowed",
+                           in);
+        } else {
+            if (o > 0) p[o++] = '/';
+            memcpy(p + o, s, len);
+            o += len;
+        }
+        s += len;
+    }
+    p[o] = '\0';
+    *out = p;
+    return 0;
+}
+
+/* "<prefix>/<rest>" or "<rest>" for the empty prefix; owned. */
+static char *prefixed(const Store *s, const char *rest) {
+    size_t n = strlen(s->prefix) + strlen(rest) + 2;
+    char *k = malloc(n);
+    if (!k) return NULL;
+    if (s->prefix[0])
+        snprintf(k, n, "%s/%s", s->prefix, rest);
+    else
+        snprintf(k, n, "%s", rest);
+    return k;
+}
+
+int store_new_with_driver(StoreDriver *drv, const char *prefix, Store **out) {
+    *out = NULL;
+    int rc = 0;
+    Store *s = NULL;
+    if (!drv) return err_set(ERR_INVALID, "store: no driver");
+    s = calloc(1, sizeof *s);
+    if (!s) {
+        rc = err_set(ERR_NOMEM, "store: out of memory");
+        goto done;
+    }
+    s->drv = drv;
+    drv = NULL;
+    rc = clean_prefix(prefix, &s->prefix);
+    if (rc != 0) goto done;
+    const char *d = s->drv->vt->describe(s->drv);
+    size_t n = strlen(d) + strlen(s->prefix) + 2;
+    s->describe = malloc(n);
+    if (!s->describe) {
+        rc = err_set(ERR_NOMEM, "store: out of memory");
+        goto done;
+    }
+    if (s->prefix[0])
+        snprintf(s->describe, n, "%s/%s", d, s->prefix);
+    else
+        snprintf(s->describe, n, "%s", d);
+    *out = s;
+    s = NULL;
+done:
+    store_driver_free(drv);
+    store_free(s);
+    return rc;
+}
+
+int store_open(const StoreConfig *cfg, Store **out) {
+    *out = NULL;
+    if (!cfg) return err_set(ERR_INVALID, "store: no configuration");
+    const char *provider = cfg->provider ? cfg->provider : "";
+    StoreDriver *drv = NULL;
+    int rc;
+    if (provider[0] == '\0' || strcmp(provider, "Local") == 0) {
+        rc = store_local_driver_new(cfg->container, &drv);
+    } else {
+        static const char *const later[] = {"S3", "ABS", "GCS", "Swift", "OSS", "ECS", "OCS"};
+        for (size_t i = 0; i < sizeof later / sizeof later[0]; i++)
+            if (strcmp(provider, later[i]) == 0)
+                return err_set(ERR_UNSUPPORTED, "storage provider %s is not supported yet",
+                               provider);
+        return err_set(ERR_INVALID, "unknown storage provider \"%s\"", provider);
+    }
+    if (rc != 0) return rc;
+    return store_new_with_driver(drv, cfg->prefix, out);
+}
+
+void store_free(Store *s) {
+    if (!s) return;
+    store_driver_free(s->drv);
+    free(s->prefix);
+    free(s->describe);
+    free(s);
+}
+
+const char *store_describe(const Store *s) {
+    return s->describe;
+}
+
+typedef struct {
+    const Store *s;
+    Snapshot *v;
+    size_t n, cap;
+} ListCtx;
+
+static int list_cb(void *ctx, const char *key, int64_t size) {
+    ListCtx *c = ctx;
+    Snapshot snap;
+    if (snapname_parse(key, c->s->prefix, &snap) != 0) {
+        log_warn("store %s: skipping object that is not a snapshot: %s", c->s->describe, err_msg());
+        return 0;
+    }
+    snap.size = size;
+    if (c->n == c->cap) {
+        size_t ncap = c->cap ? c->cap * 2 : 16;
+        Snapshot *nv = realloc(c->v, ncap * sizeof *nv);
+        if (!nv) return err_set(ERR_NOMEM, "store list: out of memory");
+        c->v = nv;
+        c->cap = ncap;
+    }
+    c->v[c->n++] = snap;
+    return 0;
+}
+
+int store_list(Store *s, Snapshot **out, size_t *n_out) {
+    *out = NULL;
+    *n_out = 0;
+    ListCtx c = {s, NULL, 0, 0};
+    int rc = 0;
+    static const char *const versions[] = {"v1/", "v2/"};
+    for (size_t i = 0; i < 2; i++) {
+        char *kp = prefixed(s, versions[i]);
+        if (!kp) {
+            rc = err_set(ERR_NOMEM, "store list: out of memory");
+            goto done;
+        }
+        rc = s->drv->vt->list(s->drv, kp, list_cb, &c);
+        free(kp);
+        if (rc != 0) goto done;
+    }
+    snapname_sort(c.v, c.n);
+    *out = c.v;
+    *n_out = c.n;
+    c.v = NULL;
+done:
+    free(c.v);
+    return rc;
+}
+
+int store_open_read(Store *s, const Snapshot *snap, IoReader **out) {
+    *out = NULL;
+    if (!snap || !snap->key[0]) return err_set(ERR_INVALID, "store read: no snapshot key");
+    return s->drv->vt->open_read(s->drv, snap->key, out);
+}
+
+int store_open_write(Store *s, const char *snap_name, StoreWriter **out) {
+    *out = NULL;
+    int rc = 0;
+    char *key = NULL;
+    StoreWriter *w = NULL;
+    Snapshot check;
+    int64_t size = 0;
+    if (!snap_name || !snap_name[0] || strchr(snap_name, '/'))
+        return err_set(ERR_INVALID, "store write: bad snapshot name \"%s\"",
+                       snap_name ? snap_name : "(null)");
+    char rest[300];
+    int n = snprintf(rest, sizeof rest, "v2/%s", snap_name);
+    if (n < 0 || (size_t)n >= sizeof rest)
+        return err_set(ERR_INVALID, "store write: snapshot name too long");
+    key = prefixed(s, rest);
+    if (!key) return err_set(ERR_NOMEM, "store write: out of memory");
+    /* Only names that list back as snapshots may be written: anything else would be invisible
+     * to restore and GC. */
+    rc = snapname_parse(key, s->prefix, &check);
+    if (rc != 0) {
+        err_wrap(rc, "store write");
+        goto done;
+    }
+    rc = s->drv->vt->stat(s->drv, key, &size);
+    if (rc == 0) {
+        rc = err_set(ERR_EXISTS, "store write %s: object %s already exists (%lld bytes)",
+                     s->describe, key, (long long)size);
+        goto done;
+    }
+    if (rc != ERR_NOT_FOUND) goto done;
+    w = calloc(1, sizeof *w);
+    if (!w) {
+        rc = err_set(ERR_NOMEM, "store write: out of memory");
+        goto done;
+    }
+    rc = s->drv->vt->open_write(s->drv, key, &w->dw);
+    if (rc != 0) goto done;
+    *out = w;
+    w = NULL;
+done:
+    free(w);
+    free(key);
+    return rc;
+}
+
+IoWriter *store_writer_io(StoreWriter *w) {
+    return w->dw->vt->io(w->dw);
+}
+
+int store_writer_commit(StoreWriter *w) {
+    if (!w) return err_set(ERR_INVALID, "store commit: no writer");
+    int rc = w->dw->vt->commit(w->dw);
+    free(w);
+    return rc;
+}
+
+void store_writer_abort(StoreWriter *w) {
+    if (!w) return;
+    w->dw->vt->abort(w->dw);
+    free(w);
+}
+
+/* Removes dir_key if the driver has directories and it became empty. Failures are ignored: an
+ * empty directory left behind is harmless and the object itself is already gone. */
+static void prune_dir(Store *s, const char *dir_key) {
+    if (!(s->drv->vt->features & STORE_FEAT_DIRECTORIES) || !s->drv->vt->remove_dir) return;
+    (void)s->drv->vt->remove_dir(s->drv, dir_key);
+}
+
+int store_remove(Store *s, const Snapshot *snap) {
+    if (!snap || !snap->key[0]) return err_set(ERR_INVALID, "store remove: no snapshot key");
+    int rc = s->drv->vt->remove(s->drv, snap->key);
+    if (rc != 0) return rc;
+    if (!(s->drv->vt->features & STORE_FEAT_DIRECTORIES)) return 0;
+    /* Leave no empty chunk directory or v1 Backup-<ts> directory behind (as the Go tool does
+     * for v1). Never prune the version directory itself. */
+    char dir[sizeof snap->key];
+    snprintf(dir, sizeof dir, "%s", snap->key);
+    if (snap->is_chunk) {
+        char *slash = strrchr(dir, '/');
+        if (slash) {
+            *slash = '\0';
+            prune_dir(s, dir);
+        }
+    }
+    if (snap->version == 1 && snap->snap_dir[0]) {
+        snprintf(dir, sizeof dir, "%s%s", snap->prefix, snap->snap_dir);
+        prune_dir(s, dir);
+    }
+    return 0;
+}

@@ -1,0 +1,97 @@
+/* store_driver: the contract between the generic store layer (store.c) and one storage backend.
+ * A driver sees a flat space of keys ("etcd-main/v2/Full-...", '/'-separated, relative to its
+ * root or bucket) and knows nothing of snapshot names, prefixes or versions; store.c owns those.
+ * Drivers declare what they can do with feature bits instead of stubbing calls. Adding a driver
+ * (S3, Azure, GCS, Swift, OSS) means a new store_<name>.c and one constructor below. */
+#ifndef ETCDBR_STORE_DRIVER_H
+#define ETCDBR_STORE_DRIVER_H
+
+#include "../codec/io.h"
+#include "store.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Feature bits (StoreDriverVt.features). */
+enum {
+    /* Keys map to a directory tree: a "dir/" level exists on its own and may be left empty after
+     * its last object is removed; remove_dir is implemented. Object stores leave this unset. */
+    STORE_FEAT_DIRECTORIES = 1u << 0,
+    /* Every call may be made from several threads at once on one driver instance. */
+    STORE_FEAT_THREAD_SAFE = 1u << 1,
+    /* commit refuses atomically (ERR_EXISTS) to replace an object that appeared after open_write;
+     * without it the generic layer's stat check before open_write is the only guard. */
+    STORE_FEAT_NO_REPLACE = 1u << 2,
+};
+
+typedef struct StoreDriver StoreDriver;
+typedef struct StoreDriverWriter StoreDriverWriter;
+
+/* Called once per object found by list: key (borrowed, valid during the call) and size in bytes
+ * (-1 if the backend does not say). A nonzero return stops the listing and is returned by list. */
+typedef int (*StoreDriverListCb)(void *ctx, const char *key, int64_t size);
+
+typedef struct StoreDriverVt {
+    const char *name; /* provider name as on the command line: "Local", "S3", ... */
+    unsigned features;
+    /* Reports every object whose key starts with key_prefix (always "" or ending in '/'), at any
+     * depth, in no particular order, paging through the backend as needed. Objects that a
+     * write in progress holds (temp files, uncommitted uploads) are not reported. A prefix with
+     * nothing under it is success. 0 or ERR_IO (message names the path/endpoint). */
+    int (*list)(StoreDriver *d, const char *key_prefix, StoreDriverListCb cb, void *ctx);
+    /* Opens key for reading from its first byte. *out owned by the caller (io_reader_free).
+     * ERR_NOT_FOUND if absent, ERR_IO otherwise. */
+    int (*open_read)(StoreDriver *d, const char *key, IoReader **out);
+    /* Starts writing key. Nothing is visible under key until commit succeeds. ERR_EXISTS if key
+     * already exists (drivers that can tell), ERR_INVALID for a key the backend cannot hold. */
+    int (*open_write)(StoreDriver *d, const char *key, StoreDriverWriter **out);
+    /* Deletes one object. ERR_NOT_FOUND if absent. */
+    int (*remove)(StoreDriver *d, const char *key);
+    /* Size of key in bytes into *size. ERR_NOT_FOUND if absent. */
+    int (*stat)(StoreDriver *d, const char *key, int64_t *size);
+    /* STORE_FEAT_DIRECTORIES only (NULL otherwise): removes the directory dir_key ("a/b", no
+     * trailing '/') if it is empty; a missing or non-empty directory is success. */
+    int (*remove_dir)(StoreDriver *d, const char *dir_key);
+    /* "Local:/abs/root" or "S3:bucket" (borrowed, lives as long as the driver). */
+    const char *(*describe)(const StoreDriver *d);
+    /* Releases the driver. Called through store_driver_free (NULL-safe). */
+    void (*free)(StoreDriver *d);
+} StoreDriverVt;
+
+struct StoreDriver {
+    const StoreDriverVt *vt;
+};
+
+typedef struct StoreDriverWriterVt {
+    /* The stream the object's bytes go to (borrowed; valid until commit/abort). */
+    IoWriter *(*io)(StoreDriverWriter *w);
+    /* Makes the object visible under its key (local: fsync, rename, fsync dir), then frees w in
+     * every case. 0, ERR_EXISTS (another writer got there first) or ERR_IO. */
+    int (*commit)(StoreDriverWriter *w);
+    /* Discards everything written and frees w. */
+    void (*abort)(StoreDriverWriter *w);
+} StoreDriverWriterVt;
+
+struct StoreDriverWriter {
+    const StoreDriverWriterVt *vt;
+};
+
+static inline void store_driver_free(StoreDriver *d) {
+    if (d) d->vt->free(d);
+}
+
+/* Wraps a driver in a Store (takes ownership of drv, also on failure) with the given store
+ * prefix ("" allowed; cleaned like Go's path.Join: duplicate and trailing '/' dropped, "."
+ * components dropped, ".." rejected). Lets tests and new drivers run through the generic layer.
+ * 0, ERR_INVALID (bad prefix) or ERR_NOMEM. */
+int store_new_with_driver(StoreDriver *drv, const char *prefix, Store **out);
+
+/* Local driver: objects are files below root. container: absolute path, or relative to $HOME
+ * (like the Go tool); NULL/"" = $STORAGE_CONTAINER, else "default.bkp". Creates the root
+ * directory (0700, mkdir -p). Writes go to a ".etcdbr-tmp-XXXXXX" file (0600) in the target
+ * directory, made visible with fsync + rename (no replace) + fsync of the directory. Entries
+ * whose names start with '.' are never listed. *out owned (store_driver_free).
+ * 0, ERR_INVALID (no HOME for a relative container) or ERR_IO. */
+int store_local_driver_new(const char *container, StoreDriver **out);
+
+#endif

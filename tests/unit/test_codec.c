@@ -1,0 +1,794 @@
+/* test_codec: sha256 framing and the compression filters (gzip, zlib, Go LZW, zstd).
+ * Round trips through odd write and read sizes, the Go-written fixture stores, Go LZW reference
+ * vectors (tests/unit/data/lzw, made by Go's compress/lzw), and the truncated/corrupt cases that
+ * must give ERR_CORRUPT. Fixtures are found under $ETCDBR_SOURCE_DIR (default "."). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "codec/compress.h"
+#include "codec/io.h"
+#include "codec/lzw.h"
+#include "codec/sha256.h"
+#include "common/err.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- helpers ---- */
+
+/* Growable in-memory sink; finish() does nothing. */
+typedef struct {
+    IoWriter base;
+    uint8_t *buf;
+    size_t len, cap;
+    size_t fail_after; /* fail writes once len would pass this (SIZE_MAX = never) */
+} MemSink;
+
+static int sink_write(IoWriter *w, const void *buf, size_t len) {
+    MemSink *m = (MemSink *)w;
+    if (m->len + len > m->fail_after) return err_set(ERR_IO, "sink: disk full (test)");
+    if (m->len + len > m->cap) {
+        size_t cap = (m->len + len) * 2 + 64;
+        uint8_t *p = realloc(m->buf, cap);
+        if (!p) return err_set(ERR_NOMEM, "sink: out of memory");
+        m->buf = p;
+        m->cap = cap;
+    }
+    if (len) memcpy(m->buf + m->len, buf, len);
+    m->len += len;
+    return 0;
+}
+static int sink_finish(IoWriter *w) {
+    (void)w;
+    return 0;
+}
+static void sink_free(IoWriter *w) {
+    (void)w;
+}
+static const IoWriterVt sink_vt = {sink_write, sink_finish, sink_free};
+
+static void sink_init(MemSink *m) {
+    memset(m, 0, sizeof *m);
+    m->base.vt = &sink_vt;
+    m->fail_after = SIZE_MAX;
+}
+static void sink_release(MemSink *m) {
+    free(m->buf);
+    memset(m, 0, sizeof *m);
+}
+
+/* Deterministic pseudo-random bytes (xorshift64). */
+static void fill_random(uint8_t *p, size_t n, uint64_t seed) {
+    uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
+    for (size_t i = 0; i < n; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        p[i] = (uint8_t)(x >> 24);
+    }
+}
+
+/* Compressible bytes: JSON-ish lines with counters, like delta payloads. */
+static void fill_text(uint8_t *p, size_t n) {
+    size_t off = 0;
+    for (unsigned i = 0; off < n; i++) {
+        char line[96];
+        int k =
+            snprintf(line, sizeof line, "{\"key\":\"/registry/pods/ns%u/pod-%03u\",\"rev\":%u},",
+                     i % 7, i % 500, i);
+        for (int j = 0; j < k && off < n; j++)
+            p[off++] = (uint8_t)line[j];
+    }
+}
+
+static const size_t write_sizes[] = {1, 2, 3, 1021, 65539, 7, 131071, 5};
+static const size_t read_sizes[] = {1, 5, 4099, 65537, 3, 262144};
+#define NSIZES(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Compresses data with kind into out, through odd-size writes if asked. 0 or the first error. */
+static int compress_buf(CompressKind kind, const uint8_t *data, size_t len, MemSink *out,
+                        int odd_writes) {
+    IoWriter *w = compress_writer_new(kind, &out->base);
+    assert_non_null(w);
+    int rc = 0;
+    size_t off = 0;
+    for (size_t i = 0; off < len && rc == 0; i++) {
+        size_t n = odd_writes ? write_sizes[i % NSIZES(write_sizes)] : len;
+        if (n > len - off) n = len - off;
+        rc = io_write(w, data + off, n);
+        off += n;
+    }
+    if (rc == 0) rc = io_finish(w);
+    io_writer_free(w);
+    return rc;
+}
+
+/* Decompresses buf with kind into out through odd-size reads. 0 or the reader's error. */
+static int decompress_buf(CompressKind kind, const uint8_t *buf, size_t len, MemSink *out) {
+    IoReader *src = io_mem_reader_new(buf, len);
+    IoReader *r = decompress_reader_new(kind, src);
+    assert_non_null(r);
+    uint8_t *tmp = malloc(262144);
+    assert_non_null(tmp);
+    int rc = 0;
+    for (size_t i = 0;; i++) {
+        size_t got = 0;
+        rc = io_read(r, tmp, read_sizes[i % NSIZES(read_sizes)], &got);
+        if (rc < 0 || got == 0) break;
+        assert_int_equal(sink_write(&out->base, tmp, got), 0);
+    }
+    free(tmp);
+    io_reader_free(r);
+    io_reader_free(src);
+    return rc;
+}
+
+static void round_trip(CompressKind kind, const uint8_t *data, size_t len) {
+    MemSink z, plain;
+    sink_init(&z);
+    sink_init(&plain);
+    assert_int_equal(compress_buf(kind, data, len, &z, 1), 0);
+    int rc = decompress_buf(kind, z.buf, z.len, &plain);
+    if (rc != 0) fail_msg("%s: %s", err_name(rc), err_msg());
+    assert_int_equal(plain.len, len);
+    if (len) assert_memory_equal(plain.buf, data, len);
+    /* One big write must give the same stream as many odd ones. */
+    MemSink z1;
+    sink_init(&z1);
+    assert_int_equal(compress_buf(kind, data, len, &z1, 0), 0);
+    assert_int_equal(z1.len, z.len);
+    assert_memory_equal(z1.buf, z.buf, z.len);
+    sink_release(&z1);
+    sink_release(&z);
+    sink_release(&plain);
+}
+
+static void round_trip_all_sizes(CompressKind kind) {
+    enum { BIG = 3 * 1024 * 1024 };
+    uint8_t *data = malloc(BIG);
+    assert_non_null(data);
+    round_trip(kind, data, 0);
+    round_trip(kind, (const uint8_t *)"hello, etcd", 11);
+    fill_random(data, BIG, 1);
+    round_trip(kind, data, BIG);
+    fill_text(data, BIG);
+    round_trip(kind, data, BIG);
+    memset(data, 0, BIG);
+    round_trip(kind, data, BIG);
+    free(data);
+}
+
+static char *source_path(const char *rel) {
+    const char *root = getenv("ETCDBR_SOURCE_DIR");
+    if (!root || !*root) root = ".";
+    size_t n = strlen(root) + strlen(rel) + 2;
+    char *p = malloc(n);
+    assert_non_null(p);
+    snprintf(p, n, "%s/%s", root, rel);
+    return p;
+}
+
+static uint8_t *read_file(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) fail_msg("cannot open %s", path);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    uint8_t *buf = malloc(n > 0 ? (size_t)n : 1);
+    assert_non_null(buf);
+    assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    *len = (size_t)n;
+    return buf;
+}
+
+/* ---- compression round trips ---- */
+
+static void test_gzip_round_trips_empty_small_and_3mib(void **state) {
+    (void)state;
+    round_trip_all_sizes(COMPRESS_GZIP);
+}
+static void test_zlib_round_trips_empty_small_and_3mib(void **state) {
+    (void)state;
+    round_trip_all_sizes(COMPRESS_ZLIB);
+}
+static void test_lzw_round_trips_empty_small_and_3mib(void **state) {
+    (void)state;
+    round_trip_all_sizes(COMPRESS_LZW);
+}
+static void test_zstd_round_trips_empty_small_and_3mib(void **state) {
+    (void)state;
+    round_trip_all_sizes(COMPRESS_ZSTD);
+}
+static void test_none_passes_bytes_through(void **state) {
+    (void)state;
+    MemSink z;
+    sink_init(&z);
+    assert_int_equal(compress_buf(COMPRESS_NONE, (const uint8_t *)"abc", 3, &z, 1), 0);
+    assert_int_equal(z.len, 3);
+    assert_memory_equal(z.buf, "abc", 3);
+    sink_release(&z);
+    round_trip(COMPRESS_NONE, (const uint8_t *)"hello", 5);
+}
+
+/* ---- format details ---- */
+
+static void test_gzip_writer_emits_go_header_and_trailer(void **state) {
+    (void)state;
+    static const uint8_t go_hdr[10] = {0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff};
+    MemSink z;
+    sink_init(&z);
+    assert_int_equal(compress_buf(COMPRESS_GZIP, (const uint8_t *)"abc", 3, &z, 0), 0);
+    assert_true(z.len > 18);
+    assert_memory_equal(z.buf, go_hdr, sizeof go_hdr);
+    /* CRC-32("abc") = 0x352441c2, ISIZE 3, both little-endian. */
+    static const uint8_t tr[8] = {0xc2, 0x41, 0x24, 0x35, 3, 0, 0, 0};
+    assert_memory_equal(z.buf + z.len - 8, tr, 8);
+    sink_release(&z);
+    /* Empty input still gives a whole member, as Go's Close does. */
+    sink_init(&z);
+    assert_int_equal(compress_buf(COMPRESS_GZIP, NULL, 0, &z, 0), 0);
+    assert_memory_equal(z.buf, go_hdr, sizeof go_hdr);
+    assert_true(z.len >= 20);
+    sink_release(&z);
+}
+
+static void test_zlib_writer_emits_default_level_header(void **state) {
+    (void)state;
+    MemSink z;
+    sink_init(&z);
+    assert_int_equal(compress_buf(COMPRESS_ZLIB, (const uint8_t *)"abc", 3, &z, 0), 0);
+    assert_int_equal(z.buf[0], 0x78);
+    assert_int_equal(z.buf[1], 0x9c);
+    /* Adler-32("abc") = 0x024d0127, big-endian. */
+    static const uint8_t ad[4] = {0x02, 0x4d, 0x01, 0x27};
+    assert_memory_equal(z.buf + z.len - 4, ad, 4);
+    sink_release(&z);
+}
+
+static void test_gzip_reader_accepts_concatenated_members(void **state) {
+    (void)state;
+    MemSink a, b, out;
+    sink_init(&a);
+    sink_init(&b);
+    sink_init(&out);
+    assert_int_equal(compress_buf(COMPRESS_GZIP, (const uint8_t *)"first,", 6, &a, 0), 0);
+    assert_int_equal(compress_buf(COMPRESS_GZIP, (const uint8_t *)"second", 6, &b, 0), 0);
+    assert_int_equal(sink_write(&a.base, b.buf, b.len), 0);
+    assert_int_equal(decompress_buf(COMPRESS_GZIP, a.buf, a.len, &out), 0);
+    assert_int_equal(out.len, 12);
+    assert_memory_equal(out.buf, "first,second", 12);
+    sink_release(&a);
+    sink_release(&b);
+    sink_release(&out);
+}
+
+static void expect_trailing_garbage_rejected(CompressKind kind) {
+    MemSink z, out;
+    sink_init(&z);
+    sink_init(&out);
+    assert_int_equal(compress_buf(kind, (const uint8_t *)"payload", 7, &z, 0), 0);
+    static const uint8_t junk[3] = {0, 'x', 0x1f};
+    for (size_t n = 1; n <= sizeof junk; n++) {
+        MemSink g;
+        sink_init(&g);
+        assert_int_equal(sink_write(&g.base, z.buf, z.len), 0);
+        assert_int_equal(sink_write(&g.base, junk, n), 0);
+        out.len = 0;
+        int rc = decompress_buf(kind, g.buf, g.len, &out);
+        if (rc != ERR_CORRUPT)
+            fail_msg("kind %d: trailing %zu bytes gave %s", (int)kind, n, err_name(rc));
+        sink_release(&g);
+    }
+    sink_release(&z);
+    sink_release(&out);
+}
+
+static void test_readers_reject_trailing_garbage(void **state) {
+    (void)state;
+    expect_trailing_garbage_rejected(COMPRESS_GZIP);
+    expect_trailing_garbage_rejected(COMPRESS_ZLIB);
+    expect_trailing_garbage_rejected(COMPRESS_LZW);
+    expect_trailing_garbage_rejected(COMPRESS_ZSTD);
+}
+
+/* Every proper prefix of a valid stream must fail with ERR_CORRUPT, never end quietly. */
+static void expect_every_truncation_corrupt(CompressKind kind, size_t len) {
+    uint8_t *data = malloc(len);
+    assert_non_null(data);
+    fill_text(data, len / 2);
+    fill_random(data + len / 2, len - len / 2, 3);
+    MemSink z, out;
+    sink_init(&z);
+    sink_init(&out);
+    assert_int_equal(compress_buf(kind, data, len, &z, 0), 0);
+    for (size_t cut = 0; cut < z.len; cut++) {
+        out.len = 0;
+        int rc = decompress_buf(kind, z.buf, cut, &out);
+        if (rc != ERR_CORRUPT)
+            fail_msg("kind %d: %zu of %zu bytes gave %s (%zu bytes out)", (int)kind, cut, z.len,
+                     err_name(rc), out.len);
+    }
+    out.len = 0;
+    assert_int_equal(decompress_buf(kind, z.buf, z.len, &out), 0);
+    assert_int_equal(out.len, len);
+    sink_release(&z);
+    sink_release(&out);
+    free(data);
+}
+
+static void test_truncated_gzip_is_corrupt(void **state) {
+    (void)state;
+    expect_every_truncation_corrupt(COMPRESS_GZIP, 6000);
+}
+static void test_truncated_zlib_is_corrupt(void **state) {
+    (void)state;
+    expect_every_truncation_corrupt(COMPRESS_ZLIB, 6000);
+}
+static void test_truncated_lzw_is_corrupt(void **state) {
+    (void)state;
+    expect_every_truncation_corrupt(COMPRESS_LZW, 6000);
+}
+static void test_truncated_zstd_is_corrupt(void **state) {
+    (void)state;
+    expect_every_truncation_corrupt(COMPRESS_ZSTD, 6000);
+}
+
+static void test_flipped_byte_in_checksummed_streams_is_corrupt(void **state) {
+    (void)state;
+    const CompressKind kinds[] = {COMPRESS_GZIP, COMPRESS_ZLIB, COMPRESS_ZSTD};
+    uint8_t data[4000];
+    fill_text(data, sizeof data);
+    for (size_t k = 0; k < 3; k++) {
+        MemSink z, out;
+        sink_init(&z);
+        sink_init(&out);
+        assert_int_equal(compress_buf(kinds[k], data, sizeof data, &z, 0), 0);
+        /* The last 4 bytes are a checksum in all three formats. */
+        z.buf[z.len - 2] ^= 0x10;
+        assert_int_equal(decompress_buf(kinds[k], z.buf, z.len, &out), ERR_CORRUPT);
+        sink_release(&z);
+        sink_release(&out);
+    }
+}
+
+static void test_lzw_reader_rejects_code_beyond_table(void **state) {
+    (void)state;
+    /* Clear (256), then code 300 at 9 bits: nothing defines it yet. LSB: 256 | 300 << 9. */
+    uint32_t bits = 256u | 300u << 9;
+    uint8_t buf[3] = {(uint8_t)bits, (uint8_t)(bits >> 8), (uint8_t)(bits >> 16)};
+    MemSink out;
+    sink_init(&out);
+    assert_int_equal(decompress_buf(COMPRESS_LZW, buf, sizeof buf, &out), ERR_CORRUPT);
+    assert_non_null(strstr(err_msg(), "lzw"));
+    sink_release(&out);
+}
+
+static void test_empty_input_is_corrupt_for_every_compressed_kind(void **state) {
+    (void)state;
+    const CompressKind kinds[] = {COMPRESS_GZIP, COMPRESS_ZLIB, COMPRESS_LZW, COMPRESS_ZSTD};
+    for (size_t k = 0; k < 4; k++) {
+        MemSink out;
+        sink_init(&out);
+        assert_int_equal(decompress_buf(kinds[k], (const uint8_t *)"", 0, &out), ERR_CORRUPT);
+        sink_release(&out);
+    }
+    MemSink out;
+    sink_init(&out);
+    assert_int_equal(decompress_buf(COMPRESS_NONE, (const uint8_t *)"", 0, &out), 0);
+    assert_int_equal(out.len, 0);
+    sink_release(&out);
+}
+
+static void test_reader_error_repeats_on_next_read(void **state) {
+    (void)state;
+    IoReader *src = io_mem_reader_new("\x1f\x8b", 2);
+    IoReader *r = decompress_reader_new(COMPRESS_GZIP, src);
+    uint8_t buf[16];
+    size_t got = 1;
+    assert_int_equal(io_read(r, buf, sizeof buf, &got), ERR_CORRUPT);
+    assert_int_equal(io_read(r, buf, sizeof buf, &got), ERR_CORRUPT);
+    assert_int_equal(got, 0);
+    io_reader_free(r);
+    io_reader_free(src);
+}
+
+static void test_writers_pass_on_sink_failure(void **state) {
+    (void)state;
+    const CompressKind kinds[] = {COMPRESS_GZIP, COMPRESS_ZLIB, COMPRESS_LZW, COMPRESS_ZSTD};
+    enum { N = 1 << 20 };
+    uint8_t *data = malloc(N);
+    assert_non_null(data);
+    fill_random(data, N, 9);
+    for (size_t k = 0; k < 4; k++) {
+        MemSink z;
+        sink_init(&z);
+        z.fail_after = 1000;
+        IoWriter *w = compress_writer_new(kinds[k], &z.base);
+        assert_non_null(w);
+        int rc = io_write(w, data, N);
+        if (rc == 0) rc = io_finish(w);
+        assert_int_equal(rc, ERR_IO);
+        /* Sticky: the writer does not pretend later calls work. */
+        assert_int_equal(io_finish(w), ERR_IO);
+        io_writer_free(w);
+        sink_release(&z);
+    }
+    free(data);
+}
+
+static void test_policy_and_suffix_names_map_to_kinds(void **state) {
+    (void)state;
+    CompressKind k = COMPRESS_NONE;
+    assert_int_equal(compress_parse_policy("gzip", &k), 0);
+    assert_int_equal(k, COMPRESS_GZIP);
+    assert_int_equal(compress_parse_policy("zlib", &k), 0);
+    assert_int_equal(k, COMPRESS_ZLIB);
+    assert_int_equal(compress_parse_policy("lzw", &k), 0);
+    assert_int_equal(k, COMPRESS_LZW);
+    assert_int_equal(compress_parse_policy("zstd", &k), 0);
+    assert_int_equal(k, COMPRESS_ZSTD);
+    assert_int_equal(compress_parse_policy("GZIP", &k), ERR_INVALID);
+    assert_int_equal(compress_parse_policy("", &k), ERR_INVALID);
+
+    const CompressKind all[] = {COMPRESS_NONE, COMPRESS_GZIP, COMPRESS_ZLIB, COMPRESS_LZW,
+                                COMPRESS_ZSTD};
+    const char *suffixes[] = {"", ".gz", ".zlib", ".Z", ".zst"};
+    for (size_t i = 0; i < 5; i++) {
+        assert_string_equal(compress_suffix(all[i]), suffixes[i]);
+        assert_int_equal(compress_from_suffix(suffixes[i], &k), 0);
+        assert_int_equal(k, all[i]);
+        if (*suffixes[i]) {
+            assert_int_equal(compress_from_suffix(suffixes[i] + 1, &k), 0);
+            assert_int_equal(k, all[i]);
+        }
+    }
+    assert_int_equal(compress_from_suffix(".z", &k), ERR_UNSUPPORTED);
+    assert_int_equal(compress_from_suffix(".bz2", &k), ERR_UNSUPPORTED);
+    assert_int_equal(compress_from_suffix("final", &k), ERR_UNSUPPORTED);
+}
+
+/* ---- Go LZW reference vectors ---- */
+
+static void test_lzw_writer_output_is_byte_identical_to_go(void **state) {
+    (void)state;
+    static const char *names[] = {"empty",        "one-byte",    "tobeornot",
+                                  "random-10000", "zeros-20000", "text-30000"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        char rel[128];
+        snprintf(rel, sizeof rel, "tests/unit/data/lzw/%s.bin", names[i]);
+        char *p = source_path(rel);
+        size_t in_len = 0, z_len = 0;
+        uint8_t *in = read_file(p, &in_len);
+        free(p);
+        snprintf(rel, sizeof rel, "tests/unit/data/lzw/%s.Z", names[i]);
+        p = source_path(rel);
+        uint8_t *want = read_file(p, &z_len);
+        free(p);
+        for (int odd = 0; odd <= 1; odd++) {
+            MemSink z;
+            sink_init(&z);
+            assert_int_equal(compress_buf(COMPRESS_LZW, in, in_len, &z, odd), 0);
+            if (z.len != z_len || memcmp(z.buf, want, z_len) != 0)
+                fail_msg("%s: our LZW output (%zu B) differs from Go's (%zu B)", names[i], z.len,
+                         z_len);
+            sink_release(&z);
+        }
+        MemSink out;
+        sink_init(&out);
+        assert_int_equal(decompress_buf(COMPRESS_LZW, want, z_len, &out), 0);
+        assert_int_equal(out.len, in_len);
+        if (in_len) assert_memory_equal(out.buf, in, in_len);
+        sink_release(&out);
+        free(in);
+        free(want);
+    }
+}
+
+/* ---- Go-written fixture stores ---- */
+
+/* Decompressed size from the fixture README's table row for object v2/<name>; -1 if absent. */
+static long readme_decompressed_size(const char *fixture, const char *name) {
+    char rel[256];
+    snprintf(rel, sizeof rel, "tests/fixtures/%s/README.md", fixture);
+    char *p = source_path(rel);
+    FILE *f = fopen(p, "r");
+    if (!f) fail_msg("cannot open %s", p);
+    free(p);
+    char want[512], line[1024];
+    snprintf(want, sizeof want, "| `v2/%s` |", name);
+    long size = -1;
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, want, strlen(want)) != 0) continue;
+        /* Columns: object | bytes | decompressed | ... */
+        char *col = line + strlen(want);
+        col = strchr(col, '|');
+        if (!col) break;
+        size = 0;
+        for (col++; *col && *col != '|'; col++)
+            if (*col >= '0' && *col <= '9') size = size * 10 + (*col - '0');
+        break;
+    }
+    fclose(f);
+    return size;
+}
+
+static void check_fixture_store(const char *fixture) {
+    char rel[256];
+    snprintf(rel, sizeof rel, "tests/fixtures/%s/store/v2", fixture);
+    char *dir = source_path(rel);
+    DIR *d = opendir(dir);
+    if (!d) fail_msg("cannot open %s", dir);
+    int objects = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.') continue;
+        const char *dot = strchr(e->d_name, '.');
+        CompressKind kind = COMPRESS_NONE;
+        assert_int_equal(compress_from_suffix(dot ? dot : "", &kind), 0);
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        size_t len = 0;
+        uint8_t *z = read_file(path, &len);
+
+        IoReader *src = io_mem_reader_new(z, len);
+        IoReader *r = decompress_reader_new(kind, src);
+        uint64_t *count = NULL;
+        IoWriter *counter = io_counter_new(NULL, &count);
+        IoWriter *tc = trailer_checker_new(counter, 0);
+        assert_non_null(r);
+        assert_non_null(tc);
+        uint64_t copied = 0;
+        int rc = io_copy(r, tc, &copied);
+        if (rc != 0) fail_msg("%s: %s: %s", e->d_name, err_name(rc), err_msg());
+        uint64_t payload = 0;
+        rc = trailer_check_result(tc, &payload);
+        if (rc != 0) fail_msg("%s: %s", e->d_name, err_msg());
+        assert_int_equal(*count, copied);
+        assert_int_equal(payload + SHA256_LEN, copied);
+        long want = readme_decompressed_size(fixture, e->d_name);
+        if (want < 0) fail_msg("%s: no row in the %s README", e->d_name, fixture);
+        assert_int_equal(copied, (uint64_t)want);
+        if (strncmp(e->d_name, "Full-", 5) == 0) {
+            /* etcd's "has hash" rule: bbolt pages are 512-byte multiples. */
+            assert_int_equal(copied % 512, SHA256_LEN);
+        } else {
+            /* A delta's payload is a JSON array. */
+            assert_int_equal(payload > 2, 1);
+        }
+        io_writer_free(tc);
+        io_writer_free(counter);
+        io_reader_free(r);
+        io_reader_free(src);
+        free(z);
+        objects++;
+    }
+    closedir(d);
+    free(dir);
+    assert_int_equal(objects, 5);
+}
+
+static void test_go_gzip_fixtures_decompress_with_valid_trailers(void **state) {
+    (void)state;
+    check_fixture_store("seed-gzip");
+}
+static void test_go_zlib_fixtures_decompress_with_valid_trailers(void **state) {
+    (void)state;
+    check_fixture_store("seed-zlib");
+}
+static void test_go_lzw_fixtures_decompress_with_valid_trailers(void **state) {
+    (void)state;
+    check_fixture_store("seed-lzw");
+}
+static void test_go_plain_fixtures_have_valid_trailers(void **state) {
+    (void)state;
+    check_fixture_store("seed-plain");
+}
+
+/* Recompressing what Go's LZW writer compressed must give Go's exact bytes back. */
+static void test_lzw_recompression_of_go_fixtures_is_byte_identical(void **state) {
+    (void)state;
+    char *dir = source_path("tests/fixtures/seed-lzw/store/v2");
+    DIR *d = opendir(dir);
+    if (!d) fail_msg("cannot open %s", dir);
+    struct dirent *e;
+    int objects = 0;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.') continue;
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        size_t len = 0;
+        uint8_t *z = read_file(path, &len);
+        MemSink plain, again;
+        sink_init(&plain);
+        sink_init(&again);
+        assert_int_equal(decompress_buf(COMPRESS_LZW, z, len, &plain), 0);
+        assert_int_equal(compress_buf(COMPRESS_LZW, plain.buf, plain.len, &again, 1), 0);
+        if (again.len != len || memcmp(again.buf, z, len) != 0)
+            fail_msg("%s: recompressed %zu B differs from Go's %zu B", e->d_name, again.len, len);
+        sink_release(&plain);
+        sink_release(&again);
+        free(z);
+        objects++;
+    }
+    closedir(d);
+    free(dir);
+    assert_int_equal(objects, 5);
+}
+
+/* ---- sha256 and trailers ---- */
+
+static void test_sha256_matches_known_digest(void **state) {
+    (void)state;
+    /* FIPS 180-2 example: SHA-256("abc"). */
+    static const uint8_t abc[SHA256_LEN] = {0xba, 0x78, 0x16, 0xbf, 0x8f, 0x01, 0xcf, 0xea,
+                                            0x41, 0x41, 0x40, 0xde, 0x5d, 0xae, 0x22, 0x23,
+                                            0xb0, 0x03, 0x61, 0xa3, 0x96, 0x17, 0x7a, 0x9c,
+                                            0xb4, 0x10, 0xff, 0x61, 0xf2, 0x00, 0x15, 0xad};
+    uint8_t out[SHA256_LEN];
+    Sha256 *s = sha256_new();
+    assert_non_null(s);
+    sha256_update(s, "a", 1);
+    sha256_update(s, "bc", 2);
+    sha256_final(s, out);
+    assert_memory_equal(out, abc, SHA256_LEN);
+    /* final resets for reuse. */
+    sha256_update(s, "abc", 3);
+    sha256_final(s, out);
+    assert_memory_equal(out, abc, SHA256_LEN);
+    sha256_free(s);
+    sha256_free(NULL);
+}
+
+static void test_sha256_writer_passes_bytes_and_reports_running_digest(void **state) {
+    (void)state;
+    MemSink m;
+    sink_init(&m);
+    IoWriter *w = sha256_writer_new(&m.base);
+    assert_non_null(w);
+    assert_int_equal(io_write(w, "ab", 2), 0);
+    uint8_t mid[SHA256_LEN], ref[SHA256_LEN], out[SHA256_LEN];
+    sha256_writer_digest(w, mid);
+    assert_int_equal(io_write(w, "c", 1), 0);
+    assert_int_equal(io_finish(w), 0);
+    sha256_writer_digest(w, out);
+    Sha256 *s = sha256_new();
+    sha256_update(s, "ab", 2);
+    sha256_final(s, ref);
+    assert_memory_equal(mid, ref, SHA256_LEN);
+    sha256_update(s, "abc", 3);
+    sha256_final(s, ref);
+    assert_memory_equal(out, ref, SHA256_LEN);
+    sha256_free(s);
+    assert_int_equal(m.len, 3);
+    assert_memory_equal(m.buf, "abc", 3);
+    io_writer_free(w);
+    sink_release(&m);
+}
+
+/* payload || sha256(payload) in a fresh buffer of *len bytes. */
+static uint8_t *make_framed(size_t payload_len, size_t *len) {
+    uint8_t *buf = malloc(payload_len + SHA256_LEN);
+    assert_non_null(buf);
+    fill_random(buf, payload_len, payload_len + 17);
+    Sha256 *s = sha256_new();
+    sha256_update(s, buf, payload_len);
+    sha256_final(s, buf + payload_len);
+    sha256_free(s);
+    *len = payload_len + SHA256_LEN;
+    return buf;
+}
+
+/* Feeds buf through a trailer checker with writes cycling over step sizes; returns the result. */
+static int run_trailer_check(const uint8_t *buf, size_t len, int strip, MemSink *out,
+                             uint64_t *payload) {
+    IoWriter *t = trailer_checker_new(out ? &out->base : NULL, strip);
+    assert_non_null(t);
+    static const size_t steps[] = {1, 31, 32, 33, 2, 64, 4097, 3};
+    size_t off = 0;
+    for (size_t i = 0; off < len; i++) {
+        size_t n = steps[i % NSIZES(steps)];
+        if (n > len - off) n = len - off;
+        assert_int_equal(io_write(t, buf + off, n), 0);
+        off += n;
+    }
+    assert_int_equal(io_finish(t), 0);
+    int rc = trailer_check_result(t, payload);
+    io_writer_free(t);
+    return rc;
+}
+
+static void test_trailer_checker_accepts_good_trailer(void **state) {
+    (void)state;
+    const size_t sizes[] = {1, 2, 31, 32, 33, 64, 1000, 180224};
+    for (size_t i = 0; i < NSIZES(sizes); i++) {
+        size_t len = 0;
+        uint8_t *buf = make_framed(sizes[i], &len);
+        MemSink all, stripped;
+        sink_init(&all);
+        sink_init(&stripped);
+        uint64_t payload = 0;
+        assert_int_equal(run_trailer_check(buf, len, 0, &all, &payload), 0);
+        assert_int_equal(payload, sizes[i]);
+        assert_int_equal(all.len, len);
+        assert_memory_equal(all.buf, buf, len);
+        assert_int_equal(run_trailer_check(buf, len, 1, &stripped, &payload), 0);
+        assert_int_equal(stripped.len, sizes[i]);
+        assert_memory_equal(stripped.buf, buf, sizes[i]);
+        assert_int_equal(run_trailer_check(buf, len, 1, NULL, NULL), 0);
+        sink_release(&all);
+        sink_release(&stripped);
+        free(buf);
+    }
+}
+
+static void test_trailer_checker_rejects_flipped_byte(void **state) {
+    (void)state;
+    size_t len = 0;
+    uint8_t *buf = make_framed(1000, &len);
+    const size_t where[] = {0, 500, 999, 1000, 1015, len - 1};
+    for (size_t i = 0; i < NSIZES(where); i++) {
+        buf[where[i]] ^= 0x01;
+        assert_int_equal(run_trailer_check(buf, len, 0, NULL, NULL), ERR_CORRUPT);
+        buf[where[i]] ^= 0x01;
+    }
+    assert_int_equal(run_trailer_check(buf, len, 0, NULL, NULL), 0);
+    /* A missing last byte shifts the trailer: also a mismatch. */
+    assert_int_equal(run_trailer_check(buf, len - 1, 0, NULL, NULL), ERR_CORRUPT);
+    free(buf);
+}
+
+static void test_trailer_checker_rejects_too_short_input(void **state) {
+    (void)state;
+    uint8_t buf[SHA256_LEN];
+    Sha256 *s = sha256_new();
+    sha256_final(s, buf); /* the digest of nothing: still no payload */
+    sha256_free(s);
+    uint64_t payload = 99;
+    assert_int_equal(run_trailer_check(buf, 0, 0, NULL, &payload), ERR_CORRUPT);
+    assert_int_equal(payload, 0);
+    assert_int_equal(run_trailer_check(buf, 10, 0, NULL, NULL), ERR_CORRUPT);
+    assert_int_equal(run_trailer_check(buf, SHA256_LEN, 0, NULL, NULL), ERR_CORRUPT);
+    assert_non_null(strstr(err_msg(), "trailer"));
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_gzip_round_trips_empty_small_and_3mib),
+        cmocka_unit_test(test_zlib_round_trips_empty_small_and_3mib),
+        cmocka_unit_test(test_lzw_round_trips_empty_small_and_3mib),
+        cmocka_unit_test(test_zstd_round_trips_empty_small_and_3mib),
+        cmocka_unit_test(test_none_passes_bytes_through),
+        cmocka_unit_test(test_gzip_writer_emits_go_header_and_trailer),
+        cmocka_unit_test(test_zlib_writer_emits_default_level_header),
+        cmocka_unit_test(test_gzip_reader_accepts_concatenated_members),
+        cmocka_unit_test(test_readers_reject_trailing_garbage),
+        cmocka_unit_test(test_truncated_gzip_is_corrupt),
+        cmocka_unit_test(test_truncated_zlib_is_corrupt),
+        cmocka_unit_test(test_truncated_lzw_is_corrupt),
+        cmocka_unit_test(test_truncated_zstd_is_corrupt),
+        cmocka_unit_test(test_flipped_byte_in_checksummed_streams_is_corrupt),
+        cmocka_unit_test(test_lzw_reader_rejects_code_beyond_table),
+        cmocka_unit_test(test_empty_input_is_corrupt_for_every_compressed_kind),
+        cmocka_unit_test(test_reader_error_repeats_on_next_read),
+        cmocka_unit_test(test_writers_pass_on_sink_failure),
+        cmocka_unit_test(test_policy_and_suffix_names_map_to_kinds),
+        cmocka_unit_test(test_lzw_writer_output_is_byte_identical_to_go),
+        cmocka_unit_test(test_go_gzip_fixtures_decompress_with_valid_trailers),
+        cmocka_unit_test(test_go_zlib_fixtures_decompress_with_valid_trailers),
+        cmocka_unit_test(test_go_lzw_fixtures_decompress_with_valid_trailers),
+        cmocka_unit_test(test_go_plain_fixtures_have_valid_trailers),
+        cmocka_unit_test(test_lzw_recompression_of_go_fixtures_is_byte_identical),
+        cmocka_unit_test(test_sha256_matches_known_digest),
+        cmocka_unit_test(test_sha256_writer_passes_bytes_and_reports_running_digest),
+        cmocka_unit_test(test_trailer_checker_accepts_good_trailer),
+        cmocka_unit_test(test_trailer_checker_rejects_flipped_byte),
+        cmocka_unit_test(test_trailer_checker_rejects_too_short_input),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

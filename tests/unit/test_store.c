@@ -1,0 +1,905 @@
+/* test_store: snapshot names (format, parse, sort, latest set; seed-spec §3 and §13 scenario 1),
+ * the generic store layer's prefix handling (§15.1, §15.2) and the Local driver on real files,
+ * including the Go tool's fixture stores under tests/fixtures/<name>/store. Each test works in
+ * its own temp directory under /tmp, removed afterwards. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "common/err.h"
+#include "common/fsutil.h"
+#include "common/log.h"
+#include "store/snapname.h"
+#include "store/store.h"
+#include "store/store_driver.h"
+
+#include <dirent.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ---------- helpers ---------- */
+
+static char *make_tmpdir(void) {
+    char tmpl[] = "/tmp/etcdbr-test-store-XXXXXX";
+    char *d = mkdtemp(tmpl);
+    assert_non_null(d);
+    return strdup(d);
+}
+
+static void rm_tmpdir(char *d) {
+    if (!d) return;
+    assert_int_equal(fs_remove_tree(d), 0);
+    free(d);
+}
+
+static void write_raw(const char *path, const void *data, size_t len) {
+    char *dir = fs_dirname(path);
+    assert_int_equal(fs_mkdir_p(dir, 0700), 0);
+    free(dir);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    if (len) assert_int_equal(fwrite(data, 1, len, f), len);
+    assert_int_equal(fclose(f), 0);
+}
+
+static Store *open_local(const char *container, const char *prefix) {
+    StoreConfig cfg = {"Local", container, prefix, "/tmp"};
+    Store *s = NULL;
+    int rc = store_open(&cfg, &s);
+    if (rc != 0) fail_msg("store_open: %s", err_msg());
+    return s;
+}
+
+static void put_object(Store *s, const char *name, const void *data, size_t len) {
+    StoreWriter *w = NULL;
+    int rc = store_open_write(s, name, &w);
+    if (rc != 0) fail_msg("store_open_write %s: %s", name, err_msg());
+    assert_int_equal(io_write(store_writer_io(w), data, len), 0);
+    assert_int_equal(io_finish(store_writer_io(w)), 0);
+    rc = store_writer_commit(w);
+    if (rc != 0) fail_msg("commit %s: %s", name, err_msg());
+}
+
+static size_t read_all(Store *s, const Snapshot *snap, char *buf, size_t cap) {
+    IoReader *r = NULL;
+    int rc = store_open_read(s, snap, &r);
+    if (rc != 0) fail_msg("store_open_read %s: %s", snap->key, err_msg());
+    size_t got = 0;
+    assert_int_equal(io_read_full(r, buf, cap, &got), 0);
+    io_reader_free(r);
+    return got;
+}
+
+/* Number of directory entries (any name, hidden included) in dir; -1 if absent. */
+static int count_entries(const char *dir, const char *starting_with) {
+    DIR *d = opendir(dir);
+    if (!d) return -1;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") &&
+            (!starting_with || strncmp(e->d_name, starting_with, strlen(starting_with)) == 0))
+            n++;
+    closedir(d);
+    return n;
+}
+
+static Snapshot parse_ok(const char *key, const char *prefix) {
+    Snapshot s;
+    int rc = snapname_parse(key, prefix, &s);
+    if (rc != 0) fail_msg("parse %s (prefix \"%s\"): %s", key, prefix, err_msg());
+    return s;
+}
+
+static void parse_fails(const char *key, const char *prefix, const char *why) {
+    Snapshot s;
+    int rc = snapname_parse(key, prefix, &s);
+    if (rc != ERR_INVALID)
+        fail_msg("parse %s (prefix \"%s\") gave %d, want ERR_INVALID", key, prefix, rc);
+    if (why && !strstr(err_msg(), why))
+        fail_msg("parse %s: message \"%s\" does not say \"%s\"", key, err_msg(), why);
+    if (!strstr(err_msg(), key))
+        fail_msg("parse %s: message \"%s\" does not name the key", key, err_msg());
+}
+
+/* ---------- snapname_format ---------- */
+
+static void test_format_pads_revisions_to_8_digits(void **state) {
+    (void)state;
+    char buf[128];
+    assert_int_equal(snapname_format(SNAP_FULL, 0, 2088, 1518427675, "", 0, buf, sizeof buf), 0);
+    assert_string_equal(buf, "Full-00000000-00002088-1518427675");
+    assert_int_equal(snapname_format(SNAP_INCR, 30010, 30020, 7, ".gz", 1, buf, sizeof buf), 0);
+    assert_string_equal(buf, "Incr-00030010-00030020-7.gz.final");
+    assert_int_equal(snapname_format(SNAP_FULL, 0, 30009, 1518427675, NULL, 1, buf, sizeof buf), 0);
+    assert_string_equal(buf, "Full-00000000-00030009-1518427675.final");
+}
+
+static void test_format_writes_wider_revisions_in_full(void **state) {
+    (void)state;
+    char buf[128];
+    assert_int_equal(snapname_format(SNAP_INCR, 123456789012, 123456789013, 1795974943, ".zst", 0,
+                                     buf, sizeof buf),
+                     0);
+    assert_string_equal(buf, "Incr-123456789012-123456789013-1795974943.zst");
+    assert_int_equal(
+        snapname_format(SNAP_INCR, INT64_MAX, INT64_MAX, INT64_MAX, ".Z", 0, buf, sizeof buf), 0);
+    assert_string_equal(buf, "Incr-9223372036854775807-9223372036854775807-9223372036854775807.Z");
+}
+
+static void test_format_rejects_bad_input(void **state) {
+    (void)state;
+    char buf[64];
+    assert_int_equal(snapname_format(SNAP_FULL, 0, 5, 1, "", 0, buf, 10), ERR_INVALID);
+    assert_string_equal(buf, "");
+    assert_int_equal(snapname_format(SNAP_FULL, 6, 5, 1, "", 0, buf, sizeof buf), ERR_INVALID);
+    assert_int_equal(snapname_format(SNAP_FULL, -1, 5, 1, "", 0, buf, sizeof buf), ERR_INVALID);
+    assert_int_equal(snapname_format(SNAP_FULL, 0, 5, -1, "", 0, buf, sizeof buf), ERR_INVALID);
+    assert_int_equal(snapname_format((SnapKind)7, 0, 5, 1, "", 0, buf, sizeof buf), ERR_INVALID);
+    assert_int_equal(snapname_format(SNAP_FULL, 0, 5, 1, "gz", 0, buf, sizeof buf), ERR_INVALID);
+    assert_int_equal(snapname_format(SNAP_FULL, 0, 5, 1, ".g/z", 0, buf, sizeof buf), ERR_INVALID);
+    assert_int_equal(snapname_format(SNAP_FULL, 0, 5, 1, ".", 0, buf, sizeof buf), ERR_INVALID);
+}
+
+static void test_format_then_parse_round_trips(void **state) {
+    (void)state;
+    const char *sfx[] = {"", ".gz", ".zlib", ".Z", ".zst"};
+    const int64_t revs[][2] = {
+        {0, 0}, {0, 190}, {191, 202}, {99999999, 100000000}, {123456789012, 123456789012}};
+    for (size_t k = 0; k < 2; k++)
+        for (size_t i = 0; i < 5; i++)
+            for (size_t r = 0; r < 5; r++)
+                for (int fin = 0; fin < 2; fin++) {
+                    char name[256], key[512];
+                    SnapKind kind = k ? SNAP_INCR : SNAP_FULL;
+                    assert_int_equal(snapname_format(kind, revs[r][0], revs[r][1], 1795974943,
+                                                     sfx[i], fin, name, sizeof name),
+                                     0);
+                    snprintf(key, sizeof key, "shoot--x/etcd-main/v2/%s", name);
+                    Snapshot s = parse_ok(key, "shoot--x/etcd-main");
+                    assert_int_equal(s.kind, kind);
+                    assert_int_equal(s.start_revision, revs[r][0]);
+                    assert_int_equal(s.last_revision, revs[r][1]);
+                    assert_int_equal(s.created_on, 1795974943);
+                    assert_string_equal(s.compression_suffix, sfx[i]);
+                    assert_int_equal(s.is_final, fin);
+                    assert_int_equal(s.is_chunk, 0);
+                    assert_int_equal(s.version, 2);
+                    assert_string_equal(s.snap_name, name);
+                    assert_string_equal(s.key, key);
+                    assert_string_equal(s.prefix, "shoot--x/etcd-main/v2/");
+                    assert_string_equal(s.snap_dir, "");
+                    assert_int_equal(s.size, -1);
+                }
+}
+
+/* ---------- snapname_parse: §13 scenario 1 ---------- */
+
+static void test_parse_v2_plain(void **state) {
+    (void)state;
+    Snapshot s = parse_ok("v2/Full-00000000-00002088-1518427675", "");
+    assert_int_equal(s.version, 2);
+    assert_int_equal(s.kind, SNAP_FULL);
+    assert_int_equal(s.start_revision, 0);
+    assert_int_equal(s.last_revision, 2088);
+    assert_int_equal(s.created_on, 1518427675);
+    assert_string_equal(s.compression_suffix, "");
+    assert_int_equal(s.is_final, 0);
+    assert_string_equal(s.prefix, "v2/");
+    assert_string_equal(s.snap_name, "Full-00000000-00002088-1518427675");
+}
+
+static void test_parse_v1_backup_layout(void **state) {
+    (void)state;
+    Snapshot s = parse_ok("etcd-main/v1/Backup-1518427675/Incr-00030010-00030020-1518427700.gz",
+                          "etcd-main");
+    assert_int_equal(s.version, 1);
+    assert_int_equal(s.kind, SNAP_INCR);
+    assert_int_equal(s.start_revision, 30010);
+    assert_int_equal(s.last_revision, 30020);
+    assert_string_equal(s.compression_suffix, ".gz");
+    assert_string_equal(s.snap_dir, "Backup-1518427675");
+    assert_string_equal(s.prefix, "etcd-main/v1/");
+    assert_string_equal(s.snap_name, "Incr-00030010-00030020-1518427700.gz");
+    assert_int_equal(s.is_chunk, 0);
+}
+
+static void test_parse_suffix_combinations(void **state) {
+    (void)state;
+    Snapshot s = parse_ok("v2/Full-00000000-00030009-1518427675.gz", "");
+    assert_string_equal(s.compression_suffix, ".gz");
+    assert_int_equal(s.is_final, 0);
+    s = parse_ok("v2/Full-00000000-00030009-1518427675.final", "");
+    assert_string_equal(s.compression_suffix, "");
+    assert_int_equal(s.is_final, 1);
+    s = parse_ok("v2/Full-00000000-00030009-1518427675.gz.final", "");
+    assert_string_equal(s.compression_suffix, ".gz");
+    assert_int_equal(s.is_final, 1);
+    /* unknown compressions are kept; decompression refuses them later */
+    s = parse_ok("v2/Full-00000000-00030009-1518427675.bz2", "");
+    assert_string_equal(s.compression_suffix, ".bz2");
+}
+
+static void test_parse_chunks(void **state) {
+    (void)state;
+    Snapshot s = parse_ok("etcd/v2/Full-00000000-00000005-1700000000.gz/0000000001", "etcd");
+    assert_int_equal(s.is_chunk, 1);
+    assert_int_equal(s.version, 2);
+    assert_int_equal(s.last_revision, 5);
+    assert_string_equal(s.compression_suffix, ".gz");
+    assert_string_equal(s.snap_name, "Full-00000000-00000005-1700000000.gz/0000000001");
+    s = parse_ok("v1/Backup-1700000000/Incr-00000006-00000009-1700000001/0000000012", "");
+    assert_int_equal(s.is_chunk, 1);
+    assert_int_equal(s.version, 1);
+    assert_string_equal(s.snap_dir, "Backup-1700000000");
+    parse_fails("v2/Full-00000000-00000005-1700000000/1", "", "chunk");
+    parse_fails("v2/Full-00000000-00000005-1700000000/000000000a", "", "chunk");
+    parse_fails("v2/Full-00000000-00000005-1700000000/0000000001/0000000001", "", "components");
+}
+
+static void test_parse_rejects_bad_names(void **state) {
+    (void)state;
+    parse_fails("v2/Full-00000000-00000005-1700000000-extra", "", "4");
+    parse_fails("v2/Full-00000000-1700000000", "", "4");
+    parse_fails("v2/Full-0000000x-00000005-1700000000", "", "start revision");
+    parse_fails("v2/Full-00000000-0000000y-1700000000", "", "last revision");
+    parse_fails("v2/Full-00000000-00000005-17000000z0", "", "creation time");
+    parse_fails("v2/Full-00000000-00000005-.gz", "", "empty");
+    parse_fails("v2/Incr-00000009-00000005-1700000000", "", "start revision 9 > last revision 5");
+    parse_fails("v2/Delta-00000000-00000005-1700000000", "", "unknown kind");
+    parse_fails("v2/full-00000000-00000005-1700000000", "", "unknown kind");
+    parse_fails("v2/Full-abc", "", "4");
+    /* signs, empty, overflow */
+    parse_fails("v2/Full-+0000000-00000005-1700000000", "", "start revision");
+    parse_fails("v2/Full--1-00000005-1700000000", "", NULL);
+    parse_fails("v2/Full--00000005-1700000000", "", NULL);
+    parse_fails("v2/Full-00000000-9223372036854775808-1700000000", "", "last revision");
+    parse_fails("v2/Full-00000000-00000005-99999999999999999999", "", "creation time");
+    /* empty or misplaced '.' parts */
+    parse_fails("v2/Full-00000000-00000005-123..gz", "", "empty");
+    parse_fails("v2/Full-00000000-00000005-123.", "", "empty");
+    parse_fails("v2/Full-00000000-00000005-123.gz.", "", "empty");
+    parse_fails("v2/Full-00000000-00000005-123.final.gz", "", "final");
+    parse_fails("v2/Full-00000000-00000005-123.tar.gz", "", "compression suffix");
+    parse_fails("v2/Full-00000000-00000005-123.final.final", "", "twice");
+    parse_fails("v2/Full-00000000-00000005-123.gz.gz.final", "", "too many");
+    parse_fails("v2/Full-00000000-00000005-123.g_z", "", "letters and digits");
+    parse_fails("v2/Full-00000000-00000005-123.abcdefghijklmnop", "", "too long");
+    parse_fails("v2/", "", "empty");
+    parse_fails("v2//Full-00000000-00000005-1700000000", "", "empty");
+}
+
+static void test_parse_rejects_v1_backup_dir_as_name(void **state) {
+    (void)state;
+    parse_fails("etcd-main/v1/Backup-1518427675", "etcd-main", "backup directory");
+    parse_fails("etcd-main/v1/Backup-1518427675/", "etcd-main", "empty");
+    parse_fails("etcd-main/v1/Backup-abc/Full-00000000-00000005-1700000000", "etcd-main",
+                "Backup-<unix seconds>");
+    parse_fails("etcd-main/v1/Full-00000000-00000005-1700000000", "etcd-main", "backup directory");
+    parse_fails("v1/Backup-1/Backup-2/Full-00000000-00000005-1700000000", "", "chunk");
+}
+
+static void test_parse_rejects_missing_version(void **state) {
+    (void)state;
+    parse_fails("Full-00000000-00000005-1700000000", "", "version");
+    parse_fails("etcd-main/Full-00000000-00000005-1700000000", "etcd-main", "version");
+    parse_fails("etcd-main/v3/Full-00000000-00000005-1700000000", "etcd-main", "version");
+    /* the version must be right under the prefix, not anywhere in the key */
+    parse_fails("etcd-main/x/v2/Full-00000000-00000005-1700000000", "etcd-main", "version");
+    parse_fails("README.txt", "", "version");
+    parse_fails("", "", "version");
+}
+
+/* §15.1: the Go parser finds the last "v1/" anywhere, so "shoot--dev1/..." hid every snapshot. */
+static void test_parse_prefix_containing_v1_finds_v2(void **state) {
+    (void)state;
+    Snapshot s = parse_ok("shoot--dev1/etcd-main/v2/Full-00000000-00000190-1795974943.gz",
+                          "shoot--dev1/etcd-main");
+    assert_int_equal(s.version, 2);
+    assert_int_equal(s.is_chunk, 0);
+    assert_int_equal(s.kind, SNAP_FULL);
+    assert_string_equal(s.prefix, "shoot--dev1/etcd-main/v2/");
+    s = parse_ok("backup-v1/v2/Incr-00000191-00000202-1795974945", "backup-v1/");
+    assert_int_equal(s.version, 2);
+    assert_int_equal(s.kind, SNAP_INCR);
+    s = parse_ok("v1/v2/Incr-00000191-00000202-1795974945", "v1");
+    assert_int_equal(s.version, 2);
+}
+
+/* §15.2: prefix "etcd-main" must not claim "etcd-main-x/..." objects. */
+static void test_parse_prefix_is_a_path_component(void **state) {
+    (void)state;
+    parse_fails("etcd-main-x/v2/Full-00000000-00000190-1795974943", "etcd-main", "store prefix");
+    parse_fails("etcd-mainv2/Full-00000000-00000190-1795974943", "etcd-main", "store prefix");
+    parse_fails("other/v2/Full-00000000-00000190-1795974943", "etcd-main", "store prefix");
+    /* an empty prefix only takes top-level version directories */
+    parse_fails("etcd-main/v2/Full-00000000-00000190-1795974943", "", "version");
+}
+
+static void test_parse_rejects_too_long_key(void **state) {
+    (void)state;
+    char key[1100];
+    memset(key, 'a', sizeof key - 1);
+    key[sizeof key - 1] = '\0';
+    Snapshot s;
+    assert_int_equal(snapname_parse(key, "", &s), ERR_INVALID);
+    assert_non_null(strstr(err_msg(), "longer than"));
+}
+
+/* ---------- sort and latest set ---------- */
+
+static Snapshot mk(SnapKind kind, int64_t start, int64_t last, int64_t ts, int chunk) {
+    char name[256], key[300];
+    assert_int_equal(snapname_format(kind, start, last, ts, ".gz", 0, name, sizeof name), 0);
+    snprintf(key, sizeof key, "p/v2/%s%s", name, chunk ? "/0000000001" : "");
+    return parse_ok(key, "p");
+}
+
+static void test_sort_is_numeric_by_last_revision(void **state) {
+    (void)state;
+    Snapshot v[4];
+    v[0] = mk(SNAP_INCR, 0, 123456789012, 10, 0);
+    v[1] = mk(SNAP_INCR, 0, 99999999, 20, 0);
+    v[2] = mk(SNAP_INCR, 5, 100000000, 5, 0);
+    v[3] = mk(SNAP_FULL, 0, 4, 30, 0);
+    snapname_sort(v, 4);
+    assert_int_equal(v[0].last_revision, 4);
+    assert_int_equal(v[1].last_revision, 99999999);
+    assert_int_equal(v[2].last_revision, 100000000);
+    assert_int_equal(v[3].last_revision, 123456789012);
+    /* a string sort would put "123456789012" before "99999999" */
+    assert_true(strcmp(v[3].snap_name, v[1].snap_name) < 0);
+}
+
+static void test_sort_ignores_creation_time_except_for_ties(void **state) {
+    (void)state;
+    Snapshot v[6];
+    v[0] = mk(SNAP_INCR, 11, 20, 1000, 0);
+    v[1] = mk(SNAP_INCR, 21, 30, 10, 0);
+    v[2] = mk(SNAP_INCR, 0, 10, 500, 1); /* chunk, tie with v3/v4 */
+    v[3] = mk(SNAP_FULL, 0, 10, 700, 0); /* tie: later time */
+    v[4] = mk(SNAP_INCR, 1, 10, 600, 0); /* tie: earlier time */
+    v[5] = mk(SNAP_FULL, 0, 10, 600, 0); /* same time as v4: key decides ("Full" < "Incr") */
+    snapname_sort(v, 6);
+    assert_int_equal(v[0].kind, SNAP_FULL);
+    assert_int_equal(v[0].created_on, 600);
+    assert_int_equal(v[1].kind, SNAP_INCR);
+    assert_int_equal(v[1].created_on, 600);
+    assert_int_equal(v[2].created_on, 700);
+    assert_int_equal(v[3].is_chunk, 1);
+    assert_int_equal(v[4].last_revision, 20);
+    assert_int_equal(v[5].last_revision, 30);
+    /* total order: sorting a permutation gives the same sequence */
+    Snapshot w[6] = {v[5], v[3], v[1], v[0], v[4], v[2]};
+    snapname_sort(w, 6);
+    for (int i = 0; i < 6; i++)
+        assert_string_equal(w[i].key, v[i].key);
+}
+
+static void test_latest_set_takes_deltas_after_newest_full(void **state) {
+    (void)state;
+    Snapshot v[8];
+    v[0] = mk(SNAP_FULL, 0, 100, 1, 0);
+    v[1] = mk(SNAP_INCR, 101, 110, 2, 0);
+    v[2] = mk(SNAP_FULL, 0, 110, 3, 0);
+    v[3] = mk(SNAP_FULL, 0, 110, 3, 1); /* chunk of the full: ignored */
+    v[4] = mk(SNAP_INCR, 111, 120, 4, 0);
+    v[5] = mk(SNAP_INCR, 121, 130, 5, 1); /* chunk of a delta: ignored */
+    v[6] = mk(SNAP_INCR, 121, 130, 5, 0);
+    v[7] = mk(SNAP_INCR, 131, 140, 6, 0);
+    snapname_sort(v, 8);
+    ptrdiff_t full = -2;
+    size_t idx[8], nd = 99;
+    snapname_latest_set(v, 8, &full, idx, &nd);
+    assert_true(full >= 0);
+    assert_int_equal(v[full].kind, SNAP_FULL);
+    assert_int_equal(v[full].last_revision, 110);
+    assert_int_equal(v[full].is_chunk, 0);
+    assert_int_equal(nd, 3);
+    assert_int_equal(v[idx[0]].last_revision, 120);
+    assert_int_equal(v[idx[1]].last_revision, 130);
+    assert_int_equal(v[idx[1]].is_chunk, 0);
+    assert_int_equal(v[idx[2]].last_revision, 140);
+}
+
+static void test_latest_set_full_only_and_newest_full_last(void **state) {
+    (void)state;
+    Snapshot v[3];
+    v[0] = mk(SNAP_INCR, 1, 50, 1, 0);
+    v[1] = mk(SNAP_FULL, 0, 60, 2, 0);
+    v[2] = mk(SNAP_FULL, 0, 70, 3, 1); /* newest "full" is only a chunk */
+    snapname_sort(v, 3);
+    ptrdiff_t full;
+    size_t idx[3], nd;
+    snapname_latest_set(v, 3, &full, idx, &nd);
+    assert_int_equal(full, 1);
+    assert_int_equal(v[full].last_revision, 60);
+    assert_int_equal(nd, 0);
+}
+
+static void test_latest_set_without_full_returns_all_deltas(void **state) {
+    (void)state;
+    Snapshot v[4];
+    v[0] = mk(SNAP_INCR, 21, 30, 3, 0);
+    v[1] = mk(SNAP_INCR, 1, 10, 1, 0);
+    v[2] = mk(SNAP_FULL, 0, 15, 9, 1); /* chunk only */
+    v[3] = mk(SNAP_INCR, 11, 20, 2, 0);
+    snapname_sort(v, 4);
+    ptrdiff_t full;
+    size_t idx[4], nd;
+    snapname_latest_set(v, 4, &full, idx, &nd);
+    assert_int_equal(full, -1);
+    assert_int_equal(nd, 3);
+    assert_int_equal(v[idx[0]].last_revision, 10);
+    assert_int_equal(v[idx[1]].last_revision, 20);
+    assert_int_equal(v[idx[2]].last_revision, 30);
+    snapname_latest_set(NULL, 0, &full, idx, &nd);
+    assert_int_equal(full, -1);
+    assert_int_equal(nd, 0);
+}
+
+/* ---------- Local store ---------- */
+
+static void test_local_write_commit_list_read_back(void **state) {
+    (void)state;
+    char *dir = make_tmpdir();
+    Store *s = open_local(dir, "etcd-main");
+    char want[200000];
+    for (size_t i = 0; i < sizeof want; i++)
+        want[i] = (char)(i * 31 + 7);
+    char name[128];
+    assert_int_equal(snapname_format(SNAP_FULL, 0, 190, 1795974943, ".gz", 0, name, sizeof name),
+                     0);
+    put_object(s, name, want, sizeof want);
+
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/etcd-main/v2/%s", dir, name);
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0600);
+    snprintf(path, sizeof path, "%s/etcd-main/v2", dir);
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0700);
+    assert_int_equal(count_entries(path, NULL), 1);
+
+    Snapshot *v = NULL;
+    size_t n = 0;
+    assert_int_equal(store_list(s, &v, &n), 0);
+    assert_int_equal(n, 1);
+    assert_int_equal(v[0].size, (int64_t)sizeof want);
+    assert_int_equal(v[0].last_revision, 190);
+    assert_string_equal(v[0].snap_name, name);
+    char *got = malloc(sizeof want + 10);
+    assert_int_equal(read_all(s, &v[0], got, sizeof want + 10), sizeof want);
+    assert_memory_equal(got, want, sizeof want);
+    free(got);
+
+    char desc[PATH_MAX];
+    snprintf(desc, sizeof desc, "Local:%s/etcd-main", dir);
+    assert_string_equal(store_describe(s), desc);
+
+    assert_int_equal(store_remove(s, &v[0]), 0);
+    assert_int_equal(store_remove(s, &v[0]), ERR_NOT_FOUND);
+    free(v);
+    assert_int_equal(store_list(s, &v, &n), 0);
+    assert_int_equal(n, 0);
+    free(v);
+    store_free(s);
+    rm_tmpdir(dir);
+}
+
+static void test_local_abort_leaves_nothing(void **state) {
+    (void)state;
+    char *dir = make_tmpdir();
+    Store *s = open_local(dir, "");
+    StoreWriter *w = NULL;
+    assert_int_equal(store_open_write(s, "Full-00000000-00000005-1700000000", &w), 0);
+    assert_int_equal(io_write(store_writer_io(w), "hello", 5), 0);
+    store_writer_abort(w);
+    store_writer_abort(NULL);
+    char v2[PATH_MAX];
+    snprintf(v2, sizeof v2, "%s/v2", dir);
+    assert_int_equal(count_entries(v2, NULL), 0);
+    Snapshot *v = NULL;
+    size_t n = 9;
+    assert_int_equal(store_list(s, &v, &n), 0);
+    assert_int_equal(n, 0);
+    free(v);
+    store_free(s);
+    rm_tmpdir(dir);
+}
+
+static void test_local_write_in_progress_is_not_listed(void **state) {
+    (void)state;
+    char *dir = make_tmpdir();
+    Store *s = open_local(dir, "");
+    StoreWriter *w = NULL;
+    assert_int_equal(store_open_write(s, "Incr-00000001-00000005-1700000000.gz", &w), 0);
+    assert_int_equal(io_write(store_writer_io(w), "partial", 7), 0);
+    char v2[PATH_MAX];
+    snprintf(v2, sizeof v2, "%s/v2", dir);
+    assert_int_equal(count_entries(v2, ".etcdbr-tmp-"), 1);
+    Snapshot *v = NULL;
+    size_t n = 9;
+    assert_int_equal(store_list(s, &v, &n), 0);
+    assert_int_equal(n, 0);
+    free(v);
+    assert_int_equal(store_writer_commit(w), 0);
+    assert_int_equal(count_entries(v2, ".etcdbr-tmp-"), 0);
+    assert_int_equal(store_list(s, &v, &n), 0);
+    assert_int_equal(n, 1);
+    assert_int_equal(v[0].size, 7);
+    free(v);
+    store_free(s);
+    rm_tmpdir(dir);
+}
+
+static void test_local_refuses_overwrite(void **state) {
+    (void)state;
+    char *dir = make_tmpdir();
+    Store *s = open_local(dir, "p");
+    const char *name = "Full-00000000-00000005-1700000000";
+    put_object(s, name, "first", 5);
+    StoreWriter *w = NULL;
+    assert_int_equal(store_open_write(s, name, &w), ERR_EXISTS);
+    assert_null(w);
+    assert_non_null(strstr(err_msg(), name));
+
+    /* two writers racing for one name: the second commit loses and leaves no temp file */
+    const char *name2 = "Incr-00000006-00000009-1700000001";
+    StoreWriter *a = NULL, *b = NULL;
+    assert_int_equal(store_open_write(s, name2, &a), 0);
+    assert_int_equal(store_open_write(s, name2, &b), 0);
+    assert_int_equal(io_write(store_writer_io(a), "AAAA", 4), 0);
+    assert_int_equal(io_write(store_writer_io(b), "BB", 2), 0);
+    assert_int_equal(store_writer_commit(a), 0);
+    assert_int_equal(store_writer_commit(b), ERR_EXISTS);
+    char v2[PATH_MAX];
+    snprintf(v2, sizeof v2, "%s/p/v2", dir);
+    assert_int_equal(count_entries(v2, NULL), 2);
+
+    Snapshot *v = NULL;
+    size_t n = 0;
+    assert_int_equal(store_list(s, &v, &n), 0);
+    assert_int_equal(n, 2);
+    char buf[16];
+    assert_int_equal(read_all(s, &v[0], buf, sizeof buf), 5);
+    assert_memory_equal(buf, "first", 5);
+    assert_int_equal(read_all(s, &v[1], buf, sizeof buf), 4);
+    assert_memory_equal(buf, "AAAA", 4);
+    free(v);
+    store_free(s);
+    rm_tmpdir(dir);
+}
+
+static void test_local_write_rejects_names_that_would_not_list(void **state) {
+    (void)state;
+    char *dir = make_tmpdir();
+    Store *s = open_local(dir, "p");
+    StoreWriter *w = NULL;
+    const char *bad[] = {"",
+                         "README.txt",
+                         "Full-abc",
+                         "../Full-00000000-00000005-1700000000",
+                         "x/Full-00000000-00000005-1700000000",
+                         "Full-00000000-00000005-1700000000..gz"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(store_open_write(s, bad[i], &w), ERR_INVALID);
+        assert_null(w);
+    }
+    store_free(s);
+    rm_tmpdir(dir);
+}
+
+static void test_local_skips_foreign_files(void **state) {
+    (void)state;
+    char *dir = make_tmpdir();
+    Store *s = open_local(dir, "");
+    char p[PATH_MAX];
+    snprintf(p, sizeof p, "%s/v2/README.txt", dir);
+    write_raw(p, "hi", 2);
+    snprintf(p, sizeof p, "%s/v2/Full-abc", dir);
+    write_raw(p, "x", 1);
+    snprintf(p, sizeof p, "%s/v2/.hidden-Full-00000000-00000001-1", dir);
+    write_raw(p, "x", 1);
+    snprintf(p, sizeof p, "%s/v2/.etcdbr-tmp-abcdef", dir);
+    write_raw(p, "x", 1);
+    snprintf(p, sizeof p, "%s/README.md", dir); /* outside v1/v2: never even looked at */
+    write_raw(p, "x", 1);
+    snprintf(p, sizeof p, "%s/v2/Full-00000000-00000009-1700000000.gz", dir);
+    write_raw(p, "", 0); /* 0 bytes but a valid name: listed, callers decide */
+    snprintf(p, sizeof p, "%s/v2/Incr-00000010-00000012-1700000001.gz/0000000001", dir);
+    write_raw(p, "chunk", 5);
+    snprintf(p, sizeof p, "%s/v1/Backup-1700000000/Full-00000000-00000003-1700000000", dir);
+    write_raw(p, "old", 3);
+    snprintf(p, sizeof p, "%s/v1/notes.txt", dir);
+    write_raw(p, "x", 1);
+    snprintf(p, sizeof p, "%s/v1/Backup-1700000000/a/b/c/Full-00000000-00000004-1", dir);
+    write_raw(p, "deep", 4); /* below the deepest layout: not reached */
+    snprintf(p, sizeof p, "%s/v2/emptydir", dir);
+    assert_int_equal(fs_mkdir_p(p, 0700), 0);
+
+    Snapshot *v = NULL;
+    size_t n = 0;
+    assert_int_equal(store_list(s, &v, &n), 0);
+    assert_int_equal(n, 3);
+    assert_int_equal(v[0].last_revision, 3);
+    assert_int_equal(v[0].version, 1);
+    assert_int_equal(v[0].size, 3);
+    assert_int_equal(v[1].last_revision, 9);
+    assert_int_equal(v[1].size, 0);
+    assert_int_equal(v[2].last_revision, 12);
+    assert_int_equal(v[2].is_chunk, 1);
+    assert_int_equal(v[2].size, 5);
+
+    /* removing the chunk prunes its now-empty directory; removing the v1 object its Backup dir */
+    assert_int_equal(store_remove(s, &v[2]), 0);
+    snprintf(p, sizeof p, "%s/v2/Incr-00000010-00000012-1700000001.gz", dir);
+    assert_false(fs_exists(p));
+    assert_int_equal(store_remove(s, &v[0]), 0);
+    snprintf(p, sizeof p, "%s/v1/Backup-1700000000", dir);
+    assert_true(fs_exists(p)); /* still holds the deep junk: not removed */
+    free(v);
+    /* the foreign files are still there: listing never deletes */
+    snprintf(p, sizeof p, "%s/v2/README.txt", dir);
+    assert_true(fs_exists(p));
+    snprintf(p, sizeof p, "%s/v2/Full-abc", dir);
+    assert_true(fs_exists(p));
+    store_free(s);
+    rm_tmpdir(dir);
+}
+
+static void test_local_remove_v1_prunes_empty_backup_dir(void **state) {
+    (void)state;
+    char *dir = make_tmpdir();
+    Store *s = open_local(dir, "etcd-main");
+    char p[PATH_MAX];
+    snprintf(p, sizeof p, "%s/etcd-main/v1/Backup-1700000000/Full-00000000-00000003-1700000000",
+             dir);
+    write_raw(p, "full", 4);
+    snprintf(p, sizeof p, "%s/etcd-main/v1/Backup-1700000000/Incr-00000004-00000005-1700000001",
+             dir);
+    write_raw(p, "incr", 4);
+    Snapshot *v = NULL;
+    size_t n = 0;
+    assert_int_equal(store_list(s, &v, &n), 0);
+    assert_int_equal(n, 2);
+    snprintf(p, sizeof p, "%s/etcd-main/v1/Backup-1700000000", dir);
+    assert_int_equal(store_remove(s, &v[1]), 0);
+    assert_true(fs_exists(p));
+    assert_int_equal(store_remove(s, &v[0]), 0);
+    assert_false(fs_exists(p));
+    snprintf(p, sizeof p, "%s/etcd-main/v1", dir);
+    assert_true(fs_exists(p)); /* the version directory stays */
+    free(v);
+    store_free(s);
+    rm_tmpdir(dir);
+}
+
+/* §15.1 through the whole store: a prefix containing "v1/" still lists its v2 snapshots. */
+static void test_local_prefix_containing_v1_lists_v2_objects(void **state) {
+    (void)state;
+    char *dir = make_tmpdir();
+    Store *s = open_local(dir, "shoot--dev1/etcd-main");
+    put_object(s, "Full-00000000-00000190-1795974943.gz", "f", 1);
+    put_object(s, "Incr-00000191-00000202-1795974945.gz", "i", 1);
+    Snapshot *v = NULL;
+    size_t n = 0;
+    assert_int_equal(store_list(s, &v, &n), 0);
+    assert_int_equal(n, 2);
+    assert_int_equal(v[0].kind, SNAP_FULL);
+    assert_int_equal(v[0].version, 2);
+    assert_int_equal(v[0].is_chunk, 0);
+    assert_string_equal(v[0].key, "shoot--dev1/etcd-main/v2/Full-00000000-00000190-1795974943.gz");
+    assert_int_equal(v[1].kind, SNAP_INCR);
+    free(v);
+    store_free(s);
+    rm_tmpdir(dir);
+}
+
+/* §15.2: stores with prefixes "etcd-main" and "etcd-main-x" in one container stay apart. */
+static void test_local_prefixes_sharing_a_string_prefix_stay_apart(void **state) {
+    (void)state;
+    char *dir = make_tmpdir();
+    Store *a = open_local(dir, "etcd-main");
+    Store *b = open_local(dir, "/etcd-main-x//");
+    put_object(a, "Full-00000000-00000010-1700000000", "a", 1);
+    put_object(b, "Full-00000000-00000020-1700000000", "b", 1);
+    put_object(b, "Incr-00000021-00000030-1700000001", "b", 1);
+    Snapshot *v = NULL;
+    size_t n = 0;
+    assert_int_equal(store_list(a, &v, &n), 0);
+    assert_int_equal(n, 1);
+    assert_int_equal(v[0].last_revision, 10);
+    free(v);
+    assert_int_equal(store_list(b, &v, &n), 0);
+    assert_int_equal(n, 2);
+    assert_string_equal(v[0].key, "etcd-main-x/v2/Full-00000000-00000020-1700000000");
+    free(v);
+    char p[PATH_MAX];
+    snprintf(p, sizeof p, "%s/etcd-main-x/v2/Full-00000000-00000020-1700000000", dir);
+    assert_true(fs_exists(p));
+    store_free(a);
+    store_free(b);
+    rm_tmpdir(dir);
+}
+
+static const char *source_dir(void) {
+    const char *d = getenv("ETCDBR_SOURCE_DIR");
+    return d && d[0] ? d : ".";
+}
+
+static void check_fixture(const char *fixture, int want_version, const char *want_suffix) {
+    char rel[PATH_MAX], abs[PATH_MAX];
+    snprintf(rel, sizeof rel, "%s/tests/fixtures/%s/store", source_dir(), fixture);
+    if (!realpath(rel, abs)) fail_msg("fixture %s not found (set ETCDBR_SOURCE_DIR)", rel);
+    Store *s = open_local(abs, "");
+    Snapshot *v = NULL;
+    size_t n = 0;
+    assert_int_equal(store_list(s, &v, &n), 0);
+    assert_int_equal(n, 5);
+    ptrdiff_t full;
+    size_t idx[5], nd;
+    snapname_latest_set(v, n, &full, idx, &nd);
+    assert_int_equal(full, 0);
+    assert_int_equal(nd, 4);
+    const int64_t want[5][2] = {{0, 190}, {191, 202}, {203, 207}, {208, 210}, {211, 216}};
+    for (size_t i = 0; i < 5; i++) {
+        assert_int_equal(v[i].kind, i == 0 ? SNAP_FULL : SNAP_INCR);
+        assert_int_equal(v[i].start_revision, want[i][0]);
+        assert_int_equal(v[i].last_revision, want[i][1]);
+        assert_int_equal(v[i].version, want_version);
+        assert_string_equal(v[i].compression_suffix, want_suffix);
+        assert_int_equal(v[i].is_chunk, 0);
+        assert_int_equal(v[i].is_final, 0);
+        assert_true(v[i].size > 0);
+        if (i > 0) assert_int_equal(idx[i - 1], i);
+    }
+    /* read one object back byte for byte */
+    char path[PATH_MAX + sizeof v[4].key];
+    snprintf(path, sizeof path, "%s/%s", abs, v[4].key);
+    int64_t size = fs_file_size(path);
+    assert_int_equal(size, v[4].size);
+    char *buf = malloc((size_t)size + 1), *raw = malloc((size_t)size + 1);
+    assert_int_equal(read_all(s, &v[4], buf, (size_t)size + 1), (size_t)size);
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    assert_int_equal(fread(raw, 1, (size_t)size + 1, f), (size_t)size);
+    fclose(f);
+    assert_memory_equal(buf, raw, (size_t)size);
+    free(buf);
+    free(raw);
+    free(v);
+    store_free(s);
+}
+
+static void test_local_lists_go_fixtures(void **state) {
+    (void)state;
+    check_fixture("seed-plain", 2, "");
+    check_fixture("seed-gzip", 2, ".gz");
+    check_fixture("seed-zlib", 2, ".zlib");
+    check_fixture("seed-lzw", 2, ".Z");
+    check_fixture("seed-v1-mixed", 1, ".gz");
+}
+
+static void test_local_relative_container_is_under_home(void **state) {
+    (void)state;
+    char *home = make_tmpdir();
+    char *old = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
+    char *old_sc = getenv("STORAGE_CONTAINER") ? strdup(getenv("STORAGE_CONTAINER")) : NULL;
+    setenv("HOME", home, 1);
+
+    Store *s = open_local("backups/etcd", "etcd-main");
+    char want[PATH_MAX];
+    snprintf(want, sizeof want, "Local:%s/backups/etcd/etcd-main", home);
+    assert_string_equal(store_describe(s), want);
+    snprintf(want, sizeof want, "%s/backups/etcd", home);
+    struct stat st;
+    assert_int_equal(stat(want, &st), 0);
+    assert_true(S_ISDIR(st.st_mode));
+    assert_int_equal(st.st_mode & 0777, 0700);
+    put_object(s, "Full-00000000-00000001-1700000000", "x", 1);
+    snprintf(want, sizeof want, "%s/backups/etcd/etcd-main/v2/Full-00000000-00000001-1700000000",
+             home);
+    assert_true(fs_exists(want));
+    store_free(s);
+
+    /* no container: $STORAGE_CONTAINER, else "default.bkp" */
+    unsetenv("STORAGE_CONTAINER");
+    s = open_local(NULL, "");
+    snprintf(want, sizeof want, "Local:%s/default.bkp", home);
+    assert_string_equal(store_describe(s), want);
+    store_free(s);
+    setenv("STORAGE_CONTAINER", "from-env", 1);
+    s = open_local("", "");
+    snprintf(want, sizeof want, "Local:%s/from-env", home);
+    assert_string_equal(store_describe(s), want);
+    store_free(s);
+
+    /* no usable HOME for a relative container */
+    unsetenv("HOME");
+    StoreConfig cfg = {"Local", "rel", "", NULL};
+    Store *bad = NULL;
+    assert_int_equal(store_open(&cfg, &bad), ERR_INVALID);
+    assert_null(bad);
+    assert_non_null(strstr(err_msg(), "HOME"));
+
+    if (old) setenv("HOME", old, 1);
+    if (old_sc)
+        setenv("STORAGE_CONTAINER", old_sc, 1);
+    else
+        unsetenv("STORAGE_CONTAINER");
+    free(old);
+    free(old_sc);
+    rm_tmpdir(home);
+}
+
+static void test_store_open_rejects_bad_config(void **state) {
+    (void)state;
+    char *dir = make_tmpdir();
+    Store *s = NULL;
+    StoreConfig cfg = {"S3", "bucket", "p", NULL};
+    assert_int_equal(store_open(&cfg, &s), ERR_UNSUPPORTED);
+    assert_null(s);
+    cfg.provider = "Dropbox";
+    assert_int_equal(store_open(&cfg, &s), ERR_INVALID);
+    assert_non_null(strstr(err_msg(), "Dropbox"));
+    cfg.provider = "";
+    cfg.container = dir;
+    cfg.prefix = "a/../b";
+    assert_int_equal(store_open(&cfg, &s), ERR_INVALID);
+    assert_null(s);
+    cfg.prefix = "./a//b/";
+    assert_int_equal(store_open(&cfg, &s), 0);
+    char want[PATH_MAX];
+    snprintf(want, sizeof want, "Local:%s/a/b", dir);
+    assert_string_equal(store_describe(s), want);
+    store_free(s);
+    store_free(NULL);
+    rm_tmpdir(dir);
+}
+
+int main(void) {
+    log_setup(LOG_ERROR, 0); /* the foreign-file tests would otherwise print skip warnings */
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_format_pads_revisions_to_8_digits),
+        cmocka_unit_test(test_format_writes_wider_revisions_in_full),
+        cmocka_unit_test(test_format_rejects_bad_input),
+        cmocka_unit_test(test_format_then_parse_round_trips),
+        cmocka_unit_test(test_parse_v2_plain),
+        cmocka_unit_test(test_parse_v1_backup_layout),
+        cmocka_unit_test(test_parse_suffix_combinations),
+        cmocka_unit_test(test_parse_chunks),
+        cmocka_unit_test(test_parse_rejects_bad_names),
+        cmocka_unit_test(test_parse_rejects_v1_backup_dir_as_name),
+        cmocka_unit_test(test_parse_rejects_missing_version),
+        cmocka_unit_test(test_parse_prefix_containing_v1_finds_v2),
+        cmocka_unit_test(test_parse_prefix_is_a_path_component),
+        cmocka_unit_test(test_parse_rejects_too_long_key),
+        cmocka_unit_test(test_sort_is_numeric_by_last_revision),
+        cmocka_unit_test(test_sort_ignores_creation_time_except_for_ties),
+        cmocka_unit_test(test_latest_set_takes_deltas_after_newest_full),
+        cmocka_unit_test(test_latest_set_full_only_and_newest_full_last),
+        cmocka_unit_test(test_latest_set_without_full_returns_all_deltas),
+        cmocka_unit_test(test_local_write_commit_list_read_back),
+        cmocka_unit_test(test_local_abort_leaves_nothing),
+        cmocka_unit_test(test_local_write_in_progress_is_not_listed),
+        cmocka_unit_test(test_local_refuses_overwrite),
+        cmocka_unit_test(test_local_write_rejects_names_that_would_not_list),
+        cmocka_unit_test(test_local_skips_foreign_files),
+        cmocka_unit_test(test_local_remove_v1_prunes_empty_backup_dir),
+        cmocka_unit_test(test_local_prefix_containing_v1_lists_v2_objects),
+        cmocka_unit_test(test_local_prefixes_sharing_a_string_prefix_stay_apart),
+        cmocka_unit_test(test_local_lists_go_fixtures),
+        cmocka_unit_test(test_local_relative_container_is_under_home),
+        cmocka_unit_test(test_store_open_rejects_bad_config),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
