@@ -21,7 +21,8 @@ uint64_t bbolt_txid(const BboltDb *db);
 
 /* etcd's mvcc revision stored in the db: the main revision of the last key of bucket "key"
  * (big-endian int64 in its first 8 bytes), or meta bucket "scheduledCompactRev"/
- * "finishedCompactRev" if larger (etcd restores currentRev = max of these). 0 for an empty
+ * "finishedCompactRev" if larger (etcd restores currentRev = max of these). 1 (etcd's initial
+ * revision) for an empty
  * store. ERR_NOT_FOUND if bucket "key" is absent (not an etcd db). */
 int bbolt_etcd_revision(BboltDb *db, int64_t *rev_out);
 
