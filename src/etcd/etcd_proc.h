@@ -19,13 +19,18 @@ typedef struct EtcdProcConfig {
     int unsafe_no_fsync;    /* pass --unsafe-no-fsync */
     const char *log_path;   /* etcd's stdout+stderr go here; NULL = /dev/null */
     int64_t ready_timeout_ms; /* default 60000 */
+    /* Optional, zero = unused (fields added after the first contract; append-only): */
+    const char *const *extra_args; /* NULL-terminated extra etcd flags (borrowed), e.g. TLS */
+    int client_https; /* clients on https://; pass --cert-file/--key-file in extra_args */
+    const char *probe_cacert, *probe_cert, *probe_key; /* TLS files for the readiness probe
+                                                         (no cacert = probe skips verification) */
 } EtcdProcConfig;
 
 /* Starts etcd and waits until it answers Status. *out is owned (etcd_proc_stop frees it).
  * ERR_IO if it cannot start, ERR_TIMEOUT if it does not get ready (the process is killed). */
 int etcd_proc_start(const EtcdProcConfig *cfg, EtcdProc **out);
 
-/* Client URL "http://127.0.0.1:<port>" (borrowed). */
+/* Client URL "http://127.0.0.1:<port>" ("https://" with client_https) (borrowed). */
 const char *etcd_proc_client_url(const EtcdProc *p);
 pid_t etcd_proc_pid(const EtcdProc *p);
 
