@@ -45,8 +45,8 @@ int delta_writer_payload(DeltaWriter *w, IoReader **out);
 int delta_writer_reset(DeltaWriter *w);
 
 typedef struct DeltaEvent {
-    EtcdOpType type;          /* PUT or DELETE; other types are ERR_CORRUPT */
-    uint8_t *key;             /* decoded bytes, borrowed until the next call */
+    EtcdOpType type; /* PUT or DELETE; other types are ERR_CORRUPT */
+    uint8_t *key;    /* decoded bytes, borrowed until the next call */
     size_t key_len;
     uint8_t *value;
     size_t value_len;

@@ -12,10 +12,10 @@
 #include <stdint.h>
 
 typedef struct FullSnapshotResult {
-    int64_t revision;        /* etcd revision inside the db */
-    uint64_t db_bytes;       /* db size without the trailer */
-    uint64_t stored_bytes;   /* bytes written to the store (after compression) */
-    char snap_name[256];     /* object name written */
+    int64_t revision;      /* etcd revision inside the db */
+    uint64_t db_bytes;     /* db size without the trailer */
+    uint64_t stored_bytes; /* bytes written to the store (after compression) */
+    char snap_name[256];   /* object name written */
 } FullSnapshotResult;
 
 /* Takes a full snapshot of the etcd behind c into store. temp_dir holds the staging file

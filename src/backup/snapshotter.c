@@ -18,11 +18,12 @@ struct Snapshotter {
     EtcdClient *client;
     EtcdWatch *watch;
     DeltaWriter *spool;
-    int64_t prev_rev;        /* last revision stored (full or delta) */
-    int64_t next_expected;   /* next revision the watch must deliver */
-    int need_full;           /* a hole was seen: next snapshot must be full */
-    int64_t next_full_s;     /* Unix seconds of the next scheduled full */
-    int64_t next_delta_ms;   /* monotonic deadline of the next delta */
+    int64_t prev_rev;      /* last revision stored (full or delta) */
+    int64_t next_expected; /* next revision the watch must deliver */
+    int need_full;         /* a hole was seen: next snapshot must be full */
+    int64_t next_full_s;   /* Unix seconds of the next scheduled full */
+    int64_t next_delta_ms; /* monotonic deadline of the next delta */
+    int64_t next_gc_ms;    /* monotonic time of the next garbage collection */
 };
 
 int snapshotter_new(const SnapshotterConfig *cfg, Snapshotter **out) {
@@ -127,8 +128,8 @@ static int handle_events(Snapshotter *s, const EtcdWatchResponse *r) {
         int same_rev = rev == s->next_expected - 1 && delta_writer_events(s->spool) > 0 &&
                        rev == delta_writer_last_revision(s->spool);
         if (rev != s->next_expected && !same_rev) {
-            return err_set(ERR_GAP, "watch delivered revision %lld, expected %lld",
-                           (long long)rev, (long long)s->next_expected);
+            return err_set(ERR_GAP, "watch delivered revision %lld, expected %lld", (long long)rev,
+                           (long long)s->next_expected);
         }
         s->next_expected = rev + 1;
         int rc = delta_writer_append(s->spool, &r->events[i], now_ns);
@@ -203,7 +204,22 @@ static int step(Snapshotter *s, int recovering) {
     return 0;
 }
 
+/* Garbage collection between snapshots; while snapshots are failing it deletes nothing. */
+static void maybe_gc(Snapshotter *s, int failing) {
+    if (s->cfg.gc_period_ms <= 1000 || now_mono_ms() < s->next_gc_ms) return;
+    s->next_gc_ms = now_mono_ms() + s->cfg.gc_period_ms;
+    GcStats st;
+    int rc = gc_run(s->cfg.store, s->cfg.gc_policy, s->cfg.max_backups, s->cfg.delta_retention_s,
+                    now_unix_s(), failing, &st);
+    if (rc)
+        log_error("garbage collection: %s", err_msg());
+    else if (st.full_removed || st.incr_removed)
+        log_info("garbage collection removed %zu full and %zu delta snapshots", st.full_removed,
+                 st.incr_removed);
+}
+
 int snapshotter_run(Snapshotter *s, volatile sig_atomic_t *stop) {
+    s->next_gc_ms = now_mono_ms() + s->cfg.gc_period_ms; /* first run after one period */
     log_info("taking the initial full snapshot");
     int rc = take_full(s);
     if (rc) return rc;
@@ -212,10 +228,12 @@ int snapshotter_run(Snapshotter *s, volatile sig_atomic_t *stop) {
     int64_t retry_at = 0; /* monotonic ms; 0 = not recovering from a failure */
     while (!*stop) {
         if (retry_at && now_mono_ms() < retry_at) {
+            maybe_gc(s, 1);
             usleep(100 * 1000);
             continue;
         }
         int recovering = retry_at != 0;
+        maybe_gc(s, recovering);
         rc = step(s, recovering);
         if (rc == ERR_COMPACTED || rc == ERR_GAP) {
             log_warn("%s: taking a full snapshot instead of a delta with a hole", err_msg());

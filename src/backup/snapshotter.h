@@ -7,6 +7,7 @@
 #define ETCDBR_SNAPSHOTTER_H
 
 #include "../codec/compress.h"
+#include "gc.h"
 #include "../common/cron.h"
 #include "../etcd/etcd_client.h"
 #include "../store/store.h"
@@ -24,8 +25,12 @@ typedef struct SnapshotterConfig {
     uint64_t max_changes;        /* pending events that force a delta; 0 = no limit */
     CompressKind compression;
     int64_t backoff_initial_ms, backoff_max_ms; /* retry after failures */
-    int64_t stop_drain_ms;       /* on stop, how long to wait for events up to the current
-                                    revision before the last delta (default 5000) */
+    int64_t stop_drain_ms; /* on stop, how long to wait for events up to the current
+                              revision before the last delta (default 5000) */
+    int64_t gc_period_ms;  /* garbage collection every period; <= 1000 disables it */
+    GcPolicy gc_policy;
+    int max_backups;           /* LimitBased */
+    int64_t delta_retention_s; /* deltas younger than this are kept */
 } SnapshotterConfig;
 
 typedef struct Snapshotter Snapshotter;

@@ -31,7 +31,8 @@ int cmd_restore(const Opts *o) {
     size_t n_urls = 0;
     const char *const *urls = opt_list(o, "initial-advertise-peer-urls", &n_urls);
     size_t len = 1;
-    for (size_t i = 0; i < n_urls; i++) len += strlen(urls[i]) + 1;
+    for (size_t i = 0; i < n_urls; i++)
+        len += strlen(urls[i]) + 1;
     peer_urls = calloc(1, len);
     if (!peer_urls) return EXIT_FAIL;
     for (size_t i = 0; i < n_urls; i++) {

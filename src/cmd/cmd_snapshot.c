@@ -40,7 +40,8 @@ int cmd_snapshot(const Opts *o) {
     int64_t conn = opt_duration_ms(o, "etcd-connection-timeout");
     int64_t snapt = opt_duration_ms(o, "etcd-snapshot-timeout");
     if (conn <= 0 || snapt <= 0 || snapt < conn) {
-        log_error("etcd timeouts must be > 0 and --etcd-snapshot-timeout >= --etcd-connection-timeout");
+        log_error(
+            "etcd timeouts must be > 0 and --etcd-snapshot-timeout >= --etcd-connection-timeout");
         return EXIT_USAGE;
     }
     int64_t mem = opt_int(o, "delta-snapshot-memory-limit");
@@ -74,6 +75,17 @@ int cmd_snapshot(const Opts *o) {
     sc.delta_memory_limit = mem < 1 ? 10485760u : (uint64_t)mem;
     sc.max_changes = (uint64_t)maxch;
     sc.backoff_initial_ms = 1000 * opt_int(o, "backoff-multiplier");
+    sc.gc_period_ms = opt_duration_ms(o, "garbage-collection-period");
+    sc.max_backups = (int)opt_int(o, "max-backups");
+    sc.delta_retention_s = opt_duration_ms(o, "delta-snapshot-retention-period") / 1000;
+    if (gc_parse_policy(opt_str(o, "garbage-collection-policy"), &sc.gc_policy)) {
+        log_error("--garbage-collection-policy: %s", err_msg());
+        return EXIT_USAGE;
+    }
+    if (sc.gc_policy == GC_LIMIT_BASED && sc.max_backups < 1) {
+        log_error("--max-backups must be > 0 with the LimitBased policy");
+        return EXIT_USAGE;
+    }
     sc.backoff_max_ms = opt_duration_ms(o, "backoff-threshold-time");
 
     StoreConfig stc = {

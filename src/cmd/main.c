@@ -22,8 +22,10 @@ static const Command commands[] = {
 };
 
 static void usage(FILE *f) {
-    fprintf(f, "etcdbrctl %s: etcd backup and restore\n\nUsage:\n  etcdbrctl <command> [flags]\n\n"
-               "Commands:\n", ETCDBR_VERSION);
+    fprintf(f,
+            "etcdbrctl %s: etcd backup and restore\n\nUsage:\n  etcdbrctl <command> [flags]\n\n"
+            "Commands:\n",
+            ETCDBR_VERSION);
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
     fprintf(f, "\nFlags:\n  -v, --version   print the version\n  -h, --help      this help\n\n"

@@ -24,7 +24,8 @@ static const OptDef opt_table[] = {
     /* ETCD connection (seed-spec §1.1) */
     {"endpoints", 'e', OPT_LIST, "http://127.0.0.1:2379", NULL, ETCD, 0,
      "comma-separated etcd client endpoints; failover in order"},
-    {"service-endpoints", 0, OPT_LIST, "", NULL, ETCD, 0, "endpoints reaching etcd through a Service"},
+    {"service-endpoints", 0, OPT_LIST, "", NULL, ETCD, 0,
+     "endpoints reaching etcd through a Service"},
     {"etcd-username", 0, OPT_STRING, "", "ETCD_USERNAME", ETCD, 0, "etcd user name"},
     {"etcd-password", 0, OPT_STRING, "", "ETCD_PASSWORD", ETCD, 1, "etcd password"},
     {"etcd-connection-timeout", 0, OPT_DURATION, "30s", NULL, ETCD, 0,
@@ -157,7 +158,8 @@ static int validate_value(const OptDef *d, const char *v) {
     int64_t ms;
     switch (d->type) {
     case OPT_BOOL:
-        if (parse_bool_text(v, &b)) return err_set(ERR_INVALID, "--%s: invalid boolean \"%s\"", d->name, v);
+        if (parse_bool_text(v, &b))
+            return err_set(ERR_INVALID, "--%s: invalid boolean \"%s\"", d->name, v);
         break;
     case OPT_INT:
         strtoll(v, &end, 10);
@@ -165,7 +167,8 @@ static int validate_value(const OptDef *d, const char *v) {
         break;
     case OPT_DURATION:
         if (duration_parse_ms(v, &ms))
-            return err_set(ERR_INVALID, "--%s: invalid duration \"%s\" (e.g. 20s, 1h30m)", d->name, v);
+            return err_set(ERR_INVALID, "--%s: invalid duration \"%s\" (e.g. 20s, 1h30m)", d->name,
+                           v);
         break;
     default:
         break;
@@ -273,7 +276,8 @@ void opts_free(Opts *o) {
     if (!o) return;
     for (size_t i = 0; i < N_OPTS; i++) {
         free(o->v[i].value);
-        for (size_t j = 0; j < o->v[i].n_items; j++) free(o->v[i].items[j]);
+        for (size_t j = 0; j < o->v[i].n_items; j++)
+            free(o->v[i].items[j]);
         free(o->v[i].items);
     }
     free(o);

@@ -26,7 +26,7 @@ typedef struct OptDef {
     const char *def; /* default as text ("" for none) */
     const char *env; /* environment variable consulted when the flag is absent, or NULL */
     unsigned commands;
-    int secret;      /* never logged */
+    int secret; /* never logged */
     const char *help;
 } OptDef;
 

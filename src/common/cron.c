@@ -63,7 +63,8 @@ static int parse_term(const char *s, size_t len, const FieldSpec *f, uint64_t *b
             return -1;
     }
     if (lo < f->min || hi > f->max || lo > hi) return -1;
-    for (int v = lo; v <= hi; v += step) *bits |= 1ULL << v;
+    for (int v = lo; v <= hi; v += step)
+        *bits |= 1ULL << v;
     return 0;
 }
 
@@ -82,20 +83,25 @@ static int parse_field(const char *s, const FieldSpec *f, uint64_t *bits, int *s
 
 int cron_parse(const char *spec, CronSchedule *out) {
     memset(out, 0, sizeof *out);
-    while (isspace((unsigned char)*spec)) spec++;
+    while (isspace((unsigned char)*spec))
+        spec++;
     if (strncmp(spec, "CRON_TZ=", 8) == 0 || strncmp(spec, "TZ=", 3) == 0) {
         const char *z = strchr(spec, '=') + 1;
         const char *sp = strchr(z, ' ');
         if (!sp) return err_set(ERR_INVALID, "cron \"%s\": missing fields after time zone", spec);
         snprintf(out->tz, sizeof out->tz, "%.*s", (int)(sp - z), z);
         if (strcmp(out->tz, "UTC") && strcmp(out->tz, "Etc/UTC") && strcmp(out->tz, "Local"))
-            return err_set(ERR_UNSUPPORTED, "cron \"%s\": time zone %s not supported (use UTC or local)",
-                           spec, out->tz);
+            return err_set(ERR_UNSUPPORTED,
+                           "cron \"%s\": time zone %s not supported (use UTC or local)", spec,
+                           out->tz);
         if (strcmp(out->tz, "Local") == 0) out->tz[0] = '\0';
         spec = sp + 1;
-        while (isspace((unsigned char)*spec)) spec++;
+        while (isspace((unsigned char)*spec))
+            spec++;
     }
-    static const struct { const char *name, *expr; } desc[] = {
+    static const struct {
+        const char *name, *expr;
+    } desc[] = {
         {"@yearly", "0 0 1 1 *"}, {"@annually", "0 0 1 1 *"}, {"@monthly", "0 0 1 * *"},
         {"@weekly", "0 0 * * 0"}, {"@daily", "0 0 * * *"},    {"@midnight", "0 0 * * *"},
         {"@hourly", "0 * * * *"},
@@ -132,8 +138,8 @@ int cron_parse(const char *spec, CronSchedule *out) {
     static const char *const field_names[] = {"minute", "hour", "day of month", "month",
                                               "day of week"};
     const FieldSpec specs[5] = {
-        {0, 59, NULL, 0}, {0, 23, NULL, 0}, {1, 31, NULL, 0}, {1, 12, month_names, 13},
-        {0, 7, dow_names, 7},
+        {0, 59, NULL, 0},         {0, 23, NULL, 0},     {1, 31, NULL, 0},
+        {1, 12, month_names, 13}, {0, 7, dow_names, 7},
     };
     uint64_t *bits[5] = {&out->minute, &out->hour, &out->dom, &out->month, &out->dow};
     int stars[5];

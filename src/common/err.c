@@ -44,19 +44,33 @@ const char *err_msg(void) {
 
 const char *err_name(int code) {
     switch (code) {
-    case ERR_OK: return "OK";
-    case ERR_IO: return "ERR_IO";
-    case ERR_NOMEM: return "ERR_NOMEM";
-    case ERR_INVALID: return "ERR_INVALID";
-    case ERR_NOT_FOUND: return "ERR_NOT_FOUND";
-    case ERR_CORRUPT: return "ERR_CORRUPT";
-    case ERR_ETCD: return "ERR_ETCD";
-    case ERR_COMPACTED: return "ERR_COMPACTED";
-    case ERR_TIMEOUT: return "ERR_TIMEOUT";
-    case ERR_EXISTS: return "ERR_EXISTS";
-    case ERR_UNSUPPORTED: return "ERR_UNSUPPORTED";
-    case ERR_CANCELED: return "ERR_CANCELED";
-    case ERR_GAP: return "ERR_GAP";
-    default: return "ERR_UNKNOWN";
+    case ERR_OK:
+        return "OK";
+    case ERR_IO:
+        return "ERR_IO";
+    case ERR_NOMEM:
+        return "ERR_NOMEM";
+    case ERR_INVALID:
+        return "ERR_INVALID";
+    case ERR_NOT_FOUND:
+        return "ERR_NOT_FOUND";
+    case ERR_CORRUPT:
+        return "ERR_CORRUPT";
+    case ERR_ETCD:
+        return "ERR_ETCD";
+    case ERR_COMPACTED:
+        return "ERR_COMPACTED";
+    case ERR_TIMEOUT:
+        return "ERR_TIMEOUT";
+    case ERR_EXISTS:
+        return "ERR_EXISTS";
+    case ERR_UNSUPPORTED:
+        return "ERR_UNSUPPORTED";
+    case ERR_CANCELED:
+        return "ERR_CANCELED";
+    case ERR_GAP:
+        return "ERR_GAP";
+    default:
+        return "ERR_UNKNOWN";
     }
 }

@@ -9,18 +9,18 @@
 
 enum {
     ERR_OK = 0,
-    ERR_IO = -1,          /* file or socket I/O failed (errno text in the message) */
-    ERR_NOMEM = -2,       /* allocation failed */
-    ERR_INVALID = -3,     /* bad argument, flag or configuration */
-    ERR_NOT_FOUND = -4,   /* object, key or file absent */
-    ERR_CORRUPT = -5,     /* outside bytes fail a format or hash check */
-    ERR_ETCD = -6,        /* etcd answered with a gRPC error or could not be reached */
-    ERR_COMPACTED = -7,   /* the requested revision was compacted */
-    ERR_TIMEOUT = -8,     /* a deadline passed */
-    ERR_EXISTS = -9,      /* target exists and must not be overwritten */
-    ERR_UNSUPPORTED = -10,/* feature or format not supported */
-    ERR_CANCELED = -11,   /* stopped by a signal or by the caller */
-    ERR_GAP = -12,        /* revisions are not contiguous */
+    ERR_IO = -1,           /* file or socket I/O failed (errno text in the message) */
+    ERR_NOMEM = -2,        /* allocation failed */
+    ERR_INVALID = -3,      /* bad argument, flag or configuration */
+    ERR_NOT_FOUND = -4,    /* object, key or file absent */
+    ERR_CORRUPT = -5,      /* outside bytes fail a format or hash check */
+    ERR_ETCD = -6,         /* etcd answered with a gRPC error or could not be reached */
+    ERR_COMPACTED = -7,    /* the requested revision was compacted */
+    ERR_TIMEOUT = -8,      /* a deadline passed */
+    ERR_EXISTS = -9,       /* target exists and must not be overwritten */
+    ERR_UNSUPPORTED = -10, /* feature or format not supported */
+    ERR_CANCELED = -11,    /* stopped by a signal or by the caller */
+    ERR_GAP = -12,         /* revisions are not contiguous */
 };
 
 /* Sets the thread-local message (printf format) and returns code, so callers can write

@@ -127,8 +127,10 @@ int fs_commit_file(int fd, const char *from, const char *to) {
 
 char *fs_join(const char *a, const char *b) {
     size_t la = strlen(a);
-    while (la > 1 && a[la - 1] == '/') la--;
-    while (*b == '/') b++;
+    while (la > 1 && a[la - 1] == '/')
+        la--;
+    while (*b == '/')
+        b++;
     size_t n = la + strlen(b) + 2;
     char *p = malloc(n);
     if (!p) return NULL;

@@ -20,10 +20,14 @@ void log_setup(LogLevel level, int json) {
 }
 
 int log_parse_level(const char *s, LogLevel *out) {
-    static const struct { const char *name; LogLevel level; } names[] = {
-        {"error", LOG_ERROR}, {"warn", LOG_WARN}, {"warning", LOG_WARN}, {"info", LOG_INFO},
-        {"debug", LOG_DEBUG}, {"trace", LOG_DEBUG}, {"0", LOG_ERROR}, {"1", LOG_ERROR},
-        {"2", LOG_ERROR}, {"3", LOG_WARN}, {"4", LOG_INFO}, {"5", LOG_DEBUG}, {"6", LOG_DEBUG},
+    static const struct {
+        const char *name;
+        LogLevel level;
+    } names[] = {
+        {"error", LOG_ERROR}, {"warn", LOG_WARN},   {"warning", LOG_WARN}, {"info", LOG_INFO},
+        {"debug", LOG_DEBUG}, {"trace", LOG_DEBUG}, {"0", LOG_ERROR},      {"1", LOG_ERROR},
+        {"2", LOG_ERROR},     {"3", LOG_WARN},      {"4", LOG_INFO},       {"5", LOG_DEBUG},
+        {"6", LOG_DEBUG},
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         if (strcasecmp(s, names[i].name) == 0) {
@@ -36,10 +40,14 @@ int log_parse_level(const char *s, LogLevel *out) {
 
 static const char *level_name(LogLevel l) {
     switch (l) {
-    case LOG_ERROR: return "error";
-    case LOG_WARN: return "warning";
-    case LOG_INFO: return "info";
-    default: return "debug";
+    case LOG_ERROR:
+        return "error";
+    case LOG_WARN:
+        return "warning";
+    case LOG_INFO:
+        return "info";
+    default:
+        return "debug";
     }
 }
 

@@ -35,9 +35,12 @@ int duration_parse_ms(const char *s, int64_t *ms_out) {
             }
         }
         if (!digits) return err_set(ERR_INVALID, "invalid duration \"%s\"", orig);
-        static const struct { const char *u; double ns; } units[] = {
-            {"ns", 1}, {"us", 1e3}, {"\xc2\xb5s", 1e3}, {"\xce\xbcs", 1e3}, {"ms", 1e6},
-            {"s", 1e9}, {"m", 60e9}, {"h", 3600e9},
+        static const struct {
+            const char *u;
+            double ns;
+        } units[] = {
+            {"ns", 1},   {"us", 1e3}, {"\xc2\xb5s", 1e3}, {"\xce\xbcs", 1e3},
+            {"ms", 1e6}, {"s", 1e9},  {"m", 60e9},        {"h", 3600e9},
         };
         size_t best = 0, best_len = 0;
         for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {

@@ -1,9 +1,10 @@
 /* etcd_client: etcd v3 API over native gRPC (libcurl HTTP/2 + protobuf-c; see DESIGN.md).
  * h2c prior knowledge for http:// endpoints, ALPN h2 for https://. grpc-status is read from
  * headers and trailers; every error message names the endpoint and the method, e.g.
- * "etcd http://127.0.0.1:2379 /etcdserverpb.KV/Range: grpc-status 3: etcdserver: key is not provided".
- * An EtcdClient is used by one thread at a time (one curl handle); create one per thread.
- * Endpoint failover: a call that cannot reach an endpoint tries the next one in the list. */
+ * "etcd http://127.0.0.1:2379 /etcdserverpb.KV/Range: grpc-status 3: etcdserver: key is not
+ * provided". An EtcdClient is used by one thread at a time (one curl handle); create one per
+ * thread. Endpoint failover: a call that cannot reach an endpoint tries the next one in the list.
+ */
 #ifndef ETCDBR_ETCD_CLIENT_H
 #define ETCDBR_ETCD_CLIENT_H
 
@@ -13,9 +14,11 @@
 typedef struct EtcdClient EtcdClient;
 
 typedef struct EtcdConfig {
-    const char *const *endpoints; /* borrowed; "http://host:port" or "https://..." (scheme-less = http) */
+    const char *const
+        *endpoints; /* borrowed; "http://host:port" or "https://..." (scheme-less = http) */
     size_t n_endpoints;
-    const char *cacert, *cert, *key; /* PEM file paths or NULL; any set enables TLS for bare host:port */
+    const char *cacert, *cert,
+        *key; /* PEM file paths or NULL; any set enables TLS for bare host:port */
     int insecure_skip_tls_verify;    /* nonzero: do not verify the server certificate */
     const char *username, *password; /* both non-empty: Authenticate and send the token */
     int64_t connection_timeout_ms;   /* short calls (Status, Range, Put, Txn...); default 30000 */
@@ -57,8 +60,8 @@ typedef struct EtcdKeyValue {
  * cb stops and is returned. *header_rev (may be NULL) gets the response header revision.
  * Large results are paged internally (limit + next key) so memory stays bounded. */
 int etcd_range(EtcdClient *c, const void *key, size_t key_len, const void *range_end,
-               size_t range_end_len, int64_t rev,
-               int (*cb)(void *ctx, const EtcdKeyValue *kv), void *ctx, int64_t *header_rev);
+               size_t range_end_len, int64_t rev, int (*cb)(void *ctx, const EtcdKeyValue *kv),
+               void *ctx, int64_t *header_rev);
 
 /* Put; *rev_out (may be NULL) gets the revision of the write. */
 int etcd_put(EtcdClient *c, const void *key, size_t key_len, const void *value, size_t value_len,
@@ -76,7 +79,7 @@ typedef struct EtcdTxnOp {
     size_t key_len;
     const uint8_t *value; /* PUT only */
     size_t value_len;
-    int64_t lease;       /* PUT only; 0 = none */
+    int64_t lease;            /* PUT only; 0 = none */
     const uint8_t *range_end; /* DELETE only; NULL = single key */
     size_t range_end_len;
 } EtcdTxnOp;
@@ -152,7 +155,7 @@ typedef struct EtcdWatchResponse {
     int created, canceled;
     int64_t compact_revision; /* > 0: start revision was compacted; the watch is canceled */
     char cancel_reason[256];
-    const EtcdEvent *events;  /* borrowed until the next etcd_watch_next / close */
+    const EtcdEvent *events; /* borrowed until the next etcd_watch_next / close */
     size_t n_events;
 } EtcdWatchResponse;
 
@@ -160,8 +163,7 @@ typedef struct EtcdWatchResponse {
  * periodic progress responses (no events, header revision only). Waits for the `created`
  * response (connection timeout). The watch has its own HTTP/2 connection. */
 int etcd_watch_open(EtcdClient *c, const void *key, size_t key_len, const void *range_end,
-                    size_t range_end_len, int64_t start_rev, int progress_notify,
-                    EtcdWatch **out);
+                    size_t range_end_len, int64_t start_rev, int progress_notify, EtcdWatch **out);
 
 /* Waits up to timeout_ms for the next response. Returns 0 with *got = 1 and *resp filled, or
  * 0 with *got = 0 on timeout, or ERR_ETCD when the stream ended or failed. Fragmented responses

@@ -10,15 +10,15 @@
 typedef struct EtcdProc EtcdProc;
 
 typedef struct EtcdProcConfig {
-    const char *etcd_bin;   /* NULL = "etcd" from PATH (or $ETCDBR_ETCD_BIN) */
-    const char *data_dir;   /* required */
-    const char *name;       /* member name, NULL = "default" */
-    int64_t quota_bytes;    /* --quota-backend-bytes, 0 = etcd default */
+    const char *etcd_bin;      /* NULL = "etcd" from PATH (or $ETCDBR_ETCD_BIN) */
+    const char *data_dir;      /* required */
+    const char *name;          /* member name, NULL = "default" */
+    int64_t quota_bytes;       /* --quota-backend-bytes, 0 = etcd default */
     int64_t max_request_bytes; /* --max-request-bytes, 0 = default */
-    int64_t max_txn_ops;    /* --max-txn-ops, 0 = default */
-    int unsafe_no_fsync;    /* pass --unsafe-no-fsync */
-    const char *log_path;   /* etcd's stdout+stderr go here; NULL = /dev/null */
-    int64_t ready_timeout_ms; /* default 60000 */
+    int64_t max_txn_ops;       /* --max-txn-ops, 0 = default */
+    int unsafe_no_fsync;       /* pass --unsafe-no-fsync */
+    const char *log_path;      /* etcd's stdout+stderr go here; NULL = /dev/null */
+    int64_t ready_timeout_ms;  /* default 60000 */
     /* Optional, zero = unused (fields added after the first contract; append-only): */
     const char *const *extra_args; /* NULL-terminated extra etcd flags (borrowed), e.g. TLS */
     int client_https; /* clients on https://; pass --cert-file/--key-file in extra_args */

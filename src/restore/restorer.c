@@ -39,8 +39,8 @@ typedef struct {
     size_t n;
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    size_t next_job;      /* next delta index to fetch */
-    size_t applier_idx;   /* deltas before this index are done */
+    size_t next_job;    /* next delta index to fetch */
+    size_t applier_idx; /* deltas before this index are done */
     int abort;
     DeltaReader **readers; /* per delta, NULL until fetched */
     int *rcs;
@@ -52,8 +52,9 @@ static int open_delta(const RestoreConfig *cfg, const Snapshot *snap, DeltaReade
     CompressKind kind;
     IoReader *raw = NULL, *dec = NULL;
     int rc = compress_from_suffix(snap->compression_suffix, &kind);
-    if (rc) return err_set(ERR_UNSUPPORTED, "%s: unknown compression suffix \"%s\"", snap->key,
-                           snap->compression_suffix);
+    if (rc)
+        return err_set(ERR_UNSUPPORTED, "%s: unknown compression suffix \"%s\"", snap->key,
+                       snap->compression_suffix);
     rc = store_open_read(cfg->store, snap, &raw);
     if (rc) return err_wrap(rc, "%s", snap->key);
     dec = decompress_reader_new(kind, raw);
@@ -106,7 +107,7 @@ typedef struct {
 
 typedef struct {
     EtcdClient *client;
-    int64_t applied;       /* revision the temporary etcd is at */
+    int64_t applied; /* revision the temporary etcd is at */
     /* guard for the next revision: the last event of the previous one */
     int has_guard;
     EtcdOpType guard_type;
@@ -156,14 +157,14 @@ static int replay_flush(Replay *r) {
         int rc = etcd_txn_many(r->client, r->reqs + start, n, r->results + start);
         if (rc) return err_wrap(rc, "replaying %s", r->object);
         size_t ok = 0;
-        while (ok < n && r->results[start + ok].succeeded) ok++;
+        while (ok < n && r->results[start + ok].succeeded)
+            ok++;
         for (size_t i = 0; i < n; i++) {
             const Group *g = &r->groups[start + i];
             if (i < ok && r->results[start + i].revision != g->rev)
-                return err_set(ERR_CORRUPT,
-                               "replaying %s: revision %lld was applied as revision %lld",
-                               r->object, (long long)g->rev,
-                               (long long)r->results[start + i].revision);
+                return err_set(
+                    ERR_CORRUPT, "replaying %s: revision %lld was applied as revision %lld",
+                    r->object, (long long)g->rev, (long long)r->results[start + i].revision);
             if (i >= ok && r->results[start + i].succeeded)
                 return err_set(ERR_CORRUPT,
                                "replaying %s: revision %lld applied before revision %lld",
@@ -183,7 +184,8 @@ static int replay_flush(Replay *r) {
         r->txns += ok;
         if (ok) r->applied = r->groups[start - 1].rev;
     }
-    for (size_t i = 0; i < r->n_groups; i++) group_clear(&r->groups[i]);
+    for (size_t i = 0; i < r->n_groups; i++)
+        group_clear(&r->groups[i]);
     r->n_groups = 0;
     r->batch_bytes = 0;
     return 0;
@@ -256,7 +258,8 @@ static int replay_add_event(Replay *r, const DeltaEvent *ev) {
         op->value_len = ev->value_len;
     }
     /* leases are dropped, as the Go tool does: the lease grant is not in the backup */
-    if (!op->key || (ev->type == ETCD_OP_PUT && !op->value)) return err_set(ERR_NOMEM, "out of memory");
+    if (!op->key || (ev->type == ETCD_OP_PUT && !op->value))
+        return err_set(ERR_NOMEM, "out of memory");
     g->n_ops++;
     r->batch_bytes += ev->key_len + ev->value_len + 16;
     r->events++;
@@ -366,8 +369,9 @@ static int fetch_full(const RestoreConfig *cfg, const Snapshot *snap, const char
     IoWriter *counter = NULL;
     int fd = -1;
     int rc = compress_from_suffix(snap->compression_suffix, &kind);
-    if (rc) return err_set(ERR_UNSUPPORTED, "%s: unknown compression suffix \"%s\"", snap->key,
-                           snap->compression_suffix);
+    if (rc)
+        return err_set(ERR_UNSUPPORTED, "%s: unknown compression suffix \"%s\"", snap->key,
+                       snap->compression_suffix);
     fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd < 0) return err_set(ERR_IO, "create %s: %s", path, strerror(errno));
     rc = store_open_read(cfg->store, snap, &raw);
@@ -417,8 +421,7 @@ static int check_contiguity(const Snapshot *full, const Snapshot *deltas, size_t
     const Snapshot *prev = full;
     for (size_t i = 0; i < n; i++) {
         if (deltas[i].start_revision > next)
-            return err_set(ERR_GAP,
-                           "revisions %lld-%lld are missing between %s and %s",
+            return err_set(ERR_GAP, "revisions %lld-%lld are missing between %s and %s",
                            (long long)next, (long long)(deltas[i].start_revision - 1), prev->key,
                            deltas[i].key);
         if (deltas[i].last_revision + 1 > next) {
@@ -475,7 +478,8 @@ int restorer_run(const RestoreConfig *cfg, RestoreResult *out) {
         rc = err_set(ERR_NOMEM, "out of memory");
         goto done;
     }
-    for (size_t i = 0; i < n_deltas; i++) deltas[i] = list[delta_idx[i]];
+    for (size_t i = 0; i < n_deltas; i++)
+        deltas[i] = list[delta_idx[i]];
     rc = check_contiguity(full, deltas, n_deltas);
     if (rc) goto done;
     snprintf(out->base_name, sizeof out->base_name, "%s", full->snap_name);
@@ -526,7 +530,8 @@ int restorer_run(const RestoreConfig *cfg, RestoreResult *out) {
     }
     /* skip deltas the full snapshot already contains */
     size_t first = 0;
-    while (first < n_deltas && deltas[first].last_revision <= out->base_revision) first++;
+    while (first < n_deltas && deltas[first].last_revision <= out->base_revision)
+        first++;
     pool.deltas = deltas + first;
     pool.n = n_deltas - first;
     size_t want = pool.n < (size_t)cfg->max_fetchers ? pool.n : (size_t)cfg->max_fetchers;
@@ -577,8 +582,8 @@ int restorer_run(const RestoreConfig *cfg, RestoreResult *out) {
             .max_request_bytes = cfg->max_request_bytes > TEMP_ETCD_MIN_REQUEST_BYTES
                                      ? cfg->max_request_bytes
                                      : TEMP_ETCD_MIN_REQUEST_BYTES,
-            .max_txn_ops = cfg->max_txn_ops > TEMP_ETCD_MIN_TXN_OPS ? cfg->max_txn_ops
-                                                                    : TEMP_ETCD_MIN_TXN_OPS,
+            .max_txn_ops =
+                cfg->max_txn_ops > TEMP_ETCD_MIN_TXN_OPS ? cfg->max_txn_ops : TEMP_ETCD_MIN_TXN_OPS,
             .unsafe_no_fsync = 1,
             .log_path = etcd_log,
             .ready_timeout_ms = 60000,
@@ -601,7 +606,8 @@ int restorer_run(const RestoreConfig *cfg, RestoreResult *out) {
         replay.applied = cur;
         for (size_t j = 0; j < pool.n; j++) {
             pthread_mutex_lock(&pool.mu);
-            while (!pool.ready[j]) pthread_cond_wait(&pool.cv, &pool.mu);
+            while (!pool.ready[j])
+                pthread_cond_wait(&pool.cv, &pool.mu);
             DeltaReader *dr = pool.readers[j];
             pool.readers[j] = NULL;
             int frc = pool.rcs[j];
@@ -626,7 +632,8 @@ int restorer_run(const RestoreConfig *cfg, RestoreResult *out) {
         if (rc) goto done;
         int64_t want_rev = pool.deltas[pool.n - 1].last_revision;
         if (fin != want_rev) {
-            rc = err_set(ERR_CORRUPT, "restored etcd is at revision %lld, the last delta %s ends at %lld",
+            rc = err_set(ERR_CORRUPT,
+                         "restored etcd is at revision %lld, the last delta %s ends at %lld",
                          (long long)fin, pool.deltas[pool.n - 1].key, (long long)want_rev);
             goto done;
         }
@@ -665,7 +672,8 @@ done:
     pool.abort = 1;
     pthread_cond_broadcast(&pool.cv);
     pthread_mutex_unlock(&pool.mu);
-    for (size_t i = 0; i < n_threads; i++) pthread_join(threads[i], NULL);
+    for (size_t i = 0; i < n_threads; i++)
+        pthread_join(threads[i], NULL);
     for (size_t i = 0; pool.readers && i < pool.n; i++) {
         delta_reader_close(pool.readers[i]);
         free(pool.errs[i]);

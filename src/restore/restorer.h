@@ -11,25 +11,25 @@
 #include <stdint.h>
 
 typedef struct RestoreConfig {
-    Store *store;                 /* borrowed */
-    const char *data_dir;         /* target; must be absent or empty */
-    const char *temp_dir;         /* --restoration-temp-snapshots-dir (created, removed after) */
-    const char *name;             /* member name */
+    Store *store;         /* borrowed */
+    const char *data_dir; /* target; must be absent or empty */
+    const char *temp_dir; /* --restoration-temp-snapshots-dir (created, removed after) */
+    const char *name;     /* member name */
     const char *initial_cluster;
     const char *initial_cluster_token;
     const char *initial_advertise_peer_urls; /* comma-joined */
     int skip_hash_check;
-    int max_fetchers;             /* parallel delta downloads, >= 1; also the read-ahead bound */
-    int64_t max_request_bytes;    /* lower bound for the temporary etcd */
-    int64_t max_txn_ops;          /* lower bound for the temporary etcd */
-    int64_t quota_bytes;          /* temporary etcd backend quota */
-    const char *etcd_bin;         /* NULL/"" = etcd from PATH */
-    const char *etcdutl_bin;      /* NULL/"" = etcdutl, else etcdctl from PATH */
+    int max_fetchers;          /* parallel delta downloads, >= 1; also the read-ahead bound */
+    int64_t max_request_bytes; /* lower bound for the temporary etcd */
+    int64_t max_txn_ops;       /* lower bound for the temporary etcd */
+    int64_t quota_bytes;       /* temporary etcd backend quota */
+    const char *etcd_bin;      /* NULL/"" = etcd from PATH */
+    const char *etcdutl_bin;   /* NULL/"" = etcdutl, else etcdctl from PATH */
 } RestoreConfig;
 
 typedef struct RestoreResult {
-    int64_t base_revision;        /* revision of the full snapshot */
-    int64_t revision;             /* final revision of the data dir */
+    int64_t base_revision; /* revision of the full snapshot */
+    int64_t revision;      /* final revision of the data dir */
     size_t deltas_applied;
     uint64_t events_applied, txns_applied;
     char base_name[256];

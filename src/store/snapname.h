@@ -15,16 +15,16 @@ typedef enum { SNAP_FULL = 0, SNAP_INCR = 1 } SnapKind;
 typedef struct Snapshot {
     SnapKind kind;
     int64_t start_revision, last_revision;
-    int64_t created_on;      /* Unix seconds from the name */
+    int64_t created_on;          /* Unix seconds from the name */
     char compression_suffix[16]; /* "", ".gz", ".zlib", ".Z", ".zst" (unknown ones kept as read) */
     int is_final, is_chunk;
-    int version;             /* 1 or 2 */
-    char key[1024];          /* full object key relative to the store root, as listed */
-    char snap_dir[128];      /* v1: "Backup-<ts>", v2: "" */
-    char snap_name[256];     /* name part, e.g. "Full-00000000-00000190-1795974943.gz";
-                                for a chunk "<name>/<10 digits>" (as in Go) */
-    char prefix[512];        /* key up to and including "v1/" or "v2/" */
-    int64_t size;            /* bytes as listed, -1 if unknown */
+    int version;         /* 1 or 2 */
+    char key[1024];      /* full object key relative to the store root, as listed */
+    char snap_dir[128];  /* v1: "Backup-<ts>", v2: "" */
+    char snap_name[256]; /* name part, e.g. "Full-00000000-00000190-1795974943.gz";
+                            for a chunk "<name>/<10 digits>" (as in Go) */
+    char prefix[512];    /* key up to and including "v1/" or "v2/" */
+    int64_t size;        /* bytes as listed, -1 if unknown */
 } Snapshot;
 
 /* Formats the v2 name (without prefix) into out: "%s-%08lld-%08lld-%lld%s%s".

@@ -43,7 +43,8 @@ static void test_duration_rejects_missing_unit_and_junk(void **state) {
 }
 
 static int64_t utc(int y, int mo, int d, int h, int mi) {
-    struct tm tm = {.tm_year = y - 1900, .tm_mon = mo - 1, .tm_mday = d, .tm_hour = h, .tm_min = mi};
+    struct tm tm = {
+        .tm_year = y - 1900, .tm_mon = mo - 1, .tm_mday = d, .tm_hour = h, .tm_min = mi};
     return (int64_t)timegm(&tm);
 }
 
@@ -94,8 +95,14 @@ static void test_cron_rejects_bad_fields(void **state) {
 
 static void test_opts_parse_pflag_forms_and_defaults(void **state) {
     (void)state;
-    char *argv[] = {"--endpoints=http://a:1,http://b:2", "-e", "http://c:3", "--compress-snapshots=false",
-                    "--schedule", "@hourly", "--delta-snapshot-period=2s", "--etcd-password=secret"};
+    char *argv[] = {"--endpoints=http://a:1,http://b:2",
+                    "-e",
+                    "http://c:3",
+                    "--compress-snapshots=false",
+                    "--schedule",
+                    "@hourly",
+                    "--delta-snapshot-period=2s",
+                    "--etcd-password=secret"};
     Opts *o = NULL;
     int help = 0;
     assert_int_equal(opts_parse(CMD_SNAPSHOT, 8, argv, &o, &help), 0);
