@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,6 +114,7 @@ static void log_tail(const char *path, off_t offset, char *out, size_t cap) {
 static int spawn(const EtcdProcConfig *cfg, char *const argv[], int log_fd, pid_t *pid_out) {
     int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     if (null_fd < 0) return err_set(ERR_IO, "etcd_proc: open /dev/null: %s", strerror(errno));
+    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0) {
         int e = errno;
@@ -131,6 +133,10 @@ static int spawn(const EtcdProcConfig *cfg, char *const argv[], int log_fd, pid_
         sigaction(SIGINT, &dfl, NULL);
         sigaction(SIGTERM, &dfl, NULL);
         setpgid(0, 0);
+        /* a temporary etcd never outlives us (kill -9 of a restore must not leave it running
+         * on a half-restored data dir) */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent) _exit(127);
         dup2(null_fd, 0);
         dup2(log_fd, 1);
         dup2(log_fd, 2);
