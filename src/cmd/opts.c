@@ -272,6 +272,27 @@ done:
     return 0;
 }
 
+int opts_set_from_config(Opts *o, const char *name, const char *value) {
+    size_t idx;
+    if (!find_long(name, strlen(name), o->cmd, &idx))
+        return err_set(ERR_INVALID, "config file: option %s does not apply to this command", name);
+    if (o->v[idx].set) return 0; /* the command line or environment wins */
+    OptValue *ov = &o->v[idx];
+    for (size_t j = 0; j < ov->n_items; j++) free(ov->items[j]);
+    free(ov->items);
+    ov->items = NULL;
+    ov->n_items = 0;
+    int rc = set_value(o, idx, value);
+    if (rc) return err_wrap(rc, "config file");
+    ov->set = 0; /* still overridable by nothing, but not "given on the command line" */
+    return 0;
+}
+
+const OptDef *opts_table(size_t *n) {
+    *n = N_OPTS;
+    return opt_table;
+}
+
 void opts_free(Opts *o) {
     if (!o) return;
     for (size_t i = 0; i < N_OPTS; i++) {

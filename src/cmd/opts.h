@@ -49,6 +49,15 @@ const char *const *opt_list(const Opts *o, const char *name, size_t *n);
 /* 1 if given on the command line or by its environment variable. */
 int opt_is_set(const Opts *o, const char *name);
 
+/* Sets name from a config file: applied only when the flag was not given on the command line
+ * or by its environment variable (command line > environment > config file > default; the Go
+ * tool instead lets a config file silently replace every flag). 0, or ERR_INVALID if the name
+ * is unknown for this command or the value is malformed (message names the option). */
+int opts_set_from_config(Opts *o, const char *name, const char *value);
+
+/* The table itself, for docs and config-file key mapping; *n set. */
+const OptDef *opts_table(size_t *n);
+
 /* Prints the options of cmd with defaults and help to stdout. */
 void opts_print_help(unsigned cmd);
 
