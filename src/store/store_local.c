@@ -506,11 +506,8 @@ int store_local_driver_new(const char *container, StoreDriver **out) {
         goto done;
     }
     snprintf(l->describe, dn, "Local:%s", l->root);
-    rc = fs_mkdir_p(l->root, 0700);
-    if (rc != 0) {
-        err_wrap(rc, "local store root");
-        goto done;
-    }
+    /* the root is not created here: writes create their directories (0700), and a restore from
+     * a mistyped path must not leave an empty store behind */
     *out = &l->base;
     l = NULL;
 done:
