@@ -1,6 +1,7 @@
 /* snapshotter: see snapshotter.h. State: the last stored revision (prev_rev), the watch opened at
- * prev_rev + 1 and the spool of events not yet stored. Contiguity is checked on every event:
- * the next revision must be the current one or the one after it. */
+ * prev_rev + 1 and the spool of events not yet stored. Contiguity is checked on every event: the
+ * next revision must be the current one or the one after it. Only the loop thread touches etcd,
+ * the spool and the store; other threads meet it through `mu` (requests and status). */
 #include "snapshotter.h"
 #include "delta.h"
 #include "fullsnap.h"
@@ -9,9 +10,19 @@
 #include "../common/log.h"
 #include "../common/timeutil.h"
 
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+typedef struct {
+    int pending, done, running;
+    SnapshotRequestKind kind;
+    int rc, none;
+    Snapshot result;
+    char error[512];
+} Request;
 
 struct Snapshotter {
     SnapshotterConfig cfg;
@@ -20,10 +31,17 @@ struct Snapshotter {
     DeltaWriter *spool;
     int64_t prev_rev;      /* last revision stored (full or delta) */
     int64_t next_expected; /* next revision the watch must deliver */
-    int need_full;         /* a hole was seen: next snapshot must be full */
+    int need_full;         /* a hole was seen or a full failed: next snapshot must be full */
     int64_t next_full_s;   /* Unix seconds of the next scheduled full */
     int64_t next_delta_ms; /* monotonic deadline of the next delta */
     int64_t next_gc_ms;    /* monotonic time of the next garbage collection */
+    int64_t next_defrag_s; /* Unix seconds of the next defragmentation, 0 = none */
+    Snapshot last_stored;  /* the most recent stored snapshot (for requests) */
+
+    pthread_mutex_t mu; /* guards req and status */
+    pthread_cond_t cv;
+    Request req;
+    SnapshotterStatus status;
 };
 
 int snapshotter_new(const SnapshotterConfig *cfg, Snapshotter **out) {
@@ -33,6 +51,8 @@ int snapshotter_new(const SnapshotterConfig *cfg, Snapshotter **out) {
     if (s->cfg.backoff_initial_ms <= 0) s->cfg.backoff_initial_ms = 1000;
     if (s->cfg.backoff_max_ms <= 0) s->cfg.backoff_max_ms = 128000;
     if (s->cfg.stop_drain_ms <= 0) s->cfg.stop_drain_ms = 5000;
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cv, NULL);
     int rc = fs_mkdir_p(cfg->temp_dir, 0700); /* as the Go tool: created if missing */
     if (!rc) rc = etcd_client_new(&cfg->etcd, &s->client);
     if (!rc) rc = delta_writer_new(cfg->temp_dir, &s->spool);
@@ -49,7 +69,26 @@ void snapshotter_free(Snapshotter *s) {
     etcd_watch_close(s->watch);
     delta_writer_free(s->spool);
     etcd_client_free(s->client);
+    pthread_mutex_destroy(&s->mu);
+    pthread_cond_destroy(&s->cv);
     free(s);
+}
+
+void snapshotter_status(Snapshotter *s, SnapshotterStatus *out) {
+    pthread_mutex_lock(&s->mu);
+    *out = s->status;
+    pthread_mutex_unlock(&s->mu);
+}
+
+static void emit(Snapshotter *s, const SnapshotterEvent *ev) {
+    if (s->cfg.on_event) s->cfg.on_event(s->cfg.event_ctx, ev);
+}
+
+static void set_error(Snapshotter *s, const char *msg) {
+    pthread_mutex_lock(&s->mu);
+    s->status.failing = msg != NULL;
+    if (msg) snprintf(s->status.last_error, sizeof s->status.last_error, "%s", msg);
+    pthread_mutex_unlock(&s->mu);
 }
 
 static int deltas_enabled(const Snapshotter *s) {
@@ -72,29 +111,57 @@ static int open_watch(Snapshotter *s) {
     return 0;
 }
 
-static int take_full(Snapshotter *s) {
+static void note_stored(Snapshotter *s, const char *name, int full) {
+    Snapshot snap;
+    if (store_snapshot_for_name(s->cfg.store, name, &snap) == 0) s->last_stored = snap;
+    pthread_mutex_lock(&s->mu);
+    if (full)
+        s->status.last_full_ok_s = now_unix_s();
+    else
+        s->status.last_delta_ok_s = now_unix_s();
+    s->status.last_revision = s->prev_rev;
+    pthread_mutex_unlock(&s->mu);
+}
+
+static int take_full(Snapshotter *s, int is_final) {
     etcd_watch_close(s->watch);
     s->watch = NULL;
     int64_t t0 = now_mono_ms();
     FullSnapshotResult res;
     s->need_full = 1; /* until one succeeds */
-    int rc = fullsnap_take(s->client, s->cfg.store, s->cfg.temp_dir, s->cfg.compression, 0, &res);
-    if (rc) return err_wrap(rc, "full snapshot");
+    int rc =
+        fullsnap_take(s->client, s->cfg.store, s->cfg.temp_dir, s->cfg.compression, is_final, &res);
+    double secs = (double)(now_mono_ms() - t0) / 1000.0;
+    if (rc) {
+        err_wrap(rc, "full snapshot");
+        emit(s, &(SnapshotterEvent){.kind = SNAP_EVENT_FULL, .seconds = secs, .error = err_msg()});
+        return rc;
+    }
     log_info("full snapshot %s stored: revision %lld, db %llu bytes, stored %llu bytes, %.3fs",
              res.snap_name, (long long)res.revision, (unsigned long long)res.db_bytes,
-             (unsigned long long)res.stored_bytes, (double)(now_mono_ms() - t0) / 1000.0);
+             (unsigned long long)res.stored_bytes, secs);
     s->prev_rev = res.revision;
     s->need_full = 0;
+    note_stored(s, res.snap_name, 1);
+    emit(s, &(SnapshotterEvent){.kind = SNAP_EVENT_FULL,
+                                .ok = 1,
+                                .seconds = secs,
+                                .revision = res.revision,
+                                .created_on = now_unix_s(),
+                                .snap_name = res.snap_name});
     rc = delta_writer_reset(s->spool);
     if (!rc) rc = open_watch(s);
     return rc;
 }
 
-/* Stores the pending events as one delta. 0 with nothing to do when the spool is empty. */
-static int take_delta(Snapshotter *s) {
+/* Stores the pending events as one delta. 0 with nothing to do when the spool is empty
+ * (*stored = 0). */
+static int take_delta(Snapshotter *s, int *stored_out) {
     s->next_delta_ms = now_mono_ms() + s->cfg.delta_period_ms;
+    if (stored_out) *stored_out = 0;
     size_t n = delta_writer_events(s->spool);
     if (n == 0) return 0;
+    int64_t t0 = now_mono_ms();
     int64_t last = delta_writer_last_revision(s->spool);
     char name[256];
     int rc = snapname_format(SNAP_INCR, s->prev_rev + 1, last, now_unix_s(),
@@ -105,17 +172,30 @@ static int take_delta(Snapshotter *s) {
     uint64_t stored = 0;
     if (!rc) rc = fullsnap_store_stream(s->cfg.store, name, s->cfg.compression, payload, &stored);
     io_reader_free(payload);
+    double secs = (double)(now_mono_ms() - t0) / 1000.0;
     if (rc) {
-        /* the spool was closed for the payload; keep the events by reopening the watch from
-         * the last stored revision on the next attempt */
+        /* the spool was closed for the payload; the events are collected again by reopening
+         * the watch from the last stored revision on the next attempt */
         delta_writer_reset(s->spool);
         etcd_watch_close(s->watch);
         s->watch = NULL;
-        return err_wrap(rc, "delta snapshot %s", name);
+        err_wrap(rc, "delta snapshot %s", name);
+        emit(s, &(SnapshotterEvent){.kind = SNAP_EVENT_DELTA, .seconds = secs, .error = err_msg()});
+        return rc;
     }
     log_info("delta snapshot %s stored: %zu events, revisions %lld-%lld, %llu bytes", name, n,
              (long long)(s->prev_rev + 1), (long long)last, (unsigned long long)stored);
+    int64_t start = s->prev_rev + 1;
     s->prev_rev = last;
+    note_stored(s, name, 0);
+    emit(s, &(SnapshotterEvent){.kind = SNAP_EVENT_DELTA,
+                                .ok = 1,
+                                .seconds = secs,
+                                .start_revision = start,
+                                .revision = last,
+                                .created_on = now_unix_s(),
+                                .snap_name = name});
+    if (stored_out) *stored_out = 1;
     return delta_writer_reset(s->spool);
 }
 
@@ -135,6 +215,7 @@ static int handle_events(Snapshotter *s, const EtcdWatchResponse *r) {
         int rc = delta_writer_append(s->spool, &r->events[i], now_ns);
         if (rc) return rc;
     }
+    if (r->n_events) emit(s, &(SnapshotterEvent){.kind = SNAP_EVENT_EVENTS, .ok = 1});
     return 0;
 }
 
@@ -159,48 +240,217 @@ static int pump_watch(Snapshotter *s, int timeout_ms) {
     if (r.canceled) return err_set(ERR_ETCD, "watch canceled: %s", r.cancel_reason);
     rc = handle_events(s, &r);
     if (rc) return rc;
-    if (delta_due(s)) return take_delta(s);
+    if (delta_due(s)) return take_delta(s, NULL);
     return 0;
 }
 
-/* On stop: read events up to the revision current now, then store them as a last delta. */
-static int final_delta(Snapshotter *s) {
-    if (!s->watch) return 0;
+/* Reads events up to the revision current now (bounded by timeout_ms). */
+static void drain_to_current(Snapshotter *s, int64_t timeout_ms) {
     int64_t target = 0;
-    if (etcd_get_revision(s->client, &target) == 0) {
-        int64_t deadline = now_mono_ms() + s->cfg.stop_drain_ms;
-        while (s->next_expected <= target && now_mono_ms() < deadline) {
-            int rc = pump_watch(s, 200);
-            if (rc) {
-                log_warn("draining the watch before stop: %s", err_msg());
-                break;
-            }
+    if (!s->watch || etcd_get_revision(s->client, &target) != 0) return;
+    int64_t deadline = now_mono_ms() + timeout_ms;
+    while (s->watch && s->next_expected <= target && now_mono_ms() < deadline) {
+        if (pump_watch(s, 200)) {
+            log_warn("draining the watch: %s", err_msg());
+            break;
         }
     }
-    return take_delta(s);
+}
+
+/* Defragments every member, followers first and the leader last (seed-spec §10.1), then takes
+ * a full snapshot. */
+static int defragment_all(Snapshotter *s) {
+    EtcdMember *members = NULL;
+    size_t n = 0;
+    EtcdStatus st;
+    int rc = etcd_member_list(s->client, &members, &n);
+    if (!rc) rc = etcd_status(s->client, &st);
+    if (rc) {
+        free(members);
+        return err_wrap(rc, "defragmentation");
+    }
+    for (int pass = 0; pass < 2 && !rc; pass++) {
+        for (size_t i = 0; i < n && !rc; i++) {
+            int is_leader = members[i].id == st.leader || n == 1;
+            if (is_leader != (pass == 1)) continue;
+            char url[512];
+            snprintf(url, sizeof url, "%s", members[i].client_urls);
+            char *comma = strchr(url, ',');
+            if (comma) *comma = '\0';
+            if (!url[0]) continue;
+            const char *ep = url;
+            EtcdConfig ec = s->cfg.etcd;
+            ec.endpoints = &ep;
+            ec.n_endpoints = 1;
+            EtcdClient *c = NULL;
+            int64_t t0 = now_mono_ms();
+            rc = etcd_client_new(&ec, &c);
+            if (!rc) rc = etcd_defragment(c);
+            etcd_client_free(c);
+            double secs = (double)(now_mono_ms() - t0) / 1000.0;
+            if (rc) err_wrap(rc, "defragmenting %s", url);
+            emit(s, &(SnapshotterEvent){.kind = SNAP_EVENT_DEFRAG,
+                                        .ok = rc == 0,
+                                        .seconds = secs,
+                                        .endpoint = url,
+                                        .error = rc ? err_msg() : NULL});
+            if (!rc) log_info("defragmented member %s (%s) in %.3fs", members[i].name, url, secs);
+        }
+    }
+    free(members);
+    if (rc) return rc;
+    return take_full(s, 0); /* Go never does this (seed-spec §10.1 quirk); operators expect it */
+}
+
+/* Decides how to start: resume from the store's latest set or take a full snapshot. */
+static int start(Snapshotter *s) {
+    if (!s->cfg.resume) {
+        log_info("taking the initial full snapshot");
+        return take_full(s, 0);
+    }
+    Snapshot *list = NULL;
+    size_t n = 0;
+    int rc = store_list(s->cfg.store, &list, &n);
+    if (rc) return err_wrap(rc, "listing the store");
+    size_t *idx = calloc(n ? n : 1, sizeof *idx);
+    size_t nd = 0;
+    ptrdiff_t fi = -1;
+    if (idx) snapname_latest_set(list, n, &fi, idx, &nd);
+    const char *why = NULL;
+    if (fi < 0)
+        why = "no full snapshot in the store";
+    else if (list[fi].is_final)
+        why = "the latest full snapshot is final";
+    else if (cron_next(&s->cfg.schedule, list[fi].created_on) <= now_unix_s())
+        why = "a scheduled full snapshot was missed";
+    if (!why) {
+        const Snapshot *last = nd ? &list[idx[nd - 1]] : &list[fi];
+        s->prev_rev = last->last_revision;
+        s->last_stored = *last;
+        log_info("resuming from %s: deltas from revision %lld", last->key,
+                 (long long)(s->prev_rev + 1));
+    }
+    free(idx);
+    free(list);
+    if (why) {
+        log_info("taking a full snapshot: %s", why);
+        return take_full(s, 0);
+    }
+    s->need_full = 0;
+    rc = open_watch(s);
+    if (rc == ERR_COMPACTED || rc == ERR_GAP) {
+        log_warn("%s: taking a full snapshot", err_msg());
+        return take_full(s, 0);
+    }
+    return rc;
+}
+
+/* Serves a pending request from another thread, if any. */
+static void serve_request(Snapshotter *s) {
+    pthread_mutex_lock(&s->mu);
+    if (!s->req.pending || s->req.running) {
+        pthread_mutex_unlock(&s->mu);
+        return;
+    }
+    s->req.running = 1;
+    SnapshotRequestKind kind = s->req.kind;
+    pthread_mutex_unlock(&s->mu);
+
+    int rc = 0, none = 0, stored = 0;
+    if (kind == SNAP_REQ_DELTA) {
+        drain_to_current(s, 2000);
+        rc = take_delta(s, &stored);
+        none = !rc && !stored;
+    } else {
+        /* a final full snapshot is skipped when the latest one is already final and current */
+        int64_t cur = 0;
+        if (kind == SNAP_REQ_FULL_FINAL && s->last_stored.kind == SNAP_FULL &&
+            s->last_stored.is_final && etcd_get_revision(s->client, &cur) == 0 &&
+            cur == s->last_stored.last_revision) {
+            log_info("final full snapshot %s is current; not taking another",
+                     s->last_stored.snap_name);
+        } else {
+            rc = take_full(s, kind == SNAP_REQ_FULL_FINAL);
+        }
+    }
+    pthread_mutex_lock(&s->mu);
+    s->req.rc = rc;
+    s->req.none = none;
+    s->req.result = s->last_stored;
+    snprintf(s->req.error, sizeof s->req.error, "%s", rc ? err_msg() : "");
+    s->req.done = 1;
+    s->req.pending = 0;
+    s->req.running = 0;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+}
+
+int snapshotter_request(Snapshotter *s, SnapshotRequestKind kind, int64_t timeout_ms, Snapshot *out,
+                        int *none) {
+    if (kind == SNAP_REQ_DELTA && !deltas_enabled(s))
+        return err_set(ERR_UNSUPPORTED, "delta snapshots are disabled (--delta-snapshot-period)");
+    pthread_mutex_lock(&s->mu);
+    if (!s->status.active) {
+        pthread_mutex_unlock(&s->mu);
+        return err_set(ERR_CANCELED, "snapshotter is not active");
+    }
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += timeout_ms / 1000;
+    until.tv_nsec += (timeout_ms % 1000) * 1000000;
+    if (until.tv_nsec >= 1000000000) until.tv_sec++, until.tv_nsec -= 1000000000;
+    while (s->req.pending) { /* one request at a time */
+        if (pthread_cond_timedwait(&s->cv, &s->mu, &until)) {
+            pthread_mutex_unlock(&s->mu);
+            return err_set(ERR_TIMEOUT, "another snapshot request is in progress");
+        }
+    }
+    s->req = (Request){.pending = 1, .kind = kind};
+    while (!s->req.done) {
+        if (pthread_cond_timedwait(&s->cv, &s->mu, &until)) {
+            pthread_mutex_unlock(&s->mu);
+            return err_set(ERR_TIMEOUT, "snapshot not finished within %lld ms",
+                           (long long)timeout_ms);
+        }
+    }
+    int rc = s->req.rc;
+    if (rc)
+        err_set(rc, "%s", s->req.error);
+    else {
+        if (out) *out = s->req.result;
+        if (none) *none = s->req.none;
+    }
+    s->req.done = 0;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    return rc;
 }
 
 /* One step of the loop: whatever is due now. */
 static int step(Snapshotter *s, int recovering) {
     if (recovering) {
-        /* a full snapshot only when needed; otherwise re-collect the events since the last
-         * stored revision (a compacted revision turns into a full snapshot below) */
-        if (s->need_full) return take_full(s);
+        /* a full snapshot only when needed; otherwise collect the events since the last stored
+         * revision again (a compacted revision turns into a full snapshot in the caller) */
+        if (s->need_full) return take_full(s, 0);
         return open_watch(s);
     }
     if (s->next_full_s > 0 && now_unix_s() >= s->next_full_s) {
         schedule_next_full(s);
-        return take_full(s);
+        return take_full(s, 0);
     }
-    if (s->watch && now_mono_ms() >= s->next_delta_ms) return take_delta(s);
+    if (s->next_defrag_s > 0 && now_unix_s() >= s->next_defrag_s) {
+        s->next_defrag_s = cron_next(s->cfg.defrag_schedule, now_unix_s());
+        return defragment_all(s);
+    }
+    if (s->watch && now_mono_ms() >= s->next_delta_ms) return take_delta(s, NULL);
     if (s->watch) {
         int64_t wait = s->next_delta_ms - now_mono_ms();
-        if (wait > 200) wait = 200;
+        if (wait > 100) wait = 100;
         if (wait < 0) wait = 0;
         return pump_watch(s, (int)wait);
     }
     if (deltas_enabled(s)) return open_watch(s);
-    usleep(200 * 1000);
+    usleep(100 * 1000);
     return 0;
 }
 
@@ -209,6 +459,8 @@ static void maybe_gc(Snapshotter *s, int failing) {
     if (s->cfg.gc_period_ms <= 1000 || now_mono_ms() < s->next_gc_ms) return;
     s->next_gc_ms = now_mono_ms() + s->cfg.gc_period_ms;
     GcStats st;
+    memset(&st, 0, sizeof st);
+    int64_t t0 = now_mono_ms();
     int rc = gc_run(s->cfg.store, s->cfg.gc_policy, s->cfg.max_backups, s->cfg.delta_retention_s,
                     now_unix_s(), failing, &st);
     if (rc)
@@ -216,16 +468,33 @@ static void maybe_gc(Snapshotter *s, int failing) {
     else if (st.full_removed || st.incr_removed)
         log_info("garbage collection removed %zu full and %zu delta snapshots", st.full_removed,
                  st.incr_removed);
+    emit(s, &(SnapshotterEvent){.kind = SNAP_EVENT_GC,
+                                .ok = rc == 0,
+                                .seconds = (double)(now_mono_ms() - t0) / 1000.0,
+                                .gc = &st,
+                                .error = rc ? err_msg() : NULL});
 }
 
-int snapshotter_run(Snapshotter *s, volatile sig_atomic_t *stop) {
+static void set_active(Snapshotter *s, int active) {
+    pthread_mutex_lock(&s->mu);
+    s->status.active = active;
+    if (!active && s->req.pending && !s->req.running) { /* fail a waiting request */
+        s->req.rc = ERR_CANCELED;
+        snprintf(s->req.error, sizeof s->req.error, "snapshotter stopped");
+        s->req.done = 1;
+        s->req.pending = 0;
+    }
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+}
+
+int snapshotter_run(Snapshotter *s, volatile sig_atomic_t *stop, int fail_fast) {
     s->next_gc_ms = now_mono_ms() + s->cfg.gc_period_ms; /* first run after one period */
-    log_info("taking the initial full snapshot");
-    int rc = take_full(s);
-    if (rc) return rc;
-    schedule_next_full(s);
+    if (s->cfg.defrag_schedule) s->next_defrag_s = cron_next(s->cfg.defrag_schedule, now_unix_s());
     int64_t backoff = s->cfg.backoff_initial_ms;
     int64_t retry_at = 0; /* monotonic ms; 0 = not recovering from a failure */
+    int started = 0;
+    int rc = 0;
     while (!*stop) {
         if (retry_at && now_mono_ms() < retry_at) {
             maybe_gc(s, 1);
@@ -233,27 +502,43 @@ int snapshotter_run(Snapshotter *s, volatile sig_atomic_t *stop) {
             continue;
         }
         int recovering = retry_at != 0;
-        maybe_gc(s, recovering);
-        rc = step(s, recovering);
-        if (rc == ERR_COMPACTED || rc == ERR_GAP) {
+        if (started) {
+            maybe_gc(s, recovering);
+            serve_request(s);
+            rc = step(s, recovering);
+        } else {
+            rc = start(s);
+            if (!rc) {
+                started = 1;
+                schedule_next_full(s);
+                set_active(s, 1);
+            } else if (fail_fast) {
+                return rc;
+            }
+        }
+        if (started && (rc == ERR_COMPACTED || rc == ERR_GAP)) {
             log_warn("%s: taking a full snapshot instead of a delta with a hole", err_msg());
             s->need_full = 1;
-            rc = take_full(s);
+            rc = take_full(s, 0);
         }
         if (rc) {
             log_error("%s; retrying in %.1fs", err_msg(), (double)backoff / 1000.0);
+            set_error(s, err_msg());
             etcd_watch_close(s->watch);
             s->watch = NULL;
             retry_at = now_mono_ms() + backoff;
             backoff = backoff * 2 > s->cfg.backoff_max_ms ? s->cfg.backoff_max_ms : backoff * 2;
         } else if (recovering) {
             log_info("recovered: snapshots resume from revision %lld", (long long)s->prev_rev);
+            set_error(s, NULL);
             retry_at = 0;
             backoff = s->cfg.backoff_initial_ms;
         }
     }
-    if (retry_at) return 0;
-    rc = final_delta(s);
+    set_active(s, 0);
+    if (retry_at || !started) return 0;
+    drain_to_current(s, s->cfg.stop_drain_ms);
+    rc = take_delta(s, NULL);
     if (rc) log_error("last delta before stop: %s", err_msg());
     return rc;
 }

@@ -1,19 +1,41 @@
 /* snapshotter: full snapshots on a cron schedule and delta snapshots from one Watch on all keys
- * (seed-spec §7). Single-threaded event loop: the watch is drained between snapshots, events are
+ * (seed-spec §7). One thread runs the loop: the watch is drained between snapshots, events are
  * spooled to disk (delta.h), a delta is cut at the period, at the byte limit or at the event
  * limit. A delta never has a hole: a compacted start revision or a jump in revisions makes the
- * next snapshot a full one. */
+ * next snapshot a full one. Other threads (the HTTP server) ask for snapshots through
+ * snapshotter_request and read state through snapshotter_status; both are thread-safe. */
 #ifndef ETCDBR_SNAPSHOTTER_H
 #define ETCDBR_SNAPSHOTTER_H
 
 #include "../codec/compress.h"
-#include "gc.h"
 #include "../common/cron.h"
 #include "../etcd/etcd_client.h"
 #include "../store/store.h"
+#include "gc.h"
 
 #include <signal.h>
 #include <stdint.h>
+
+typedef enum {
+    SNAP_EVENT_FULL,   /* a full snapshot attempt ended */
+    SNAP_EVENT_DELTA,  /* a delta snapshot attempt ended */
+    SNAP_EVENT_GC,     /* a garbage collection cycle ended */
+    SNAP_EVENT_DEFRAG, /* one member was defragmented */
+    SNAP_EVENT_EVENTS, /* events are pending (not yet stored) */
+} SnapshotterEventKind;
+
+/* What the loop reports to its observer (metrics); pointers valid during the call only. */
+typedef struct SnapshotterEvent {
+    SnapshotterEventKind kind;
+    int ok;
+    double seconds;                   /* duration of the attempt */
+    int64_t start_revision, revision; /* of the stored snapshot */
+    int64_t created_on;               /* Unix seconds in its name */
+    const char *snap_name;            /* stored object name, or NULL */
+    const char *error;                /* failure message, or NULL */
+    const char *endpoint;             /* DEFRAG: the member's client URL */
+    const GcStats *gc;                /* GC */
+} SnapshotterEvent;
 
 typedef struct SnapshotterConfig {
     EtcdConfig etcd;             /* borrowed strings */
@@ -29,21 +51,47 @@ typedef struct SnapshotterConfig {
                               revision before the last delta (default 5000) */
     int64_t gc_period_ms;  /* garbage collection every period; <= 1000 disables it */
     GcPolicy gc_policy;
-    int max_backups;           /* LimitBased */
-    int64_t delta_retention_s; /* deltas younger than this are kept */
+    int max_backups;                     /* LimitBased */
+    int64_t delta_retention_s;           /* deltas younger than this are kept */
+    const CronSchedule *defrag_schedule; /* NULL = no scheduled defragmentation */
+    int resume; /* 1: continue from the store's latest set when it is recent
+                   (server); 0: always start with a full snapshot (snapshot) */
+    void (*on_event)(void *ctx, const SnapshotterEvent *ev); /* may be NULL; loop thread */
+    void *event_ctx;
 } SnapshotterConfig;
 
 typedef struct Snapshotter Snapshotter;
 
-/* 0 or ERR_*; no I/O. */
+/* 0 or ERR_*; creates temp_dir (0700); no network I/O. */
 int snapshotter_new(const SnapshotterConfig *cfg, Snapshotter **out);
 void snapshotter_free(Snapshotter *s);
 
-/* Runs until *stop becomes nonzero: a full snapshot at once (its failure is returned: a wrong
- * endpoint or store is reported at start), then the schedule. Later failures are logged and
- * retried with backoff; events are never dropped without a full snapshot covering them. On
- * stop, pending events (drained up to the revision current at the stop) are stored as a last
+/* Runs until *stop becomes nonzero. Starts with a full snapshot (or, with resume, from the
+ * store's latest set); if that first step fails and fail_fast is set, returns its error (the
+ * snapshot command: a wrong endpoint or store is reported at once); otherwise every failure is
+ * logged and retried with backoff. Events are never dropped without a snapshot covering them.
+ * On stop, pending events (drained up to the revision current at the stop) are stored as a last
  * delta. Returns 0 after a clean stop. */
-int snapshotter_run(Snapshotter *s, volatile sig_atomic_t *stop);
+int snapshotter_run(Snapshotter *s, volatile sig_atomic_t *stop, int fail_fast);
+
+typedef enum { SNAP_REQ_FULL, SNAP_REQ_FULL_FINAL, SNAP_REQ_DELTA } SnapshotRequestKind;
+
+/* Asks the loop for an out-of-schedule snapshot and waits up to timeout_ms for it. On success
+ * *out describes the stored snapshot; for a delta with no pending events *none = 1 and nothing is
+ * stored. ERR_UNSUPPORTED: deltas are disabled; ERR_CANCELED: the loop is not running (not
+ * active, or stopping); ERR_TIMEOUT. Thread-safe. */
+int snapshotter_request(Snapshotter *s, SnapshotRequestKind kind, int64_t timeout_ms, Snapshot *out,
+                        int *none);
+
+typedef struct SnapshotterStatus {
+    int active;                              /* the loop runs and its first snapshot succeeded */
+    int failing;                             /* the last attempt failed; retrying with backoff */
+    int64_t last_full_ok_s, last_delta_ok_s; /* Unix seconds, 0 = never */
+    int64_t last_revision;                   /* last stored revision */
+    char last_error[512];
+} SnapshotterStatus;
+
+/* Thread-safe copy of the loop's state. */
+void snapshotter_status(Snapshotter *s, SnapshotterStatus *out);
 
 #endif

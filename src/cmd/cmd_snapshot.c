@@ -113,7 +113,7 @@ int cmd_snapshot(const Opts *o) {
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
-    if (snapshotter_run(snap, &stop_requested)) {
+    if (snapshotter_run(snap, &stop_requested, 1)) {
         log_error("snapshotter: %s", err_msg());
         code = EXIT_FAIL;
         goto done;

@@ -189,6 +189,19 @@ int store_open_read(Store *s, const Snapshot *snap, IoReader **out) {
     return s->drv->vt->open_read(s->drv, snap->key, out);
 }
 
+int store_snapshot_for_name(const Store *s, const char *snap_name, Snapshot *out) {
+    char rest[300];
+    if (!snap_name || strchr(snap_name, '/'))
+        return err_set(ERR_INVALID, "bad snapshot name \"%s\"", snap_name ? snap_name : "(null)");
+    int n = snprintf(rest, sizeof rest, "v2/%s", snap_name);
+    if (n < 0 || (size_t)n >= sizeof rest) return err_set(ERR_INVALID, "snapshot name too long");
+    char *key = prefixed(s, rest);
+    if (!key) return err_set(ERR_NOMEM, "out of memory");
+    int rc = snapname_parse(key, s->prefix, out);
+    free(key);
+    return rc;
+}
+
 int store_open_write(Store *s, const char *snap_name, StoreWriter **out) {
     *out = NULL;
     int rc = 0;

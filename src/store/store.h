@@ -47,6 +47,10 @@ int store_writer_commit(StoreWriter *w);
 /* Discards the object and frees w. NULL-safe. */
 void store_writer_abort(StoreWriter *w);
 
+/* Describes the v2 object snap_name would be stored as (key, prefix, revisions, suffix) without
+ * touching the store. 0 or ERR_INVALID when snap_name is not a snapshot name. */
+int store_snapshot_for_name(const Store *s, const char *snap_name, Snapshot *out);
+
 /* Removes one snapshot object. */
 int store_remove(Store *s, const Snapshot *snap);
 
