@@ -106,6 +106,55 @@ static const OptDef opt_table[] = {
      "etcd binary for the restore etcd (default: etcd in PATH)"},
     {"etcdutl-bin", 0, OPT_STRING, "", "ETCDBR_ETCDUTL_BIN", RESTORE, 0,
      "etcdutl (3.5+) or etcdctl (3.4) used for snapshot restore (default: etcdutl, else etcdctl)"},
+    /* server (seed-spec §1.7) */
+    {"config-file", 0, OPT_STRING, "", NULL, CMD_SERVER, 0,
+     "YAML file in the Go tool's format (docs/config-file.md); flags and environment win over it"},
+    {"server-port", 'p', OPT_INT, "8080", NULL, CMD_SERVER, 0, "HTTP(S) port, all interfaces"},
+    {"enable-profiling", 0, OPT_BOOL, "false", NULL, CMD_SERVER, 0,
+     "serve profiling handlers under /debug/pprof/"},
+    {"server-cert", 0, OPT_STRING, "", NULL, CMD_SERVER, 0,
+     "TLS certificate of the HTTP server; with --server-key the server speaks HTTPS"},
+    {"server-key", 0, OPT_STRING, "", NULL, CMD_SERVER, 0, "TLS key of the HTTP server"},
+    {"use-etcd-wrapper", 0, OPT_BOOL, "false", NULL, CMD_SERVER, 0,
+     "after a peer URL change, ask etcd-wrapper (port 9095) to restart etcd"},
+    /* HEALTH (seed-spec §1.7; lease flags also for compact, §1.10) */
+    {"enable-snapshot-lease-renewal", 0, OPT_BOOL, "false", NULL, CMD_SERVER | CMD_COMPACT, 0,
+     "update the full/delta snapshot Leases after snapshots"},
+    {"enable-member-lease-renewal", 0, OPT_BOOL, "false", NULL, CMD_SERVER, 0,
+     "periodically renew the member heartbeat Lease"},
+    {"k8s-heartbeat-duration", 0, OPT_DURATION, "30s", NULL, CMD_SERVER, 0,
+     "member Lease renewal period"},
+    {"full-snapshot-lease-name", 0, OPT_STRING, "full-snapshot-revisions", NULL,
+     CMD_SERVER | CMD_COMPACT, 0, "name of the full snapshot Lease"},
+    {"delta-snapshot-lease-name", 0, OPT_STRING, "delta-snapshot-revisions", NULL,
+     CMD_SERVER | CMD_COMPACT, 0, "name of the delta snapshot Lease"},
+    /* LEADER-ELECTION (seed-spec §1.7) */
+    {"reelection-period", 0, OPT_DURATION, "5s", NULL, CMD_SERVER, 0,
+     "period of the backup-leadership check; more than 1s"},
+    {"etcd-connection-timeout-leader-election", 0, OPT_DURATION, "5s", NULL, CMD_SERVER, 0,
+     "timeout of the Status call of the leadership check; more than 1s"},
+    /* SECONDARY store (seed-spec §1.7) */
+    {"secondary-storage-provider", 0, OPT_STRING, "", NULL, CMD_SERVER, 0,
+     "secondary snapshot store (dual site); empty = none"},
+    {"secondary-store-container", 0, OPT_STRING, "", "SECONDARY_STORAGE_CONTAINER", CMD_SERVER, 0,
+     "bucket/container of the secondary store"},
+    {"secondary-store-endpoint-override", 0, OPT_STRING, "", NULL, CMD_SERVER, 0,
+     "secondary object store endpoint URL"},
+    {"secondary-store-prefix", 0, OPT_STRING, "", NULL, CMD_SERVER, 0,
+     "key prefix in the secondary store"},
+    {"secondary-max-parallel-chunk-uploads", 0, OPT_INT, "5", NULL, CMD_SERVER, 0,
+     "parallel part uploads to the secondary store"},
+    {"secondary-min-chunk-size", 0, OPT_INT, "5242880", NULL, CMD_SERVER, 0,
+     "minimum part size in bytes for the secondary store"},
+    {"secondary-snapstore-temp-directory", 0, OPT_STRING, "/tmp", NULL, CMD_SERVER, 0,
+     "staging directory for the secondary store"},
+    {"secondary-backup-sync-enabled", 0, OPT_BOOL, "false", NULL, CMD_SERVER, 0,
+     "periodically copy backups to the secondary store and garbage-collect there"},
+    {"secondary-backup-sync-period", 0, OPT_DURATION, "1h", NULL, CMD_SERVER, 0,
+     "period of the copy to the secondary store"},
+    /* initialize (seed-spec §1.11) */
+    {"validation-mode", 0, OPT_STRING, "full", NULL, CMD_INITIALIZE, 0,
+     "data dir validation before restore: full or sanity"},
 };
 #define N_OPTS (sizeof opt_table / sizeof opt_table[0])
 
@@ -278,7 +327,8 @@ int opts_set_from_config(Opts *o, const char *name, const char *value) {
         return err_set(ERR_INVALID, "config file: option %s does not apply to this command", name);
     if (o->v[idx].set) return 0; /* the command line or environment wins */
     OptValue *ov = &o->v[idx];
-    for (size_t j = 0; j < ov->n_items; j++) free(ov->items[j]);
+    for (size_t j = 0; j < ov->n_items; j++)
+        free(ov->items[j]);
     free(ov->items);
     ov->items = NULL;
     ov->n_items = 0;
