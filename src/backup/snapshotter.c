@@ -134,7 +134,8 @@ static int take_full(Snapshotter *s, int is_final) {
     double secs = (double)(now_mono_ms() - t0) / 1000.0;
     if (rc) {
         err_wrap(rc, "full snapshot");
-        emit(s, &(SnapshotterEvent){.kind = SNAP_EVENT_FULL, .seconds = secs, .error = err_msg()});
+        emit(s, &(SnapshotterEvent){
+                    .kind = SNAP_EVENT_FULL, .rc = rc, .seconds = secs, .error = err_msg()});
         return rc;
     }
     log_info("full snapshot %s stored: revision %lld, db %llu bytes, stored %llu bytes, %.3fs",
@@ -180,7 +181,8 @@ static int take_delta(Snapshotter *s, int *stored_out) {
         etcd_watch_close(s->watch);
         s->watch = NULL;
         err_wrap(rc, "delta snapshot %s", name);
-        emit(s, &(SnapshotterEvent){.kind = SNAP_EVENT_DELTA, .seconds = secs, .error = err_msg()});
+        emit(s, &(SnapshotterEvent){
+                    .kind = SNAP_EVENT_DELTA, .rc = rc, .seconds = secs, .error = err_msg()});
         return rc;
     }
     log_info("delta snapshot %s stored: %zu events, revisions %lld-%lld, %llu bytes", name, n,
@@ -291,6 +293,7 @@ static int defragment_all(Snapshotter *s) {
             if (rc) err_wrap(rc, "defragmenting %s", url);
             emit(s, &(SnapshotterEvent){.kind = SNAP_EVENT_DEFRAG,
                                         .ok = rc == 0,
+                                        .rc = rc,
                                         .seconds = secs,
                                         .endpoint = url,
                                         .error = rc ? err_msg() : NULL});
@@ -470,6 +473,7 @@ static void maybe_gc(Snapshotter *s, int failing) {
                  st.incr_removed);
     emit(s, &(SnapshotterEvent){.kind = SNAP_EVENT_GC,
                                 .ok = rc == 0,
+                                .rc = rc,
                                 .seconds = (double)(now_mono_ms() - t0) / 1000.0,
                                 .gc = &st,
                                 .error = rc ? err_msg() : NULL});

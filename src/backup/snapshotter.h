@@ -28,6 +28,7 @@ typedef enum {
 typedef struct SnapshotterEvent {
     SnapshotterEventKind kind;
     int ok;
+    int rc;                           /* ERR_* of a failure, 0 on success */
     double seconds;                   /* duration of the attempt */
     int64_t start_revision, revision; /* of the stored snapshot */
     int64_t created_on;               /* Unix seconds in its name */

@@ -11,6 +11,8 @@ enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2, EXIT_EXISTS = 3, EXIT_NO_SNAP
 
 int cmd_snapshot(const Opts *o);
 int cmd_restore(const Opts *o);
+int cmd_server(const Opts *o);
+int cmd_initialize(const Opts *o);
 
 /* Shared setup: logging from --log-level/--log-format. EXIT_OK or EXIT_USAGE. */
 int cmd_setup_logging(const Opts *o);

@@ -1,5 +1,6 @@
 /* main: parses the command line and dispatches to a command; nothing else. */
 #include "cmd.h"
+#include "config_file.h"
 #include "../common/err.h"
 
 #include <curl/curl.h>
@@ -19,6 +20,10 @@ static const Command commands[] = {
      "take full snapshots on a schedule and delta snapshots of a running etcd"},
     {"restore", CMD_RESTORE, cmd_restore,
      "restore a data dir from the latest full snapshot and its deltas"},
+    {"server", CMD_SERVER, cmd_server,
+     "run beside an etcd member: HTTP API, data-dir initialization, snapshots while leader"},
+    {"initialize", CMD_INITIALIZE, cmd_initialize,
+     "validate the data dir and restore it from the store when needed"},
 };
 
 static void usage(FILE *f) {
@@ -61,6 +66,12 @@ int main(int argc, char **argv) {
             return EXIT_OK;
         }
         int code = cmd_setup_logging(o);
+        /* --config-file: below the command line and the environment (opts.h) */
+        if (code == EXIT_OK && (commands[i].bit & CMD_SERVER) && *opt_str(o, "config-file") &&
+            config_file_apply(o, opt_str(o, "config-file"))) {
+            fprintf(stderr, "Error: %s\n", err_msg());
+            code = EXIT_USAGE;
+        }
         if (code == EXIT_OK) {
             umask(077); /* as the Go tool: snapshots and data dirs are private */
             curl_global_init(CURL_GLOBAL_DEFAULT);

@@ -418,7 +418,7 @@ void opts_print_help(unsigned cmd) {
 }
 
 void opts_log_effective(const Opts *o, const char *command) {
-    char line[4096];
+    char line[16384];
     size_t n = 0;
     line[0] = '\0';
     for (size_t i = 0; i < N_OPTS && n < sizeof line - 1; i++) {

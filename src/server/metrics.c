@@ -524,7 +524,7 @@ oom:
 static int child_get_locked(Metric *m, const char *const *values, int create, MetricChild **out) {
     *out = NULL;
     if (m->nlabels && !values) return ERR_INVALID;
-    const char *stack_vals[8];
+    const char *stack_vals[8] = {0};
     const char **vals = stack_vals;
     if (m->nlabels > 8) {
         vals = malloc(m->nlabels * sizeof *vals);

@@ -1,0 +1,41 @@
+/* cmd_initialize: `etcdbrctl initialize`: validate the data dir once (--validation-mode full or
+ * sanity) and restore it from the store when it is missing, corrupt or older than the store
+ * (seed-spec §1.11, §9). Unlike the Go tool it needs no POD_NAME/POD_NAMESPACE. */
+#include "cmd.h"
+#include "server_common.h"
+#include "../common/err.h"
+#include "../common/log.h"
+#include "../restore/initializer.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int cmd_initialize(const Opts *o) {
+    const char *mode = opt_str(o, "validation-mode");
+    if (strcmp(mode, "full") && strcmp(mode, "sanity")) {
+        log_error("--validation-mode must be full or sanity, not \"%s\"", mode);
+        return EXIT_USAGE;
+    }
+    InitConfig ic;
+    memset(&ic, 0, sizeof ic);
+    char *peer_urls = NULL;
+    Store *store = NULL;
+    int code = setup_restore_config(o, &ic.restore, &peer_urls);
+    if (code) return code;
+    opts_log_effective(o, "initialize");
+    code = setup_store(o, 1, &store);
+    if (code) goto done;
+    ic.restore.store = store;
+    ic.full_mode = strcmp(mode, "full") == 0;
+    InitResult res;
+    if (initializer_run(&ic, &res)) {
+        log_error("initialization failed: %s", err_msg());
+        code = EXIT_FAIL;
+        goto done;
+    }
+    log_info("initialization done: %s", res.summary);
+done:
+    store_free(store);
+    free(peer_urls);
+    return code;
+}

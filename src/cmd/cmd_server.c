@@ -1,0 +1,322 @@
+/* cmd_server: `etcdbrctl server`, the sidecar (seed-spec §1.7, §2, §7): the HTTP API, the
+ * initialization state machine (validate the data dir, restore it when needed), and, while this
+ * member's etcd is the raft leader, the snapshotter with GC and scheduled defragmentation.
+ * Threads: the HTTP server's connection threads, a leader-check loop (main thread), the
+ * snapshotter thread while leading, and one initialization thread at a time. */
+#include "cmd.h"
+#include "config_file.h"
+#include "server_common.h"
+#include "../backup/snapshotter.h"
+#include "../common/err.h"
+#include "../common/log.h"
+#include "../common/timeutil.h"
+#include "../restore/initializer.h"
+#include "../server/http.h"
+#include "../server/metrics.h"
+
+#include <jansson.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static volatile sig_atomic_t server_stop;
+
+static void on_signal(int sig) {
+    (void)sig;
+    if (server_stop) _exit(EXIT_FAIL);
+    server_stop = 1;
+}
+
+typedef enum { INIT_NEW, INIT_PROGRESS, INIT_SUCCESSFUL, INIT_FAILED } InitState;
+static const char *const init_state_names[] = {"New", "Progress", "Successful", "Failed"};
+
+typedef struct {
+    const Opts *o;
+    ServerSetup setup; /* parsed configuration (server_common.h) */
+    pthread_mutex_t mu;
+    InitState init_state;
+    int init_running;
+    char init_mode[16];
+    pthread_t init_thread;
+    Snapshotter *snap; /* while leading */
+    pthread_t snap_thread;
+    volatile sig_atomic_t snap_stop;
+    int leading;
+    int etcd_ok; /* last probe answered */
+} Server;
+
+/* ---------- initialization ---------- */
+
+static void *init_main(void *arg) {
+    Server *sv = arg;
+    int64_t t0 = now_mono_ms();
+    InitConfig ic = {.restore = sv->setup.restore,
+                     .full_mode = strcmp(sv->init_mode, "sanity") != 0};
+    InitResult res;
+    int rc = initializer_run(&ic, &res);
+    double secs = (double)(now_mono_ms() - t0) / 1000.0;
+    if (rc) {
+        log_error("initialization failed after %.3fs: %s", secs, err_msg());
+        etcdbr_metrics_record_error(ETCDBR_OP_VALIDATION, etcdbr_metrics_error_class(rc));
+    } else {
+        log_info("initialization done in %.3fs: %s", secs, res.summary);
+    }
+    server_observe_init(&res, rc == 0, secs);
+    pthread_mutex_lock(&sv->mu);
+    sv->init_state = rc ? INIT_FAILED : INIT_SUCCESSFUL;
+    sv->init_running = 0;
+    pthread_mutex_unlock(&sv->mu);
+    return NULL;
+}
+
+static void init_start(Server *sv, const char *mode) {
+    pthread_mutex_lock(&sv->mu);
+    if (sv->init_state != INIT_NEW || sv->init_running) { /* already started: nothing */
+        pthread_mutex_unlock(&sv->mu);
+        return;
+    }
+    if (sv->init_thread) pthread_join(sv->init_thread, NULL);
+    sv->init_thread = 0;
+    snprintf(sv->init_mode, sizeof sv->init_mode, "%s",
+             mode && !strcmp(mode, "sanity") ? "sanity" : "full");
+    sv->init_state = INIT_PROGRESS;
+    sv->init_running = 1;
+    if (pthread_create(&sv->init_thread, NULL, init_main, sv) != 0) {
+        sv->init_state = INIT_FAILED;
+        sv->init_running = 0;
+        sv->init_thread = 0;
+    }
+    pthread_mutex_unlock(&sv->mu);
+}
+
+/* ---------- snapshotter while leading ---------- */
+
+static void *snap_main(void *arg) {
+    Server *sv = arg;
+    snapshotter_run(sv->snap, &sv->snap_stop, 0);
+    return NULL;
+}
+
+static void start_snapshotter(Server *sv) {
+    if (sv->snap || !sv->setup.has_store) return;
+    SnapshotterConfig sc = sv->setup.snap;
+    sc.on_event = server_on_snapshotter_event;
+    sc.event_ctx = sv;
+    Snapshotter *s = NULL;
+    if (snapshotter_new(&sc, &s)) {
+        log_error("snapshotter: %s", err_msg());
+        return;
+    }
+    sv->snap_stop = 0;
+    pthread_mutex_lock(&sv->mu);
+    sv->snap = s;
+    pthread_mutex_unlock(&sv->mu);
+    if (pthread_create(&sv->snap_thread, NULL, snap_main, sv) != 0) {
+        log_error("cannot start the snapshotter thread");
+        pthread_mutex_lock(&sv->mu);
+        sv->snap = NULL;
+        pthread_mutex_unlock(&sv->mu);
+        snapshotter_free(s);
+        return;
+    }
+    log_info("became backup leader: snapshotter started");
+}
+
+static void stop_snapshotter(Server *sv) {
+    if (!sv->snap) return;
+    sv->snap_stop = 1;
+    pthread_join(sv->snap_thread, NULL);
+    pthread_mutex_lock(&sv->mu);
+    Snapshotter *s = sv->snap;
+    sv->snap = NULL;
+    pthread_mutex_unlock(&sv->mu);
+    snapshotter_free(s);
+    log_info("snapshotter stopped");
+}
+
+/* ---------- HTTP ---------- */
+
+static int is_get(const HttpRequest *r) {
+    return !strcmp(http_request_method(r), "GET") || !strcmp(http_request_method(r), "HEAD");
+}
+static int is_get_or_post(const HttpRequest *r) {
+    return is_get(r) || !strcmp(http_request_method(r), "POST");
+}
+
+static void method_not_allowed(HttpResponse *resp, const char *allow) {
+    http_respond(resp, 405, NULL, "method not allowed\n");
+    resp->allow = allow;
+}
+
+static int healthy(Server *sv) {
+    pthread_mutex_lock(&sv->mu);
+    int ok = sv->etcd_ok && sv->init_state != INIT_PROGRESS;
+    Snapshotter *s = sv->snap;
+    pthread_mutex_unlock(&sv->mu);
+    if (ok && s) {
+        SnapshotterStatus st;
+        snapshotter_status(s, &st);
+        ok = !st.failing;
+    }
+    return ok;
+}
+
+static void handle_snapshot(Server *sv, SnapshotRequestKind kind, HttpResponse *resp) {
+    pthread_mutex_lock(&sv->mu);
+    Snapshotter *s = sv->snap;
+    pthread_mutex_unlock(&sv->mu);
+    if (!s) {
+        http_respond(resp, 500, NULL, "snapshotter is not active\n");
+        return;
+    }
+    Snapshot snap;
+    int none = 0;
+    if (snapshotter_request(s, kind, sv->setup.snap.etcd.snapshot_timeout_ms + 60000, &snap,
+                            &none)) {
+        char msg[1100];
+        snprintf(msg, sizeof msg, "%s\n", err_msg());
+        http_respond(resp, 500, NULL, msg);
+        return;
+    }
+    if (none) {
+        http_respond(resp, 200, "application/json", "null");
+        return;
+    }
+    json_t *j = server_snapshot_json(&snap);
+    char *text = json_dumps(j, JSON_COMPACT);
+    json_decref(j);
+    http_respond(resp, 200, "application/json", text);
+    free(text);
+}
+
+static void handle(void *ctx, const HttpRequest *req, HttpResponse *resp) {
+    Server *sv = ctx;
+    const char *path = http_request_path(req);
+    if (!strcmp(path, "/healthz")) {
+        if (!is_get(req)) return method_not_allowed(resp, "GET, HEAD");
+        int ok = healthy(sv);
+        http_respond(resp, ok ? 200 : 503, "application/json",
+                     ok ? "{\"health\":true}" : "{\"health\":false}");
+    } else if (!strcmp(path, "/initialization/start")) {
+        if (!is_get_or_post(req)) return method_not_allowed(resp, "GET, POST");
+        init_start(sv, http_request_query(req, "mode"));
+        http_respond(resp, 200, NULL, "");
+    } else if (!strcmp(path, "/initialization/status")) {
+        if (!is_get(req)) return method_not_allowed(resp, "GET, HEAD");
+        pthread_mutex_lock(&sv->mu);
+        InitState st = sv->init_state;
+        if (st == INIT_SUCCESSFUL || st == INIT_FAILED) sv->init_state = INIT_NEW;
+        pthread_mutex_unlock(&sv->mu);
+        http_respond(resp, 200, NULL, init_state_names[st]);
+    } else if (!strcmp(path, "/snapshot/full")) {
+        if (!is_get_or_post(req)) return method_not_allowed(resp, "GET, POST");
+        const char *f = http_request_query(req, "final");
+        int final = 0;
+        if (f && server_parse_go_bool(f, &final)) {
+            http_respond(resp, 400, NULL, "invalid value of query parameter final\n");
+            return;
+        }
+        handle_snapshot(sv, final ? SNAP_REQ_FULL_FINAL : SNAP_REQ_FULL, resp);
+    } else if (!strcmp(path, "/snapshot/delta")) {
+        if (!is_get_or_post(req)) return method_not_allowed(resp, "GET, POST");
+        handle_snapshot(sv, SNAP_REQ_DELTA, resp);
+    } else if (!strcmp(path, "/snapshot/latest")) {
+        if (!is_get(req)) return method_not_allowed(resp, "GET, HEAD");
+        char *text = NULL;
+        if (server_latest_json(&sv->setup, &text)) {
+            char msg[1100];
+            snprintf(msg, sizeof msg, "%s\n", err_msg());
+            http_respond(resp, 500, NULL, msg);
+            return;
+        }
+        http_respond(resp, 200, "application/json", text);
+        free(text);
+    } else if (!strcmp(path, "/config")) {
+        if (!is_get(req)) return method_not_allowed(resp, "GET, HEAD");
+        char *text = NULL;
+        if (server_etcd_config(&sv->setup, &text)) {
+            char msg[1100];
+            snprintf(msg, sizeof msg, "%s\n", err_msg());
+            http_respond(resp, 500, NULL, msg);
+            return;
+        }
+        http_respond(resp, 200, "application/yaml", text);
+        free(text);
+    } else if (!strcmp(path, "/metrics")) {
+        if (!is_get(req)) return method_not_allowed(resp, "GET, HEAD");
+        size_t len = 0;
+        char *text = metrics_render(metrics_default(), &len);
+        resp->status = 200;
+        resp->content_type = "text/plain; version=0.0.4; charset=utf-8";
+        resp->body = text;
+        resp->body_len = len;
+    } else {
+        http_respond(resp, 404, NULL, "404 page not found\n");
+    }
+}
+
+/* ---------- leader check ---------- */
+
+static void leader_check(Server *sv) {
+    EtcdStatus st;
+    int rc = server_probe_etcd(&sv->setup, &st);
+    pthread_mutex_lock(&sv->mu);
+    sv->etcd_ok = rc == 0;
+    pthread_mutex_unlock(&sv->mu);
+    int lead = rc == 0 && st.leader != 0 && st.leader == st.member_id;
+    if (lead && !sv->leading) {
+        sv->leading = 1;
+        start_snapshotter(sv);
+    } else if (!lead && sv->leading) {
+        log_info(rc ? "etcd does not answer (%s): stopping snapshots"
+                    : "no longer the leader: "
+                      "stopping snapshots%s",
+                 rc ? err_msg() : "");
+        sv->leading = 0;
+        stop_snapshotter(sv);
+    }
+}
+
+int cmd_server(const Opts *o) {
+    Server sv;
+    memset(&sv, 0, sizeof sv);
+    sv.o = o;
+    pthread_mutex_init(&sv.mu, NULL);
+    int code = server_setup(o, &sv.setup);
+    if (code != EXIT_OK) return code;
+    etcdbr_metrics_init();
+    HttpServer *http = NULL;
+    const char *cert = opt_str(o, "server-cert"), *key = opt_str(o, "server-key");
+    if (http_server_start(NULL, (int)opt_int(o, "server-port"), *cert ? cert : NULL,
+                          *key ? key : NULL, handle, &sv, &http)) {
+        log_error("%s", err_msg());
+        server_teardown(&sv.setup);
+        return EXIT_FAIL;
+    }
+    log_info("serving HTTP%s on port %d", *cert ? "S" : "", http_server_port(http));
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    int64_t period = opt_duration_ms(o, "reelection-period");
+    while (!server_stop) {
+        pthread_mutex_lock(&sv.mu);
+        int initializing = sv.init_running;
+        pthread_mutex_unlock(&sv.mu);
+        if (!initializing) leader_check(&sv);
+        for (int64_t t = 0; t < period && !server_stop; t += 100)
+            usleep(100 * 1000);
+    }
+    log_info("stopping");
+    stop_snapshotter(&sv);
+    http_server_stop(http);
+    if (sv.init_thread) pthread_join(sv.init_thread, NULL);
+    server_teardown(&sv.setup);
+    pthread_mutex_destroy(&sv.mu);
+    return EXIT_OK;
+}

@@ -1,0 +1,338 @@
+/* server_common: see server_common.h. */
+#include "server_common.h"
+#include "cmd.h"
+#include "../common/err.h"
+#include "../common/log.h"
+#include "../common/timeutil.h"
+#include "../server/metrics.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static const char *opt_or_null(const Opts *o, const char *name) {
+    const char *v = opt_str(o, name);
+    return v && *v ? v : NULL;
+}
+
+int setup_etcd_config(const Opts *o, EtcdConfig *out) {
+    int64_t conn = opt_duration_ms(o, "etcd-connection-timeout");
+    int64_t snapt = opt_duration_ms(o, "etcd-snapshot-timeout");
+    if (conn <= 0 || snapt <= 0 || snapt < conn) {
+        log_error("etcd timeouts must be > 0 and --etcd-snapshot-timeout >= "
+                  "--etcd-connection-timeout");
+        return EXIT_USAGE;
+    }
+    size_t n_ep = 0;
+    const char *const *eps = opt_list(o, "endpoints", &n_ep);
+    if (n_ep == 0) {
+        log_error("--endpoints: at least one endpoint is needed");
+        return EXIT_USAGE;
+    }
+    *out = (EtcdConfig){
+        .endpoints = eps,
+        .n_endpoints = n_ep,
+        .cacert = opt_or_null(o, "cacert"),
+        .cert = opt_or_null(o, "cert"),
+        .key = opt_or_null(o, "key"),
+        .insecure_skip_tls_verify = opt_bool(o, "insecure-skip-tls-verify"),
+        .username = opt_str(o, "etcd-username"),
+        .password = opt_str(o, "etcd-password"),
+        .connection_timeout_ms = conn,
+        .snapshot_timeout_ms = snapt,
+        .defrag_timeout_ms = opt_duration_ms(o, "etcd-defrag-timeout"),
+    };
+    return EXIT_OK;
+}
+
+int setup_snapshotter_config(const Opts *o, SnapshotterConfig *sc, CronSchedule *defrag) {
+    memset(sc, 0, sizeof *sc);
+    int code = setup_etcd_config(o, &sc->etcd);
+    if (code) return code;
+    if (cron_parse(opt_str(o, "schedule"), &sc->schedule)) {
+        log_error("--schedule: %s", err_msg());
+        return EXIT_USAGE;
+    }
+    if (defrag) {
+        if (cron_parse(opt_str(o, "defragmentation-schedule"), defrag)) {
+            log_error("--defragmentation-schedule: %s", err_msg());
+            return EXIT_USAGE;
+        }
+        sc->defrag_schedule = defrag;
+    }
+    sc->compression = COMPRESS_NONE;
+    if (opt_bool(o, "compress-snapshots") &&
+        compress_parse_policy(opt_str(o, "compression-policy"), &sc->compression)) {
+        log_error("--compression-policy: %s", err_msg());
+        return EXIT_USAGE;
+    }
+    int64_t mem = opt_int(o, "delta-snapshot-memory-limit");
+    int64_t maxch = opt_int(o, "max-changes-per-delta-snapshot");
+    if (maxch < 0) {
+        log_error("--max-changes-per-delta-snapshot must be >= 0");
+        return EXIT_USAGE;
+    }
+    sc->temp_dir = opt_str(o, "snapstore-temp-directory");
+    sc->delta_period_ms = opt_duration_ms(o, "delta-snapshot-period");
+    sc->delta_memory_limit = mem < 1 ? 10485760u : (uint64_t)mem; /* Go: < 1 resets */
+    sc->max_changes = (uint64_t)maxch;
+    int64_t mult = opt_int(o, "backoff-multiplier");
+    sc->backoff_initial_ms = 1000 * (mult > 0 ? mult : 2);
+    sc->backoff_max_ms = opt_duration_ms(o, "backoff-threshold-time");
+    sc->gc_period_ms = opt_duration_ms(o, "garbage-collection-period");
+    sc->max_backups = (int)opt_int(o, "max-backups");
+    sc->delta_retention_s = opt_duration_ms(o, "delta-snapshot-retention-period") / 1000;
+    if (gc_parse_policy(opt_str(o, "garbage-collection-policy"), &sc->gc_policy)) {
+        log_error("--garbage-collection-policy: %s", err_msg());
+        return EXIT_USAGE;
+    }
+    if (sc->gc_policy == GC_LIMIT_BASED && sc->max_backups < 1) {
+        log_error("--max-backups must be > 0 with the LimitBased policy");
+        return EXIT_USAGE;
+    }
+    return EXIT_OK;
+}
+
+int setup_restore_config(const Opts *o, RestoreConfig *rc, char **peer_urls_owned) {
+    memset(rc, 0, sizeof *rc);
+    *peer_urls_owned = NULL;
+    int64_t fetchers = opt_int(o, "max-fetchers");
+    if (fetchers <= 0) {
+        log_error("--max-fetchers must be > 0");
+        return EXIT_USAGE;
+    }
+    if (opt_int(o, "embedded-etcd-quota-bytes") <= 0) {
+        log_error("--embedded-etcd-quota-bytes must be > 0");
+        return EXIT_USAGE;
+    }
+    const char *mode = opt_str(o, "auto-compaction-mode");
+    if (strcmp(mode, "periodic") && strcmp(mode, "revision")) {
+        log_error("--auto-compaction-mode must be periodic or revision, not \"%s\"", mode);
+        return EXIT_USAGE;
+    }
+    size_t n_urls = 0;
+    const char *const *urls = opt_list(o, "initial-advertise-peer-urls", &n_urls);
+    size_t len = 1;
+    for (size_t i = 0; i < n_urls; i++)
+        len += strlen(urls[i]) + 1;
+    char *peer = calloc(1, len);
+    if (!peer) return EXIT_FAIL;
+    for (size_t i = 0; i < n_urls; i++) {
+        if (i) strcat(peer, ",");
+        strcat(peer, urls[i]);
+    }
+    *peer_urls_owned = peer;
+    *rc = (RestoreConfig){
+        .data_dir = opt_str(o, "data-dir"),
+        .temp_dir = opt_str(o, "restoration-temp-snapshots-dir"),
+        .name = opt_str(o, "name"),
+        .initial_cluster = opt_str(o, "initial-cluster"),
+        .initial_cluster_token = opt_str(o, "initial-cluster-token"),
+        .initial_advertise_peer_urls = peer,
+        .skip_hash_check = opt_bool(o, "skip-hash-check"),
+        .max_fetchers = (int)fetchers,
+        .max_request_bytes = opt_int(o, "max-request-bytes"),
+        .max_txn_ops = opt_int(o, "max-txn-ops"),
+        .quota_bytes = opt_int(o, "embedded-etcd-quota-bytes"),
+        .etcd_bin = opt_str(o, "etcd-bin"),
+        .etcdutl_bin = opt_str(o, "etcdutl-bin"),
+    };
+    return EXIT_OK;
+}
+
+int setup_store(const Opts *o, int allow_none, Store **out) {
+    *out = NULL;
+    const char *provider = opt_str(o, "storage-provider");
+    if (allow_none && !*provider) return EXIT_OK;
+    StoreConfig stc = {
+        .provider = provider,
+        .container = opt_str(o, "store-container"),
+        .prefix = opt_str(o, "store-prefix"),
+        .temp_dir = opt_str(o, "snapstore-temp-directory"),
+    };
+    if (store_open(&stc, out)) {
+        log_error("store: %s", err_msg());
+        return EXIT_FAIL;
+    }
+    log_info("snapshot store: %s", store_describe(*out));
+    return EXIT_OK;
+}
+
+int server_setup(const Opts *o, ServerSetup *s) {
+    memset(s, 0, sizeof *s);
+    int code = setup_snapshotter_config(o, &s->snap, &s->defrag);
+    if (!code) code = setup_restore_config(o, &s->restore, &s->peer_urls);
+    if (!code) code = setup_store(o, 1, &s->store);
+    if (code) {
+        server_teardown(s);
+        return code;
+    }
+    s->has_store = s->store != NULL;
+    s->snap.store = s->store;
+    s->snap.resume = 1;
+    s->restore.store = s->store;
+    s->leader_timeout_ms = opt_duration_ms(o, "etcd-connection-timeout-leader-election");
+    if (s->leader_timeout_ms <= 1000) {
+        log_error("--etcd-connection-timeout-leader-election must be > 1s");
+        server_teardown(s);
+        return EXIT_USAGE;
+    }
+    opts_log_effective(o, "server");
+    return EXIT_OK;
+}
+
+void server_teardown(ServerSetup *s) {
+    store_free(s->store);
+    s->store = NULL;
+    free(s->peer_urls);
+    s->peer_urls = NULL;
+}
+
+/* ---------- metrics glue ---------- */
+
+static const char *const TRUE_FALSE[2] = {"false", "true"};
+
+void server_on_snapshotter_event(void *ctx, const SnapshotterEvent *ev) {
+    (void)ctx;
+    const char *kind = ev->kind == SNAP_EVENT_FULL ? "Full" : "Incr";
+    switch (ev->kind) {
+    case SNAP_EVENT_FULL:
+    case SNAP_EVENT_DELTA: {
+        const char *lv[] = {kind, TRUE_FALSE[ev->ok != 0]};
+        metrics_histogram_observe(etcdbr_metric(ETCDBR_M_SNAPSHOT_DURATION_SECONDS), lv,
+                                  ev->seconds);
+        if (ev->ok)
+            etcdbr_metrics_snapshot_saved(ev->kind == SNAP_EVENT_DELTA, ev->start_revision,
+                                          ev->revision, ev->created_on);
+        else
+            etcdbr_metrics_record_error(ev->kind == SNAP_EVENT_FULL ? ETCDBR_OP_FULL_SNAPSHOT
+                                                                    : ETCDBR_OP_DELTA_SNAPSHOT,
+                                        etcdbr_metrics_error_class(ev->rc));
+        break;
+    }
+    case SNAP_EVENT_EVENTS: {
+        const char *full[] = {"Full"}, *incr[] = {"Incr"};
+        metrics_gauge_set(etcdbr_metric(ETCDBR_M_SNAPSHOT_REQUIRED), full, 1);
+        metrics_gauge_set(etcdbr_metric(ETCDBR_M_SNAPSHOT_REQUIRED), incr, 1);
+        break;
+    }
+    case SNAP_EVENT_GC:
+        if (ev->gc) {
+            const char *fo[] = {"Full", "true"}, *io[] = {"Incr", "true"};
+            const char *ff[] = {"Full", "false"}, *iff[] = {"Incr", "false"};
+            Metric *m = etcdbr_metric(ETCDBR_M_SNAPSHOT_GC_TOTAL);
+            metrics_counter_add(m, fo, (double)ev->gc->full_removed);
+            metrics_counter_add(m, io, (double)ev->gc->incr_removed);
+            metrics_counter_add(m, ff, (double)ev->gc->full_failed);
+            metrics_counter_add(m, iff, (double)ev->gc->incr_failed);
+        }
+        if (!ev->ok) etcdbr_metrics_record_error(ETCDBR_OP_GC, etcdbr_metrics_error_class(ev->rc));
+        break;
+    case SNAP_EVENT_DEFRAG: {
+        const char *lv[] = {TRUE_FALSE[ev->ok != 0], ev->endpoint ? ev->endpoint : ""};
+        metrics_histogram_observe(etcdbr_metric(ETCDBR_M_DEFRAGMENTATION_DURATION_SECONDS), lv,
+                                  ev->seconds);
+        if (!ev->ok)
+            etcdbr_metrics_record_error(ETCDBR_OP_DEFRAGMENTATION,
+                                        etcdbr_metrics_error_class(ev->rc));
+        break;
+    }
+    }
+}
+
+void server_observe_init(const InitResult *res, int ok, double seconds) {
+    (void)seconds;
+    const char *v[] = {TRUE_FALSE[res->validation_ok || ok]};
+    metrics_histogram_observe(etcdbr_metric(ETCDBR_M_VALIDATION_DURATION_SECONDS), v,
+                              res->validation_seconds);
+    if (res->restored || (!ok && !res->validation_ok)) {
+        const char *r[] = {"single_member", TRUE_FALSE[ok != 0]};
+        metrics_histogram_observe(etcdbr_metric(ETCDBR_M_RESTORATION_DURATION_SECONDS), r,
+                                  res->restore_seconds);
+        if (!ok) etcdbr_metrics_record_error(ETCDBR_OP_RESTORE, NULL);
+    }
+}
+
+/* ---------- JSON ---------- */
+
+static void rfc3339(int64_t unix_s, char *out, size_t cap) {
+    time_t t = (time_t)unix_s;
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(out, cap, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+json_t *server_snapshot_json(const Snapshot *s) {
+    char created[40];
+    rfc3339(s->created_on, created, sizeof created);
+    return json_pack("{s:s, s:s, s:n, s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:b, s:b}", "createdOn",
+                     created, "immutabilityExpriyTime", "0001-01-01T00:00:00Z", "versionID", "kind",
+                     s->kind == SNAP_FULL ? "Full" : "Incr", "snapDir", s->snap_dir, "snapName",
+                     s->snap_name, "prefix", s->prefix, "compressionSuffix", s->compression_suffix,
+                     "startRevision", (json_int_t)s->start_revision, "lastRevision",
+                     (json_int_t)s->last_revision, "isChunk", s->is_chunk, "isFinal", s->is_final);
+}
+
+int server_latest_json(const ServerSetup *s, char **text) {
+    if (!s->store) return err_set(ERR_INVALID, "no snapshot store is configured");
+    Snapshot *list = NULL;
+    size_t n = 0;
+    int rc = store_list(s->store, &list, &n);
+    if (rc) return rc;
+    size_t *idx = calloc(n ? n : 1, sizeof *idx);
+    if (!idx) {
+        free(list);
+        return err_set(ERR_NOMEM, "out of memory");
+    }
+    ptrdiff_t fi;
+    size_t nd = 0;
+    snapname_latest_set(list, n, &fi, idx, &nd);
+    json_t *deltas = nd ? json_array() : json_null();
+    for (size_t i = 0; i < nd; i++)
+        json_array_append_new(deltas, server_snapshot_json(&list[idx[i]]));
+    json_t *root = json_pack("{s:o, s:o}", "fullSnapshot",
+                             fi >= 0 ? server_snapshot_json(&list[fi]) : json_null(),
+                             "deltaSnapshots", deltas);
+    *text = json_dumps(root, JSON_COMPACT);
+    json_decref(root);
+    free(idx);
+    free(list);
+    return *text ? 0 : err_set(ERR_NOMEM, "out of memory");
+}
+
+int server_parse_go_bool(const char *s, int *out) {
+    static const char *const t[] = {"1", "t", "T", "TRUE", "true", "True"};
+    static const char *const f[] = {"0", "f", "F", "FALSE", "false", "False"};
+    for (size_t i = 0; i < 6; i++) {
+        if (!strcmp(s, t[i])) return *out = 1, 0;
+        if (!strcmp(s, f[i])) return *out = 0, 0;
+    }
+    return err_set(ERR_INVALID, "invalid boolean \"%s\"", s);
+}
+
+int server_etcd_config(const ServerSetup *s, char **text) {
+    (void)s;
+    const char *path = getenv("ETCD_CONF");
+    if (!path || !*path) path = "/var/etcd/config/etcd.conf.yaml";
+    FILE *f = fopen(path, "rb");
+    if (!f) return err_set(ERR_NOT_FOUND, "etcd config file %s: cannot open", path);
+    char *buf = malloc(1 << 20);
+    size_t n = buf ? fread(buf, 1, (1 << 20) - 1, f) : 0;
+    fclose(f);
+    if (!buf) return err_set(ERR_NOMEM, "out of memory");
+    buf[n] = '\0';
+    *text = buf;
+    return 0;
+}
+
+int server_probe_etcd(const ServerSetup *s, EtcdStatus *st) {
+    EtcdConfig ec = s->snap.etcd;
+    ec.n_endpoints = 1; /* as the Go tool: the first endpoint is this member's */
+    ec.connection_timeout_ms = s->leader_timeout_ms;
+    EtcdClient *c = NULL;
+    int rc = etcd_client_new(&ec, &c);
+    if (!rc) rc = etcd_status(c, st);
+    etcd_client_free(c);
+    return rc;
+}

@@ -1,0 +1,53 @@
+/* server_common: configuration built from options once, shared by the commands (snapshot,
+ * restore, server, initialize), and the glue between the snapshotter/initializer and metrics
+ * and the HTTP API's JSON. */
+#ifndef ETCDBR_SERVER_COMMON_H
+#define ETCDBR_SERVER_COMMON_H
+
+#include "opts.h"
+#include "../backup/snapshotter.h"
+#include "../restore/initializer.h"
+#include "../restore/restorer.h"
+
+#include <jansson.h>
+
+typedef struct ServerSetup {
+    Store *store; /* owned; NULL when no --storage-provider is configured (server) */
+    int has_store;
+    SnapshotterConfig snap;    /* etcd, store, schedule... (borrows from opts and this) */
+    CronSchedule defrag;       /* storage for snap.defrag_schedule */
+    RestoreConfig restore;     /* borrows from opts and this */
+    char *peer_urls;           /* owned, comma-joined --initial-advertise-peer-urls */
+    int64_t leader_timeout_ms; /* Status timeout of the leader check */
+} ServerSetup;
+
+/* Parts, each logging a clear error and returning an EXIT_* code. */
+int setup_etcd_config(const Opts *o, EtcdConfig *out);
+int setup_snapshotter_config(const Opts *o, SnapshotterConfig *out, CronSchedule *defrag);
+int setup_restore_config(const Opts *o, RestoreConfig *out, char **peer_urls_owned);
+/* Opens the store; with allow_none, an empty --storage-provider gives *out = NULL (server). */
+int setup_store(const Opts *o, int allow_none, Store **out);
+
+/* Everything the server needs; EXIT_OK or EXIT_USAGE/EXIT_FAIL. server_teardown frees. */
+int server_setup(const Opts *o, ServerSetup *out);
+void server_teardown(ServerSetup *s);
+
+/* Snapshotter observer: updates metrics (snapshot_duration, latest revision, failures...). */
+void server_on_snapshotter_event(void *ctx, const SnapshotterEvent *ev);
+/* Records an initialization's validation and restoration in metrics. */
+void server_observe_init(const InitResult *res, int ok, double seconds);
+
+/* The Go tool's Snapshot JSON object (seed-spec §2; field names exactly, including the
+ * misspelled "immutabilityExpriyTime"). New reference. */
+json_t *server_snapshot_json(const Snapshot *s);
+/* {"fullSnapshot": ..., "deltaSnapshots": [...]} of the store's latest set; *text malloc'ed. */
+int server_latest_json(const ServerSetup *s, char **text);
+/* Go strconv.ParseBool; 0 or ERR_INVALID. */
+int server_parse_go_bool(const char *s, int *out);
+/* The etcd config file for the launcher (ETCD_CONF, else /var/etcd/config/etcd.conf.yaml);
+ * *text malloc'ed. */
+int server_etcd_config(const ServerSetup *s, char **text);
+/* Status of the first endpoint with the leader-election timeout. */
+int server_probe_etcd(const ServerSetup *s, EtcdStatus *st);
+
+#endif

@@ -1,0 +1,133 @@
+/* initializer: see initializer.h. The order of operations keeps a working data dir at every
+ * step: restore beside the target, verify the result, then swap it in. */
+#include "initializer.h"
+#include "validator.h"
+#include "../common/err.h"
+#include "../common/fsutil.h"
+#include "../common/log.h"
+#include "../common/timeutil.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Moves dir aside to "<dir>.invalid" (replacing an older one) so nothing is deleted blindly. */
+static int move_aside(const char *dir) {
+    char aside[4096];
+    snprintf(aside, sizeof aside, "%s.invalid", dir);
+    int rc = fs_remove_tree(aside);
+    if (rc) return rc;
+    if (rename(dir, aside) != 0)
+        return err_set(ERR_IO, "rename %s -> %s: %s", dir, aside, strerror(errno));
+    log_warn("the invalid data dir was kept as %s", aside);
+    return 0;
+}
+
+static int store_has_full(Store *store, int *has_full) {
+    Snapshot *list = NULL;
+    size_t n = 0;
+    int rc = store_list(store, &list, &n);
+    if (rc) return rc;
+    *has_full = 0;
+    for (size_t i = 0; i < n; i++)
+        if (list[i].kind == SNAP_FULL && !list[i].is_chunk) *has_full = 1;
+    free(list);
+    return 0;
+}
+
+int initializer_run(const InitConfig *cfg, InitResult *out) {
+    memset(out, 0, sizeof *out);
+    const char *dd = cfg->restore.data_dir;
+    ValidationResult vr;
+    validate_data_dir(dd, cfg->full_mode ? VALIDATE_FULL : VALIDATE_SANITY, cfg->restore.store,
+                      &vr);
+    out->validation_seconds = vr.seconds;
+    log_info("data dir %s: %s (%s validation, %.3fs)%s%s", dd, data_dir_status_name(vr.status),
+             cfg->full_mode ? "full" : "sanity", vr.seconds, vr.message[0] ? ": " : "", vr.message);
+    switch (vr.status) {
+    case DATA_DIR_VALID:
+        out->validation_ok = 1;
+        out->revision = vr.db_revision;
+        snprintf(out->summary, sizeof out->summary, "data dir %s is valid at revision %lld", dd,
+                 (long long)vr.db_revision);
+        return 0;
+    case DATA_DIR_WRONG_VOLUME_MOUNTED:
+    case DATA_DIR_FAIL_TO_OPEN_BOLTDB:
+    case DATA_DIR_STATUS_UNKNOWN:
+        /* nothing is touched: a wrong volume, a running etcd or an unreadable store */
+        return err_set(ERR_INVALID, "data dir %s: %s: %s", dd, data_dir_status_name(vr.status),
+                       vr.message);
+    default:
+        break;
+    }
+    int exists = fs_exists(dd);
+    if (!cfg->restore.store) {
+        if (exists) {
+            int rc = move_aside(dd);
+            if (rc) return rc;
+        }
+        snprintf(out->summary, sizeof out->summary,
+                 "data dir %s was %s and no store is configured: etcd starts empty", dd,
+                 data_dir_status_name(vr.status));
+        return 0;
+    }
+    int has_full = 0;
+    int rc = store_has_full(cfg->restore.store, &has_full);
+    if (rc) return err_wrap(rc, "listing the store");
+    if (!has_full) {
+        if (vr.status == DATA_DIR_REVISION_CONSISTENCY_ERROR)
+            return err_set(ERR_NOT_FOUND,
+                           "data dir %s is behind the store, but the store has no full snapshot to "
+                           "restore from",
+                           dd);
+        if (exists) {
+            rc = move_aside(dd);
+            if (rc) return rc;
+        }
+        snprintf(out->summary, sizeof out->summary,
+                 "data dir %s was %s and the store %s has no full snapshot: etcd starts empty", dd,
+                 data_dir_status_name(vr.status), store_describe(cfg->restore.store));
+        return 0;
+    }
+
+    log_info("restoring data dir %s from %s because it is %s", dd,
+             store_describe(cfg->restore.store), data_dir_status_name(vr.status));
+    char side[4096];
+    snprintf(side, sizeof side, "%s.restore", dd);
+    rc = fs_remove_tree(side);
+    if (rc) return rc;
+    RestoreConfig rcfg = cfg->restore;
+    rcfg.data_dir = side;
+    RestoreResult rr;
+    int64_t t0 = now_mono_ms();
+    rc = restorer_run(&rcfg, &rr);
+    out->restore_seconds = (double)(now_mono_ms() - t0) / 1000.0;
+    if (rc) return err_wrap(rc, "restoring %s", dd);
+    out->restored = 1;
+
+    /* never report success we did not verify: the result must validate on its own */
+    ValidationResult check;
+    validate_data_dir(side, VALIDATE_FULL, NULL, &check);
+    if (check.status != DATA_DIR_VALID) {
+        fs_remove_tree(side);
+        return err_set(ERR_CORRUPT, "the restored data dir does not validate: %s: %s",
+                       data_dir_status_name(check.status), check.message);
+    }
+    if (fs_exists(dd)) {
+        rc = move_aside(dd);
+        if (rc) return rc;
+    }
+    if (rename(side, dd) != 0)
+        return err_set(ERR_IO, "rename %s -> %s: %s", side, dd, strerror(errno));
+    char *parent = fs_dirname(dd);
+    if (parent) fs_fsync_dir(parent);
+    free(parent);
+    out->revision = rr.revision;
+    snprintf(out->summary, sizeof out->summary,
+             "data dir %s was %s; restored from %s to revision %lld (full snapshot %s, %zu deltas) "
+             "in %.3fs",
+             dd, data_dir_status_name(vr.status), store_describe(cfg->restore.store),
+             (long long)rr.revision, rr.base_name, rr.deltas_applied, out->restore_seconds);
+    return 0;
+}

@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# `etcdbrctl server` against a real etcd with real HTTP calls: every endpoint and status code,
+# the initialization state machine (a second start while one runs changes nothing), on-demand
+# full/final/delta snapshots, /snapshot/latest against the store, /metrics; then the data dir is
+# deleted and initialization restores it with every key; then the db file is corrupted (bytes
+# flipped inside a page; truncated) and validation reports it and a restore follows.
+source "$(dirname "$0")/lib.sh"
+make_workdir
+start_etcd m1 "$WORK/m1.etcd"
+EP=$ETCD_EP
+for i in $(seq 1 50); do ectl put "/registry/a/$i" "v$i" >/dev/null; done
+PORT=$(free_port)
+H=http://127.0.0.1:$PORT
+"$ETCDBR_BIN" server --endpoints="$EP" --storage-provider=Local --store-container="$WORK/store" \
+    --snapstore-temp-directory="$WORK/snaptmp" --server-port="$PORT" \
+    --data-dir="$WORK/m1.etcd" --name=m1 --initial-cluster="m1=http://127.0.0.1:2380" \
+    --initial-advertise-peer-urls=http://127.0.0.1:2380 \
+    --restoration-temp-snapshots-dir="$WORK/restore.tmp" \
+    --delta-snapshot-period=1s --schedule='0 0 1 1 *' --reelection-period=2s \
+    --garbage-collection-period=0s >"$WORK/server.log" 2>&1 &
+SERVER_PID=$!
+PIDS+=("$SERVER_PID")
+
+code() { curl -s -o "$WORK/body" -w '%{http_code}' "$@"; }
+expect() { # expect STATUS CURL-ARGS...: the status code and the body in $BODY
+    local want=$1 got
+    shift
+    got=$(code "$@")
+    BODY=$(cat "$WORK/body")
+    [ "$got" = "$want" ] || { tail -20 "$WORK/server.log"; fail "$*: HTTP $got, expected $want ($BODY)"; }
+}
+
+for i in $(seq 1 100); do
+    [ "$(code "$H/healthz")" = 200 ] && break
+    sleep 0.2
+done
+expect 200 "$H/healthz"
+[ "$BODY" = '{"health":true}' ] || fail "healthz body $BODY"
+wait_for_log "$WORK/server.log" "full snapshot Full-"
+
+# routing: unknown path 404, wrong method 405
+expect 404 "$H/nope"
+expect 405 -X DELETE "$H/snapshot/full"
+expect 405 -X POST "$H/healthz"
+expect 405 -X PUT "$H/metrics"
+
+# on-demand snapshots
+expect 400 "$H/snapshot/full?final=maybe"
+expect 200 "$H/snapshot/full"
+echo "$BODY" | jq -e '.kind == "Full" and .startRevision == 0 and .isFinal == false and .compressionSuffix == ".gz" and (.snapName | startswith("Full-")) and .immutabilityExpriyTime == "0001-01-01T00:00:00Z" and .versionID == null and .isChunk == false' >/dev/null || fail "full JSON: $BODY"
+full_rev=$(echo "$BODY" | jq .lastRevision)
+expect 200 "$H/snapshot/delta"
+[ "$BODY" = null ] || fail "delta with no events: $BODY"
+for i in $(seq 1 5); do ectl put "/registry/b/$i" "v$i" >/dev/null; done
+expect 200 "$H/snapshot/delta"
+echo "$BODY" | jq -e ".kind == \"Incr\" and .startRevision == $((full_rev + 1)) and .lastRevision == $((full_rev + 5))" >/dev/null || fail "delta JSON: $BODY"
+expect 200 "$H/snapshot/latest"
+echo "$BODY" | jq -e ".fullSnapshot.lastRevision == $full_rev and (.deltaSnapshots | length) == 1 and .deltaSnapshots[0].lastRevision == $((full_rev + 5))" >/dev/null || fail "latest: $BODY"
+expect 200 "$H/snapshot/full?final=true"
+echo "$BODY" | jq -e '.isFinal == true and (.snapName | endswith(".gz.final"))' >/dev/null || fail "final: $BODY"
+ls "$WORK/store/v2" | grep -q '\.final$' || fail "no .final object in the store"
+
+expect 200 "$H/metrics"
+for m in etcdbr_snapshot_duration_seconds_bucket etcdbr_snapshot_latest_revision etcdbr_snapshot_gc_total \
+    etcdbr_snapshotter_failure etcdbr_snapshot_last_success_timestamp_seconds etcdbr_validation_duration_seconds; do
+    grep -q "^$m" "$WORK/body" || fail "metric $m missing"
+done
+grep -q "^etcdbr_snapshot_latest_revision{kind=\"Incr\"} $((full_rev + 5))" "$WORK/body" || fail "latest Incr revision metric"
+
+# writes after the final full, then the data dir is lost while etcd is down
+for i in $(seq 1 20); do ectl put "/registry/c/$i" "v$i" >/dev/null; done
+ectl del /registry/a/1 >/dev/null
+sleep 2.5 # a delta period
+src_rev=$(current_revision "$EP")
+dump_keys "$EP" >"$WORK/src.jsonl"
+wait_for_log "$WORK/server.log" "revisions .*-$src_rev,"
+stop_pid "$ETCD_PID"
+rm -rf "$WORK/m1.etcd"
+
+expect 200 "$H/initialization/status"
+[ "$BODY" = New ] || fail "status before start: $BODY"
+expect 200 "$H/initialization/start?mode=full"
+expect 200 "$H/initialization/start?mode=full" # while in progress: nothing
+expect 200 "$H/initialization/status"
+[ "$BODY" = Progress ] || [ "$BODY" = Successful ] || fail "status after start: $BODY"
+for i in $(seq 1 150); do
+    expect 200 "$H/initialization/status"
+    [ "$BODY" = Progress ] || break
+    sleep 0.2
+done
+[ "$BODY" = Successful ] || { tail "$WORK/server.log"; fail "initialization ended $BODY"; }
+expect 200 "$H/initialization/status"
+[ "$BODY" = New ] || fail "a terminal state read once must go back to New, got $BODY"
+[ "$(grep -c 'initialization done' "$WORK/server.log")" = 1 ] || fail "initialization ran more than once"
+start_etcd m1 "$WORK/m1.etcd"
+[ "$(current_revision "$ETCD_EP")" = "$src_rev" ] || fail "restored revision differs"
+dump_keys "$ETCD_EP" | cmp - "$WORK/src.jsonl" || fail "restored keyspace differs"
+echo "lost data dir: restored by initialization at revision $src_rev"
+stop_pid "$ETCD_PID"
+
+# corrupt db: bytes flipped inside a page, then a truncated db
+init_and_check() { # label
+    expect 200 "$H/initialization/start?mode=full"
+    for i in $(seq 1 150); do
+        expect 200 "$H/initialization/status"
+        [ "$BODY" = Progress ] || break
+        sleep 0.2
+    done
+    [ "$BODY" = Successful ] || { tail "$WORK/server.log"; fail "$1: initialization ended $BODY"; }
+    start_etcd m1 "$WORK/m1.etcd"
+    dump_keys "$ETCD_EP" | cmp - "$WORK/src.jsonl" || fail "$1: keyspace differs"
+    stop_pid "$ETCD_PID"
+    echo "$1: detected and restored"
+}
+db=$WORK/m1.etcd/member/snap/db
+python3 - "$db" <<'PY'
+import sys
+p = sys.argv[1]
+b = bytearray(open(p, 'rb').read())
+ps = 4096
+for off in range(2 * ps + 100, len(b), ps * 3):  # inside data pages, not the meta pages
+    for k in range(16):
+        b[off + k] ^= 0xA5
+open(p, 'wb').write(b)
+PY
+init_and_check "flipped bytes"
+grep -qiE "corrupt" "$WORK/server.log" || fail "corruption not reported"
+truncate -s $(($(stat -c %s "$db") / 2)) "$db"
+init_and_check "truncated db"
+kill -0 "$SERVER_PID" || fail "server died"
