@@ -46,6 +46,7 @@ start_etcd() {
     cport=$(free_port)
     pport=$(free_port)
     ETCD_EP=http://127.0.0.1:$cport
+    ETCD_PEER_PORT=$pport
     etcd --name "$name" --data-dir "$dir" \
         --listen-client-urls "$ETCD_EP" --advertise-client-urls "$ETCD_EP" \
         --listen-peer-urls "http://127.0.0.1:$pport" \
@@ -130,4 +131,38 @@ stop_snapshotter() {
     local rc=0
     wait "$SNAP_PID" || rc=$?
     [ "$rc" = 0 ] || fail "snapshotter exited $rc"
+}
+
+# restart_etcd NAME DATA_DIR: starts etcd again on the ports of the last start_etcd (so clients
+# configured with $ETCD_EP reconnect); sets ETCD_PID.
+restart_etcd() {
+    local name=$1 dir=$2 cport=${ETCD_EP##*:}
+    local pport=$ETCD_PEER_PORT
+    etcd --name "$name" --data-dir "$dir" \
+        --listen-client-urls "$ETCD_EP" --advertise-client-urls "$ETCD_EP" \
+        --listen-peer-urls "http://127.0.0.1:$pport" \
+        --initial-advertise-peer-urls "http://127.0.0.1:$pport" \
+        --initial-cluster "$name=http://127.0.0.1:$pport" >>"$WORK/etcd-$name.log" 2>&1 &
+    ETCD_PID=$!
+    PIDS+=("$ETCD_PID")
+    local i
+    for i in $(seq 1 200); do
+        if etcdctl --endpoints="$ETCD_EP" endpoint health >/dev/null 2>&1; then return 0; fi
+        sleep 0.05
+    done
+    fail "etcd $name did not come back on $cport"
+}
+
+# count_objects DIR KIND: number of Full or Incr objects in a store's v2 dir
+count_objects() { ls "$1/v2" 2>/dev/null | grep -c "^$2-" || true; }
+
+# wait_backed_up URL REV [seconds]: until the server's /snapshot/latest covers revision REV.
+wait_backed_up() {
+    local url=$1 rev=$2 secs=${3:-30} i got
+    for i in $(seq 1 $((secs * 5))); do
+        got=$(curl -s "$url/snapshot/latest" | jq '[.fullSnapshot.lastRevision // 0, ((.deltaSnapshots // [])[-1].lastRevision // 0)] | max' 2>/dev/null || echo 0)
+        [ "${got:-0}" -ge "$rev" ] && return 0
+        sleep 0.2
+    done
+    fail "the store does not reach revision $rev (latest: $got)"
 }

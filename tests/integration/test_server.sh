@@ -73,7 +73,7 @@ ectl del /registry/a/1 >/dev/null
 sleep 2.5 # a delta period
 src_rev=$(current_revision "$EP")
 dump_keys "$EP" >"$WORK/src.jsonl"
-wait_for_log "$WORK/server.log" "revisions .*-$src_rev,"
+wait_backed_up "$H" "$src_rev"
 stop_pid "$ETCD_PID"
 rm -rf "$WORK/m1.etcd"
 
