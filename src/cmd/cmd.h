@@ -13,6 +13,8 @@ int cmd_snapshot(const Opts *o);
 int cmd_restore(const Opts *o);
 int cmd_server(const Opts *o);
 int cmd_initialize(const Opts *o);
+/* etcd_argv: the etcd command line after "--" (NULL-terminated, borrowed). */
+int cmd_run(const Opts *o, char **etcd_argv);
 
 /* Shared setup: logging from --log-level/--log-format. EXIT_OK or EXIT_USAGE. */
 int cmd_setup_logging(const Opts *o);

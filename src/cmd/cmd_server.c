@@ -20,6 +20,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static volatile sig_atomic_t server_stop;
@@ -280,7 +283,103 @@ static void leader_check(Server *sv) {
     }
 }
 
-int cmd_server(const Opts *o) {
+/* ---------- run mode: etcd as a child ---------- */
+
+typedef struct {
+    char **argv; /* etcd command line (borrowed from main's argv) */
+    pid_t pid;   /* 0 = not running */
+    int restarts;
+    int64_t next_start_ms; /* monotonic; backoff after a crash */
+    int crashed;           /* the last exit was not asked for: validate fully */
+} Child;
+
+static pid_t spawn_etcd(char **argv) {
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid < 0) {
+        err_set(ERR_IO, "fork: %s", strerror(errno));
+        return -1;
+    }
+    if (pid == 0) {
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        signal(SIGTERM, SIG_DFL);
+        signal(SIGINT, SIG_DFL);
+        signal(SIGPIPE, SIG_DFL);
+        prctl(PR_SET_PDEATHSIG, SIGTERM); /* never an orphan etcd without its backups */
+        if (getppid() != parent) _exit(127);
+        execvp(argv[0], argv);
+        fprintf(stderr, "etcdbrctl run: exec %s: %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    return pid;
+}
+
+/* Starts etcd when it is not running: initialization first (full validation after a crash or
+ * at the first start, as the Go tool's launcher does), then exec. */
+static void supervise(Server *sv, Child *ch) {
+    if (ch->pid > 0) {
+        int st;
+        pid_t r = waitpid(ch->pid, &st, WNOHANG);
+        if (r != ch->pid) return;
+        ch->pid = 0;
+        ch->crashed = 1;
+        ch->restarts++;
+        int64_t backoff = ch->restarts > 6 ? 64000 : 1000LL << (ch->restarts - 1);
+        ch->next_start_ms = now_mono_ms() + backoff;
+        if (WIFEXITED(st))
+            log_error("etcd exited with status %d; validating the data dir and restarting it in "
+                      "%.0fs",
+                      WEXITSTATUS(st), (double)backoff / 1000.0);
+        else
+            log_error("etcd was killed by signal %d; validating the data dir and restarting it "
+                      "in %.0fs",
+                      WTERMSIG(st), (double)backoff / 1000.0);
+        stop_snapshotter(sv);
+        sv->leading = 0;
+        return;
+    }
+    if (now_mono_ms() < ch->next_start_ms) return;
+    InitConfig ic = {.restore = sv->setup.restore, .full_mode = 1};
+    InitResult res;
+    int64_t t0 = now_mono_ms();
+    int rc = initializer_run(&ic, &res);
+    server_observe_init(&res, rc == 0, (double)(now_mono_ms() - t0) / 1000.0);
+    if (rc) {
+        log_error("initialization before starting etcd failed: %s; retrying", err_msg());
+        ch->next_start_ms = now_mono_ms() + 5000;
+        return;
+    }
+    log_info("%s", res.summary);
+    ch->pid = spawn_etcd(ch->argv);
+    if (ch->pid < 0) {
+        log_error("%s", err_msg());
+        ch->pid = 0;
+        ch->next_start_ms = now_mono_ms() + 5000;
+        return;
+    }
+    log_info("started %s (pid %d)", ch->argv[0], (int)ch->pid);
+}
+
+static void stop_child(Child *ch) {
+    if (ch->pid <= 0) return;
+    kill(ch->pid, SIGTERM);
+    for (int i = 0; i < 300; i++) { /* 30 s, then SIGKILL */
+        if (waitpid(ch->pid, NULL, WNOHANG) == ch->pid) {
+            ch->pid = 0;
+            log_info("etcd stopped");
+            return;
+        }
+        usleep(100 * 1000);
+    }
+    log_warn("etcd did not stop within 30s: killing it");
+    kill(ch->pid, SIGKILL);
+    waitpid(ch->pid, NULL, 0);
+    ch->pid = 0;
+}
+
+static int server_main(const Opts *o, char **etcd_argv) {
     Server sv;
     memset(&sv, 0, sizeof sv);
     sv.o = o;
@@ -303,20 +402,40 @@ int cmd_server(const Opts *o) {
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
+    Child child = {.argv = etcd_argv};
     int64_t period = opt_duration_ms(o, "reelection-period");
+    int64_t next_check = 0;
     while (!server_stop) {
+        if (etcd_argv) supervise(&sv, &child);
         pthread_mutex_lock(&sv.mu);
         int initializing = sv.init_running;
         pthread_mutex_unlock(&sv.mu);
-        if (!initializing) leader_check(&sv);
-        for (int64_t t = 0; t < period && !server_stop; t += 100)
-            usleep(100 * 1000);
+        if (!initializing && now_mono_ms() >= next_check) {
+            leader_check(&sv);
+            /* while etcd starts, look again soon */
+            next_check = now_mono_ms() + (sv.leading || !etcd_argv ? period : 500);
+        }
+        usleep(100 * 1000);
     }
     log_info("stopping");
-    stop_snapshotter(&sv);
+    stop_snapshotter(&sv); /* its last delta needs etcd: before etcd stops */
+    stop_child(&child);
     http_server_stop(http);
     if (sv.init_thread) pthread_join(sv.init_thread, NULL);
     server_teardown(&sv.setup);
     pthread_mutex_destroy(&sv.mu);
     return EXIT_OK;
+}
+
+int cmd_server(const Opts *o) {
+    return server_main(o, NULL);
+}
+
+int cmd_run(const Opts *o, char **etcd_argv) {
+    if (!etcd_argv || !etcd_argv[0]) {
+        log_error("run: give the etcd command after --, e.g. etcdbrctl run [flags] -- etcd "
+                  "--data-dir=...");
+        return EXIT_USAGE;
+    }
+    return server_main(o, etcd_argv);
 }

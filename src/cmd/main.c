@@ -24,7 +24,46 @@ static const Command commands[] = {
      "run beside an etcd member: HTTP API, data-dir initialization, snapshots while leader"},
     {"initialize", CMD_INITIALIZE, cmd_initialize,
      "validate the data dir and restore it from the store when needed"},
+    {"run", CMD_SERVER, NULL,
+     "supervise etcd: initialize, start `-- etcd ...` as a child, back it up, restart it"},
 };
+
+/* run mode: etcd's own flags for the member (data dir, name, cluster) also configure the
+ * restore, unless given to us explicitly with another value. */
+static int take_etcd_flags(Opts *o, char **etcd_argv) {
+    static const char *const names[] = {"data-dir", "name", "initial-cluster",
+                                        "initial-cluster-token", "initial-advertise-peer-urls"};
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
+        size_t len = strlen(names[k]);
+        for (char **a = etcd_argv; *a; a++) {
+            const char *v = NULL;
+            const char *p = *a;
+            if (p[0] == '-' && p[1] == '-')
+                p += 2;
+            else if (p[0] == '-')
+                p += 1;
+            else
+                continue;
+            if (strncmp(p, names[k], len)) continue;
+            if (p[len] == '=')
+                v = p + len + 1;
+            else if (p[len] == '\0' && a[1])
+                v = a[1];
+            if (!v) continue;
+            if (opt_is_set(o, names[k])) {
+                if (strcmp(opt_str(o, names[k]), v)) {
+                    fprintf(stderr, "Error: --%s is %s for etcdbrctl but %s for etcd\n", names[k],
+                            opt_str(o, names[k]), v);
+                    return EXIT_USAGE;
+                }
+            } else if (opts_set_from_config(o, names[k], v)) {
+                fprintf(stderr, "Error: %s\n", err_msg());
+                return EXIT_USAGE;
+            }
+        }
+    }
+    return EXIT_OK;
+}
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -53,14 +92,25 @@ int main(int argc, char **argv) {
         if (strcmp(argv[1], commands[i].name)) continue;
         Opts *o = NULL;
         int help = 0;
-        if (opts_parse(commands[i].bit, argc - 2, argv + 2, &o, &help)) {
+        int n_own = argc - 2;
+        char **etcd_argv = NULL;
+        if (!strcmp(commands[i].name, "run")) {
+            for (int k = 2; k < argc; k++) {
+                if (!strcmp(argv[k], "--")) {
+                    n_own = k - 2;
+                    etcd_argv = argv + k + 1;
+                    break;
+                }
+            }
+        }
+        if (opts_parse(commands[i].bit, n_own, argv + 2, &o, &help)) {
             fprintf(stderr, "Error: %s\nRun 'etcdbrctl %s --help' for usage.\n", err_msg(),
                     commands[i].name);
             return EXIT_USAGE;
         }
         if (help) {
-            printf("%s\n\nUsage:\n  etcdbrctl %s [flags]\n\n", commands[i].summary,
-                   commands[i].name);
+            printf("%s\n\nUsage:\n  etcdbrctl %s [flags]%s\n\n", commands[i].summary,
+                   commands[i].name, commands[i].run ? "" : " -- etcd [etcd flags]");
             opts_print_help(commands[i].bit);
             opts_free(o);
             return EXIT_OK;
@@ -75,7 +125,12 @@ int main(int argc, char **argv) {
         if (code == EXIT_OK) {
             umask(077); /* as the Go tool: snapshots and data dirs are private */
             curl_global_init(CURL_GLOBAL_DEFAULT);
-            code = commands[i].run(o);
+            if (commands[i].run) {
+                code = commands[i].run(o);
+            } else {
+                code = etcd_argv ? take_etcd_flags(o, etcd_argv) : EXIT_OK;
+                if (code == EXIT_OK) code = cmd_run(o, etcd_argv);
+            }
             curl_global_cleanup();
         }
         opts_free(o);
