@@ -12,7 +12,8 @@ PORT=$(free_port)
 "$ETCDBR_BIN" run --endpoints="$EP" --storage-provider=Local --store-container="$WORK/store" \
     --snapstore-temp-directory="$WORK/snaptmp" --server-port="$PORT" \
     --restoration-temp-snapshots-dir="$WORK/restore.tmp" --delta-snapshot-period=1s \
-    --schedule='0 0 1 1 *' --reelection-period=2s --garbage-collection-period=0s -- \
+    --schedule='0 0 1 1 *' --reelection-period=2s --garbage-collection-period=0s \
+    --defragmentation-schedule='@every 3s' -- \
     etcd --name m1 --data-dir "$WORK/m1.etcd" --listen-client-urls "$EP" --advertise-client-urls "$EP" \
     --listen-peer-urls "http://127.0.0.1:$PPORT" --initial-advertise-peer-urls "http://127.0.0.1:$PPORT" \
     --initial-cluster "m1=http://127.0.0.1:$PPORT" >"$WORK/run.log" 2>&1 &
@@ -35,6 +36,17 @@ grep -q "DataDirectoryValid\|is valid" "$WORK/run.log" || fail "the data dir was
 n=$(ectl get /k/ --prefix --keys-only | grep -c .)
 [ "$n" = 40 ] || fail "after the restart $n of 40 keys"
 for i in $(seq 1 10); do ectl put "/k/b$i" "v$i" >/dev/null; done
+# scheduled defragmentation, then a full snapshot, and its metric
+wait_for_log "$WORK/run.log" "defragmented member m1" 20
+n=$(grep -c "full snapshot Full-" "$WORK/run.log")
+wait_for_log "$WORK/run.log" "defragmented member m1.*" 5
+for i in $(seq 1 50); do
+    [ "$(grep -c "full snapshot Full-" "$WORK/run.log")" -gt "$n" ] && break
+    sleep 0.2
+done
+[ "$(grep -c "full snapshot Full-" "$WORK/run.log")" -gt "$n" ] || fail "no full snapshot after defragmentation"
+curl -s "http://127.0.0.1:$PORT/metrics" | grep -E '^etcdbr_defragmentation_duration_seconds_count\{endpoint="[^"]+",succeeded="true"\} [1-9]' >/dev/null ||
+    fail "defragmentation metric missing"
 src_rev=$(current_revision "$EP")
 dump_keys "$EP" >"$WORK/src.jsonl"
 kill -TERM "$RUN_PID"
