@@ -319,11 +319,9 @@ static int expect_tree_page(BboltDb *db, const BbPage *pg, uint64_t from) {
 
 /* Looks key up in bucket bk (Cursor.Seek then exact match). On a hit, *val_out is a malloc'd
  * copy of the value (owned by the caller), *flags_out the element flags. *found = 0 on a miss. */
-static int bucket_get(BbWalk *w, const BbBucket *bk, const char *key, int *found,
-                      uint32_t *flags_out, uint8_t **val_out, uint32_t *vsize_out) {
+static int bucket_get_n(BbWalk *w, const BbBucket *bk, const uint8_t *k, uint32_t klen, int *found,
+                        uint32_t *flags_out, uint8_t **val_out, uint32_t *vsize_out) {
     BboltDb *db = w->db;
-    uint32_t klen = (uint32_t)strlen(key);
-    const uint8_t *k = (const uint8_t *)key;
     BbPage pg;
     uint64_t id = bk->root, from = 0;
     int rc;
@@ -375,6 +373,12 @@ static int bucket_get(BbWalk *w, const BbBucket *bk, const char *key, int *found
         }
         return 0;
     }
+}
+
+static int bucket_get(BbWalk *w, const BbBucket *bk, const char *key, int *found,
+                      uint32_t *flags_out, uint8_t **val_out, uint32_t *vsize_out) {
+    return bucket_get_n(w, bk, (const uint8_t *)key, (uint32_t)strlen(key), found, flags_out,
+                        val_out, vsize_out);
 }
 
 /* Last key of the subtree at page id (reverse depth-first, skipping empty leaves as
@@ -513,6 +517,42 @@ int bbolt_etcd_revision(BboltDb *db, int64_t *rev_out) {
 done:
     free(keyval);
     free(metaval);
+    walk_free(&w);
+    return rc;
+}
+
+/* Copies the value of key in top-level bucket `bucket` (see bbolt.h). */
+int bbolt_get(BboltDb *db, const char *bucket, const void *key, size_t klen, void *val, size_t cap,
+              size_t *vlen) {
+    BbWalk w;
+    BbBucket root = {.root = db->root}, bk;
+    uint8_t *bval = NULL, *v = NULL;
+    uint32_t flags = 0, vsize = 0;
+    int found = 0, rc;
+    walk_init(&w, db);
+    if (klen > BB_MAX_KEY) {
+        rc = err_set(ERR_INVALID, "%s: key of %zu bytes is longer than bbolt allows", db->path,
+                     klen);
+        goto done;
+    }
+    rc = bucket_child(&w, &root, bucket, &found, &bval, &bk);
+    if (rc) goto done;
+    if (!found) {
+        rc = err_set(ERR_NOT_FOUND, "%s: no bucket \"%s\"", db->path, bucket);
+        goto done;
+    }
+    rc = bucket_get_n(&w, &bk, key, (uint32_t)klen, &found, &flags, &v, &vsize);
+    if (rc) goto done;
+    if (!found || (flags & BB_LEAF_BUCKET)) {
+        rc = err_set(ERR_NOT_FOUND, "%s: bucket \"%s\": %s", db->path, bucket,
+                     found ? "the key names a nested bucket" : "no such key");
+        goto done;
+    }
+    if (val && cap) memcpy(val, v, vsize < cap ? vsize : cap);
+    if (vlen) *vlen = vsize;
+done:
+    free(bval);
+    free(v);
     walk_free(&w);
     return rc;
 }

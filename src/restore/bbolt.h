@@ -6,6 +6,7 @@
 #ifndef ETCDBR_BBOLT_H
 #define ETCDBR_BBOLT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 typedef struct BboltDb BboltDb;
@@ -25,6 +26,13 @@ uint64_t bbolt_txid(const BboltDb *db);
  * revision) for an empty
  * store. ERR_NOT_FOUND if bucket "key" is absent (not an etcd db). */
 int bbolt_etcd_revision(BboltDb *db, int64_t *rev_out);
+
+/* Looks key (klen bytes) up in the top-level bucket named `bucket` (e.g. "meta",
+ * "consistent_index"). Copies min(value size, cap) bytes to val (may be NULL with cap 0) and
+ * sets *vlen (may be NULL) to the full value size. 0, ERR_NOT_FOUND (no such bucket or key, or
+ * the key is a nested bucket), ERR_CORRUPT, ERR_INVALID (key longer than bbolt allows). */
+int bbolt_get(BboltDb *db, const char *bucket, const void *key, size_t klen, void *val, size_t cap,
+              size_t *vlen);
 
 /* Walks every page reachable from the root (buckets, inline buckets, branch and leaf pages,
  * overflow) checking page types, bounds, key order and that no page is reached twice.
