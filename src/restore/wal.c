@@ -105,6 +105,13 @@ typedef struct {
     const uint8_t *p, *end;
 } Pb;
 
+/* A reader over p[0, n); p may be NULL when n is 0 (an absent bytes field). */
+static Pb pb_make(const uint8_t *p, size_t n) {
+    static const uint8_t empty[1];
+    if (!p) return (Pb){empty, empty};
+    return (Pb){p, p + n};
+}
+
 static uint64_t rd64le(const uint8_t *p) {
     uint64_t v = 0;
     for (int i = 7; i >= 0; i--)
@@ -178,7 +185,7 @@ static int pb_fail(const char *what, const char *why) {
 /* raftpb.ConfState: voters=1, learners=2, voters_outgoing=3, learners_next=4 (repeated uint64,
  * plain or packed), auto_leave=5 (bool). Only checked, not kept. */
 static const char *pb_check_confstate(const uint8_t *p, size_t n) {
-    Pb b = {p, p + n};
+    Pb b = pb_make(p, n);
     while (b.p < b.end) {
         int32_t f;
         unsigned w;
@@ -189,10 +196,11 @@ static const char *pb_check_confstate(const uint8_t *p, size_t n) {
             if (w == PB_VARINT) {
                 why = pb_varint(&b, &v);
             } else if (w == PB_BYTES) {
-                const uint8_t *pp;
-                size_t pn;
+                const uint8_t *pp = NULL;
+                size_t pn = 0;
                 why = pb_bytes(&b, &pp, &pn);
-                Pb packed = {pp, pp + pn};
+                if (why) return why;
+                Pb packed = pb_make(pp, pn);
                 while (!why && packed.p < packed.end)
                     why = pb_varint(&packed, &v);
             } else {
@@ -210,7 +218,7 @@ static const char *pb_check_confstate(const uint8_t *p, size_t n) {
 }
 
 int wal_decode_entry(const uint8_t *p, size_t n, WalEntry *out) {
-    Pb b = {p, p + n};
+    Pb b = pb_make(p, n);
     memset(out, 0, sizeof *out);
     while (b.p < b.end) {
         int32_t f;
@@ -236,7 +244,7 @@ int wal_decode_entry(const uint8_t *p, size_t n, WalEntry *out) {
 }
 
 int wal_decode_hardstate(const uint8_t *p, size_t n, WalHardState *out) {
-    Pb b = {p, p + n};
+    Pb b = pb_make(p, n);
     memset(out, 0, sizeof *out);
     while (b.p < b.end) {
         int32_t f;
@@ -262,7 +270,7 @@ int wal_decode_hardstate(const uint8_t *p, size_t n, WalHardState *out) {
  * repeated occurrences of a message field the same way). */
 static int decode_snap_meta(const char *what, const uint8_t *p, size_t n, int f_index, int f_term,
                             int f_conf, uint64_t *index, uint64_t *term) {
-    Pb b = {p, p + n};
+    Pb b = pb_make(p, n);
     while (b.p < b.end) {
         int32_t f;
         unsigned w;
@@ -412,7 +420,7 @@ static int seg_torn(WalSegment *s, uint64_t off, const char *why) {
 
 /* walpb.Record */
 static const char *decode_record(const uint8_t *p, size_t n, WalRecord *rec) {
-    Pb b = {p, p + n};
+    Pb b = pb_make(p, n);
     while (b.p < b.end) {
         int32_t f;
         unsigned w;
@@ -566,7 +574,7 @@ static int cur_len(Cur *c, uint64_t *at, uint64_t *len) {
 }
 
 static int cur_skip(Cur *c, unsigned wire) {
-    uint64_t v, at;
+    uint64_t v = 0, at = 0;
     switch (wire) {
     case PB_VARINT:
         return cur_varint(c, &v);
@@ -662,7 +670,7 @@ int wal_snap_read(const char *path, WalSnapMeta *out) {
     while (d.off < d.end) {
         int32_t f;
         unsigned w;
-        uint64_t at, len;
+        uint64_t at = 0, len = 0;
         if ((rc = cur_tag(&d, &f, &w))) goto done;
         if (f == 1 || f == 2) {
             if (w != PB_BYTES) {
