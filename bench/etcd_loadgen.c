@@ -42,8 +42,11 @@ int main(int argc, char **argv) {
         size_t b = (size_t)(n - done) < depth ? (size_t)(n - done) : depth;
         for (size_t i = 0; i < b; i++) {
             int kl = snprintf(keys[i], sizeof keys[i], "%s%08ld", prefix, done + (long)i);
-            ops[i] = (EtcdTxnOp){.type = ETCD_OP_PUT, .key = (uint8_t *)keys[i], .key_len = (size_t)kl,
-                                 .value = value, .value_len = vlen};
+            ops[i] = (EtcdTxnOp){.type = ETCD_OP_PUT,
+                                 .key = (uint8_t *)keys[i],
+                                 .key_len = (size_t)kl,
+                                 .value = value,
+                                 .value_len = vlen};
             value[i % (vlen ? vlen : 1)] ^= 1; /* values differ */
             reqs[i] = (EtcdTxnReq){.ops = &ops[i], .n_ops = 1};
         }
