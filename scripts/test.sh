@@ -7,6 +7,8 @@ cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
 echo "== clang-format check"
 git ls-files '*.c' '*.h' | xargs clang-format --dry-run --Werror
+echo "== build (-Werror, optimized, no sanitizers: catches -O2-only warnings)"
+BUILD_DIR=build-werror ./scripts/build.sh -DETCDBR_WERROR=ON
 echo "== build (-Werror, ASan+UBSan)"
 BUILD_DIR=build-asan ./scripts/build.sh -DETCDBR_WERROR=ON -DETCDBR_SANITIZE=ON
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1

@@ -288,8 +288,11 @@ int gc_run(Store *store, GcPolicy policy, int max_backups, int64_t delta_retenti
         out->stopped = 1;
         log_warn("GC: stopping this cycle after %zu failed removals", c.errors);
     }
-    log_info("GC: removed %zu full and %zu delta snapshots, %zu removals failed", out->full_removed,
-             out->incr_removed, out->full_failed + out->incr_failed);
+    if (out->full_removed || out->incr_removed || out->full_failed || out->incr_failed)
+        log_info("GC: removed %zu full and %zu delta snapshots, %zu removals failed",
+                 out->full_removed, out->incr_removed, out->full_failed + out->incr_failed);
+    else
+        log_debug("GC: nothing to remove");
     if (c.errors)
         rc = err_set(c.first_rc, "gc: %zu removals failed; first: %s", c.errors, c.first_msg);
 

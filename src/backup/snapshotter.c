@@ -466,11 +466,7 @@ static void maybe_gc(Snapshotter *s, int failing) {
     int64_t t0 = now_mono_ms();
     int rc = gc_run(s->cfg.store, s->cfg.gc_policy, s->cfg.max_backups, s->cfg.delta_retention_s,
                     now_unix_s(), failing, &st);
-    if (rc)
-        log_error("garbage collection: %s", err_msg());
-    else if (st.full_removed || st.incr_removed)
-        log_info("garbage collection removed %zu full and %zu delta snapshots", st.full_removed,
-                 st.incr_removed);
+    if (rc) log_error("garbage collection: %s", err_msg());
     emit(s, &(SnapshotterEvent){.kind = SNAP_EVENT_GC,
                                 .ok = rc == 0,
                                 .rc = rc,

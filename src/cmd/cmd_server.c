@@ -48,7 +48,9 @@ typedef struct {
     pthread_t snap_thread;
     volatile sig_atomic_t snap_stop;
     int leading;
-    int etcd_ok; /* last probe answered */
+    int etcd_ok;        /* last probe answered */
+    int probe_failures; /* consecutive failed probes */
+    int64_t last_probe_log_ms;
 } Server;
 
 /* ---------- initialization ---------- */
@@ -76,6 +78,8 @@ static void *init_main(void *arg) {
 }
 
 static void init_start(Server *sv, const char *mode) {
+    log_info("initialization requested (mode %s)",
+             mode && !strcmp(mode, "sanity") ? "sanity" : "full");
     pthread_mutex_lock(&sv->mu);
     if (sv->init_state != INIT_NEW || sv->init_running) { /* already started: nothing */
         pthread_mutex_unlock(&sv->mu);
@@ -267,8 +271,19 @@ static void leader_check(Server *sv) {
     EtcdStatus st;
     int rc = server_probe_etcd(&sv->setup, &st);
     pthread_mutex_lock(&sv->mu);
+    int was_ok = sv->etcd_ok;
     sv->etcd_ok = rc == 0;
     pthread_mutex_unlock(&sv->mu);
+    /* say so on every change, and every minute while etcd does not answer */
+    int64_t now = now_mono_ms();
+    if (rc && (was_ok || sv->probe_failures == 0 || now - sv->last_probe_log_ms >= 60000)) {
+        log_warn("etcd does not answer: %s", err_msg());
+        sv->last_probe_log_ms = now;
+    } else if (!rc && sv->probe_failures) {
+        log_info("etcd answers again (member %llx, leader %llx)", (unsigned long long)st.member_id,
+                 (unsigned long long)st.leader);
+    }
+    sv->probe_failures = rc ? sv->probe_failures + 1 : 0;
     int lead = rc == 0 && st.leader != 0 && st.leader == st.member_id;
     if (lead && !sv->leading) {
         sv->leading = 1;

@@ -6,6 +6,7 @@
 #include "../common/timeutil.h"
 #include "../server/metrics.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -151,9 +152,10 @@ int setup_store(const Opts *o, int allow_none, Store **out) {
         .prefix = opt_str(o, "store-prefix"),
         .temp_dir = opt_str(o, "snapstore-temp-directory"),
     };
-    if (store_open(&stc, out)) {
+    int rc = store_open(&stc, out);
+    if (rc) {
         log_error("store: %s", err_msg());
-        return EXIT_FAIL;
+        return rc == ERR_INVALID || rc == ERR_UNSUPPORTED ? EXIT_USAGE : EXIT_FAIL;
     }
     log_info("snapshot store: %s", store_describe(*out));
     return EXIT_OK;
@@ -316,7 +318,8 @@ int server_etcd_config(const ServerSetup *s, char **text) {
     const char *path = getenv("ETCD_CONF");
     if (!path || !*path) path = "/var/etcd/config/etcd.conf.yaml";
     FILE *f = fopen(path, "rb");
-    if (!f) return err_set(ERR_NOT_FOUND, "etcd config file %s: cannot open", path);
+    if (!f)
+        return err_set(ERR_NOT_FOUND, "etcd config file %s (ETCD_CONF): %s", path, strerror(errno));
     char *buf = malloc(1 << 20);
     size_t n = buf ? fread(buf, 1, (1 << 20) - 1, f) : 0;
     fclose(f);
