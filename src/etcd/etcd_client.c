@@ -743,6 +743,130 @@ int etcd_txn_many(EtcdClient *c, const EtcdTxnReq *reqs, size_t n, EtcdTxnResult
     return 0;
 }
 
+/* ---- txn pipeline ---- */
+
+#define PIPE_BARRIER_TAG (UINT64_C(1) << 63)
+
+struct EtcdTxnPipeline {
+    EtcdClient *c;
+    GrpcPipe *pipe;
+    int ordered;
+    int failed;      /* an error was returned: every later call fails */
+    size_t queued;   /* txns submitted since the last flush */
+    size_t barriers; /* empty txns in flight */
+    char endpoint[256];
+};
+
+int etcd_txn_pipeline_open(EtcdClient *c, int ordered, EtcdTxnPipeline **out) {
+    *out = NULL;
+    int rc = ensure_auth(c);
+    if (rc) return rc;
+    EtcdTxnPipeline *p = calloc(1, sizeof *p);
+    if (!p) return err_set(ERR_NOMEM, "etcd txn pipeline: out of memory");
+    p->c = c;
+    p->ordered = ordered != 0;
+    size_t tried = 1;
+    for (;;) {
+        GrpcResult r;
+        rc = grpc_pipe_open(c->ch, c->endpoints[c->cur], M_TXN, c->conn_timeout_ms, &p->pipe, &r);
+        if (rc == 0) break;
+        if (rc == ERR_ETCD && tried < c->n_endpoints && r.connect_failed) {
+            tried++;
+            next_endpoint(c);
+            continue;
+        }
+        free(p);
+        return final_error(rc, &r, tried);
+    }
+    snprintf(p->endpoint, sizeof p->endpoint, "%s", c->endpoints[c->cur]);
+    *out = p;
+    return 0;
+}
+
+static int pipeline_broken(const EtcdTxnPipeline *p) {
+    return err_set(ERR_ETCD, "etcd %s %s: the txn pipeline failed earlier", p->endpoint, M_TXN);
+}
+
+int etcd_txn_pipeline_submit(EtcdTxnPipeline *p, const EtcdTxnReq *req, uint64_t tag) {
+    if (p->failed) return pipeline_broken(p);
+    if (tag >= PIPE_BARRIER_TAG)
+        return err_set(ERR_INVALID, "etcd txn pipeline: tag %llu out of range",
+                       (unsigned long long)tag);
+    Etcdserverpb__TxnRequest tr;
+    Etcdserverpb__Compare cmp_msg, *cmp_ptr;
+    int rc = build_txn(p->c, &req->cmp, req->ops, req->n_ops, &tr, &cmp_msg, &cmp_ptr);
+    if (rc) return rc;
+    rc = grpc_pipe_send(p->pipe, &tr.base, tag);
+    if (rc && rc != ERR_INVALID && rc != ERR_NOMEM) p->failed = 1;
+    if (!rc) p->queued++;
+    return rc;
+}
+
+int etcd_txn_pipeline_flush(EtcdTxnPipeline *p) {
+    if (p->failed) return pipeline_broken(p);
+    int rc = 0;
+    if (p->queued && p->ordered) {
+        /* an empty Txn is read-only and serializable: answered without raft */
+        Etcdserverpb__TxnRequest tr = ETCDSERVERPB__TXN_REQUEST__INIT;
+        rc = grpc_pipe_send(p->pipe, &tr.base, PIPE_BARRIER_TAG);
+        if (!rc) p->barriers++;
+    }
+    if (!rc) rc = grpc_pipe_flush(p->pipe);
+    p->queued = 0;
+    if (rc && rc != ERR_NOMEM) p->failed = 1;
+    return rc;
+}
+
+typedef struct {
+    EtcdTxnPipeline *p;
+    EtcdTxnDone *done;
+    size_t n;
+} PipeCtx;
+
+static int pipeline_done(void *ctx, uint64_t tag, int rc, const GrpcResult *res, const uint8_t *msg,
+                         size_t len) {
+    (void)res;
+    PipeCtx *x = ctx;
+    if (tag == PIPE_BARRIER_TAG) {
+        x->p->barriers--;
+        return rc;
+    }
+    if (rc) return rc;
+    TxnReply t = {0, 0};
+    if (pb_walk(msg, len, txn_field, &t) || t.revision <= 0)
+        return err_set(ERR_CORRUPT, "etcd %s %s: cannot decode TxnResponse (%zu bytes)",
+                       x->p->endpoint, M_TXN, len);
+    x->done[x->n++] = (EtcdTxnDone){.tag = tag, .succeeded = t.succeeded, .revision = t.revision};
+    return 0;
+}
+
+int etcd_txn_pipeline_wait(EtcdTxnPipeline *p, int64_t timeout_us, EtcdTxnDone *done, size_t cap,
+                           size_t *n_done) {
+    *n_done = 0;
+    int rc = etcd_txn_pipeline_flush(p);
+    if (rc) return rc;
+    PipeCtx x = {p, done, 0};
+    do {
+        size_t room = cap - x.n, got = 0;
+        rc = grpc_pipe_wait(p->pipe, timeout_us, room, pipeline_done, &x, &got);
+        if (rc || got == 0) break;
+        /* only empty txns arrived: keep waiting when the caller asked to */
+    } while (x.n == 0 && timeout_us < 0 && etcd_txn_pipeline_pending(p) > 0);
+    *n_done = x.n;
+    if (rc) p->failed = 1;
+    return rc;
+}
+
+size_t etcd_txn_pipeline_pending(const EtcdTxnPipeline *p) {
+    return grpc_pipe_pending(p->pipe) - p->barriers;
+}
+
+void etcd_txn_pipeline_close(EtcdTxnPipeline *p) {
+    if (!p) return;
+    grpc_pipe_close(p->pipe);
+    free(p);
+}
+
 /* ---- snapshot ---- */
 
 typedef struct {

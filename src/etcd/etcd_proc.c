@@ -111,14 +111,46 @@ static void log_tail(const char *path, off_t offset, char *out, size_t cap) {
         snprintf(out, cap, "%.200s|...|%.700s", head, p);
 }
 
+extern char **environ;
+
+/* Our environment plus GOMAXPROCS/GOGC from cfg when not set already; NULL-terminated. The
+ * strings point into environ or vars (no copies). NULL when out of memory. */
+static char **child_env(const EtcdProcConfig *cfg, char vars[2][32]) {
+    size_t n = 0;
+    while (environ && environ[n])
+        n++;
+    char **env = calloc(n + 3, sizeof *env);
+    if (!env) return NULL;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        env[k++] = environ[i];
+    if (cfg->gomaxprocs > 0 && !getenv("GOMAXPROCS")) {
+        snprintf(vars[0], 32, "GOMAXPROCS=%d", cfg->gomaxprocs);
+        env[k++] = vars[0];
+    }
+    if (cfg->gogc > 0 && !getenv("GOGC")) {
+        snprintf(vars[1], 32, "GOGC=%d", cfg->gogc);
+        env[k++] = vars[1];
+    }
+    env[k] = NULL;
+    return env;
+}
+
 static int spawn(const EtcdProcConfig *cfg, char *const argv[], int log_fd, pid_t *pid_out) {
+    char vars[2][32];
+    char **env = child_env(cfg, vars);
+    if (!env) return err_set(ERR_NOMEM, "etcd_proc: out of memory");
     int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    if (null_fd < 0) return err_set(ERR_IO, "etcd_proc: open /dev/null: %s", strerror(errno));
+    if (null_fd < 0) {
+        free(env);
+        return err_set(ERR_IO, "etcd_proc: open /dev/null: %s", strerror(errno));
+    }
     pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0) {
         int e = errno;
         close(null_fd);
+        free(env);
         return err_set(ERR_IO, "etcd_proc: fork: %s", strerror(e));
     }
     if (pid == 0) {
@@ -140,16 +172,16 @@ static int spawn(const EtcdProcConfig *cfg, char *const argv[], int log_fd, pid_
         dup2(null_fd, 0);
         dup2(log_fd, 1);
         dup2(log_fd, 2);
-        execvp(argv[0], argv);
+        execvpe(argv[0], argv, env);
         static const char msg[] = "etcd_proc: exec failed: ";
         (void)!write(2, msg, sizeof msg - 1);
         (void)!write(2, argv[0], strlen(argv[0]));
         (void)!write(2, "\n", 1);
         _exit(127);
     }
-    (void)cfg;
     setpgid(pid, pid); /* also from the parent, so a stop right after start finds the group */
     close(null_fd);
+    free(env);
     *pid_out = pid;
     return 0;
 }
@@ -218,7 +250,7 @@ int etcd_proc_start(const EtcdProcConfig *cfg, EtcdProc **out) {
     for (int attempt = 1;; attempt++) {
         int cport = 0, pport = 0;
         if ((rc = pick_ports(&cport, &pport))) goto done;
-        char curl_[64], purl[64], icl[320], quota[32], maxreq[32], maxops[32];
+        char curl_[64], purl[64], icl[320], quota[32], maxreq[32], maxops[32], snaps[32], batch[32];
         snprintf(curl_, sizeof curl_, "%s://127.0.0.1:%d", scheme, cport);
         snprintf(purl, sizeof purl, "http://127.0.0.1:%d", pport);
         snprintf(icl, sizeof icl, "%s=%s", name, purl);
@@ -240,8 +272,15 @@ int etcd_proc_start(const EtcdProcConfig *cfg, EtcdProc **out) {
         ARG(purl);
         ARG("--initial-cluster");
         ARG(icl);
+        snprintf(snaps, sizeof snaps, "%lld",
+                 (long long)(cfg->snapshot_count > 0 ? cfg->snapshot_count : 100000));
         ARG("--snapshot-count");
-        ARG("100000");
+        ARG(snaps);
+        if (cfg->backend_batch_interval_ms > 0) {
+            snprintf(batch, sizeof batch, "%dms", cfg->backend_batch_interval_ms);
+            ARG("--backend-batch-interval");
+            ARG(batch);
+        }
         if (cfg->quota_bytes > 0) {
             snprintf(quota, sizeof quota, "%lld", (long long)cfg->quota_bytes);
             ARG("--quota-backend-bytes");

@@ -24,6 +24,12 @@ typedef struct EtcdProcConfig {
     int client_https; /* clients on https://; pass --cert-file/--key-file in extra_args */
     const char *probe_cacert, *probe_cert, *probe_key; /* TLS files for the readiness probe
                                                          (no cacert = probe skips verification) */
+    /* Go runtime settings for the child, 0 = inherited; GOMAXPROCS or GOGC already set in our
+     * environment win (an operator's override). */
+    int gomaxprocs;
+    int gogc;
+    int64_t snapshot_count;        /* --snapshot-count; 0 = 100000 */
+    int backend_batch_interval_ms; /* --backend-batch-interval; 0 = etcd's default (100 ms) */
 } EtcdProcConfig;
 
 /* Starts etcd and waits until it answers Status. *out is owned (etcd_proc_stop frees it).

@@ -8,11 +8,21 @@
 #include "common/err.h"
 
 #include <curl/curl.h>
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <nghttp2/nghttp2.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #define SNAPSHOT_BUFFER_SIZE (512L * 1024L)
 #define MAX_STREAMS_PER_CONN 1000L
@@ -1011,4 +1021,662 @@ void grpc_stream_close(GrpcStream *s) {
         explicit_bzero(t->data, strlen(t->data));
     curl_slist_free_all(s->headers);
     free(s);
+}
+
+/* ---- pipe: unary calls on a raw h2c connection driven by nghttp2 ---- */
+
+#define PIPE_RECV_BUF (64 * 1024)
+#define PIPE_STREAM_WINDOW (1 << 24) /* our receive window per stream */
+#define PIPE_CONN_WINDOW (1 << 30)   /* ... and for the connection */
+#define PIPE_BIG_BUF (1u << 20)      /* per-call buffers above this are freed after the call */
+#define PIPE_OUT_HIGH (256u * 1024u) /* stop asking nghttp2 for bytes while this many wait */
+#define PIPE_LAST_STREAM_ID 0x7ffffff0
+
+enum { PIPE_FREE = 0, PIPE_FLIGHT, PIPE_DONE };
+
+typedef struct PipeCall {
+    int state;
+    int next; /* free list or done queue link; -1 = end */
+    uint64_t tag;
+    int32_t stream_id;
+    uint8_t *req;
+    size_t req_len, req_off, req_cap;
+    uint8_t *resp;
+    size_t resp_len, resp_cap;
+    long http_status;
+    int grpc_status; /* -1 = none */
+    int proto_rc;
+    uint32_t reset_code;
+    int fail_rc; /* nonzero: finished by a failure of the whole pipe */
+    char message[256];
+} PipeCall;
+
+struct GrpcPipe {
+    int fd;
+    nghttp2_session *s;
+    char url[512]; /* endpoint + method, for CALL_NAME */
+    int ep_len;
+    char host[256], port[16], authority[300];
+    char *token;
+    nghttp2_nv nv[8];
+    size_t nnv;
+    int64_t timeout_ms, connect_timeout_ms;
+    PipeCall *calls;
+    size_t n_calls;
+    int free_head, done_head, done_tail;
+    size_t in_flight, queued;
+    uint8_t *out;
+    size_t out_len, out_off, out_cap;
+    uint8_t *in;
+    int64_t last_rx_ms;
+    size_t unflushed; /* request bytes queued in nghttp2 since the last flush */
+    int failed, fail_rc;
+    char fail_msg[640];
+};
+
+static int64_t pipe_now_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static PipeCall *pipe_call(GrpcPipe *p, int32_t stream_id) {
+    if (!p->s) return NULL;
+    intptr_t i = (intptr_t)nghttp2_session_get_stream_user_data(p->s, stream_id);
+    if (i <= 0 || (size_t)i > p->n_calls) return NULL;
+    PipeCall *c = &p->calls[i - 1];
+    return c->state == PIPE_FLIGHT && c->stream_id == stream_id ? c : NULL;
+}
+
+static void pipe_finish(GrpcPipe *p, PipeCall *c) {
+    int i = (int)(c - p->calls);
+    c->state = PIPE_DONE;
+    c->next = -1;
+    if (p->done_tail >= 0)
+        p->calls[p->done_tail].next = i;
+    else
+        p->done_head = i;
+    p->done_tail = i;
+    p->in_flight--;
+    p->queued++;
+}
+
+/* Marks the pipe broken: the connection is dropped and every call in flight finishes with rc. */
+static int pipe_fail(GrpcPipe *p, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int pipe_fail(GrpcPipe *p, int rc, const char *fmt, ...) {
+    if (p->failed) return err_set(p->fail_rc, "%s", p->fail_msg);
+    char what[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    p->failed = 1;
+    p->fail_rc = rc;
+    snprintf(p->fail_msg, sizeof p->fail_msg, "etcd %.*s %s: %s", CALL_NAME(p), what);
+    nghttp2_session *s = p->s;
+    p->s = NULL; /* callbacks run by the deletion find no calls */
+    if (s) nghttp2_session_del(s);
+    if (p->fd >= 0) close(p->fd);
+    p->fd = -1;
+    for (size_t i = 0; i < p->n_calls; i++) {
+        PipeCall *c = &p->calls[i];
+        if (c->state != PIPE_FLIGHT) continue;
+        c->fail_rc = rc;
+        snprintf(c->message, sizeof c->message, "%.250s", what);
+        pipe_finish(p, c);
+    }
+    p->out_len = p->out_off = 0;
+    return err_set(rc, "%s", p->fail_msg);
+}
+
+static int pipe_on_header(nghttp2_session *s, const nghttp2_frame *frame, const uint8_t *name,
+                          size_t namelen, const uint8_t *value, size_t valuelen, uint8_t flags,
+                          void *ud) {
+    (void)s;
+    (void)flags;
+    if (frame->hd.type != NGHTTP2_HEADERS) return 0;
+    PipeCall *c = pipe_call(ud, frame->hd.stream_id);
+    if (!c) return 0;
+    if (namelen == 7 && !memcmp(name, ":status", 7)) {
+        char tmp[8];
+        size_t k = valuelen < sizeof tmp - 1 ? valuelen : sizeof tmp - 1;
+        memcpy(tmp, value, k);
+        tmp[k] = 0;
+        c->http_status = strtol(tmp, NULL, 10);
+    } else if (namelen == 11 && !memcmp(name, "grpc-status", 11)) {
+        char tmp[16];
+        size_t k = valuelen < sizeof tmp - 1 ? valuelen : sizeof tmp - 1;
+        memcpy(tmp, value, k);
+        tmp[k] = 0;
+        char *end;
+        long st = strtol(tmp, &end, 10);
+        c->grpc_status = (end != tmp && st >= 0 && st < 1000) ? (int)st : 2 /* UNKNOWN */;
+    } else if (namelen == 12 && !memcmp(name, "grpc-message", 12)) {
+        percent_decode(c->message, sizeof c->message, (const char *)value, valuelen);
+    }
+    return 0;
+}
+
+static int pipe_on_data(nghttp2_session *s, uint8_t flags, int32_t stream_id, const uint8_t *data,
+                        size_t len, void *ud) {
+    (void)s;
+    (void)flags;
+    PipeCall *c = pipe_call(ud, stream_id);
+    if (!c || c->proto_rc || c->http_status != 200) return 0; /* not a gRPC reply: dropped */
+    if (c->resp_cap - c->resp_len < len) {
+        size_t cap = c->resp_cap ? c->resp_cap : 256;
+        while (cap - c->resp_len < len)
+            cap *= 2;
+        uint8_t *q = realloc(c->resp, cap);
+        if (!q) {
+            c->proto_rc = ERR_NOMEM;
+            snprintf(c->message, sizeof c->message, "out of memory buffering the reply");
+            return 0;
+        }
+        c->resp = q;
+        c->resp_cap = cap;
+    }
+    memcpy(c->resp + c->resp_len, data, len);
+    c->resp_len += len;
+    if (c->resp_len >= 5) {
+        uint32_t mlen = be32(c->resp + 1);
+        if (c->resp[0] != 0) {
+            c->proto_rc = ERR_CORRUPT;
+            snprintf(c->message, sizeof c->message,
+                     "compressed or unknown frame flag 0x%02x refused", c->resp[0]);
+        } else if (mlen > GRPC_MAX_FRAME) {
+            c->proto_rc = ERR_CORRUPT;
+            snprintf(c->message, sizeof c->message, "frame of %u bytes exceeds the limit", mlen);
+        } else if (c->resp_len > 5 + (size_t)mlen) {
+            c->proto_rc = ERR_CORRUPT;
+            snprintf(c->message, sizeof c->message, "more than one message in a unary reply");
+        }
+    }
+    return 0;
+}
+
+static int pipe_on_close(nghttp2_session *s, int32_t stream_id, uint32_t error_code, void *ud) {
+    (void)s;
+    GrpcPipe *p = ud;
+    PipeCall *c = pipe_call(p, stream_id);
+    if (!c) return 0;
+    c->reset_code = error_code;
+    pipe_finish(p, c);
+    return 0;
+}
+
+static ssize_t pipe_read_req(nghttp2_session *s, int32_t stream_id, uint8_t *buf, size_t length,
+                             uint32_t *data_flags, nghttp2_data_source *src, void *ud) {
+    (void)s;
+    (void)stream_id;
+    GrpcPipe *p = ud;
+    intptr_t i = (intptr_t)src->ptr;
+    if (i <= 0 || (size_t)i > p->n_calls) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+    PipeCall *c = &p->calls[i - 1];
+    size_t n = c->req_len - c->req_off;
+    if (n > length) n = length;
+    memcpy(buf, c->req + c->req_off, n);
+    c->req_off += n;
+    if (c->req_off == c->req_len) *data_flags |= NGHTTP2_DATA_FLAG_EOF;
+    return (ssize_t)n;
+}
+
+/* Hands nghttp2's pending output to the socket (what does not fit waits for POLLOUT). */
+static int pipe_flush(GrpcPipe *p) {
+    if (p->failed) return err_set(p->fail_rc, "%s", p->fail_msg);
+    while (p->out_len - p->out_off < PIPE_OUT_HIGH) {
+        const uint8_t *d;
+        ssize_t n = nghttp2_session_mem_send(p->s, &d);
+        if (n < 0) return pipe_fail(p, ERR_ETCD, "HTTP/2: %s", nghttp2_strerror((int)n));
+        if (n == 0) break;
+        if (p->out_off == p->out_len) p->out_off = p->out_len = 0;
+        if (p->out_cap - p->out_len < (size_t)n) {
+            if (p->out_off) {
+                memmove(p->out, p->out + p->out_off, p->out_len - p->out_off);
+                p->out_len -= p->out_off;
+                p->out_off = 0;
+            }
+            size_t cap = p->out_cap ? p->out_cap : 16384;
+            while (cap - p->out_len < (size_t)n)
+                cap *= 2;
+            uint8_t *q = realloc(p->out, cap);
+            if (!q) return pipe_fail(p, ERR_NOMEM, "out of memory");
+            p->out = q;
+            p->out_cap = cap;
+        }
+        memcpy(p->out + p->out_len, d, (size_t)n);
+        p->out_len += (size_t)n;
+    }
+    while (p->out_off < p->out_len) {
+        ssize_t w = send(p->fd, p->out + p->out_off, p->out_len - p->out_off, MSG_NOSIGNAL);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
+            return pipe_fail(p, ERR_ETCD, "send: %s", strerror(errno));
+        }
+        p->out_off += (size_t)w;
+    }
+    p->out_off = p->out_len = 0;
+    return 0;
+}
+
+/* Reads what the socket has, feeds nghttp2, then flushes its answers (acks, window updates). */
+static int pipe_read(GrpcPipe *p) {
+    for (;;) {
+        ssize_t n = recv(p->fd, p->in, PIPE_RECV_BUF, 0);
+        if (n > 0) {
+            p->last_rx_ms = pipe_now_us() / 1000;
+            ssize_t k = nghttp2_session_mem_recv(p->s, p->in, (size_t)n);
+            if (k < 0) return pipe_fail(p, ERR_ETCD, "HTTP/2: %s", nghttp2_strerror((int)k));
+            if (n < PIPE_RECV_BUF) break;
+            continue;
+        }
+        if (n == 0) return pipe_fail(p, ERR_ETCD, "connection closed by the server");
+        if (errno == EINTR) continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+        return pipe_fail(p, ERR_ETCD, "recv: %s", strerror(errno));
+    }
+    int rc = pipe_flush(p);
+    if (rc) return rc;
+    if (!nghttp2_session_want_read(p->s) && !nghttp2_session_want_write(p->s) && p->in_flight)
+        return pipe_fail(p, ERR_ETCD, "connection ended by the server (GOAWAY)");
+    return 0;
+}
+
+/* One poll of the socket for up to wait_us (< 0: until the pipe timeout); reads and writes. */
+static int pipe_io(GrpcPipe *p, int64_t wait_us) {
+    if (p->failed) return err_set(p->fail_rc, "%s", p->fail_msg);
+    int64_t now = pipe_now_us();
+    int64_t idle_left = (p->last_rx_ms + p->timeout_ms) * 1000 - now;
+    if (p->in_flight && idle_left <= 0)
+        return pipe_fail(p, ERR_TIMEOUT, "no reply for %lld ms with %zu calls in flight",
+                         (long long)p->timeout_ms, p->in_flight);
+    if (wait_us < 0 || (p->in_flight && wait_us > idle_left)) wait_us = idle_left;
+    if (wait_us < 0) wait_us = 0;
+    struct pollfd pfd = {.fd = p->fd, .events = POLLIN};
+    if (p->out_off < p->out_len) pfd.events |= POLLOUT;
+    struct timespec ts = {(time_t)(wait_us / 1000000), (long)(wait_us % 1000000) * 1000};
+    int n = ppoll(&pfd, 1, &ts, NULL);
+    if (n < 0) {
+        if (errno == EINTR) return 0;
+        return err_set(ERR_IO, "etcd %.*s %s: poll: %s", CALL_NAME(p), strerror(errno));
+    }
+    if (n == 0) return 0;
+    if (pfd.revents & (POLLIN | POLLERR | POLLHUP)) return pipe_read(p);
+    if (pfd.revents & POLLOUT) return pipe_flush(p);
+    return 0;
+}
+
+static int pipe_connect(GrpcPipe *p, GrpcResult *res) {
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *ai = NULL;
+    int g = getaddrinfo(p->host, p->port, &hints, &ai);
+    if (g) {
+        if (res) res->connect_failed = res->transport_error = 1;
+        return err_set(ERR_ETCD, "etcd %.*s %s: resolve %s: %s", CALL_NAME(p), p->host,
+                       gai_strerror(g));
+    }
+    int fd = -1, e = 0;
+    for (struct addrinfo *a = ai; a && fd < 0; a = a->ai_next) {
+        fd = socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol);
+        if (fd < 0) {
+            e = errno;
+            continue;
+        }
+        if (connect(fd, a->ai_addr, a->ai_addrlen) == 0) break;
+        e = errno;
+        if (e == EINPROGRESS) {
+            struct pollfd pfd = {.fd = fd, .events = POLLOUT};
+            int n;
+            while ((n = poll(&pfd, 1, (int)p->connect_timeout_ms)) < 0 && errno == EINTR) {
+            }
+            socklen_t sl = sizeof e;
+            if (n == 1 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &sl) == 0 && e == 0) break;
+            if (n == 0) e = ETIMEDOUT;
+        }
+        close(fd);
+        fd = -1;
+    }
+    freeaddrinfo(ai);
+    if (fd < 0) {
+        if (res) res->connect_failed = res->transport_error = 1;
+        if (res) snprintf(res->message, sizeof res->message, "connect: %s", strerror(e));
+        return err_set(ERR_ETCD, "etcd %.*s %s: connect: %s", CALL_NAME(p), strerror(e));
+    }
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    nghttp2_session_callbacks *cb = NULL;
+    if (nghttp2_session_callbacks_new(&cb)) {
+        close(fd);
+        return err_set(ERR_NOMEM, "etcd %.*s %s: out of memory", CALL_NAME(p));
+    }
+    nghttp2_session_callbacks_set_on_header_callback(cb, pipe_on_header);
+    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, pipe_on_data);
+    nghttp2_session_callbacks_set_on_stream_close_callback(cb, pipe_on_close);
+    int rc = nghttp2_session_client_new(&p->s, cb, p);
+    nghttp2_session_callbacks_del(cb);
+    if (rc) {
+        p->s = NULL;
+        close(fd);
+        return err_set(ERR_NOMEM, "etcd %.*s %s: out of memory", CALL_NAME(p));
+    }
+    p->fd = fd;
+    p->failed = 0;
+    p->last_rx_ms = pipe_now_us() / 1000;
+    nghttp2_settings_entry iv[2] = {{NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
+                                    {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, PIPE_STREAM_WINDOW}};
+    if (nghttp2_submit_settings(p->s, NGHTTP2_FLAG_NONE, iv, 2) ||
+        nghttp2_session_set_local_window_size(p->s, NGHTTP2_FLAG_NONE, 0, PIPE_CONN_WINDOW))
+        return pipe_fail(p, ERR_NOMEM, "out of memory");
+    return pipe_flush(p);
+}
+
+static void pipe_disconnect(GrpcPipe *p) {
+    nghttp2_session *s = p->s;
+    p->s = NULL;
+    if (s) nghttp2_session_del(s);
+    if (p->fd >= 0) close(p->fd);
+    p->fd = -1;
+    p->out_len = p->out_off = 0;
+}
+
+static void pipe_nv(nghttp2_nv *nv, const char *name, const char *value, uint8_t flags) {
+    nv->name = (uint8_t *)(uintptr_t)name;
+    nv->namelen = strlen(name);
+    nv->value = (uint8_t *)(uintptr_t)value;
+    nv->valuelen = strlen(value);
+    nv->flags = flags | NGHTTP2_NV_FLAG_NO_COPY_NAME | NGHTTP2_NV_FLAG_NO_COPY_VALUE;
+}
+
+int grpc_pipe_open(GrpcChannel *ch, const char *endpoint, const char *method, int64_t timeout_ms,
+                   GrpcPipe **out, GrpcResult *res) {
+    *out = NULL;
+    if (res) {
+        memset(res, 0, sizeof *res);
+        res->status = -1;
+    }
+    if (strncasecmp(endpoint, "https://", 8) == 0)
+        return err_set(ERR_UNSUPPORTED, "etcd %s %s: pipelined calls need an http:// endpoint",
+                       endpoint, method);
+    GrpcPipe *p = calloc(1, sizeof *p);
+    if (!p) return err_set(ERR_NOMEM, "etcd %s %s: out of memory", endpoint, method);
+    p->fd = -1;
+    p->free_head = p->done_head = p->done_tail = -1;
+    p->timeout_ms = timeout_ms > 0 ? timeout_ms : 30000;
+    p->connect_timeout_ms = ch->connect_timeout_ms;
+    int rc;
+    size_t elen = strlen(endpoint);
+    while (elen > 0 && endpoint[elen - 1] == '/')
+        elen--;
+    int n = snprintf(p->url, sizeof p->url, "%.*s%s", (int)elen, endpoint, method);
+    if (n < 0 || (size_t)n >= sizeof p->url) {
+        rc = err_set(ERR_INVALID, "etcd %s %s: URL too long", endpoint, method);
+        goto fail;
+    }
+    p->ep_len = (int)elen;
+    const char *hp = endpoint;
+    if (strncasecmp(hp, "http://", 7) == 0) hp += 7;
+    size_t hlen = strcspn(hp, "/");
+    if (hp + hlen > endpoint + elen) hlen = (size_t)(endpoint + elen - hp);
+    if (hlen == 0 || hlen >= sizeof p->host) {
+        rc = err_set(ERR_INVALID, "etcd %s %s: bad endpoint", endpoint, method);
+        goto fail;
+    }
+    snprintf(p->authority, sizeof p->authority, "%.*s", (int)hlen, hp);
+    const char *h = p->authority, *colon;
+    if (*h == '[') {
+        const char *rb = strchr(h, ']');
+        if (!rb) {
+            rc = err_set(ERR_INVALID, "etcd %s %s: bad endpoint", endpoint, method);
+            goto fail;
+        }
+        snprintf(p->host, sizeof p->host, "%.*s", (int)(rb - h - 1), h + 1);
+        colon = rb[1] == ':' ? rb + 1 : NULL;
+    } else {
+        colon = strrchr(h, ':');
+        snprintf(p->host, sizeof p->host, "%.*s", (int)(colon ? colon - h : (ptrdiff_t)hlen), h);
+    }
+    snprintf(p->port, sizeof p->port, "%s", colon && colon[1] ? colon + 1 : "80");
+    if (ch->token && !(p->token = strdup(ch->token))) {
+        rc = err_set(ERR_NOMEM, "etcd %s %s: out of memory", endpoint, method);
+        goto fail;
+    }
+    if (!(p->in = malloc(PIPE_RECV_BUF))) {
+        rc = err_set(ERR_NOMEM, "etcd %s %s: out of memory", endpoint, method);
+        goto fail;
+    }
+    pipe_nv(&p->nv[p->nnv++], ":method", "POST", 0);
+    pipe_nv(&p->nv[p->nnv++], ":scheme", "http", 0);
+    pipe_nv(&p->nv[p->nnv++], ":path", p->url + p->ep_len, 0);
+    pipe_nv(&p->nv[p->nnv++], ":authority", p->authority, 0);
+    pipe_nv(&p->nv[p->nnv++], "content-type", "application/grpc", 0);
+    pipe_nv(&p->nv[p->nnv++], "te", "trailers", 0);
+    if (p->token) pipe_nv(&p->nv[p->nnv++], "token", p->token, NGHTTP2_NV_FLAG_NO_INDEX);
+    if ((rc = pipe_connect(p, res))) goto fail;
+    *out = p;
+    return 0;
+fail:
+    grpc_pipe_close(p);
+    return rc;
+}
+
+static int pipe_slot(GrpcPipe *p) {
+    if (p->free_head >= 0) {
+        int i = p->free_head;
+        p->free_head = p->calls[i].next;
+        return i;
+    }
+    size_t first = p->n_calls, cap = first ? first * 2 : 16;
+    PipeCall *c = realloc(p->calls, cap * sizeof *c);
+    if (!c) return -1;
+    memset(c + first, 0, (cap - first) * sizeof *c);
+    p->calls = c;
+    p->n_calls = cap;
+    for (size_t i = cap; i-- > first + 1;) {
+        c[i].next = p->free_head;
+        p->free_head = (int)i;
+    }
+    return (int)first;
+}
+
+static void pipe_release(GrpcPipe *p, PipeCall *c) {
+    if (c->req_cap > PIPE_BIG_BUF) {
+        free(c->req);
+        c->req = NULL;
+        c->req_cap = 0;
+    }
+    if (c->resp_cap > PIPE_BIG_BUF) {
+        free(c->resp);
+        c->resp = NULL;
+        c->resp_cap = 0;
+    }
+    c->state = PIPE_FREE;
+    c->next = p->free_head;
+    p->free_head = (int)(c - p->calls);
+}
+
+int grpc_pipe_send(GrpcPipe *p, const ProtobufCMessage *m, uint64_t tag) {
+    if (p->failed) return err_set(p->fail_rc, "%s", p->fail_msg);
+    if (nghttp2_session_get_next_stream_id(p->s) > PIPE_LAST_STREAM_ID) {
+        /* stream ids are running out: let the calls in flight finish, then a new connection */
+        int frc = grpc_pipe_flush(p);
+        if (frc) return frc;
+        while (p->in_flight && !p->failed) {
+            int rc = pipe_io(p, -1);
+            if (rc) return rc;
+        }
+        if (p->failed) return err_set(p->fail_rc, "%s", p->fail_msg);
+        pipe_disconnect(p);
+        int rc = pipe_connect(p, NULL);
+        if (rc) return p->failed ? rc : pipe_fail(p, rc, "reconnect: %s", err_msg());
+    }
+    size_t n = protobuf_c_message_get_packed_size(m);
+    if (n > GRPC_MAX_FRAME)
+        return err_set(ERR_INVALID, "etcd %.*s %s: request of %zu bytes is too big", CALL_NAME(p),
+                       n);
+    int i = pipe_slot(p);
+    if (i < 0) return err_set(ERR_NOMEM, "etcd %.*s %s: out of memory", CALL_NAME(p));
+    PipeCall *c = &p->calls[i];
+    if (c->req_cap < n + 5) {
+        uint8_t *q = realloc(c->req, n + 5);
+        if (!q) {
+            c->next = p->free_head;
+            p->free_head = i;
+            return err_set(ERR_NOMEM, "etcd %.*s %s: out of memory", CALL_NAME(p));
+        }
+        c->req = q;
+        c->req_cap = n + 5;
+    }
+    c->req[0] = 0;
+    c->req[1] = (uint8_t)(n >> 24);
+    c->req[2] = (uint8_t)(n >> 16);
+    c->req[3] = (uint8_t)(n >> 8);
+    c->req[4] = (uint8_t)n;
+    protobuf_c_message_pack(m, c->req + 5);
+    c->req_len = n + 5;
+    c->req_off = 0;
+    c->tag = tag;
+    c->resp_len = 0;
+    c->http_status = 0;
+    c->grpc_status = -1;
+    c->proto_rc = 0;
+    c->reset_code = 0;
+    c->fail_rc = 0;
+    c->message[0] = 0;
+    nghttp2_data_provider prd;
+    prd.source.ptr = (void *)(intptr_t)(i + 1);
+    prd.read_callback = pipe_read_req;
+    int32_t sid =
+        nghttp2_submit_request(p->s, NULL, p->nv, p->nnv, &prd, (void *)(intptr_t)(i + 1));
+    if (sid < 0) {
+        c->next = p->free_head;
+        p->free_head = i;
+        return pipe_fail(p, sid == NGHTTP2_ERR_NOMEM ? ERR_NOMEM : ERR_ETCD, "HTTP/2: %s",
+                         nghttp2_strerror(sid));
+    }
+    c->stream_id = sid;
+    c->state = PIPE_FLIGHT;
+    if (p->in_flight++ == 0) p->last_rx_ms = pipe_now_us() / 1000;
+    p->unflushed += c->req_len;
+    /* bound what waits in nghttp2 when the caller sends a lot without flushing */
+    return p->unflushed > PIPE_OUT_HIGH ? grpc_pipe_flush(p) : 0;
+}
+
+int grpc_pipe_flush(GrpcPipe *p) {
+    p->unflushed = 0;
+    return pipe_flush(p);
+}
+
+/* The outcome of a finished call, as call_finish. */
+static int pipe_result(GrpcPipe *p, PipeCall *c, GrpcResult *res) {
+    memset(res, 0, sizeof *res);
+    res->status = c->grpc_status;
+    if (c->fail_rc) {
+        snprintf(res->message, sizeof res->message, "%s", c->message);
+        res->transport_error = 1;
+        return err_set(c->fail_rc, "etcd %.*s %s: %s", CALL_NAME(p), c->message);
+    }
+    if (c->proto_rc) {
+        snprintf(res->message, sizeof res->message, "%s", c->message);
+        return err_set(c->proto_rc, "etcd %.*s %s: %s", CALL_NAME(p), c->message);
+    }
+    if (c->grpc_status > 0) {
+        snprintf(res->message, sizeof res->message, "%s", c->message);
+        return err_set(ERR_ETCD, "etcd %.*s %s: grpc-status %d: %s", CALL_NAME(p), c->grpc_status,
+                       c->message[0] ? c->message : "(no message)");
+    }
+    const char *what = NULL;
+    char buf[128];
+    if (c->grpc_status < 0 && c->reset_code) {
+        snprintf(buf, sizeof buf, "stream reset (HTTP/2 %s)",
+                 nghttp2_http2_strerror(c->reset_code));
+        what = buf;
+    } else if (c->grpc_status < 0 && c->http_status != 200) {
+        snprintf(buf, sizeof buf, "HTTP status %ld (not a gRPC server?)", c->http_status);
+        what = buf;
+    } else if (c->grpc_status < 0) {
+        what = "reply ended without grpc-status";
+    }
+    if (what) {
+        snprintf(res->message, sizeof res->message, "%s", what);
+        res->transport_error = 1;
+        return err_set(ERR_ETCD, "etcd %.*s %s: %s", CALL_NAME(p), what);
+    }
+    if (c->resp_len < 5 || c->resp_len != 5 + (size_t)be32(c->resp + 1)) {
+        snprintf(res->message, sizeof res->message, "no complete reply message");
+        return err_set(ERR_CORRUPT, "etcd %.*s %s: grpc-status 0 but no complete reply message",
+                       CALL_NAME(p));
+    }
+    return 0;
+}
+
+int grpc_pipe_wait(GrpcPipe *p, int64_t timeout_us, size_t max_done, GrpcPipeDoneFn on_done,
+                   void *ctx, size_t *n_done) {
+    size_t delivered = 0;
+    int rc = 0, polled = 0;
+    if (p->unflushed && !p->failed) {
+        rc = grpc_pipe_flush(p);
+        if (rc && !p->failed) goto done;
+        rc = 0;
+    }
+    int64_t deadline = timeout_us > 0 ? pipe_now_us() + timeout_us : 0;
+    for (;;) {
+        while (p->done_head >= 0 && delivered < max_done) {
+            PipeCall *c = &p->calls[p->done_head];
+            p->done_head = c->next;
+            if (p->done_head < 0) p->done_tail = -1;
+            p->queued--;
+            GrpcResult res;
+            int crc = pipe_result(p, c, &res);
+            const uint8_t *msg = crc == 0 ? c->resp + 5 : NULL;
+            size_t len = crc == 0 ? c->resp_len - 5 : 0;
+            rc = on_done(ctx, c->tag, crc, &res, msg, len);
+            delivered++;
+            pipe_release(p, c);
+            if (rc) goto done;
+        }
+        if (delivered || max_done == 0 || p->in_flight == 0) break;
+        int64_t wait_us = -1;
+        if (timeout_us == 0) {
+            if (polled) break;
+            wait_us = 0;
+        } else if (timeout_us > 0) {
+            wait_us = deadline - pipe_now_us();
+            if (wait_us <= 0) {
+                if (polled) break;
+                wait_us = 0;
+            }
+        }
+        polled = 1;
+        rc = pipe_io(p, wait_us);
+        /* a pipe failure finishes the calls in flight: they are delivered with its error */
+        if (rc && !p->failed) goto done;
+        rc = 0;
+    }
+done:
+    if (n_done) *n_done = delivered;
+    return rc;
+}
+
+size_t grpc_pipe_pending(const GrpcPipe *p) {
+    return p->in_flight + p->queued;
+}
+
+void grpc_pipe_close(GrpcPipe *p) {
+    if (!p) return;
+    pipe_disconnect(p);
+    for (size_t i = 0; i < p->n_calls; i++) {
+        if (p->calls[i].req) explicit_bzero(p->calls[i].req, p->calls[i].req_cap);
+        free(p->calls[i].req);
+        free(p->calls[i].resp);
+    }
+    free(p->calls);
+    if (p->token) {
+        explicit_bzero(p->token, strlen(p->token));
+        free(p->token);
+    }
+    if (p->out) explicit_bzero(p->out, p->out_cap);
+    free(p->out);
+    free(p->in);
+    free(p);
 }
