@@ -25,6 +25,12 @@ int fullsnap_store_stream(Store *store, const char *snap_name, CompressKind comp
     IoWriter *counter = NULL, *comp = NULL;
     uint64_t *count = NULL;
     int rc = store_open_write(store, snap_name, &sw);
+    if (rc == ERR_EXISTS) {
+        /* the name fixes kind, revisions and the second: an object already stored under it
+         * holds the same revisions (e.g. two full snapshots requested in one second) */
+        if (stored_bytes) *stored_bytes = 0;
+        return 0;
+    }
     if (rc) return rc;
     counter = io_counter_new(store_writer_io(sw), &count);
     comp = counter ? compress_writer_new(compression, counter) : NULL;

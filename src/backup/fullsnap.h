@@ -26,7 +26,9 @@ int fullsnap_take(EtcdClient *c, Store *store, const char *temp_dir, CompressKin
                   int is_final, FullSnapshotResult *out);
 
 /* Copies src (borrowed, uncompressed payload) through the compressor into a new store object
- * snap_name; commits only if every byte was written. *stored_bytes may be NULL. */
+ * snap_name; commits only if every byte was written. *stored_bytes may be NULL. An object that
+ * already exists under snap_name counts as stored (*stored_bytes = 0): a name fixes kind,
+ * revisions and creation second, so it holds the same revisions. */
 int fullsnap_store_stream(Store *store, const char *snap_name, CompressKind compression,
                           IoReader *src, uint64_t *stored_bytes);
 
