@@ -505,7 +505,7 @@ static int fetch_full(const RestoreConfig *cfg, const Snapshot *snap, const char
     if (rc) goto done;
     uint64_t total = *count;
     if (total == 0) {
-        rc = err_set(ERR_CORRUPT, "%s: empty object", snap->key);
+        rc = err_set(ERR_CORRUPT, "empty object");
         goto done;
     }
     if (total % 512 == 32) {
@@ -515,9 +515,9 @@ static int fetch_full(const RestoreConfig *cfg, const Snapshot *snap, const char
         *db_len = total;
     } else {
         rc = err_set(ERR_CORRUPT,
-                     "%s: %llu bytes: snapshot missing hash (size %% 512 != 32) but "
+                     "%llu bytes: snapshot missing hash (size %% 512 != 32) but "
                      "--skip-hash-check=false",
-                     snap->key, (unsigned long long)total);
+                     (unsigned long long)total);
         goto done;
     }
     /* no fsync: etcd's restore reads it at once; the data dir is fsynced before the rename */
@@ -585,8 +585,11 @@ int restorer_run(const RestoreConfig *cfg, RestoreResult *out) {
     ptrdiff_t full_i;
     snapname_latest_set(list, n_list, &full_i, delta_idx, &n_deltas);
     if (full_i < 0) {
-        rc = err_set(ERR_NOT_FOUND, "no full snapshot in store %s (%zu delta snapshots found)",
-                     store_describe(cfg->store), n_deltas);
+        rc = err_set(ERR_NOT_FOUND,
+                     "no full snapshot in store %s (%zu snapshot objects, %zu of them deltas; "
+                     "snapshots are looked for under <container>/<store-prefix>/v2/ and v1/: check "
+                     "--store-container and --store-prefix)",
+                     store_describe(cfg->store), n_list, n_deltas);
         goto done;
     }
     const Snapshot *full = &list[full_i];
