@@ -3,10 +3,7 @@
 #   bench/validate_1gib.sh [DB_MB]        default 1024
 # Loads a real etcd (4 KiB values, build/etcd_loadgen), stops it with SIGTERM, then times
 # validate_data_dir in full and sanity mode, with and without a store to compare revisions with,
-# through bench/validate_main.c, which this script compiles against the core library:
-#   gcc -std=c17 -O2 -D_GNU_SOURCE -Isrc bench/validate_main.c build/libetcdbr_core.a \
-#       $(pkg-config --libs libcurl libprotobuf-c openssl zlib libzstd jansson libmicrohttpd \
-#       yaml-0.1) -lpthread -lm -o build/validate_main
+# through bench/validate_main.c (built by CMake as build/validate_main).
 # Needs ./scripts/build.sh first (or BUILD_DIR=...), etcd and etcdctl on PATH, GNU time.
 # Figures are with a warm page cache (the data was just written); each run is done twice.
 # COLD=1 adds one run of each mode after dropping the page cache (root; affects the machine).
@@ -17,14 +14,10 @@ BUILD_DIR=${BUILD_DIR:-build}
 LOADGEN=$BUILD_DIR/etcd_loadgen
 MAIN=$BUILD_DIR/validate_main
 command -v /usr/bin/time >/dev/null || apt-get install -y time >/dev/null
-[ -f "$BUILD_DIR/libetcdbr_core.a" ] && [ -x "$LOADGEN" ] || {
+[ -x "$MAIN" ] && [ -x "$LOADGEN" ] || {
     echo "build first: ./scripts/build.sh" >&2
     exit 2
 }
-# shellcheck disable=SC2046
-gcc -std=c17 -O2 -D_GNU_SOURCE -Isrc bench/validate_main.c "$BUILD_DIR/libetcdbr_core.a" \
-    $(pkg-config --libs libcurl libprotobuf-c openssl zlib libzstd jansson libmicrohttpd yaml-0.1) \
-    -lpthread -lm -o "$MAIN"
 
 export ETCDCTL_API=3
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/etcdbr-validate-bench.XXXXXX")
