@@ -402,6 +402,7 @@ static int server_main(const Opts *o, char **etcd_argv) {
     int code = server_setup(o, &sv.setup);
     if (code != EXIT_OK) return code;
     etcdbr_metrics_init();
+    server_register_age_metrics();
     HttpServer *http = NULL;
     const char *cert = opt_str(o, "server-cert"), *key = opt_str(o, "server-key");
     if (http_server_start(NULL, (int)opt_int(o, "server-port"), *cert ? cert : NULL,

@@ -7,6 +7,9 @@
 #include "../server/metrics.h"
 
 #include <errno.h>
+#include <math.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -195,6 +198,25 @@ void server_teardown(ServerSetup *s) {
 
 static const char *const TRUE_FALSE[2] = {"false", "true"};
 
+/* Unix seconds of the last stored full / delta snapshot, for the age gauges. */
+static _Atomic int64_t last_ok_s[2];
+
+static double snapshot_age(void *arg) {
+    int64_t t = last_ok_s[(intptr_t)arg];
+    return t ? (double)(now_unix_s() - t) : NAN;
+}
+
+void server_register_age_metrics(void) {
+    static int done;
+    if (done++) return;
+    metrics_register_func(metrics_default(), METRIC_GAUGE, "etcdbr_full_snapshot_age_seconds",
+                          "Seconds since the last successful full snapshot (NaN: none yet).",
+                          snapshot_age, (void *)(intptr_t)0, NULL);
+    metrics_register_func(metrics_default(), METRIC_GAUGE, "etcdbr_delta_snapshot_age_seconds",
+                          "Seconds since the last successful delta snapshot (NaN: none yet).",
+                          snapshot_age, (void *)(intptr_t)1, NULL);
+}
+
 void server_on_snapshotter_event(void *ctx, const SnapshotterEvent *ev) {
     (void)ctx;
     const char *kind = ev->kind == SNAP_EVENT_FULL ? "Full" : "Incr";
@@ -204,6 +226,7 @@ void server_on_snapshotter_event(void *ctx, const SnapshotterEvent *ev) {
         const char *lv[] = {kind, TRUE_FALSE[ev->ok != 0]};
         metrics_histogram_observe(etcdbr_metric(ETCDBR_M_SNAPSHOT_DURATION_SECONDS), lv,
                                   ev->seconds);
+        if (ev->ok) last_ok_s[ev->kind == SNAP_EVENT_DELTA] = now_unix_s();
         if (ev->ok)
             etcdbr_metrics_snapshot_saved(ev->kind == SNAP_EVENT_DELTA, ev->start_revision,
                                           ev->revision, ev->created_on);

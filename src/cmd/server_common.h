@@ -34,6 +34,10 @@ void server_teardown(ServerSetup *s);
 
 /* Snapshotter observer: updates metrics (snapshot_duration, latest revision, failures...). */
 void server_on_snapshotter_event(void *ctx, const SnapshotterEvent *ev);
+/* Registers etcdbr_full_snapshot_age_seconds and etcdbr_delta_snapshot_age_seconds (gauges,
+ * seconds since the last successful snapshot of this process, NaN before the first). */
+void server_register_age_metrics(void);
+
 /* Records an initialization's validation and restoration in metrics. */
 void server_observe_init(const InitResult *res, int ok, double seconds);
 

@@ -66,6 +66,7 @@ for m in etcdbr_snapshot_duration_seconds_bucket etcdbr_snapshot_latest_revision
     grep -q "^$m" "$WORK/body" || fail "metric $m missing"
 done
 grep -q "^etcdbr_snapshot_latest_revision{kind=\"Incr\"} $((full_rev + 5))" "$WORK/body" || fail "latest Incr revision metric"
+grep -qE '^etcdbr_full_snapshot_age_seconds [0-9]' "$WORK/body" || fail "full snapshot age metric"
 
 # writes after the final full, then the data dir is lost while etcd is down
 for i in $(seq 1 20); do ectl put "/registry/c/$i" "v$i" >/dev/null; done
@@ -128,3 +129,17 @@ grep -qiE "corrupt" "$WORK/server.log" || fail "corruption not reported"
 truncate -s $(($(stat -c %s "$db") / 2)) "$db"
 init_and_check "truncated db"
 kill -0 "$SERVER_PID" || fail "server died"
+
+# HTTPS: --server-cert/--server-key, verified by a client that trusts our test CA
+openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj "/CN=etcdbr-test" \
+    -addext "subjectAltName=IP:127.0.0.1" -keyout "$WORK/tls.key" -out "$WORK/tls.crt" 2>/dev/null
+TPORT=$(free_port)
+"$ETCDBR_BIN" server --endpoints="http://127.0.0.1:$(free_port)" --server-port="$TPORT" \
+    --server-cert="$WORK/tls.crt" --server-key="$WORK/tls.key" >"$WORK/server-tls.log" 2>&1 &
+PIDS+=("$!")
+wait_for_log "$WORK/server-tls.log" "serving HTTPS"
+curl -s --cacert "$WORK/tls.crt" -D "$WORK/tls.headers" -o "$WORK/body" "https://127.0.0.1:$TPORT/healthz" || fail "HTTPS request failed"
+grep -qi "^strict-transport-security: max-age=31536000" "$WORK/tls.headers" || fail "no HSTS header over HTTPS"
+[ "$(cat "$WORK/body")" = '{"health":false}' ] || fail "healthz over HTTPS: $(cat "$WORK/body")"
+curl -s -o /dev/null "http://127.0.0.1:$TPORT/healthz" && fail "plain HTTP answered on the HTTPS port"
+echo "HTTPS: served with HSTS, verified against the test CA"
