@@ -1,6 +1,7 @@
 /* server_common: see server_common.h. */
 #include "server_common.h"
 #include "cmd.h"
+#include "etcd_config.h"
 #include "../common/err.h"
 #include "../common/log.h"
 #include "../common/timeutil.h"
@@ -178,6 +179,7 @@ int server_setup(const Opts *o, ServerSetup *s) {
     s->snap.resume = 1;
     s->restore.store = s->store;
     s->leader_timeout_ms = opt_duration_ms(o, "etcd-connection-timeout-leader-election");
+    s->service_endpoints = opt_list(o, "service-endpoints", &s->service_endpoints_n);
     if (s->leader_timeout_ms <= 1000) {
         log_error("--etcd-connection-timeout-leader-election must be > 1s");
         server_teardown(s);
@@ -337,18 +339,48 @@ int server_parse_go_bool(const char *s, int *out) {
 }
 
 int server_etcd_config(const ServerSetup *s, char **text) {
-    (void)s;
     const char *path = getenv("ETCD_CONF");
     if (!path || !*path) path = "/var/etcd/config/etcd.conf.yaml";
     FILE *f = fopen(path, "rb");
     if (!f)
         return err_set(ERR_NOT_FOUND, "etcd config file %s (ETCD_CONF): %s", path, strerror(errno));
-    char *buf = malloc(1 << 20);
-    size_t n = buf ? fread(buf, 1, (1 << 20) - 1, f) : 0;
+    char *buf = malloc((1 << 20) + 1);
+    size_t n = buf ? fread(buf, 1, (1 << 20) + 1, f) : 0;
     fclose(f);
     if (!buf) return err_set(ERR_NOMEM, "out of memory");
-    buf[n] = '\0';
-    *text = buf;
+    /* the member list decides which initial-cluster entries stay (no list: keep them all) */
+    EtcdMember *members = NULL;
+    size_t n_members = 0;
+    EtcdConfig ec = s->snap.etcd;
+    if (s->service_endpoints_n) {
+        ec.endpoints = s->service_endpoints;
+        ec.n_endpoints = s->service_endpoints_n;
+    }
+    ec.connection_timeout_ms = 5000;
+    EtcdClient *c = NULL;
+    if (etcd_client_new(&ec, &c) || etcd_member_list(c, &members, &n_members)) {
+        log_warn("/config: member list unavailable (%s): initial-cluster kept as written",
+                 err_msg());
+        free(members);
+        members = NULL;
+        n_members = 0;
+    }
+    etcd_client_free(c);
+    int rc = etcd_config_render(buf, n, getenv("POD_NAME"), members, n_members, text);
+    free(members);
+    free(buf);
+    if (rc) return err_wrap(rc, "%s", path);
+    /* as the Go tool: also written to $HOME/etcd.conf.yaml (0600) */
+    const char *home = getenv("HOME");
+    if (home && *home) {
+        char out[4096];
+        snprintf(out, sizeof out, "%s/etcd.conf.yaml", home);
+        FILE *w = fopen(out, "w");
+        if (w) {
+            fputs(*text, w);
+            fclose(w);
+        }
+    }
     return 0;
 }
 

@@ -19,6 +19,8 @@ typedef struct ServerSetup {
     RestoreConfig restore;     /* borrows from opts and this */
     char *peer_urls;           /* owned, comma-joined --initial-advertise-peer-urls */
     int64_t leader_timeout_ms; /* Status timeout of the leader check */
+    const char *const *service_endpoints; /* --service-endpoints (borrowed) */
+    size_t service_endpoints_n;
 } ServerSetup;
 
 /* Parts, each logging a clear error and returning an EXIT_* code. */

@@ -11,7 +11,18 @@ EP=$ETCD_EP
 for i in $(seq 1 50); do ectl put "/registry/a/$i" "v$i" >/dev/null; done
 PORT=$(free_port)
 H=http://127.0.0.1:$PORT
-"$ETCDBR_BIN" server --endpoints="$EP" --storage-provider=Local --store-container="$WORK/store" \
+cat >"$WORK/etcd.conf.yaml" <<YAML
+name: placeholder
+data-dir: $WORK/m1.etcd
+initial-advertise-peer-urls:
+  m1:
+  - http://127.0.0.1:2380
+advertise-client-urls:
+  m1: [$EP]
+initial-cluster: m1=http://127.0.0.1:2380
+YAML
+mkdir -p "$WORK/home"
+ETCD_CONF=$WORK/etcd.conf.yaml POD_NAME=m1 HOME=$WORK/home "$ETCDBR_BIN" server --endpoints="$EP" --storage-provider=Local --store-container="$WORK/store" \
     --snapstore-temp-directory="$WORK/snaptmp" --server-port="$PORT" \
     --data-dir="$WORK/m1.etcd" --name=m1 --initial-cluster="m1=http://127.0.0.1:2380" \
     --initial-advertise-peer-urls=http://127.0.0.1:2380 \
@@ -37,6 +48,14 @@ done
 expect 200 "$H/healthz"
 [ "$BODY" = '{"health":true}' ] || fail "healthz body $BODY"
 wait_for_log "$WORK/server.log" "full snapshot Full-"
+
+# /config: this member's name and URLs resolved from the etcd config file
+expect 200 "$H/config"
+echo "$BODY" | grep -qx 'name: "m1"' || fail "/config name: $BODY"
+echo "$BODY" | grep -qx 'initial-advertise-peer-urls: "http://127.0.0.1:2380"' || fail "/config peer urls: $BODY"
+echo "$BODY" | grep -qx "advertise-client-urls: \"$EP\"" || fail "/config client urls: $BODY"
+echo "$BODY" | grep -qx 'initial-cluster-state: new' || fail "/config state: $BODY"
+cmp -s <(echo "$BODY") "$WORK/home/etcd.conf.yaml" || fail "/config not written to \$HOME/etcd.conf.yaml"
 
 # routing: unknown path 404, wrong method 405
 expect 404 "$H/nope"

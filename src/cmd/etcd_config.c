@@ -1,0 +1,259 @@
+/* etcd_config: see etcd_config.h. The input is parsed with libyaml's document API; the output is
+ * written by hand: one "key: value" line per top-level key in input order, scalars in their
+ * input style (plain stays plain, anything else double-quoted), lists in flow style. */
+#include "etcd_config.h"
+#include "../common/err.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yaml.h>
+
+typedef struct {
+    char *buf;
+    size_t len, cap;
+    int oom;
+} Out;
+
+/* Output beyond this is refused: aliases can make a small file expand without bound. */
+#define OUT_MAX (4u << 20)
+
+static void put(Out *o, const char *s, size_t n) {
+    if (o->oom) return;
+    if (o->len + n > OUT_MAX) {
+        o->oom = 2;
+        return;
+    }
+    if (o->len + n + 1 > o->cap) {
+        size_t cap = (o->len + n + 1) * 2;
+        char *b = realloc(o->buf, cap);
+        if (!b) {
+            o->oom = 1;
+            return;
+        }
+        o->buf = b;
+        o->cap = cap;
+    }
+    memcpy(o->buf + o->len, s, n);
+    o->len += n;
+    o->buf[o->len] = '\0';
+}
+static void puts_(Out *o, const char *s) {
+    put(o, s, strlen(s));
+}
+
+/* A double-quoted YAML scalar (JSON escapes are valid YAML). */
+static void put_quoted(Out *o, const char *s, size_t n) {
+    put(o, "\"", 1);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        char esc[8];
+        if (c == '"' || c == '\\') {
+            esc[0] = '\\';
+            esc[1] = (char)c;
+            put(o, esc, 2);
+        } else if (c < 0x20) {
+            snprintf(esc, sizeof esc, "\\x%02x", c);
+            put(o, esc, 4);
+        } else {
+            put(o, (const char *)&s[i], 1);
+        }
+    }
+    put(o, "\"", 1);
+}
+
+static void put_scalar(Out *o, const yaml_node_t *n) {
+    const char *v = (const char *)n->data.scalar.value;
+    size_t len = n->data.scalar.length;
+    if (n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE && len > 0)
+        put(o, v, len);
+    else
+        put_quoted(o, v, len);
+}
+
+static void put_node(Out *o, yaml_document_t *d, yaml_node_t *n, int depth) {
+    if (o->oom) return; /* over the cap: stop walking (aliases can form cycles) */
+    if (!n || depth > 16) {
+        puts_(o, "null");
+        return;
+    }
+    if (n->type == YAML_SCALAR_NODE) {
+        put_scalar(o, n);
+    } else if (n->type == YAML_SEQUENCE_NODE) {
+        puts_(o, "[");
+        for (yaml_node_item_t *it = n->data.sequence.items.start; it < n->data.sequence.items.top;
+             it++) {
+            if (it != n->data.sequence.items.start) puts_(o, ", ");
+            put_node(o, d, yaml_document_get_node(d, *it), depth + 1);
+        }
+        puts_(o, "]");
+    } else {
+        puts_(o, "{");
+        for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top;
+             p++) {
+            if (p != n->data.mapping.pairs.start) puts_(o, ", ");
+            put_node(o, d, yaml_document_get_node(d, p->key), depth + 1);
+            puts_(o, ": ");
+            put_node(o, d, yaml_document_get_node(d, p->value), depth + 1);
+        }
+        puts_(o, "}");
+    }
+}
+
+static int scalar_is(const yaml_node_t *n, const char *s) {
+    return n && n->type == YAML_SCALAR_NODE && n->data.scalar.length == strlen(s) &&
+           memcmp(n->data.scalar.value, s, n->data.scalar.length) == 0;
+}
+
+static yaml_node_t *lookup(yaml_document_t *d, yaml_node_t *map, const char *key) {
+    if (!map || map->type != YAML_MAPPING_NODE) return NULL;
+    for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top; p++)
+        if (scalar_is(yaml_document_get_node(d, p->key), key))
+            return yaml_document_get_node(d, p->value);
+    return NULL;
+}
+
+/* A member's URLs from "key: {member: [urls]}" (or a plain value) as "a,b". */
+static void put_urls(Out *o, yaml_document_t *d, yaml_node_t *v, const char *member) {
+    if (v && v->type == YAML_MAPPING_NODE) v = lookup(d, v, member);
+    if (!v) {
+        puts_(o, "\"\"");
+        return;
+    }
+    if (v->type == YAML_SCALAR_NODE) {
+        put_scalar(o, v);
+        return;
+    }
+    Out joined = {0};
+    if (v->type == YAML_SEQUENCE_NODE) {
+        for (yaml_node_item_t *it = v->data.sequence.items.start; it < v->data.sequence.items.top;
+             it++) {
+            yaml_node_t *u = yaml_document_get_node(d, *it);
+            if (!u || u->type != YAML_SCALAR_NODE) continue;
+            if (joined.len) put(&joined, ",", 1);
+            put(&joined, (const char *)u->data.scalar.value, u->data.scalar.length);
+        }
+    }
+    put_quoted(o, joined.buf ? joined.buf : "", joined.len);
+    free(joined.buf);
+}
+
+static int is_member(const EtcdMember *m, size_t n, const char *name, size_t len) {
+    for (size_t i = 0; i < n; i++)
+        if (strlen(m[i].name) == len && memcmp(m[i].name, name, len) == 0) return 1;
+    return 0;
+}
+
+int etcd_config_render(const char *yaml, size_t len, const char *pod_name,
+                       const EtcdMember *members, size_t n, char **text) {
+    *text = NULL;
+    if (len > (1u << 20)) return err_set(ERR_INVALID, "etcd config file larger than 1 MiB");
+    yaml_parser_t parser;
+    yaml_document_t doc;
+    if (!yaml_parser_initialize(&parser)) return err_set(ERR_NOMEM, "out of memory");
+    yaml_parser_set_input_string(&parser, (const unsigned char *)yaml, len);
+    if (!yaml_parser_load(&parser, &doc)) {
+        int rc = err_set(ERR_INVALID, "etcd config file: %s at line %zu column %zu",
+                         parser.problem ? parser.problem : "invalid YAML",
+                         parser.problem_mark.line + 1, parser.problem_mark.column + 1);
+        yaml_parser_delete(&parser);
+        return rc;
+    }
+    yaml_parser_delete(&parser);
+    int rc = 0;
+    Out o = {0};
+    yaml_node_t *root = yaml_document_get_root_node(&doc);
+    if (!root || root->type != YAML_MAPPING_NODE) {
+        rc = err_set(ERR_INVALID, "etcd config file: not a YAML mapping");
+        goto done;
+    }
+    char member[512] = "";
+    yaml_node_t *prefix = lookup(&doc, root, "member-name-prefix");
+    yaml_node_t *file_name = lookup(&doc, root, "name");
+    if (pod_name && *pod_name) {
+        if (prefix && prefix->type == YAML_SCALAR_NODE && prefix->data.scalar.length)
+            snprintf(member, sizeof member, "%.*s-%s", (int)prefix->data.scalar.length,
+                     (const char *)prefix->data.scalar.value, pod_name);
+        else
+            snprintf(member, sizeof member, "%s", pod_name);
+    } else if (file_name && file_name->type == YAML_SCALAR_NODE) {
+        snprintf(member, sizeof member, "%.*s", (int)file_name->data.scalar.length,
+                 (const char *)file_name->data.scalar.value);
+    }
+    /* initial-cluster size decides the state (Go: single member -> new) */
+    yaml_node_t *ic = lookup(&doc, root, "initial-cluster");
+    size_t ic_entries = 0;
+    if (ic && ic->type == YAML_SCALAR_NODE && ic->data.scalar.length) {
+        ic_entries = 1;
+        for (size_t i = 0; i < ic->data.scalar.length; i++)
+            if (ic->data.scalar.value[i] == ',') ic_entries++;
+    }
+    int learner = 0;
+    for (size_t i = 0; members && i < n; i++)
+        learner |= members[i].is_learner;
+    const char *state = ic_entries <= 1 ? "new" : learner ? "existing" : "new";
+    int wrote_name = 0, wrote_state = 0;
+    for (yaml_node_pair_t *p = root->data.mapping.pairs.start; p < root->data.mapping.pairs.top;
+         p++) {
+        yaml_node_t *k = yaml_document_get_node(&doc, p->key);
+        yaml_node_t *v = yaml_document_get_node(&doc, p->value);
+        if (!k || k->type != YAML_SCALAR_NODE) continue;
+        put(&o, (const char *)k->data.scalar.value, k->data.scalar.length);
+        puts_(&o, ": ");
+        if (scalar_is(k, "name")) {
+            put_quoted(&o, member, strlen(member));
+            wrote_name = 1;
+        } else if (scalar_is(k, "initial-advertise-peer-urls") ||
+                   scalar_is(k, "advertise-client-urls")) {
+            put_urls(&o, &doc, v, member);
+        } else if (scalar_is(k, "initial-cluster-state")) {
+            puts_(&o, state);
+            wrote_state = 1;
+        } else if (scalar_is(k, "initial-cluster") && v && v->type == YAML_SCALAR_NODE && members &&
+                   n > 1) {
+            /* keep entries of current members and of this member */
+            Out kept = {0};
+            const char *s = (const char *)v->data.scalar.value;
+            size_t sl = v->data.scalar.length, i = 0;
+            while (i < sl) {
+                size_t j = i;
+                while (j < sl && s[j] != ',')
+                    j++;
+                const char *eq = memchr(s + i, '=', j - i);
+                size_t nl = eq ? (size_t)(eq - (s + i)) : j - i;
+                if (is_member(members, n, s + i, nl) ||
+                    (nl == strlen(member) && memcmp(s + i, member, nl) == 0)) {
+                    if (kept.len) put(&kept, ",", 1);
+                    put(&kept, s + i, j - i);
+                }
+                i = j + 1;
+            }
+            put_quoted(&o, kept.buf ? kept.buf : "", kept.len);
+            free(kept.buf);
+        } else {
+            put_node(&o, &doc, v, 0);
+        }
+        puts_(&o, "\n");
+    }
+    if (!wrote_name && member[0]) {
+        puts_(&o, "name: ");
+        put_quoted(&o, member, strlen(member));
+        puts_(&o, "\n");
+    }
+    if (!wrote_state) {
+        puts_(&o, "initial-cluster-state: ");
+        puts_(&o, state);
+        puts_(&o, "\n");
+    }
+    if (o.oom) {
+        rc = o.oom == 2 ? err_set(ERR_INVALID, "etcd config file expands beyond 4 MiB (aliases)")
+                        : err_set(ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    *text = o.buf ? o.buf : strdup("");
+    o.buf = NULL;
+done:
+    free(o.buf);
+    yaml_document_delete(&doc);
+    return rc;
+}

@@ -1,0 +1,23 @@
+/* etcd_config: the etcd config file the launcher gets from GET /config (seed-spec §2): the
+ * Gardener etcd.conf.yaml, with this member's name and URLs resolved. Keys "name",
+ * "initial-advertise-peer-urls", "advertise-client-urls" (maps of member name -> URL list in the
+ * input), "initial-cluster" and "initial-cluster-state" are rewritten; every other key is kept
+ * as written. */
+#ifndef ETCDBR_ETCD_CONFIG_H
+#define ETCDBR_ETCD_CONFIG_H
+
+#include "../etcd/etcd_client.h"
+
+#include <stddef.h>
+
+/* Renders the config from yaml (len bytes, borrowed; at most 1 MiB) for member pod_name (the
+ * member name is "<member-name-prefix>-<pod_name>" when the file has member-name-prefix; NULL
+ * pod_name keeps the file's "name"). members (n of them) is the cluster's member list, or NULL
+ * when it could not be read. Rules (Go tool): initial-cluster keeps only current members and this
+ * one when the cluster has more than one member; initial-cluster-state is "new" for a single-
+ * member initial cluster, else "existing" if a learner is present, else "new".
+ * *text is malloc'ed YAML. 0 or ERR_INVALID (not a YAML mapping, message with line) / ERR_NOMEM. */
+int etcd_config_render(const char *yaml, size_t len, const char *pod_name,
+                       const EtcdMember *members, size_t n, char **text);
+
+#endif
