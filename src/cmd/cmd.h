@@ -7,6 +7,8 @@
 
 #include "opts.h"
 
+#include <signal.h>
+
 enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2, EXIT_EXISTS = 3, EXIT_NO_SNAPSHOT = 4 };
 
 int cmd_snapshot(const Opts *o);
@@ -18,5 +20,9 @@ int cmd_run(const Opts *o, char **etcd_argv);
 
 /* Shared setup: logging from --log-level/--log-format. EXIT_OK or EXIT_USAGE. */
 int cmd_setup_logging(const Opts *o);
+
+/* SIGTERM/SIGINT set the returned flag (a clean stop: last delta, child etcd stopped); a second
+ * one exits at once with 1, as the Go tool does. SIGPIPE is ignored. */
+volatile sig_atomic_t *cmd_install_stop_signals(void);
 
 #endif

@@ -25,14 +25,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static volatile sig_atomic_t server_stop;
-
-static void on_signal(int sig) {
-    (void)sig;
-    if (server_stop) _exit(EXIT_FAIL);
-    server_stop = 1;
-}
-
 typedef enum { INIT_NEW, INIT_PROGRESS, INIT_SUCCESSFUL, INIT_FAILED } InitState;
 static const char *const init_state_names[] = {"New", "Progress", "Successful", "Failed"};
 
@@ -412,16 +404,11 @@ static int server_main(const Opts *o, char **etcd_argv) {
         return EXIT_FAIL;
     }
     log_info("serving HTTP%s on port %d", *cert ? "S" : "", http_server_port(http));
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGINT, &sa, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    volatile sig_atomic_t *stop = cmd_install_stop_signals();
     Child child = {.argv = etcd_argv};
     int64_t period = opt_duration_ms(o, "reelection-period");
     int64_t next_check = 0;
-    while (!server_stop) {
+    while (!*stop) {
         if (etcd_argv) supervise(&sv, &child);
         pthread_mutex_lock(&sv.mu);
         int initializing = sv.init_running;

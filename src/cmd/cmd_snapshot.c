@@ -11,16 +11,6 @@
 #include <string.h>
 #include <unistd.h>
 
-static volatile sig_atomic_t stop_requested;
-
-/* The first signal asks for a clean stop (last delta); a second one exits at once with 1,
- * as the Go tool does. */
-static void on_signal(int sig) {
-    (void)sig;
-    if (stop_requested) _exit(EXIT_FAIL);
-    stop_requested = 1;
-}
-
 int cmd_snapshot(const Opts *o) {
     Store *store = NULL;
     Snapshotter *snap = NULL;
@@ -37,13 +27,7 @@ int cmd_snapshot(const Opts *o) {
         code = EXIT_FAIL;
         goto done;
     }
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGINT, &sa, NULL);
-    signal(SIGPIPE, SIG_IGN);
-    if (snapshotter_run(snap, &stop_requested, 1)) {
+    if (snapshotter_run(snap, cmd_install_stop_signals(), 1)) {
         log_error("snapshotter: %s", err_msg());
         code = EXIT_FAIL;
         goto done;

@@ -3,8 +3,10 @@
 #include "../common/err.h"
 #include "../common/log.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 int cmd_setup_logging(const Opts *o) {
     LogLevel lvl;
@@ -19,4 +21,22 @@ int cmd_setup_logging(const Opts *o) {
     }
     log_setup(lvl, strcmp(fmt, "json") == 0);
     return EXIT_OK;
+}
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_stop_signal(int sig) {
+    (void)sig;
+    if (stop_requested) _exit(EXIT_FAIL);
+    stop_requested = 1;
+}
+
+volatile sig_atomic_t *cmd_install_stop_signals(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop_signal;
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    return &stop_requested;
 }

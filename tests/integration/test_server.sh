@@ -99,15 +99,19 @@ rm -rf "$WORK/m1.etcd"
 
 expect 200 "$H/initialization/status"
 [ "$BODY" = New ] || fail "status before start: $BODY"
+# wait_init: polls /initialization/status until it leaves Progress; BODY = the terminal state
+wait_init() {
+    for i in $(seq 1 150); do
+        expect 200 "$H/initialization/status"
+        [ "$BODY" = Progress ] || return 0
+        sleep 0.2
+    done
+}
 expect 200 "$H/initialization/start?mode=full"
 expect 200 "$H/initialization/start?mode=full" # while in progress: nothing
 expect 200 "$H/initialization/status"
 [ "$BODY" = Progress ] || [ "$BODY" = Successful ] || fail "status after start: $BODY"
-for i in $(seq 1 150); do
-    expect 200 "$H/initialization/status"
-    [ "$BODY" = Progress ] || break
-    sleep 0.2
-done
+[ "$BODY" = Successful ] || wait_init
 [ "$BODY" = Successful ] || { tail "$WORK/server.log"; fail "initialization ended $BODY"; }
 expect 200 "$H/initialization/status"
 [ "$BODY" = New ] || fail "a terminal state read once must go back to New, got $BODY"
@@ -121,11 +125,7 @@ stop_pid "$ETCD_PID"
 # corrupt db: bytes flipped inside a page, then a truncated db
 init_and_check() { # label
     expect 200 "$H/initialization/start?mode=full"
-    for i in $(seq 1 150); do
-        expect 200 "$H/initialization/status"
-        [ "$BODY" = Progress ] || break
-        sleep 0.2
-    done
+    wait_init
     [ "$BODY" = Successful ] || { tail "$WORK/server.log"; fail "$1: initialization ended $BODY"; }
     start_etcd m1 "$WORK/m1.etcd"
     dump_keys "$ETCD_EP" | cmp - "$WORK/src.jsonl" || fail "$1: keyspace differs"
