@@ -5,7 +5,7 @@ PKGS=(
     build-essential cmake pkg-config clang clang-format
     libcurl4-openssl-dev libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler
     libssl-dev zlib1g-dev libzstd-dev libjansson-dev libcmocka-dev libmicrohttpd-dev libyaml-dev
-    etcd-server etcd-client jq curl python3 ca-certificates
+    etcd-server etcd-client jq curl python3 ca-certificates openssl procps
 )
 missing=()
 for p in "${PKGS[@]}"; do
