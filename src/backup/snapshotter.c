@@ -16,8 +16,12 @@
 #include <string.h>
 #include <unistd.h>
 
+/* A request from another thread. Requesters are serialized by req_mu; ids tie a result to the
+ * request that asked for it, so a requester that timed out never takes another's result. */
 typedef struct {
-    int pending, done, running;
+    uint64_t next_id;   /* last id handed out */
+    uint64_t posted_id; /* waiting to be picked up by the loop, 0 = none */
+    uint64_t done_id;   /* last id finished */
     SnapshotRequestKind kind;
     int rc, none;
     Snapshot result;
@@ -35,10 +39,12 @@ struct Snapshotter {
     int64_t next_full_s;   /* Unix seconds of the next scheduled full */
     int64_t next_delta_ms; /* monotonic deadline of the next delta */
     int64_t next_gc_ms;    /* monotonic time of the next garbage collection */
+    int failing;           /* an attempt failed and no snapshot has been stored since */
     int64_t next_defrag_s; /* Unix seconds of the next defragmentation, 0 = none */
     Snapshot last_stored;  /* the most recent stored snapshot (for requests) */
 
-    pthread_mutex_t mu; /* guards req and status */
+    pthread_mutex_t req_mu; /* one requester at a time */
+    pthread_mutex_t mu;     /* guards req and status */
     pthread_cond_t cv;
     Request req;
     SnapshotterStatus status;
@@ -52,6 +58,7 @@ int snapshotter_new(const SnapshotterConfig *cfg, Snapshotter **out) {
     if (s->cfg.backoff_max_ms <= 0) s->cfg.backoff_max_ms = 128000;
     if (s->cfg.stop_drain_ms <= 0) s->cfg.stop_drain_ms = 5000;
     pthread_mutex_init(&s->mu, NULL);
+    pthread_mutex_init(&s->req_mu, NULL);
     pthread_cond_init(&s->cv, NULL);
     int rc = fs_mkdir_p(cfg->temp_dir, 0700); /* as the Go tool: created if missing */
     if (!rc) rc = etcd_client_new(&cfg->etcd, &s->client);
@@ -70,6 +77,7 @@ void snapshotter_free(Snapshotter *s) {
     delta_writer_free(s->spool);
     etcd_client_free(s->client);
     pthread_mutex_destroy(&s->mu);
+    pthread_mutex_destroy(&s->req_mu);
     pthread_cond_destroy(&s->cv);
     free(s);
 }
@@ -102,16 +110,28 @@ static void schedule_next_full(Snapshotter *s) {
 static int open_watch(Snapshotter *s) {
     etcd_watch_close(s->watch);
     s->watch = NULL;
+    /* the watch starts again at prev_rev + 1: whatever the spool holds is collected again */
+    int rc = delta_writer_reset(s->spool);
+    if (rc) return rc;
     if (!deltas_enabled(s)) return 0;
     static const uint8_t all_from[1] = {0};
-    int rc = etcd_watch_open(s->client, all_from, 1, all_from, 1, s->prev_rev + 1, 1, &s->watch);
+    rc = etcd_watch_open(s->client, all_from, 1, all_from, 1, s->prev_rev + 1, 1, &s->watch);
     if (rc) return err_wrap(rc, "watch from revision %lld", (long long)(s->prev_rev + 1));
     s->next_expected = s->prev_rev + 1;
     s->next_delta_ms = now_mono_ms() + s->cfg.delta_period_ms;
     return 0;
 }
 
+/* A snapshot was stored (or the watch is healthy with nothing pending): not failing any more. */
+static void clear_failing(Snapshotter *s) {
+    if (!s->failing) return;
+    s->failing = 0;
+    log_info("recovered: snapshots resume from revision %lld", (long long)s->prev_rev);
+    set_error(s, NULL);
+}
+
 static void note_stored(Snapshotter *s, const char *name, int full) {
+    clear_failing(s);
     Snapshot snap;
     if (store_snapshot_for_name(s->cfg.store, name, &snap) == 0) s->last_stored = snap;
     pthread_mutex_lock(&s->mu);
@@ -161,7 +181,10 @@ static int take_delta(Snapshotter *s, int *stored_out) {
     s->next_delta_ms = now_mono_ms() + s->cfg.delta_period_ms;
     if (stored_out) *stored_out = 0;
     size_t n = delta_writer_events(s->spool);
-    if (n == 0) return 0;
+    if (n == 0) {
+        if (s->watch) clear_failing(s); /* caught up, nothing pending */
+        return 0;
+    }
     int64_t t0 = now_mono_ms();
     int64_t last = delta_writer_last_revision(s->spool);
     char name[256];
@@ -246,17 +269,20 @@ static int pump_watch(Snapshotter *s, int timeout_ms) {
     return 0;
 }
 
-/* Reads events up to the revision current now (bounded by timeout_ms). */
-static void drain_to_current(Snapshotter *s, int64_t timeout_ms) {
+/* Reads events up to the revision current now (bounded by timeout_ms). Returns the watch's
+ * error (ERR_COMPACTED, ERR_GAP...) or 0; not reaching the revision in time is not an error. */
+static int drain_to_current(Snapshotter *s, int64_t timeout_ms) {
     int64_t target = 0;
-    if (!s->watch || etcd_get_revision(s->client, &target) != 0) return;
+    if (!s->watch || etcd_get_revision(s->client, &target) != 0) return 0;
     int64_t deadline = now_mono_ms() + timeout_ms;
     while (s->watch && s->next_expected <= target && now_mono_ms() < deadline) {
-        if (pump_watch(s, 200)) {
+        int rc = pump_watch(s, 200);
+        if (rc) {
             log_warn("draining the watch: %s", err_msg());
-            break;
+            return rc;
         }
     }
+    return 0;
 }
 
 /* Defragments every member, followers first and the leader last (seed-spec §10.1), then takes
@@ -351,13 +377,11 @@ static int start(Snapshotter *s) {
 /* Serves a pending request from another thread, if any. */
 static void serve_request(Snapshotter *s) {
     pthread_mutex_lock(&s->mu);
-    if (!s->req.pending || s->req.running) {
-        pthread_mutex_unlock(&s->mu);
-        return;
-    }
-    s->req.running = 1;
+    uint64_t id = s->req.posted_id;
     SnapshotRequestKind kind = s->req.kind;
+    s->req.posted_id = 0;
     pthread_mutex_unlock(&s->mu);
+    if (!id) return;
 
     int rc = 0, none = 0, stored = 0;
     if (kind == SNAP_REQ_DELTA) {
@@ -381,9 +405,7 @@ static void serve_request(Snapshotter *s) {
     s->req.none = none;
     s->req.result = s->last_stored;
     snprintf(s->req.error, sizeof s->req.error, "%s", rc ? err_msg() : "");
-    s->req.done = 1;
-    s->req.pending = 0;
-    s->req.running = 0;
+    s->req.done_id = id;
     pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->mu);
 }
@@ -392,40 +414,48 @@ int snapshotter_request(Snapshotter *s, SnapshotRequestKind kind, int64_t timeou
                         int *none) {
     if (kind == SNAP_REQ_DELTA && !deltas_enabled(s))
         return err_set(ERR_UNSUPPORTED, "delta snapshots are disabled (--delta-snapshot-period)");
-    pthread_mutex_lock(&s->mu);
-    if (!s->status.active) {
-        pthread_mutex_unlock(&s->mu);
-        return err_set(ERR_CANCELED, "snapshotter is not active");
-    }
     struct timespec until;
     clock_gettime(CLOCK_REALTIME, &until);
     until.tv_sec += timeout_ms / 1000;
     until.tv_nsec += (timeout_ms % 1000) * 1000000;
     if (until.tv_nsec >= 1000000000) until.tv_sec++, until.tv_nsec -= 1000000000;
-    while (s->req.pending) { /* one request at a time */
+    if (pthread_mutex_timedlock(&s->req_mu, &until))
+        return err_set(ERR_TIMEOUT, "other snapshot requests did not finish within %lld ms",
+                       (long long)timeout_ms);
+    pthread_mutex_lock(&s->mu);
+    int rc = 0;
+    if (!s->status.active) {
+        rc = err_set(ERR_CANCELED, "snapshotter is not active");
+        goto done;
+    }
+    uint64_t id = ++s->req.next_id;
+    s->req.posted_id = id;
+    s->req.kind = kind;
+    while (s->req.done_id != id) {
+        if (!s->status.active) {
+            rc = err_set(ERR_CANCELED, "snapshotter stopped");
+            break;
+        }
         if (pthread_cond_timedwait(&s->cv, &s->mu, &until)) {
-            pthread_mutex_unlock(&s->mu);
-            return err_set(ERR_TIMEOUT, "another snapshot request is in progress");
+            rc =
+                err_set(ERR_TIMEOUT, "snapshot not finished within %lld ms", (long long)timeout_ms);
+            break;
         }
     }
-    s->req = (Request){.pending = 1, .kind = kind};
-    while (!s->req.done) {
-        if (pthread_cond_timedwait(&s->cv, &s->mu, &until)) {
-            pthread_mutex_unlock(&s->mu);
-            return err_set(ERR_TIMEOUT, "snapshot not finished within %lld ms",
-                           (long long)timeout_ms);
-        }
+    if (rc) {
+        if (s->req.posted_id == id) s->req.posted_id = 0; /* withdraw: not started */
+        goto done;
     }
-    int rc = s->req.rc;
-    if (rc)
+    rc = s->req.rc;
+    if (rc) {
         err_set(rc, "%s", s->req.error);
-    else {
+    } else {
         if (out) *out = s->req.result;
         if (none) *none = s->req.none;
     }
-    s->req.done = 0;
-    pthread_cond_broadcast(&s->cv);
+done:
     pthread_mutex_unlock(&s->mu);
+    pthread_mutex_unlock(&s->req_mu);
     return rc;
 }
 
@@ -478,12 +508,7 @@ static void maybe_gc(Snapshotter *s, int failing) {
 static void set_active(Snapshotter *s, int active) {
     pthread_mutex_lock(&s->mu);
     s->status.active = active;
-    if (!active && s->req.pending && !s->req.running) { /* fail a waiting request */
-        s->req.rc = ERR_CANCELED;
-        snprintf(s->req.error, sizeof s->req.error, "snapshotter stopped");
-        s->req.done = 1;
-        s->req.pending = 0;
-    }
+    if (!active) s->req.posted_id = 0; /* waiters see !active and give up */
     pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->mu);
 }
@@ -492,7 +517,7 @@ int snapshotter_run(Snapshotter *s, volatile sig_atomic_t *stop, int fail_fast) 
     s->next_gc_ms = now_mono_ms() + s->cfg.gc_period_ms; /* first run after one period */
     if (s->cfg.defrag_schedule) s->next_defrag_s = cron_next(s->cfg.defrag_schedule, now_unix_s());
     int64_t backoff = s->cfg.backoff_initial_ms;
-    int64_t retry_at = 0; /* monotonic ms; 0 = not recovering from a failure */
+    int64_t retry_at = 0; /* monotonic ms; 0 = not waiting to retry */
     int started = 0;
     int rc = 0;
     while (!*stop) {
@@ -502,8 +527,10 @@ int snapshotter_run(Snapshotter *s, volatile sig_atomic_t *stop, int fail_fast) 
             continue;
         }
         int recovering = retry_at != 0;
+        retry_at = 0;
         if (started) {
-            maybe_gc(s, recovering);
+            /* GC deletes nothing until a snapshot is stored again after a failure */
+            maybe_gc(s, s->failing);
             serve_request(s);
             rc = step(s, recovering);
         } else {
@@ -523,21 +550,40 @@ int snapshotter_run(Snapshotter *s, volatile sig_atomic_t *stop, int fail_fast) 
         }
         if (rc) {
             log_error("%s; retrying in %.1fs", err_msg(), (double)backoff / 1000.0);
+            s->failing = 1;
             set_error(s, err_msg());
             etcd_watch_close(s->watch);
             s->watch = NULL;
             retry_at = now_mono_ms() + backoff;
             backoff = backoff * 2 > s->cfg.backoff_max_ms ? s->cfg.backoff_max_ms : backoff * 2;
-        } else if (recovering) {
-            log_info("recovered: snapshots resume from revision %lld", (long long)s->prev_rev);
-            set_error(s, NULL);
-            retry_at = 0;
+        } else if (!s->failing) {
             backoff = s->cfg.backoff_initial_ms;
         }
     }
     set_active(s, 0);
-    if (retry_at || !started) return 0;
-    drain_to_current(s, s->cfg.stop_drain_ms);
+    if (!started) return 0;
+    /* the last delta: events up to the revision current now, collected again if the watch had
+     * failed (a stop must not silently leave revisions unstored) */
+    if (!s->watch && !s->need_full && deltas_enabled(s)) {
+        rc = open_watch(s);
+        if (rc) {
+            log_error("last delta before stop: %s; revisions after %lld are not stored", err_msg(),
+                      (long long)s->prev_rev);
+            return rc;
+        }
+    }
+    if (s->need_full) {
+        log_error("stopping while a full snapshot is still needed: revisions after %lld are not "
+                  "stored",
+                  (long long)s->prev_rev);
+        return ERR_CANCELED;
+    }
+    rc = drain_to_current(s, s->cfg.stop_drain_ms);
+    if (rc == ERR_COMPACTED || rc == ERR_GAP) {
+        log_error("last delta before stop: %s; revisions after %lld are not stored", err_msg(),
+                  (long long)s->prev_rev);
+        return rc;
+    }
     rc = take_delta(s, NULL);
     if (rc) log_error("last delta before stop: %s", err_msg());
     return rc;

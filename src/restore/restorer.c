@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -567,6 +568,27 @@ int restorer_run(const RestoreConfig *cfg, RestoreResult *out) {
     memset(&replay, 0, sizeof replay);
     pthread_mutex_init(&pool.mu, NULL);
     pthread_cond_init(&pool.cv, NULL);
+    int lock_fd = -1;
+
+    /* One restore at a time per parent directory: two restores into one data dir would delete
+     * each other's <data-dir>.part (flock on the parent; released when the process ends). */
+    char *parent = fs_dirname(cfg->data_dir);
+    rc = parent ? fs_mkdir_p(parent, 0700) : err_set(ERR_NOMEM, "out of memory");
+    if (!rc) {
+        lock_fd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (lock_fd < 0)
+            rc = err_set(ERR_IO, "open %s: %s", parent, strerror(errno));
+        else if (flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
+            rc = err_set(ERR_EXISTS,
+                         "another restore into %s is running (it holds the lock on that "
+                         "directory); not starting a second one",
+                         parent);
+            close(lock_fd);
+            lock_fd = -1;
+        }
+    }
+    free(parent);
+    if (rc) goto done;
 
     rc = fs_dir_nonempty(cfg->data_dir);
     if (rc < 0) goto done;
@@ -803,9 +825,10 @@ int restorer_run(const RestoreConfig *cfg, RestoreResult *out) {
         rc = err_set(ERR_IO, "rename %s -> %s: %s", part, cfg->data_dir, strerror(errno));
         goto done;
     }
-    char *parent = fs_dirname(cfg->data_dir);
-    rc = parent ? fs_fsync_dir(parent) : err_set(ERR_NOMEM, "out of memory");
-    free(parent);
+    if (fsync(lock_fd) != 0) { /* lock_fd is the parent directory: makes the rename durable */
+        rc = err_set(ERR_IO, "fsync directory of %s: %s", cfg->data_dir, strerror(errno));
+        goto done;
+    }
     out->revision = final_rev;
 done:
     pthread_mutex_lock(&pool.mu);
@@ -822,13 +845,15 @@ done:
     replay_free(&replay);
     etcd_client_free(client);
     if (proc) etcd_proc_stop(proc);
-    if (rc && part) {
+    if (rc && part && lock_fd >= 0) {
         char msg[2048];
         snprintf(msg, sizeof msg, "%s", err_msg());
         fs_remove_tree(part);
         err_set(rc, "%s", msg);
     }
-    if (cfg->temp_dir && (rc == 0 || !getenv("ETCDBR_KEEP_TEMP"))) fs_remove_tree(cfg->temp_dir);
+    if (lock_fd >= 0 && cfg->temp_dir && (rc == 0 || !getenv("ETCDBR_KEEP_TEMP")))
+        fs_remove_tree(cfg->temp_dir);
+    if (lock_fd >= 0) close(lock_fd);
     free(threads);
     free(pool.readers);
     free(pool.rcs);

@@ -37,6 +37,27 @@ if pgrep -f "$WORK/restored.etcd.part" >/dev/null; then
 fi
 echo "interrupted: target absent, no temporary etcd left"
 
+# two restores into one data dir at once: the second is refused, the first is exact
+"$ETCDBR_BIN" restore --storage-provider=Local --store-container="$WORK/store" \
+    --data-dir="$WORK/restored.etcd" --name=restored \
+    --initial-cluster=restored=http://127.0.0.1:2380 \
+    --initial-advertise-peer-urls=http://127.0.0.1:2380 \
+    --restoration-temp-snapshots-dir="$WORK/restored.etcd.tmp" >"$WORK/restore-a.log" 2>&1 &
+APID=$!
+PIDS+=("$APID")
+wait_for_log "$WORK/restore-a.log" "restored into"
+rc=0
+restore_store "$WORK/store" "$WORK/restored.etcd" --restoration-temp-snapshots-dir="$WORK/tmp-b" \
+    >"$WORK/restore-b.log" 2>&1 || rc=$?
+[ "$rc" = 3 ] && grep -q "another restore" "$WORK/restore-b.log" || { cat "$WORK/restore-b.log"; fail "concurrent restore: exit $rc"; }
+wait "$APID" || fail "the first restore failed after a concurrent one was refused"
+start_etcd restored "$WORK/restored.etcd"
+[ "$(current_revision "$ETCD_EP")" = "$src_rev" ] || fail "revision differs after the concurrent attempt"
+dump_keys "$ETCD_EP" | cmp - "$WORK/src.jsonl" || fail "keyspace differs after the concurrent attempt"
+stop_pid "$ETCD_PID"
+rm -rf "$WORK/restored.etcd"
+echo "concurrent restore refused (exit 3); the running one is exact"
+
 restore_store "$WORK/store" "$WORK/restored.etcd" >"$WORK/restore2.log" 2>&1 || { cat "$WORK/restore2.log"; fail "rerun failed"; }
 [ ! -e "$WORK/restored.etcd.part" ] || fail "rerun left a .part dir"
 start_etcd restored "$WORK/restored.etcd"

@@ -75,6 +75,17 @@ expect 200 "$H/snapshot/delta"
 echo "$BODY" | jq -e ".kind == \"Incr\" and .startRevision == $((full_rev + 1)) and .lastRevision == $((full_rev + 5))" >/dev/null || fail "delta JSON: $BODY"
 expect 200 "$H/snapshot/latest"
 echo "$BODY" | jq -e ".fullSnapshot.lastRevision == $full_rev and (.deltaSnapshots | length) == 1 and .deltaSnapshots[0].lastRevision == $((full_rev + 5))" >/dev/null || fail "latest: $BODY"
+# concurrent requests each get their own snapshot, and the next one is not stuck behind them
+cpids=()
+for j in $(seq 1 8); do
+    curl -s -m 60 -o /dev/null -w '%{http_code}\n' "$H/snapshot/full" >>"$WORK/concurrent" &
+    cpids+=("$!")
+done
+wait "${cpids[@]}"
+[ "$(grep -c '^200$' "$WORK/concurrent")" = 8 ] || fail "concurrent /snapshot/full: $(sort "$WORK/concurrent" | uniq -c | tr '\n' ' ')"
+t0=$(date +%s)
+expect 200 -m 30 "$H/snapshot/full"
+[ $(($(date +%s) - t0)) -le 10 ] || fail "a request after a burst took too long"
 expect 200 "$H/snapshot/full?final=true"
 echo "$BODY" | jq -e '.isFinal == true and (.snapName | endswith(".gz.final"))' >/dev/null || fail "final: $BODY"
 ls "$WORK/store/v2" | grep -q '\.final$' || fail "no .final object in the store"
