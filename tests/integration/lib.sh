@@ -95,6 +95,19 @@ restore_store() {
         --restoration-temp-snapshots-dir="$data.tmp" "$@"
 }
 
+# restore_bg STORE DATA_DIR LOG: the binary itself in the background (not a subshell, so kill -9
+# reaches it); sets RESTORE_PID.
+restore_bg() {
+    local store=$1 data=$2 log=$3
+    "$ETCDBR_BIN" restore --storage-provider=Local --store-container="$store" \
+        --data-dir="$data" --name=restored \
+        --initial-cluster=restored=http://127.0.0.1:2380 \
+        --initial-advertise-peer-urls=http://127.0.0.1:2380 \
+        --restoration-temp-snapshots-dir="$data.tmp" >"$log" 2>&1 &
+    RESTORE_PID=$!
+    PIDS+=("$RESTORE_PID")
+}
+
 # wait_for_log FILE PATTERN [seconds]
 wait_for_log() {
     local f=$1 pat=$2 secs=${3:-30} i

@@ -16,14 +16,8 @@ src_rev=$(current_revision "$SRC_EP")
 dump_keys "$SRC_EP" >"$WORK/src.jsonl"
 stop_pid "$ETCD_PID"
 
-# the binary itself in the background (not a shell function, whose PID would be a subshell)
-"$ETCDBR_BIN" restore --storage-provider=Local --store-container="$WORK/store" \
-    --data-dir="$WORK/restored.etcd" --name=restored \
-    --initial-cluster=restored=http://127.0.0.1:2380 \
-    --initial-advertise-peer-urls=http://127.0.0.1:2380 \
-    --restoration-temp-snapshots-dir="$WORK/restored.etcd.tmp" >"$WORK/restore1.log" 2>&1 &
-RPID=$!
-PIDS+=("$RPID")
+restore_bg "$WORK/store" "$WORK/restored.etcd" "$WORK/restore1.log"
+RPID=$RESTORE_PID
 wait_for_log "$WORK/restore1.log" "restored into"
 sleep 0.3
 kill -9 "$RPID"
@@ -38,13 +32,8 @@ fi
 echo "interrupted: target absent, no temporary etcd left"
 
 # two restores into one data dir at once: the second is refused, the first is exact
-"$ETCDBR_BIN" restore --storage-provider=Local --store-container="$WORK/store" \
-    --data-dir="$WORK/restored.etcd" --name=restored \
-    --initial-cluster=restored=http://127.0.0.1:2380 \
-    --initial-advertise-peer-urls=http://127.0.0.1:2380 \
-    --restoration-temp-snapshots-dir="$WORK/restored.etcd.tmp" >"$WORK/restore-a.log" 2>&1 &
-APID=$!
-PIDS+=("$APID")
+restore_bg "$WORK/store" "$WORK/restored.etcd" "$WORK/restore-a.log"
+APID=$RESTORE_PID
 wait_for_log "$WORK/restore-a.log" "restored into"
 rc=0
 restore_store "$WORK/store" "$WORK/restored.etcd" --restoration-temp-snapshots-dir="$WORK/tmp-b" \
