@@ -402,6 +402,14 @@ static int apply_delta(Replay *r, DeltaReader *dr, const Snapshot *snap) {
         if (rc) return err_wrap(rc, "%s", snap->key);
         if (!got) break;
         last_seen = ev.mod_revision;
+        /* the name says which revisions the delta holds; an event outside them is not what
+         * the writer stored */
+        if (ev.mod_revision < snap->start_revision || ev.mod_revision > snap->last_revision)
+            return err_set(ERR_CORRUPT,
+                           "%s: holds an event at revision %lld, outside its name's "
+                           "revisions %lld-%lld",
+                           snap->key, (long long)ev.mod_revision, (long long)snap->start_revision,
+                           (long long)snap->last_revision);
         if (ev.mod_revision <= r->applied) continue; /* overlap: apply each revision once */
         rc = replay_add_event(r, &ev);
         if (rc) return rc;

@@ -7,6 +7,7 @@
 #define _GNU_SOURCE /* renameat2, RENAME_NOREPLACE */
 #endif
 #include "../common/err.h"
+#include "../common/log.h"
 #include "../common/fsutil.h"
 #include "store_driver.h"
 
@@ -107,7 +108,12 @@ static int walk(const char *dir_path, const char *key_base, int depth, const Wal
         int is_dir = S_ISDIR(st.st_mode);
         if (S_ISLNK(st.st_mode)) {
             /* A symlinked file is listed as the file; symlinked directories are not followed. */
-            if (fstatat(dirfd(d), e->d_name, &st, 0) != 0 || !S_ISREG(st.st_mode)) continue;
+            if (fstatat(dirfd(d), e->d_name, &st, 0) != 0 || !S_ISREG(st.st_mode)) {
+                log_warn("local store: skipping %s/%s: a symlink to something that is not a "
+                         "regular file",
+                         dir_path, e->d_name);
+                continue;
+            }
         }
         if (!is_dir && !S_ISREG(st.st_mode)) continue;
         size_t kn = strlen(key_base) + strlen(e->d_name) + 2;
@@ -144,6 +150,9 @@ static int local_list(StoreDriver *d, const char *key_prefix, StoreDriverListCb 
     size_t kl = strlen(key_prefix);
     if (key_check(key_prefix, 1) != 0 || (kl > 0 && key_prefix[kl - 1] != '/'))
         return err_set(ERR_INVALID, "local store list: invalid key prefix \"%s\"", key_prefix);
+    struct stat root_st;
+    if (stat(l->root, &root_st) == 0 && !S_ISDIR(root_st.st_mode))
+        return err_set(ERR_INVALID, "local store %s is not a directory", l->root);
     char *dir = local_path(l, key_prefix);
     if (!dir) return err_set(ERR_NOMEM, "local store list: out of memory");
     WalkCb w = {cb, ctx};

@@ -49,6 +49,21 @@ fresh gap seed-plain
 rm "$WORK"/gap/v2/Incr-00000203-*
 expect_fail gap "$WORK/gap" 1 "Incr-00000191-00000202.*Incr-00000208-00000210"
 
+# a delta holding an event outside the revisions its name gives (well-formed, hash correct)
+fresh outside seed-plain
+python3 - "$WORK/outside/v2/Incr-00000217-00000217-1795975100" <<'PY'
+import base64, hashlib, sys
+ev = '[{"etcdEvent":{"kv":{"key":"%s","create_revision":100,"mod_revision":100,"version":1,"value":"%s"}},"time":"2026-11-29T17:55:24Z"}]' % (
+    base64.b64encode(b"/registry/old").decode(), base64.b64encode(b"x").decode())
+js = ev.encode()
+open(sys.argv[1], "wb").write(js + hashlib.sha256(js).digest())
+PY
+expect_fail outside "$WORK/outside" 1 "outside its name's revisions"
+
+# a store container that is a regular file
+: >"$WORK/afile"
+expect_fail notadir "$WORK/afile" 1 "is not a directory"
+
 # deltas but no full snapshot: an error, not success
 fresh nofull seed-plain
 rm "$WORK"/nofull/v2/Full-*
