@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "support/testutil.h"
+
 #include "common/err.h"
 #include "common/fsutil.h"
 #include "restore/bbolt.h"
@@ -70,50 +72,6 @@ static void t_wr32(uint8_t *p, uint32_t v) {
 static void t_wr64(uint8_t *p, uint64_t v) {
     for (int i = 0; i < 8; i++)
         p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint8_t *read_file(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *buf = malloc(n > 0 ? (size_t)n : 1);
-    assert_non_null(buf);
-    assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
-    fclose(f);
-    *len = (size_t)n;
-    return buf;
-}
-
-static void write_file(const char *path, const uint8_t *buf, size_t len) {
-    FILE *f = fopen(path, "wb");
-    assert_non_null(f);
-    if (len) assert_int_equal(fwrite(buf, 1, len, f), len);
-    assert_int_equal(fclose(f), 0);
-}
-
-/* Runs a shell command, capturing stdout (and stderr) into out; returns the exit status. */
-static int sh(char *out, size_t cap, const char *fmt, ...) {
-    char cmd[4096];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    FILE *p = popen(cmd, "r");
-    if (!p) return -1;
-    char sink[4096];
-    size_t used = 0;
-    for (;;) {
-        char *dst = out && used + 1 < cap ? out + used : sink;
-        size_t room = out && used + 1 < cap ? cap - used - 1 : sizeof sink;
-        size_t n = fread(dst, 1, room, p);
-        if (n == 0) break;
-        if (dst != sink) used += n;
-    }
-    if (out && cap) out[used] = '\0';
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
 static const char *source_dir(void) {

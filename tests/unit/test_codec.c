@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "support/testutil.h"
+
 #include "codec/compress.h"
 #include "codec/io.h"
 #include "codec/lzw.h"
@@ -171,20 +173,6 @@ static char *source_path(const char *rel) {
     assert_non_null(p);
     snprintf(p, n, "%s/%s", root, rel);
     return p;
-}
-
-static uint8_t *read_file(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) fail_msg("cannot open %s", path);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *buf = malloc(n > 0 ? (size_t)n : 1);
-    assert_non_null(buf);
-    assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
-    fclose(f);
-    *len = (size_t)n;
-    return buf;
 }
 
 /* ---- compression round trips ---- */

@@ -10,6 +10,8 @@
 
 #include <cmocka.h>
 
+#include "support/testutil.h"
+
 #include "common/err.h"
 #include "common/fsutil.h"
 #include "restore/bbolt.h"
@@ -63,29 +65,6 @@ static double now_s(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* Runs a shell command, capturing stdout+stderr into out (may be NULL); returns the exit status. */
-static int sh(char *out, size_t cap, const char *fmt, ...) {
-    char cmd[8192];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    FILE *p = popen(cmd, "r");
-    if (!p) return -1;
-    char sink[4096];
-    size_t used = 0;
-    for (;;) {
-        char *dst = out && used + 1 < cap ? out + used : sink;
-        size_t room = out && used + 1 < cap ? cap - used - 1 : sizeof sink;
-        size_t n = fread(dst, 1, room, p);
-        if (n == 0) break;
-        if (dst != sink) used += n;
-    }
-    if (out && cap) out[used] = '\0';
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 static void path_in(char *out, size_t cap, const char *name) {
     snprintf(out, cap, "%s/%s", env.dir, name);
 }
@@ -100,27 +79,6 @@ static void copy_dir(const char *src, const char *name, char *out, size_t cap) {
 
 static void remove_dir(const char *path) {
     assert_int_equal(fs_remove_tree(path), 0);
-}
-
-static uint8_t *read_file(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) fail_msg("open %s: %s", path, strerror(errno));
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *buf = malloc(n > 0 ? (size_t)n : 1);
-    assert_non_null(buf);
-    assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
-    fclose(f);
-    *len = (size_t)n;
-    return buf;
-}
-
-static void write_file(const char *path, const void *buf, size_t len) {
-    FILE *f = fopen(path, "wb");
-    if (!f) fail_msg("create %s: %s", path, strerror(errno));
-    if (len) assert_int_equal(fwrite(buf, 1, len, f), len);
-    assert_int_equal(fclose(f), 0);
 }
 
 static void xor_byte(const char *path, uint64_t off, uint8_t mask) {
