@@ -214,7 +214,7 @@ static void handle(void *ctx, const HttpRequest *req, HttpResponse *resp) {
         if (!is_get_or_post(req)) return method_not_allowed(resp, "GET, POST");
         const char *f = http_request_query(req, "final");
         int final = 0;
-        if (f && server_parse_go_bool(f, &final)) {
+        if (f && opts_parse_bool(f, &final)) {
             http_respond(resp, 400, NULL, "invalid value of query parameter final\n");
             return;
         }

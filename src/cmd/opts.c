@@ -191,14 +191,14 @@ static const OptDef *find_short(char c, unsigned cmd, size_t *idx) {
     return NULL;
 }
 
-static int parse_bool_text(const char *s, int *out) {
+int opts_parse_bool(const char *s, int *out) {
     static const char *const t[] = {"1", "t", "T", "TRUE", "true", "True"};
     static const char *const f[] = {"0", "f", "F", "FALSE", "false", "False"};
     for (size_t i = 0; i < 6; i++) {
         if (!strcmp(s, t[i])) return *out = 1, 0;
         if (!strcmp(s, f[i])) return *out = 0, 0;
     }
-    return -1;
+    return err_set(ERR_INVALID, "invalid boolean \"%s\"", s);
 }
 
 static int validate_value(const OptDef *d, const char *v) {
@@ -207,7 +207,7 @@ static int validate_value(const OptDef *d, const char *v) {
     int64_t ms;
     switch (d->type) {
     case OPT_BOOL:
-        if (parse_bool_text(v, &b))
+        if (opts_parse_bool(v, &b))
             return err_set(ERR_INVALID, "--%s: invalid boolean \"%s\"", d->name, v);
         break;
     case OPT_INT:
@@ -370,7 +370,7 @@ const char *opt_str(const Opts *o, const char *name) {
 
 int opt_bool(const Opts *o, const char *name) {
     int b = 0;
-    parse_bool_text(opt_str(o, name), &b);
+    opts_parse_bool(opt_str(o, name), &b);
     return b;
 }
 

@@ -328,16 +328,6 @@ int server_latest_json(const ServerSetup *s, char **text) {
     return *text ? 0 : err_set(ERR_NOMEM, "out of memory");
 }
 
-int server_parse_go_bool(const char *s, int *out) {
-    static const char *const t[] = {"1", "t", "T", "TRUE", "true", "True"};
-    static const char *const f[] = {"0", "f", "F", "FALSE", "false", "False"};
-    for (size_t i = 0; i < 6; i++) {
-        if (!strcmp(s, t[i])) return *out = 1, 0;
-        if (!strcmp(s, f[i])) return *out = 0, 0;
-    }
-    return err_set(ERR_INVALID, "invalid boolean \"%s\"", s);
-}
-
 int server_etcd_config(const ServerSetup *s, char **text) {
     const char *path = getenv("ETCD_CONF");
     if (!path || !*path) path = "/var/etcd/config/etcd.conf.yaml";

@@ -48,8 +48,6 @@ void server_observe_init(const InitResult *res, int ok, double seconds);
 json_t *server_snapshot_json(const Snapshot *s);
 /* {"fullSnapshot": ..., "deltaSnapshots": [...]} of the store's latest set; *text malloc'ed. */
 int server_latest_json(const ServerSetup *s, char **text);
-/* Go strconv.ParseBool; 0 or ERR_INVALID. */
-int server_parse_go_bool(const char *s, int *out);
 /* The etcd config file for the launcher (ETCD_CONF, else /var/etcd/config/etcd.conf.yaml);
  * *text malloc'ed. */
 int server_etcd_config(const ServerSetup *s, char **text);

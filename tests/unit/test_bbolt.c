@@ -203,20 +203,6 @@ static uint64_t key_bucket_root(const uint8_t *db, size_t ps) {
 
 /* ---- etcd process ---- */
 
-static int free_port(void) {
-    int s = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = 0};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    if (s < 0 || bind(s, (struct sockaddr *)&a, sizeof a) != 0 ||
-        getsockname(s, (struct sockaddr *)&a, &len) != 0) {
-        if (s >= 0) close(s);
-        return -1;
-    }
-    close(s);
-    return ntohs(a.sin_port);
-}
-
 static int etcdctl(char *out, size_t cap, const char *args) {
     return sh(out, cap, "ETCDCTL_API=3 etcdctl --endpoints=%s --command-timeout=60s %s 2>&1",
               env.url, args);

@@ -163,20 +163,6 @@ static void expect_status(const char *dir, ValidationMode mode, Store *store, Da
 
 /* ---------------- etcd processes ---------------- */
 
-static int free_port(void) {
-    int s = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = 0};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    if (s < 0 || bind(s, (struct sockaddr *)&a, sizeof a) != 0 ||
-        getsockname(s, (struct sockaddr *)&a, &len) != 0) {
-        if (s >= 0) close(s);
-        return -1;
-    }
-    close(s);
-    return ntohs(a.sin_port);
-}
-
 static int etcdctl(const Etcd *e, char *out, size_t cap, const char *fmt, ...) {
     char args[4096];
     va_list ap;

@@ -16,4 +16,7 @@ void write_file(const char *path, const void *buf, size_t len);
  * NULL: discarded). Returns its exit status, or -1 if it could not run or was killed. */
 int sh(char *out, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* A TCP port on 127.0.0.1 that nothing listens on now (bind to port 0), or -1. */
+int free_port(void);
+
 #endif
