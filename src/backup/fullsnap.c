@@ -55,12 +55,38 @@ done:
     return rc;
 }
 
+int fullsnap_verify_file(const char *path, IoWriter *checker, uint64_t total,
+                         int allow_missing_trailer, int full_walk, uint64_t *db_len,
+                         int64_t *revision) {
+    int rc;
+    if (total == 0) return err_set(ERR_CORRUPT, "empty object");
+    if (total % 512 == 32) {
+        rc = trailer_check_result(checker, db_len);
+        if (rc) return rc;
+    } else if (allow_missing_trailer) {
+        *db_len = total;
+    } else {
+        return err_set(ERR_CORRUPT,
+                       "%llu bytes is not db pages plus a 32-byte sha256 trailer "
+                       "(size %% 512 != 32): snapshot missing hash",
+                       (unsigned long long)total);
+    }
+    BboltDb *db = NULL;
+    rc = bbolt_open(path, *db_len, &db);
+    if (!rc && full_walk) rc = bbolt_check(db, NULL);
+    if (!rc) rc = bbolt_etcd_revision(db, revision);
+    bbolt_close(db);
+    if (rc) return err_wrap(ERR_CORRUPT, "not a valid etcd db");
+    return 0;
+}
+
 int fullsnap_take(EtcdClient *c, Store *store, const char *temp_dir, CompressKind compression,
                   int is_final, FullSnapshotResult *out) {
     char *path = NULL;
     IoWriter *fdw = NULL, *checker = NULL;
     IoReader *src = NULL;
-    BboltDb *db = NULL;
+    IoWriter *counter = NULL;
+    uint64_t *count = NULL;
     uint64_t payload_len = 0;
     int rc = fs_mkdir_p(temp_dir, 0700);
     if (rc) return rc;
@@ -69,7 +95,8 @@ int fullsnap_take(EtcdClient *c, Store *store, const char *temp_dir, CompressKin
     memset(out, 0, sizeof *out);
 
     fdw = io_fd_writer_new(fd);
-    checker = fdw ? trailer_checker_new(fdw, 0) : NULL;
+    counter = fdw ? io_counter_new(fdw, &count) : NULL;
+    checker = counter ? trailer_checker_new(counter, 0) : NULL;
     if (!checker) {
         rc = err_set(ERR_NOMEM, "out of memory");
         goto done;
@@ -77,25 +104,11 @@ int fullsnap_take(EtcdClient *c, Store *store, const char *temp_dir, CompressKin
     SinkCtx ctx = {checker};
     rc = etcd_snapshot(c, snapshot_sink, &ctx);
     if (rc) goto done;
-    rc = trailer_check_result(checker, &payload_len);
-    if (rc) {
-        rc = err_wrap(ERR_CORRUPT, "full snapshot from %s", etcd_client_endpoint(c));
-        goto done;
-    }
-    if ((payload_len + SHA256_LEN) % 512 != 32) {
-        rc = err_set(ERR_CORRUPT,
-                     "full snapshot from %s: %llu db bytes is not a whole number of pages",
-                     etcd_client_endpoint(c), (unsigned long long)payload_len);
-        goto done;
-    }
     /* no fsync: the staging file is read back at once and removed; the store object is what
      * must be durable */
-    rc = bbolt_open(path, payload_len, &db);
-    if (!rc) rc = bbolt_check(db, NULL); /* a full page walk: ~0.3 s per 100 MB from disk */
-    if (!rc) rc = bbolt_etcd_revision(db, &out->revision);
+    rc = fullsnap_verify_file(path, checker, *count, 0, 1, &payload_len, &out->revision);
     if (rc) {
-        rc = err_wrap(ERR_CORRUPT, "full snapshot from %s does not open as an etcd db",
-                      etcd_client_endpoint(c));
+        rc = err_wrap(rc, "full snapshot from %s", etcd_client_endpoint(c));
         goto done;
     }
     out->db_bytes = payload_len;
@@ -113,9 +126,9 @@ int fullsnap_take(EtcdClient *c, Store *store, const char *temp_dir, CompressKin
     }
     rc = fullsnap_store_stream(store, out->snap_name, compression, src, &out->stored_bytes);
 done:
-    bbolt_close(db);
     io_reader_free(src);
     io_writer_free(checker);
+    io_writer_free(counter);
     io_writer_free(fdw);
     close(fd);
     unlink(path);

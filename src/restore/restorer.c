@@ -9,6 +9,7 @@
 #include "restorer.h"
 #include "bbolt.h"
 #include "../backup/delta.h"
+#include "../backup/fullsnap.h"
 #include "../codec/compress.h"
 #include "../codec/sha256.h"
 #include "../common/err.h"
@@ -484,10 +485,11 @@ static int fsync_cb(const char *path, const struct stat *st, int flag, struct FT
     return rc != 0;
 }
 
-/* Downloads, decompresses and verifies the full snapshot into path; *db_len = bytes before the
- * trailer (or the whole file when skip_hash_check and there is none). */
+/* Downloads, decompresses and verifies the full snapshot into path (fullsnap_verify_file);
+ * *db_len = bytes before the trailer (or the whole file when skip_hash_check and there is none),
+ * *revision = the etcd revision inside the db. */
 static int fetch_full(const RestoreConfig *cfg, const Snapshot *snap, const char *path,
-                      uint64_t *db_len) {
+                      uint64_t *db_len, int64_t *revision) {
     CompressKind kind;
     IoReader *raw = NULL, *dec = NULL;
     IoWriter *fdw = NULL, *checker = NULL;
@@ -512,23 +514,8 @@ static int fetch_full(const RestoreConfig *cfg, const Snapshot *snap, const char
     }
     rc = io_copy(dec, checker, NULL);
     if (rc) goto done;
-    uint64_t total = *count;
-    if (total == 0) {
-        rc = err_set(ERR_CORRUPT, "empty object");
-        goto done;
-    }
-    if (total % 512 == 32) {
-        rc = trailer_check_result(checker, db_len);
-        if (rc) goto done;
-    } else if (cfg->skip_hash_check) {
-        *db_len = total;
-    } else {
-        rc = err_set(ERR_CORRUPT,
-                     "%llu bytes: snapshot missing hash (size %% 512 != 32) but "
-                     "--skip-hash-check=false",
-                     (unsigned long long)total);
-        goto done;
-    }
+    rc = fullsnap_verify_file(path, checker, *count, cfg->skip_hash_check, 0, db_len, revision);
+    if (rc) goto done;
     /* no fsync: etcd's restore reads it at once; the data dir is fsynced before the rename */
 done:
     if (rc && rc != ERR_NOMEM) err_wrap(rc, "full snapshot %s", snap->key);
@@ -668,16 +655,8 @@ int restorer_run(const RestoreConfig *cfg, RestoreResult *out) {
     }
 
     uint64_t db_len = 0;
-    rc = fetch_full(cfg, full, full_path, &db_len);
+    rc = fetch_full(cfg, full, full_path, &db_len, &out->base_revision);
     if (rc) goto done;
-    BboltDb *db = NULL;
-    rc = bbolt_open(full_path, db_len, &db);
-    if (!rc) rc = bbolt_etcd_revision(db, &out->base_revision);
-    bbolt_close(db);
-    if (rc) {
-        err_wrap(rc, "full snapshot %s is not a valid etcd db", full->key);
-        goto done;
-    }
     /* skip deltas the full snapshot already contains */
     size_t first = 0;
     while (first < n_deltas && deltas[first].last_revision <= out->base_revision)
