@@ -11,6 +11,9 @@
 
 enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2, EXIT_EXISTS = 3, EXIT_NO_SNAPSHOT = 4 };
 
+/* Each command runs to completion on the calling thread with the parsed options (borrowed) and
+ * returns an EXIT_* code; errors are logged, not returned. snapshot, server and run return only
+ * after SIGTERM/SIGINT (cmd_install_stop_signals) or a failure. */
 int cmd_snapshot(const Opts *o);
 int cmd_restore(const Opts *o);
 int cmd_server(const Opts *o);

@@ -33,9 +33,12 @@ int http_server_start(const char *bind_addr, int port, const char *cert_pem_path
                       const char *key_pem_path, HttpHandler handler, void *ctx, HttpServer **out);
 /* The port actually bound (useful with port 0). */
 int http_server_port(const HttpServer *s);
+/* Stops listening, waits for the connection threads (a handler blocked in a snapshot request
+ * delays this until it returns) and frees s. NULL-safe. */
 void http_server_stop(HttpServer *s);
 
-/* Helpers for handlers: set a body from a string (copied) with status and type. */
+/* Helper for handlers: status, content type (static string, NULL = text/plain) and body copied
+ * from text (NULL = empty); replaces a body set before. */
 void http_respond(HttpResponse *resp, int status, const char *content_type, const char *text);
 
 #endif
