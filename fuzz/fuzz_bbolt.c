@@ -4,7 +4,7 @@
  * Each input also runs with its meta checksums recomputed, so mutated meta fields get past the
  * FNV-1a check. Seeds in fuzz/corpus/bbolt/: small real etcd 3.4 snapshots, synthetic dbs. */
 #include "common/err.h"
-#include "restore/bbolt.h"
+#include "format/bbolt.h"
 
 #include <stdint.h>
 #include <stdio.h>

@@ -5,7 +5,7 @@
  * with their promises kept, never crash, hang or allocate without bound. Each input also runs
  * with its record and snap CRCs recomputed, so mutations reach the protobuf decoders. */
 #include "common/err.h"
-#include "restore/wal.h"
+#include "format/wal.h"
 
 #include <stdint.h>
 #include <stdio.h>

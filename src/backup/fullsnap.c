@@ -4,7 +4,7 @@
 #include "../common/err.h"
 #include "../common/fsutil.h"
 #include "../common/timeutil.h"
-#include "../restore/bbolt.h"
+#include "../format/bbolt.h"
 
 #include <fcntl.h>
 #include <stdlib.h>

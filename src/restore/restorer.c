@@ -7,7 +7,7 @@
  * (see "replay" below). The temporary etcd runs with GOMAXPROCS=1, which keeps etcd's
  * proposals in the order sent. */
 #include "restorer.h"
-#include "bbolt.h"
+#include "../format/bbolt.h"
 #include "../backup/delta.h"
 #include "../backup/fullsnap.h"
 #include "../codec/compress.h"

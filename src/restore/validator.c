@@ -5,7 +5,7 @@
 #include "validator.h"
 #include "../common/err.h"
 #include "../common/fsutil.h"
-#include "bbolt.h"
+#include "../format/bbolt.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -7,7 +7,7 @@
 #define ETCDBR_VALIDATOR_H
 
 #include "../store/store.h"
-#include "wal.h"
+#include "../format/wal.h"
 
 #include <stdint.h>
 

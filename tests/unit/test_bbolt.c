@@ -12,7 +12,7 @@
 
 #include "common/err.h"
 #include "common/fsutil.h"
-#include "restore/bbolt.h"
+#include "format/bbolt.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

@@ -14,9 +14,9 @@
 
 #include "common/err.h"
 #include "common/fsutil.h"
-#include "restore/bbolt.h"
+#include "format/bbolt.h"
 #include "restore/validator.h"
-#include "restore/wal.h"
+#include "format/wal.h"
 #include "store/snapname.h"
 #include "store/store.h"
 

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Builds etcd, etcdctl and etcdutl of the newest 3.5, 3.6 and 3.7 releases (or the versions given as
+# arguments) from the Go module proxy, each in a throwaway wrapper module outside the checkout, and
+# caches them in $ETCDBR_ETCD_CACHE (default ~/.cache/etcdbr/etcd)/<version>/. A version whose three
+# binaries are already cached is not rebuilt. Prints nothing but progress; exit 1 if a build fails.
+# Debian's etcd 3.4 comes from apt (install-deps.sh); these are the releases Debian does not ship.
+set -euo pipefail
+cache=${ETCDBR_ETCD_CACHE:-$HOME/.cache/etcdbr/etcd}
+versions=("$@")
+[ ${#versions[@]} -gt 0 ] || versions=(v3.5.35 v3.6.16 v3.7.3)
+command -v go >/dev/null || { echo "build-etcd: go is not on PATH (needed to build etcd 3.5+)" >&2; exit 1; }
+mkdir -p "$cache"
+for v in "${versions[@]}"; do
+    out=$cache/$v
+    if [ -x "$out/etcd" ] && [ -x "$out/etcdctl" ] && [ -x "$out/etcdutl" ]; then
+        echo "build-etcd: $v cached in $out"
+        continue
+    fi
+    work=$(mktemp -d)
+    trap 'rm -rf "$work"' EXIT
+    echo "build-etcd: building etcd $v (a few minutes on 2 cores)"
+    (
+        cd "$work"
+        go mod init etcdbr-etcd-build >/dev/null 2>&1
+        go get "go.etcd.io/etcd/server/v3@$v" "go.etcd.io/etcd/etcdutl/v3@$v" \
+            "go.etcd.io/etcd/etcdctl/v3@$v" >"$work/go-get.log" 2>&1 || { cat "$work/go-get.log" >&2; exit 1; }
+        mkdir -p "$out.tmp"
+        go build -o "$out.tmp/etcd" go.etcd.io/etcd/server/v3
+        go build -o "$out.tmp/etcdutl" go.etcd.io/etcd/etcdutl/v3
+        go build -o "$out.tmp/etcdctl" go.etcd.io/etcd/etcdctl/v3
+    )
+    rm -rf "$out"
+    mv "$out.tmp" "$out"
+    rm -rf "$work"
+    trap - EXIT
+    "$out/etcd" --version | head -1
+done
