@@ -16,6 +16,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -94,6 +95,61 @@ static int rfc3339_valid(const char *s, size_t n) {
     if (zh < 0 || zh > 24 || i >= n || s[i++] != ':') return 0;
     int zm = fixed_digits(s, n, &i, 2);
     return zm >= 0 && zm <= 60 && i == n;
+}
+
+/* Unix nanoseconds of an RFC 3339 time that rfc3339_valid accepted (fraction beyond 9 digits
+ * truncated, as Go does; zone offset applied). */
+static int64_t rfc3339_to_ns(const char *s, size_t n) {
+    size_t i = 0;
+    int year = fixed_digits(s, n, &i, 4);
+    i++;
+    int month = fixed_digits(s, n, &i, 2);
+    i++;
+    int day = fixed_digits(s, n, &i, 2);
+    i++;
+    int hour = fixed_digits(s, n, &i, 1);
+    if (i < n && s[i] >= '0' && s[i] <= '9') hour = hour * 10 + (s[i++] - '0');
+    i++;
+    int min = fixed_digits(s, n, &i, 2);
+    i++;
+    int sec = fixed_digits(s, n, &i, 2);
+    int64_t frac = 0;
+    if (i + 1 < n && (s[i] == '.' || s[i] == ',')) {
+        int digits = 0;
+        for (i++; i < n && s[i] >= '0' && s[i] <= '9'; i++)
+            if (digits < 9) {
+                frac = frac * 10 + (s[i] - '0');
+                digits++;
+            }
+        for (; digits < 9; digits++)
+            frac *= 10;
+    }
+    int64_t off_s = 0;
+    if (i < n && (s[i] == '+' || s[i] == '-')) {
+        int sign = s[i] == '-' ? -1 : 1;
+        i++;
+        int zh = fixed_digits(s, n, &i, 2);
+        i++;
+        int zm = fixed_digits(s, n, &i, 2);
+        off_s = sign * ((int64_t)zh * 3600 + (int64_t)zm * 60);
+    }
+    /* days from civil (proleptic Gregorian), Howard Hinnant's algorithm */
+    int64_t y = year - (month <= 2);
+    int64_t era = (y >= 0 ? y : y - 399) / 400;
+    int64_t yoe = y - era * 400;
+    int64_t doy = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1;
+    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    int64_t days = era * 146097 + doe - 719468;
+    int64_t secs = days * 86400 + hour * 3600 + min * 60 + sec - off_s;
+    return secs * 1000000000 + frac;
+}
+
+int delta_parse_time(const char *text, int64_t *ns_out) {
+    size_t n = text ? strlen(text) : 0;
+    if (!text || !rfc3339_valid(text, n))
+        return err_set(ERR_INVALID, "\"%.64s\" is not an RFC 3339 time", text ? text : "");
+    *ns_out = rfc3339_to_ns(text, n);
+    return 0;
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -744,6 +800,8 @@ typedef struct {
     int have_kv;
     size_t key_len, value_len;
     int64_t create_revision, mod_revision, version, lease;
+    int64_t time_ns;
+    int64_t lease_ttl;
 } EvState;
 
 static void ev_clear_kv(EvState *e) {
@@ -828,12 +886,15 @@ static int decode_element(DecodeCtx *c, json_t *root, EvState *e) {
             } else {
                 return dc_fail(c, "\"etcdEvent\" is not an object");
             }
+        } else if (key_is(k, klen, "leasettl")) {
+            if (get_int(c, v, "leaseTTL", &e->lease_ttl)) return -1;
         } else if (key_is(k, klen, "time")) {
             if (!json_is_string(v)) return dc_fail(c, "\"time\" is not a string");
             const char *s = json_string_value(v);
             size_t n = json_string_length(v);
             if (!rfc3339_valid(s, n))
                 return dc_fail(c, "\"time\" \"%.*s\" is not RFC 3339", n > 64 ? 64 : (int)n, s);
+            e->time_ns = rfc3339_to_ns(s, n);
             have_time = 1;
         }
     }
@@ -844,6 +905,160 @@ static int decode_element(DecodeCtx *c, json_t *root, EvState *e) {
     if (e->mod_revision <= 0)
         return dc_fail(c, "mod_revision %" PRId64 " is not positive", e->mod_revision);
     return 0;
+}
+
+/* Fast path: the canonical form both tools write (Go's encoding/json of the Go tool's event
+ * struct: no whitespace, fixed key order and spelling, omitempty, no escapes in base64 or time).
+ * Returns 1 with e filled when the element is exactly that form and valid; 0 for anything else,
+ * which then goes through the general (jansson) decoder, the authority on errors. */
+typedef struct {
+    const uint8_t *p, *end;
+} Fp;
+
+static int fp_lit(Fp *f, const char *lit, size_t n) {
+    if ((size_t)(f->end - f->p) < n || memcmp(f->p, lit, n) != 0) return 0;
+    f->p += n;
+    return 1;
+}
+
+#define FP_LIT(f, s) fp_lit((f), (s), sizeof(s) - 1)
+
+static int fp_int(Fp *f, int64_t *v) {
+    int neg = f->p < f->end && *f->p == '-';
+    const uint8_t *q = f->p + neg;
+    uint64_t acc = 0;
+    size_t digits = 0;
+    while (q < f->end && *q >= '0' && *q <= '9') {
+        if (digits == 19) return 0; /* 20+ digits: leave range checks to the general path */
+        acc = acc * 10 + (uint64_t)(*q++ - '0'); /* 19 digits fit in a uint64 */
+        digits++;
+    }
+    if (!digits || (digits > 1 && f->p[neg] == '0')) return 0;
+    if (acc > (uint64_t)INT64_MAX + (uint64_t)neg) return 0;
+    *v = neg ? (int64_t)(0 - acc) : (int64_t)acc;
+    f->p = q;
+    return 1;
+}
+
+static int fp_str(Fp *f, const uint8_t **s, size_t *n) {
+    if (f->p >= f->end || *f->p != '"') return 0;
+    const uint8_t *q = f->p + 1, *start = q;
+    while (q < f->end && *q != '"') {
+        if (*q == '\\' || *q < 0x20 || *q >= 0x80) return 0;
+        q++;
+    }
+    if (q >= f->end) return 0;
+    *s = start;
+    *n = (size_t)(q - start);
+    f->p = q + 1;
+    return 1;
+}
+
+static const int8_t *b64_table(void) {
+    static int8_t t[256];
+    static int ready;
+    if (!ready) { /* idempotent: racing threads write the same values */
+        for (int i = 0; i < 256; i++)
+            t[i] = (int8_t)b64_val((unsigned char)i);
+        ready = 1;
+    }
+    return t;
+}
+
+/* Strict padded standard base64 into *buf (grown as needed). 0 on any irregularity. */
+static int fp_b64(Fp *f, uint8_t **buf, size_t *cap, size_t *len) {
+    const uint8_t *s;
+    size_t n;
+    if (!fp_str(f, &s, &n) || n % 4) return 0;
+    size_t pad = n && s[n - 1] == '=' ? (n > 1 && s[n - 2] == '=' ? 2 : 1) : 0;
+    size_t out_len = n / 4 * 3 - pad;
+    if (out_len + 1 > *cap) {
+        uint8_t *p = realloc(*buf, out_len + 1);
+        if (!p) return 0;
+        *buf = p;
+        *cap = out_len + 1;
+    }
+    const int8_t *t = b64_table();
+    uint8_t *o = *buf;
+    size_t w = 0;
+    for (size_t i = 0; i < n; i += 4) {
+        int a = t[s[i]], b = t[s[i + 1]], c, d;
+        int last = i + 4 == n;
+        c = last && pad == 2 ? 0 : t[s[i + 2]];
+        d = last && pad >= 1 ? 0 : t[s[i + 3]];
+        if ((a | b | c | d) < 0) return 0;
+        uint32_t v = (uint32_t)a << 18 | (uint32_t)b << 12 | (uint32_t)c << 6 | (uint32_t)d;
+        if (last && pad) {
+            /* Go's strict decoder is not used: non-zero trailing bits are accepted, as the
+             * general path does */
+            o[w++] = (uint8_t)(v >> 16);
+            if (pad == 1) o[w++] = (uint8_t)(v >> 8);
+        } else {
+            o[w++] = (uint8_t)(v >> 16);
+            o[w++] = (uint8_t)(v >> 8);
+            o[w++] = (uint8_t)v;
+        }
+    }
+    *len = out_len;
+    return 1;
+}
+
+static int fast_decode(DeltaReader *r, EvState *e) {
+    Fp f = {r->elem, r->elem + r->elem_len};
+    memset(e, 0, sizeof *e);
+    if (!FP_LIT(&f, "{\"etcdEvent\":{")) return 0;
+    if (FP_LIT(&f, "\"type\":") && (!fp_int(&f, &e->type) || !FP_LIT(&f, ","))) return 0;
+    if (!FP_LIT(&f, "\"kv\":{")) return 0;
+    e->have_kv = 1;
+    int any = 0;
+    if (FP_LIT(&f, "\"key\":")) {
+        if (!fp_b64(&f, &r->key, &r->key_cap, &e->key_len)) return 0;
+        any = 1;
+    }
+    static const struct {
+        const char *lit;
+        size_t len;
+        size_t off;
+    } ints[] = {
+        {"\"create_revision\":", 18, offsetof(EvState, create_revision)},
+        {"\"mod_revision\":", 15, offsetof(EvState, mod_revision)},
+        {"\"version\":", 10, offsetof(EvState, version)},
+    };
+    for (size_t i = 0; i < 3; i++) {
+        const uint8_t *save = f.p;
+        if (any && !FP_LIT(&f, ",")) break;
+        if (!fp_lit(&f, ints[i].lit, ints[i].len)) {
+            f.p = save;
+            continue;
+        }
+        if (!fp_int(&f, (int64_t *)((char *)e + ints[i].off))) return 0;
+        any = 1;
+    }
+    {
+        const uint8_t *save = f.p;
+        if ((!any || FP_LIT(&f, ",")) && FP_LIT(&f, "\"value\":")) {
+            if (!fp_b64(&f, &r->value, &r->value_cap, &e->value_len)) return 0;
+            any = 1;
+        } else {
+            f.p = save;
+        }
+    }
+    {
+        const uint8_t *save = f.p;
+        if ((!any || FP_LIT(&f, ",")) && FP_LIT(&f, "\"lease\":")) {
+            if (!fp_int(&f, &e->lease)) return 0;
+        } else {
+            f.p = save;
+        }
+    }
+    if (!FP_LIT(&f, "}},\"time\":")) return 0;
+    const uint8_t *ts;
+    size_t tn;
+    if (!fp_str(&f, &ts, &tn) || !rfc3339_valid((const char *)ts, tn)) return 0;
+    e->time_ns = rfc3339_to_ns((const char *)ts, tn);
+    if (FP_LIT(&f, ",\"leaseTTL\":") && !fp_int(&f, &e->lease_ttl)) return 0;
+    if (!FP_LIT(&f, "}") || f.p != f.end) return 0;
+    return (e->type == ETCD_OP_PUT || e->type == ETCD_OP_DELETE) && e->mod_revision > 0;
 }
 
 int delta_reader_open(IoReader *src, const char *tmp_dir, DeltaReader **out) {
@@ -991,6 +1206,8 @@ int delta_reader_next(DeltaReader *r, DeltaEvent *ev, int *got) {
     uint64_t start = rd_offset(r);
     if ((rc = rd_element(r, start))) goto done;
 
+    EvState e;
+    if (fast_decode(r, &e)) goto decoded;
     json_error_t jerr;
     root = json_loadb((const char *)r->elem, r->elem_len, JSON_ALLOW_NUL, &jerr);
     if (!root) {
@@ -1002,12 +1219,13 @@ int delta_reader_next(DeltaReader *r, DeltaEvent *ev, int *got) {
         goto done;
     }
     DecodeCtx dc = {.r = r};
-    EvState e = {0};
+    memset(&e, 0, sizeof e);
     if (decode_element(&dc, root, &e)) {
         rc = rd_fail(r, ERR_CORRUPT, "delta event %" PRIu64 " at byte offset %" PRIu64 ": %s",
                      r->index, start, dc.why);
         goto done;
     }
+decoded:
     if (r->index > 0 && e.mod_revision < r->last_rev) {
         rc = rd_fail(r, ERR_CORRUPT,
                      "delta event %" PRIu64 " at byte offset %" PRIu64 ": mod_revision %" PRId64
@@ -1028,6 +1246,8 @@ int delta_reader_next(DeltaReader *r, DeltaEvent *ev, int *got) {
     ev->mod_revision = e.mod_revision;
     ev->version = e.version;
     ev->lease = e.lease;
+    ev->time_ns = e.time_ns;
+    ev->lease_ttl = e.lease_ttl;
     *got = 1;
 done:
     json_decref(root);
@@ -1036,6 +1256,17 @@ done:
         snprintf(r->errmsg, sizeof r->errmsg, "%s", err_msg());
     }
     return rc;
+}
+
+int delta_reader_rewind(DeltaReader *r) {
+    if (!r) return err_set(ERR_INVALID, "delta_reader_rewind: no reader");
+    if (r->err) return err_set(r->err, "%s", r->errmsg);
+    r->rbuf_off = 0;
+    r->rbuf_len = r->rbuf_pos = 0;
+    r->state = RD_START;
+    r->last_rev = 0;
+    r->index = 0;
+    return 0;
 }
 
 void delta_reader_close(DeltaReader *r) {

@@ -51,6 +51,9 @@ typedef struct DeltaEvent {
     uint8_t *value;
     size_t value_len;
     int64_t create_revision, mod_revision, version, lease;
+    int64_t time_ns;   /* the element's "time" (when the snapshotter received it), Unix ns UTC */
+    int64_t lease_ttl; /* the element's "leaseTTL" (etcdbr's addition, ignored by the Go tool):
+                          the granted TTL in seconds of a lease the put uses; 0 = not recorded */
 } DeltaEvent;
 
 typedef struct DeltaReader DeltaReader;
@@ -65,6 +68,13 @@ int delta_reader_open(IoReader *src, const char *tmp_dir, DeltaReader **out);
  * or mod_revision <= 0. Key names match case-insensitively; unknown keys are ignored
  * (Go encoding/json semantics). */
 int delta_reader_next(DeltaReader *r, DeltaEvent *ev, int *got);
+/* Starts reading the events again from the first one (the spool is kept): for a pre-scan, e.g.
+ * finding the last revision recorded before a point in time. A reader that failed stays failed. */
+int delta_reader_rewind(DeltaReader *r);
 void delta_reader_close(DeltaReader *r);
+
+/* Parses an RFC 3339 time as Go's time.Time JSON decoding accepts it (the delta "time" field and
+ * restore --time) into Unix nanoseconds. 0 or ERR_INVALID (message quotes the text). */
+int delta_parse_time(const char *text, int64_t *ns_out);
 
 #endif

@@ -1,6 +1,6 @@
 /* cmd_restore: `etcdbrctl restore`: the latest full snapshot plus every later delta into
- * --data-dir (seed-spec §1.9). Unlike the Go tool, a store without a full snapshot is an error
- * (exit 4), not a silent success. */
+ * --data-dir (seed-spec §1.9), or the state at --revision / --time. Unlike the Go tool, a store
+ * without a full snapshot is an error (exit 4), not a silent success. */
 #include "cmd.h"
 #include "server_common.h"
 #include "../common/err.h"
@@ -24,14 +24,17 @@ int cmd_restore(const Opts *o) {
     int r = restorer_run(&rc, &res);
     if (r) {
         log_error("restore failed: %s", err_msg());
-        code = r == ERR_EXISTS ? EXIT_EXISTS : r == ERR_NOT_FOUND ? EXIT_NO_SNAPSHOT : EXIT_FAIL;
+        code = r == ERR_EXISTS      ? EXIT_EXISTS
+               : r == ERR_NOT_FOUND ? EXIT_NO_SNAPSHOT
+               : r == ERR_INVALID   ? EXIT_USAGE
+                                    : EXIT_FAIL;
         goto done;
     }
-    log_info("restore done: %s at revision %lld (full snapshot %s at %lld, %zu deltas, %llu events "
-             "in %llu transactions, replay %.3fs, total %.3fs, peak RSS %lld KiB)",
+    log_info("restore done: %s at revision %lld (full snapshot %s at %lld, %zu deltas, %llu "
+             "revisions, %llu events, db built in %.3fs, total %.3fs, peak RSS %lld KiB)",
              rc.data_dir, (long long)res.revision, res.base_name, (long long)res.base_revision,
-             res.deltas_applied, (unsigned long long)res.events_applied,
-             (unsigned long long)res.txns_applied, res.seconds_replay, res.seconds_total,
+             res.deltas_applied, (unsigned long long)res.revisions_applied,
+             (unsigned long long)res.events_applied, res.seconds_build, res.seconds_total,
              (long long)proc_peak_rss_kib());
 done:
     free(peer_urls);

@@ -92,20 +92,38 @@ static const OptDef opt_table[] = {
      "accept a full snapshot without its sha256 trailer"},
     {"max-fetchers", 0, OPT_INT, "6", NULL, RESTORE, 0, "parallel delta downloads"},
     {"max-call-send-message-size", 0, OPT_INT, "10485760", NULL, RESTORE, 0,
-     "largest request sent to the restore etcd, bytes"},
+     "the Go tool's embedded-etcd setting; ignored: restore builds the db offline, no etcd runs"},
     {"max-request-bytes", 0, OPT_INT, "10485760", NULL, RESTORE, 0,
-     "restore etcd's --max-request-bytes (raised to fit the largest revision)"},
+     "the Go tool's embedded-etcd setting; ignored: restore builds the db offline, no etcd runs"},
     {"max-txn-ops", 0, OPT_INT, "10240", NULL, RESTORE, 0,
-     "restore etcd's --max-txn-ops (raised to fit the largest revision)"},
+     "the Go tool's embedded-etcd setting; ignored: restore builds the db offline, no etcd runs"},
     {"embedded-etcd-quota-bytes", 0, OPT_INT, "8589934592", NULL, RESTORE, 0,
-     "restore etcd's backend quota"},
-    {"auto-compaction-mode", 0, OPT_STRING, "periodic", NULL, RESTORE, 0, "periodic or revision"},
+     "warn when the restored db is larger than this many bytes (etcd's --quota-backend-bytes "
+     "must then be raised to start on it)"},
+    {"auto-compaction-mode", 0, OPT_STRING, "periodic", NULL, RESTORE, 0,
+     "the Go tool's embedded-etcd setting (periodic or revision); ignored: no etcd runs"},
     {"auto-compaction-retention", 0, OPT_STRING, "30m", NULL, RESTORE, 0,
-     "restore etcd's auto-compaction retention"},
+     "the Go tool's embedded-etcd setting; ignored: no etcd runs"},
     {"etcd-bin", 0, OPT_STRING, "", "ETCDBR_ETCD_BIN", RESTORE, 0,
-     "etcd binary for the restore etcd (default: etcd in PATH)"},
+     "ignored since restore starts no etcd (kept so that existing scripts run)"},
     {"etcdutl-bin", 0, OPT_STRING, "", "ETCDBR_ETCDUTL_BIN", RESTORE, 0,
      "etcdutl (3.5+) or etcdctl (3.4) used for snapshot restore (default: etcdutl, else etcdctl)"},
+    /* point in time and revision bump (restore and initialize; docs/restore.md) */
+    {"revision", 0, OPT_INT, "0", NULL, CMD_RESTORE | CMD_INITIALIZE, 0,
+     "restore exactly the state at this revision (newest full snapshot at or before it plus the "
+     "deltas up to it); 0 = the latest revision in the store"},
+    {"time", 0, OPT_STRING, "", NULL, CMD_RESTORE | CMD_INITIALIZE, 0,
+     "restore the last revision whose events were recorded at or before this RFC 3339 time "
+     "(e.g. 2026-12-01T14:30:00Z); excludes --revision"},
+    {"bump-revision", 0, OPT_INT, "0", NULL, CMD_RESTORE | CMD_INITIALIZE, 0,
+     "add this many revisions after the restored one (as etcdutl snapshot restore "
+     "--bump-revision); needs --mark-compacted"},
+    {"mark-compacted", 0, OPT_BOOL, "false", NULL, CMD_RESTORE | CMD_INITIALIZE, 0,
+     "with --bump-revision: compact at the bumped revision, so watchers of older revisions get "
+     "\"compacted\" instead of silently missing events"},
+    {"new-lease-ttl", 0, OPT_DURATION, "1h", NULL, RESTORE, 0,
+     "TTL given to a lease granted after the full snapshot when its delta does not record the "
+     "TTL (deltas of the Go tool); keys keep their lease either way"},
     /* server (seed-spec §1.7) */
     {"config-file", 0, OPT_STRING, "", NULL, CMD_SERVER, 0,
      "YAML file in the Go tool's format (docs/config-file.md); flags and environment win over it"},
@@ -392,6 +410,11 @@ const char *const *opt_list(const Opts *o, const char *name, size_t *n) {
 
 int opt_is_set(const Opts *o, const char *name) {
     return o->v[lookup(o, name)].set;
+}
+
+int opts_has(const Opts *o, const char *name) {
+    size_t idx;
+    return find_long(name, strlen(name), o->cmd, &idx) != NULL;
 }
 
 void opts_print_help(unsigned cmd) {

@@ -46,6 +46,9 @@ int64_t opt_int(const Opts *o, const char *name);
 int64_t opt_duration_ms(const Opts *o, const char *name);
 /* List items (borrowed); *n set. */
 const char *const *opt_list(const Opts *o, const char *name, size_t *n);
+/* 1 if the option is defined for the parsed command (so the accessors may be called), else 0. */
+int opts_has(const Opts *o, const char *name);
+
 /* 1 if given on the command line or by its environment variable. */
 int opt_is_set(const Opts *o, const char *name);
 

@@ -2,6 +2,7 @@
 #include "server_common.h"
 #include "cmd.h"
 #include "etcd_config.h"
+#include "../backup/delta.h"
 #include "../common/err.h"
 #include "../common/log.h"
 #include "../common/timeutil.h"
@@ -116,6 +117,43 @@ int setup_restore_config(const Opts *o, RestoreConfig *rc, char **peer_urls_owne
         log_error("--auto-compaction-mode must be periodic or revision, not \"%s\"", mode);
         return EXIT_USAGE;
     }
+    static const char *const ignored[] = {
+        "max-call-send-message-size", "max-request-bytes",         "max-txn-ops",
+        "auto-compaction-mode",       "auto-compaction-retention", "etcd-bin"};
+    for (size_t i = 0; i < sizeof ignored / sizeof *ignored; i++)
+        if (opt_is_set(o, ignored[i]))
+            log_warn("--%s is ignored: restore builds the db offline and starts no etcd",
+                     ignored[i]);
+    int64_t lease_ttl_ms = opt_duration_ms(o, "new-lease-ttl");
+    if (lease_ttl_ms < 1000) {
+        log_error("--new-lease-ttl must be at least 1s");
+        return EXIT_USAGE;
+    }
+    int64_t target_rev = 0, target_time = 0, bump = 0;
+    int mark = 0;
+    if (opts_has(o, "revision")) {
+        target_rev = opt_int(o, "revision");
+        bump = opt_int(o, "bump-revision");
+        mark = opt_bool(o, "mark-compacted");
+        const char *t = opt_str(o, "time");
+        if (target_rev < 0 || bump < 0) {
+            log_error("--revision and --bump-revision must not be negative");
+            return EXIT_USAGE;
+        }
+        if (*t && delta_parse_time(t, &target_time)) {
+            log_error("--time: %s", err_msg());
+            return EXIT_USAGE;
+        }
+        if (*t && target_rev) {
+            log_error("--revision and --time exclude each other");
+            return EXIT_USAGE;
+        }
+        if ((bump > 0) != (mark != 0)) {
+            log_error("--bump-revision and --mark-compacted go together (as in etcdutl snapshot "
+                      "restore)");
+            return EXIT_USAGE;
+        }
+    }
     size_t n_urls = 0;
     const char *const *urls = opt_list(o, "initial-advertise-peer-urls", &n_urls);
     size_t len = 1;
@@ -137,11 +175,13 @@ int setup_restore_config(const Opts *o, RestoreConfig *rc, char **peer_urls_owne
         .initial_advertise_peer_urls = peer,
         .skip_hash_check = opt_bool(o, "skip-hash-check"),
         .max_fetchers = (int)fetchers,
-        .max_request_bytes = opt_int(o, "max-request-bytes"),
-        .max_txn_ops = opt_int(o, "max-txn-ops"),
-        .quota_bytes = opt_int(o, "embedded-etcd-quota-bytes"),
-        .etcd_bin = opt_str(o, "etcd-bin"),
         .etcdutl_bin = opt_str(o, "etcdutl-bin"),
+        .target_revision = target_rev,
+        .target_time_ns = target_time,
+        .bump_revision = bump,
+        .mark_compacted = mark,
+        .new_lease_ttl = lease_ttl_ms / 1000,
+        .quota_bytes = opt_int(o, "embedded-etcd-quota-bytes"),
     };
     return EXIT_OK;
 }

@@ -173,48 +173,4 @@ int etcd_watch_next(EtcdWatch *w, int timeout_ms, EtcdWatchResponse *resp, int *
 /* Ends the stream (RST_STREAM) and frees it. NULL-safe. */
 void etcd_watch_close(EtcdWatch *w);
 
-/* ---- Txn pipeline: a sliding window of Txns, replies in completion order ----
- * Txns go out as HTTP/2 streams on a connection of their own (http:// endpoints only): the
- * caller queues some with etcd_txn_pipeline_submit, writes them in one go with
- * etcd_txn_pipeline_flush, keeps as many in flight as it likes and collects replies with
- * etcd_txn_pipeline_wait in the order they arrive. etcd (grpc-go) runs every stream in a
- * goroutine of its own, so concurrent txns may be applied in any order; callers that need an
- * order guard each txn with a compare. In ordered mode each flush ends with one extra read-only
- * (empty) txn: the Go scheduler runs the goroutine started last before the others, so that slot
- * goes to the empty txn and the real ones reach raft in the order sent far more often (etcd
- * started with GOMAXPROCS=1 keeps that order almost always). The pipeline uses c's scratch to
- * build requests: c must outlive it and stay on the same thread. */
-typedef struct EtcdTxnPipeline EtcdTxnPipeline;
-
-typedef struct EtcdTxnDone {
-    uint64_t tag;     /* as given to etcd_txn_pipeline_submit */
-    int succeeded;    /* the compare held (or there was none) and the ops were applied */
-    int64_t revision; /* response header revision (the txn's own revision when succeeded) */
-} EtcdTxnDone;
-
-/* Connects to the current endpoint (failing over only when it cannot connect) after
- * authenticating if needed. 0, ERR_UNSUPPORTED (https endpoint), ERR_ETCD, ERR_NOMEM. */
-int etcd_txn_pipeline_open(EtcdClient *c, int ordered, EtcdTxnPipeline **out);
-
-/* Queues one txn (tag < 2^63); it is sent at the next flush or wait (or once 256 KiB are
- * queued). 0, or ERR_INVALID / ERR_NOMEM, or the pipeline's failure. */
-int etcd_txn_pipeline_submit(EtcdTxnPipeline *p, const EtcdTxnReq *req, uint64_t tag);
-
-/* Writes the queued txns (in ordered mode followed by the empty txn). 0 or the failure. */
-int etcd_txn_pipeline_flush(EtcdTxnPipeline *p);
-
-/* Flushes, then fills done[0..*n_done) (at most cap) with finished txns, waiting up to
- * timeout_us (0 = no wait, < 0 = until one finishes) when none is ready. Returns 0 (possibly
- * *n_done = 0 on timeout or when nothing is pending), or the error of the first txn that failed
- * with a gRPC or transport error (ERR_ETCD, ERR_TIMEOUT, ERR_CORRUPT; the message names the
- * endpoint); the pipeline is then unusable (txns in flight may or may not have been applied). */
-int etcd_txn_pipeline_wait(EtcdTxnPipeline *p, int64_t timeout_us, EtcdTxnDone *done, size_t cap,
-                           size_t *n_done);
-
-/* Txns submitted and not yet returned by etcd_txn_pipeline_wait. */
-size_t etcd_txn_pipeline_pending(const EtcdTxnPipeline *p);
-
-/* Closes the connection (txns still in flight are abandoned) and frees p. NULL-safe. */
-void etcd_txn_pipeline_close(EtcdTxnPipeline *p);
-
 #endif

@@ -110,47 +110,4 @@ int grpc_stream_recv(GrpcStream *s, int timeout_ms, const uint8_t **msg, size_t 
 /* Ends the call with RST_STREAM (removes the handle) and frees it. NULL-safe. */
 void grpc_stream_close(GrpcStream *s);
 
-/* ---- pipe: many unary calls of one method in flight on a dedicated HTTP/2 connection ----
- * For high-rate writes (delta replay). The connection is a plain TCP socket driven by nghttp2
- * (no libcurl), so the caller decides exactly which streams start together in one write.
- * h2c (http://) endpoints only. One thread at a time; the channel only lends its token at open. */
-typedef struct GrpcPipe GrpcPipe;
-
-/* Connects to endpoint (connect timeout of ch) for calls of method. timeout_ms: the pipe fails
- * when calls are in flight and nothing arrives for this long. 0, ERR_UNSUPPORTED (https://),
- * ERR_ETCD (cannot connect; res->connect_failed = 1), ERR_INVALID or ERR_NOMEM. */
-int grpc_pipe_open(GrpcChannel *ch, const char *endpoint, const char *method, int64_t timeout_ms,
-                   GrpcPipe **out, GrpcResult *res);
-
-/* Queues one call whose request is m; tag comes back with its reply. Queued calls go out
- * together (one write) at grpc_pipe_flush or grpc_pipe_wait, or once 256 KiB are queued.
- * Stream ids running out are handled by waiting for the calls in flight and reconnecting.
- * 0, or the pipe's failure (ERR_ETCD, ERR_TIMEOUT, ERR_IO), ERR_INVALID or ERR_NOMEM. */
-int grpc_pipe_send(GrpcPipe *p, const ProtobufCMessage *m, uint64_t tag);
-
-/* Hands every queued call to the kernel in one write (what does not fit in the socket buffer
- * follows as it drains, from grpc_pipe_wait). 0 or the pipe's failure. */
-int grpc_pipe_flush(GrpcPipe *p);
-
-/* Finished call: rc 0 = grpc-status 0 and exactly one reply message (msg, len: borrowed for the
- * callback); otherwise rc is ERR_ETCD / ERR_TIMEOUT / ERR_CORRUPT, err_msg() names the endpoint
- * and method, and res tells which (gRPC status or transport failure). */
-typedef int (*GrpcPipeDoneFn)(void *ctx, uint64_t tag, int rc, const GrpcResult *res,
-                              const uint8_t *msg, size_t len);
-
-/* Flushes queued calls, then delivers up to max_done finished calls to on_done in completion
- * order, waiting up to timeout_us (0 = no wait, < 0 = until at least one finishes) when none is
- * ready. A nonzero return of on_done stops the delivery and is returned (that call counts as
- * delivered). *n_done (may be NULL) counts deliveries. Nothing in flight and nothing queued
- * returns at once. When the connection fails or the pipe times out, every call in flight
- * finishes with that error. Returns 0, on_done's code, or ERR_IO (poll failure). */
-int grpc_pipe_wait(GrpcPipe *p, int64_t timeout_us, size_t max_done, GrpcPipeDoneFn on_done,
-                   void *ctx, size_t *n_done);
-
-/* Calls sent and not yet delivered by grpc_pipe_wait. */
-size_t grpc_pipe_pending(const GrpcPipe *p);
-
-/* Closes the connection (calls in flight are abandoned) and frees p. NULL-safe. */
-void grpc_pipe_close(GrpcPipe *p);
-
 #endif

@@ -47,6 +47,16 @@ int initializer_run(const InitConfig *cfg, InitResult *out) {
              cfg->full_mode ? "full" : "sanity", vr.seconds, vr.message[0] ? ": " : "", vr.message);
     switch (vr.status) {
     case DATA_DIR_VALID:
+        /* a point-in-time target replaces a valid data dir unless it is at that revision */
+        if ((cfg->restore.target_revision && vr.db_revision != cfg->restore.target_revision) ||
+            cfg->restore.target_time_ns || cfg->restore.bump_revision > 0) {
+            if (!cfg->restore.store)
+                return err_set(ERR_INVALID, "a restore target is set but no store is configured");
+            log_info("data dir %s is valid at revision %lld, but a restore target is set: "
+                     "restoring",
+                     dd, (long long)vr.db_revision);
+            break;
+        }
         out->validation_ok = 1;
         out->revision = vr.db_revision;
         snprintf(out->summary, sizeof out->summary, "data dir %s is valid at revision %lld", dd,
@@ -91,8 +101,8 @@ int initializer_run(const InitConfig *cfg, InitResult *out) {
         return 0;
     }
 
-    log_info("restoring data dir %s from %s because it is %s", dd,
-             store_describe(cfg->restore.store), data_dir_status_name(vr.status));
+    log_info("restoring data dir %s from %s (it is %s)", dd, store_describe(cfg->restore.store),
+             data_dir_status_name(vr.status));
     char side[4096];
     snprintf(side, sizeof side, "%s.restore", dd);
     rc = fs_remove_tree(side);

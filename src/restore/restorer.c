@@ -1,13 +1,7 @@
 /* restorer: see restorer.h. Threads: max_fetchers fetchers download, decompress and verify
- * deltas into spool files (DeltaReader) at most max_fetchers ahead of the applier; one applier
- * replays them in order. Replay is pipelined: each revision's transaction is guarded by a
- * compare that holds only once the previous revision is applied (mod_revision of its last put
- * key, or version 0 of its last deleted key), so a window of transactions can be in flight on
- * one HTTP/2 connection and any that etcd takes out of order fail harmlessly and are resent
- * (see "replay" below). The temporary etcd runs with GOMAXPROCS=1, which keeps etcd's
- * proposals in the order sent. */
+ * deltas into spool files (DeltaReader) at most max_fetchers ahead of the builder; one builder
+ * streams the full snapshot's db and the deltas, in order, into the new db. */
 #include "restorer.h"
-#include "../format/bbolt.h"
 #include "../backup/delta.h"
 #include "../backup/fullsnap.h"
 #include "../codec/compress.h"
@@ -16,22 +10,22 @@
 #include "../common/fsutil.h"
 #include "../common/log.h"
 #include "../common/timeutil.h"
-#include "../etcd/etcd_client.h"
-#include "../etcd/etcd_proc.h"
+#include "../format/bbolt.h"
+#include "../format/bbolt_writer.h"
+#include "../format/mvcc.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#define TEMP_ETCD_MIN_REQUEST_BYTES (256LL << 20)
-#define TEMP_ETCD_MIN_TXN_OPS (1LL << 20)
 
 /* ---------- fetchers ---------- */
 
@@ -98,340 +92,288 @@ static void *fetcher_main(void *arg) {
     }
 }
 
-/* ---------- replay ----------
- * Revisions are read ahead into a ring of groups (one group = one revision = one txn). Closed
- * groups are sent through a txn pipeline, at most REPLAY_WINDOW in flight, each batch in one
- * write. Every txn is guarded: its compare holds only when the previous revision is applied
- * (mod_revision of that revision's last put key == its revision, or version 0 of its last
- * deleted key), so a txn that etcd proposes too early fails without effect. A success must
- * report exactly the group's revision. After a failure nothing new is sent until every txn in
- * flight has answered (they all depend on the failed one and fail too): only then are the
- * unapplied groups resent from the first one, so no txn is ever in flight twice. */
-
-#define REPLAY_RING 256u               /* groups read ahead (a power of two) */
-#define REPLAY_RING_BYTES (8u << 20)   /* ... and their bytes, beyond the first group */
-#define REPLAY_WINDOW 64u              /* txns in flight */
-#define REPLAY_WINDOW_BYTES (4u << 20) /* ... and their bytes, beyond the first txn */
-#define REPLAY_BIG_GROUP (1u << 20)    /* group buffers above this are freed after use */
-#define REPLAY_MAX_STALLS 8            /* resend rounds without progress before giving up */
-
-enum { G_OPEN = 1, G_READY, G_FLIGHT, G_DONE };
+/* ---------- leases ----------
+ * Lease IDs the full snapshot holds (known) and those granted after it that the deltas' puts
+ * use (added, with the TTL to create them with). Open addressing on the ID; 0 (etcd's NoLease)
+ * marks an empty slot. Memory: 16 bytes a lease, about twice over. */
 
 typedef struct {
-    size_t key, value; /* offsets into buf while the group is built */
-} OpOff;
+    int64_t id, ttl;
+} LeaseEnt;
 
 typedef struct {
-    int64_t rev;
-    int state;
-    EtcdTxnOp *ops;
-    OpOff *offs;
-    size_t n_ops, cap_ops;
-    uint8_t *buf; /* keys, values and the guard key of the txn */
-    size_t len, cap;
-    size_t guard_off;
-    EtcdTxnReq req; /* set when closed */
-} Group;
+    LeaseEnt *slots;
+    size_t cap, n; /* cap: a power of two or 0 */
+} LeaseMap;
 
-typedef struct {
-    EtcdClient *client;
-    EtcdTxnPipeline *pipe;
-    int64_t applied; /* every revision up to this one is applied */
-    int64_t end;     /* groups hold revisions applied+1 .. end-1 */
-    int64_t next;    /* next revision to send */
-    Group ring[REPLAY_RING];
-    size_t ring_bytes;
-    size_t in_flight, flight_bytes;
-    int draining;
-    int stalls;            /* resend rounds in a row that applied nothing */
-    int64_t round_applied; /* applied when the last resend round started */
-    /* guard for the next revision: the last event of the previous one */
-    int has_guard;
-    EtcdOpType guard_type;
-    uint8_t *guard_key;
-    size_t guard_key_len, guard_cap;
-    int64_t guard_rev;
-    EtcdTxnDone done[REPLAY_WINDOW];
-    uint64_t events, txns, resent, failed_rounds;
-    const char *object; /* current delta key, for messages */
-} Replay;
-
-static Group *ring_at(Replay *r, int64_t rev) {
-    return &r->ring[(uint64_t)rev & (REPLAY_RING - 1)];
+static size_t lease_slot(const LeaseMap *m, int64_t id) {
+    uint64_t x = (uint64_t)id;
+    x ^= x >> 33;
+    x *= UINT64_C(0xff51afd7ed558ccd);
+    x ^= x >> 33;
+    size_t i = (size_t)x & (m->cap - 1);
+    while (m->slots[i].id && m->slots[i].id != id)
+        i = (i + 1) & (m->cap - 1);
+    return i;
 }
 
-static void group_release(Replay *r, Group *g) {
-    r->ring_bytes -= g->len;
-    g->state = 0;
-    g->n_ops = 0;
-    g->len = 0;
-    if (g->cap > REPLAY_BIG_GROUP) {
-        free(g->buf);
-        g->buf = NULL;
-        g->cap = 0;
-    }
-    if (g->cap_ops > REPLAY_BIG_GROUP / sizeof(EtcdTxnOp)) {
-        free(g->ops);
-        free(g->offs);
-        g->ops = NULL;
-        g->offs = NULL;
-        g->cap_ops = 0;
-    }
+static const LeaseEnt *lease_find(const LeaseMap *m, int64_t id) {
+    if (!m->cap) return NULL;
+    const LeaseEnt *e = &m->slots[lease_slot(m, id)];
+    return e->id ? e : NULL;
 }
 
-static void replay_free(Replay *r) {
-    for (size_t i = 0; i < REPLAY_RING; i++) {
-        free(r->ring[i].ops);
-        free(r->ring[i].offs);
-        free(r->ring[i].buf);
+static int lease_add(LeaseMap *m, int64_t id, int64_t ttl) {
+    if ((m->n + 1) * 2 > m->cap) {
+        LeaseMap g = {calloc(m->cap ? m->cap * 2 : 64, sizeof(LeaseEnt)), m->cap ? m->cap * 2 : 64,
+                      0};
+        if (!g.slots) return err_set(ERR_NOMEM, "out of memory for %zu leases", m->n + 1);
+        for (size_t i = 0; i < m->cap; i++)
+            if (m->slots[i].id) {
+                g.slots[lease_slot(&g, m->slots[i].id)] = m->slots[i];
+                g.n++;
+            }
+        free(m->slots);
+        *m = g;
     }
-    free(r->guard_key);
-}
-
-/* Appends n bytes to g->buf; returns the offset or (size_t)-1 when out of memory. */
-static size_t group_put(Replay *r, Group *g, const uint8_t *p, size_t n) {
-    if (g->cap - g->len < n) {
-        size_t cap = g->cap ? g->cap : 256;
-        while (cap - g->len < n)
-            cap *= 2;
-        uint8_t *q = realloc(g->buf, cap);
-        if (!q) return (size_t)-1;
-        g->buf = q;
-        g->cap = cap;
-    }
-    size_t off = g->len;
-    if (n) memcpy(g->buf + off, p, n);
-    g->len += n;
-    r->ring_bytes += n;
-    return off;
-}
-
-/* Fixes the ops' pointers and the compare, then makes the last event the next guard. */
-static int group_close(Replay *r, Group *g) {
-    EtcdTxnReq *q = &g->req;
-    for (size_t i = 0; i < g->n_ops; i++) {
-        g->ops[i].key = g->buf + g->offs[i].key;
-        g->ops[i].value = g->ops[i].type == ETCD_OP_PUT ? g->buf + g->offs[i].value : NULL;
-    }
-    if (q->cmp.kind != ETCD_CMP_NONE) q->cmp.key = g->buf + g->guard_off;
-    q->ops = g->ops;
-    q->n_ops = g->n_ops;
-    const EtcdTxnOp *last = &g->ops[g->n_ops - 1];
-    if (r->guard_cap < last->key_len) {
-        uint8_t *k = realloc(r->guard_key, last->key_len);
-        if (!k) return err_set(ERR_NOMEM, "out of memory");
-        r->guard_key = k;
-        r->guard_cap = last->key_len;
-    }
-    if (last->key_len) memcpy(r->guard_key, last->key, last->key_len);
-    r->guard_key_len = last->key_len;
-    r->guard_type = last->type;
-    r->guard_rev = g->rev;
-    r->has_guard = 1;
-    g->state = G_READY;
+    LeaseEnt *e = &m->slots[lease_slot(m, id)];
+    if (!e->id) m->n++;
+    e->id = id;
+    e->ttl = ttl;
     return 0;
 }
 
-/* Handles one reply. */
-static int replay_done(Replay *r, const EtcdTxnDone *d) {
-    int64_t rev = (int64_t)d->tag;
-    Group *g = ring_at(r, rev);
-    if (rev <= r->applied || rev >= r->end || g->rev != rev || g->state != G_FLIGHT)
-        return err_set(ERR_CORRUPT, "replaying %s: unexpected reply for revision %lld", r->object,
+static int lease_cmp(const void *a, const void *b) {
+    uint64_t x = (uint64_t)((const LeaseEnt *)a)->id, y = (uint64_t)((const LeaseEnt *)b)->id;
+    return x < y ? -1 : x > y;
+}
+
+/* ---------- the db builder ---------- */
+
+typedef struct {
+    const uint8_t *key;
+    size_t key_len;
+    const uint8_t *value;
+    size_t value_len;
+} Extra; /* an item that replaces or joins a bucket's items (sorted by key) */
+
+typedef struct {
+    const RestoreConfig *cfg;
+    BboltDb *src;
+    BboltWriter *w;
+    int64_t rev;    /* revision of the last event written to the key bucket */
+    int64_t sub;    /* events written at rev: the next event's sub-revision */
+    int64_t target; /* last revision to write; INT64_MAX: everything */
+    int reached;    /* an event beyond target was seen: nothing more is written */
+    LeaseMap known, added;
+    uint8_t *buf; /* marshaled KeyValue of the current event */
+    size_t cap;
+    RestoreResult *out;
+} Builder;
+
+#define BUCKET_MAX_DEPTH 16 /* nested buckets copied; etcd uses none */
+
+static int name_is(const uint8_t *k, size_t n, const char *name) {
+    return n == strlen(name) && memcmp(k, name, n) == 0;
+}
+
+static int key_cmp(const uint8_t *a, size_t an, const uint8_t *b, size_t bn) {
+    int c = memcmp(a, b, an < bn ? an : bn);
+    return c ? c : (an > bn) - (an < bn);
+}
+
+/* Copies the bucket at path[0..depth) (the writer is inside it), merging extras (sorted by
+ * key; an extra replaces a source item with the same key). */
+static int copy_bucket(Builder *b, BboltName *path, size_t depth, const Extra *extras,
+                       size_t n_extras) {
+    BboltCursor *c = NULL;
+    int rc = bbolt_cursor_open(b->src, path, depth, &c);
+    size_t x = 0;
+    while (!rc) {
+        BboltItem it;
+        int got = 0;
+        if ((rc = bbolt_cursor_next(c, &it, &got))) break;
+        while (x < n_extras &&
+               (!got || key_cmp(extras[x].key, extras[x].key_len, it.key, it.key_len) <= 0)) {
+            int same = got && key_cmp(extras[x].key, extras[x].key_len, it.key, it.key_len) == 0;
+            rc = bbolt_writer_put(b->w, extras[x].key, extras[x].key_len, extras[x].value,
+                                  extras[x].value_len);
+            x++;
+            if (rc) goto done;
+            if (same) {
+                if (it.is_bucket) {
+                    rc = err_set(ERR_CORRUPT, "bucket %.*s: \"%.*s\" is a nested bucket",
+                                 (int)path[depth - 1].len, (const char *)path[depth - 1].name,
+                                 (int)it.key_len, (const char *)it.key);
+                    goto done;
+                }
+                goto next_item;
+            }
+        }
+        if (!got) break;
+        if (it.is_bucket) {
+            if (depth >= BUCKET_MAX_DEPTH) {
+                rc = err_set(ERR_UNSUPPORTED, "buckets nested deeper than %d levels",
+                             BUCKET_MAX_DEPTH);
+                break;
+            }
+            path[depth] = (BboltName){it.key, it.key_len};
+            if ((rc = bbolt_writer_begin_bucket(b->w, it.key, it.key_len))) break;
+            if ((rc = copy_bucket(b, path, depth + 1, NULL, 0))) break;
+            rc = bbolt_writer_end_bucket(b->w);
+        } else {
+            rc = bbolt_writer_put(b->w, it.key, it.key_len, it.value, it.value_len);
+        }
+    next_item:;
+    }
+done:
+    bbolt_cursor_close(c);
+    if (rc == ERR_INVALID) { /* the writer refused what the source holds (e.g. key order) */
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", err_msg());
+        rc = err_set(ERR_CORRUPT, "full snapshot: %s", msg);
+    }
+    return rc;
+}
+
+/* Reads the IDs (and TTLs) of the full snapshot's leases. */
+static int read_known_leases(Builder *b) {
+    BboltName path = {MVCC_BUCKET_LEASE, strlen(MVCC_BUCKET_LEASE)};
+    BboltCursor *c = NULL;
+    int rc = bbolt_cursor_open(b->src, &path, 1, &c);
+    if (rc == ERR_NOT_FOUND) return 0; /* no lease was ever granted */
+    while (!rc) {
+        BboltItem it;
+        int got = 0;
+        if ((rc = bbolt_cursor_next(c, &it, &got)) || !got) break;
+        int64_t id = 0, ttl = 0;
+        if (it.is_bucket || (rc = mvcc_lease_unmarshal(it.value, it.value_len, &id, &ttl, NULL))) {
+            rc =
+                err_set(ERR_CORRUPT, "full snapshot: lease bucket item of %zu bytes is not a lease",
+                        it.value_len);
+            break;
+        }
+        if (id) rc = lease_add(&b->known, id, ttl);
+    }
+    bbolt_cursor_close(c);
+    return rc;
+}
+
+/* Appends one delta event to the key bucket as etcd's mvcc store wrote it: revision key
+ * {mod_revision, sub} (sub = the event's position in its revision), 't' for a delete; the value
+ * a KeyValue (the whole event kv for a put; the key only for a delete). */
+static int build_event(Builder *b, const DeltaEvent *ev, const char *object) {
+    int64_t rev = ev->mod_revision, sub;
+    if (rev == b->rev) {
+        sub = b->sub;
+    } else if (rev == b->rev + 1) {
+        sub = 0;
+        b->out->revisions_applied++;
+    } else {
+        return err_set(ERR_GAP, "%s: revision %lld follows revision %lld: revisions missing",
+                       object, (long long)rev, (long long)b->rev);
+    }
+    if (ev->key_len == 0)
+        return err_set(ERR_CORRUPT, "%s: event at revision %lld has no key", object,
                        (long long)rev);
-    r->in_flight--;
-    r->flight_bytes -= g->len;
-    if (d->succeeded) {
-        if (d->revision != rev)
-            return err_set(ERR_CORRUPT, "replaying %s: revision %lld was applied as revision %lld",
-                           r->object, (long long)rev, (long long)d->revision);
-        g->state = G_DONE;
-        return 0;
-    }
-    /* etcd was at d->revision when the compare failed: at rev - 1 the guard itself is wrong */
-    if (d->revision == rev - 1)
-        return err_set(ERR_CORRUPT,
-                       "replaying %s: revision %lld does not apply: the restored keyspace "
-                       "differs from the one the delta was taken from",
-                       r->object, (long long)rev);
-    if (d->revision >= rev)
-        return err_set(ERR_CORRUPT,
-                       "replaying %s: etcd reached revision %lld without revision %lld: another "
-                       "writer on the restore etcd?",
-                       r->object, (long long)d->revision, (long long)rev);
-    g->state = G_READY; /* proposed before its predecessor: sent again after the drain */
-    r->resent++;
-    if (!r->draining) r->failed_rounds++;
-    r->draining = 1;
-    return 0;
-}
-
-/* Sends what the window allows, then takes replies (waiting for some when block). */
-static int replay_pump(Replay *r, int block) {
-    while (!r->draining && r->next < r->end && r->in_flight < REPLAY_WINDOW) {
-        Group *g = ring_at(r, r->next);
-        if (g->state != G_READY) break; /* the open group */
-        if (r->in_flight && r->flight_bytes + g->len > REPLAY_WINDOW_BYTES) break;
-        int rc = etcd_txn_pipeline_submit(r->pipe, &g->req, (uint64_t)g->rev);
-        if (rc) return err_wrap(rc, "replaying %s", r->object);
-        g->state = G_FLIGHT;
-        r->in_flight++;
-        r->flight_bytes += g->len;
-        r->next++;
-    }
-    if (etcd_txn_pipeline_pending(r->pipe) == 0) return 0;
-    size_t n = 0;
-    int rc = etcd_txn_pipeline_wait(r->pipe, block ? -1 : 0, r->done, REPLAY_WINDOW, &n);
-    if (rc) return err_wrap(rc, "replaying %s", r->object);
-    for (size_t i = 0; i < n; i++)
-        if ((rc = replay_done(r, &r->done[i]))) return rc;
-    while (r->applied + 1 < r->end) {
-        Group *g = ring_at(r, r->applied + 1);
-        if (g->state != G_DONE) break;
-        group_release(r, g);
-        r->applied++;
-        r->txns++;
-    }
-    if (r->draining && r->in_flight == 0) {
-        /* every txn after the first failed one failed too (each needs its predecessor) */
-        for (int64_t v = r->applied + 1; v < r->next; v++)
-            if (ring_at(r, v)->state == G_DONE)
-                return err_set(ERR_CORRUPT,
-                               "replaying %s: revision %lld applied before revision %lld",
-                               r->object, (long long)v, (long long)(r->applied + 1));
-        /* defensive: a round that applies nothing is already caught by replay_done */
-        r->stalls = r->applied == r->round_applied ? r->stalls + 1 : 0;
-        r->round_applied = r->applied;
-        if (r->stalls > REPLAY_MAX_STALLS)
-            return err_set(ERR_CORRUPT,
-                           "replaying %s: revision %lld does not apply: the restored keyspace "
-                           "differs from the one the delta was taken from",
-                           r->object, (long long)(r->applied + 1));
-        r->draining = 0;
-        r->next = r->applied + 1;
-    }
-    return 0;
-}
-
-static int ring_full(const Replay *r) {
-    int64_t n = r->end - r->applied - 1;
-    return n >= (int64_t)REPLAY_RING || (n > 0 && r->ring_bytes >= REPLAY_RING_BYTES);
-}
-
-static int replay_add_event(Replay *r, const DeltaEvent *ev) {
-    int64_t rev = ev->mod_revision;
-    Group *g = r->end - 1 > r->applied ? ring_at(r, r->end - 1) : NULL;
-    if (!g || g->state != G_OPEN || g->rev != rev) {
-        if (rev != r->end)
-            return err_set(ERR_GAP, "%s: revision %lld follows revision %lld: revisions missing",
-                           r->object, (long long)rev, (long long)(r->end - 1));
-        if (g && g->state == G_OPEN) {
-            int rc = group_close(r, g);
-            if (rc) return rc;
-        }
-        while (ring_full(r)) {
-            int rc = replay_pump(r, 1);
-            if (rc) return rc;
-        }
-        g = ring_at(r, rev);
-        g->rev = rev;
-        g->state = G_OPEN;
-        g->n_ops = 0;
-        g->len = 0;
-        memset(&g->req, 0, sizeof g->req);
-        if (r->has_guard) {
-            EtcdCompare *c = &g->req.cmp;
-            c->kind = r->guard_type == ETCD_OP_PUT ? ETCD_CMP_MOD_EQUAL : ETCD_CMP_VERSION_EQUAL;
-            c->key_len = r->guard_key_len;
-            c->value = r->guard_type == ETCD_OP_PUT ? r->guard_rev : 0;
-            g->guard_off = group_put(r, g, r->guard_key, r->guard_key_len);
-            if (g->guard_off == (size_t)-1) return err_set(ERR_NOMEM, "out of memory");
-        }
-        r->end++;
-    }
-    if (g->n_ops == g->cap_ops) {
-        size_t cap = g->cap_ops ? g->cap_ops * 2 : 4;
-        EtcdTxnOp *ops = realloc(g->ops, cap * sizeof *ops);
-        if (ops) g->ops = ops;
-        OpOff *offs = realloc(g->offs, cap * sizeof *offs);
-        if (offs) g->offs = offs;
-        if (!ops || !offs) return err_set(ERR_NOMEM, "out of memory");
-        g->cap_ops = cap;
-    }
-    EtcdTxnOp *op = &g->ops[g->n_ops];
-    OpOff *off = &g->offs[g->n_ops];
-    memset(op, 0, sizeof *op);
-    op->type = ev->type;
-    op->key_len = ev->key_len;
-    off->key = group_put(r, g, ev->key, ev->key_len);
-    off->value = 0;
+    MvccKeyValue kv = {.key = ev->key, .key_len = ev->key_len};
     if (ev->type == ETCD_OP_PUT) {
-        off->value = group_put(r, g, ev->value, ev->value_len);
-        op->value_len = ev->value_len;
+        /* what etcd's put writes: create <= mod, version 1 exactly when created here */
+        if (ev->version < 1 || ev->create_revision < 1 || ev->create_revision > rev ||
+            (ev->version == 1) != (ev->create_revision == rev))
+            return err_set(ERR_CORRUPT,
+                           "%s: put at revision %lld has create_revision %lld and version %lld, "
+                           "which etcd never writes",
+                           object, (long long)rev, (long long)ev->create_revision,
+                           (long long)ev->version);
+        kv.value = ev->value;
+        kv.value_len = ev->value_len;
+        kv.create_revision = ev->create_revision;
+        kv.mod_revision = rev;
+        kv.version = ev->version;
+        kv.lease = ev->lease;
     }
-    /* leases are dropped, as the Go tool does: the lease grant is not in the backup */
-    if (off->key == (size_t)-1 || off->value == (size_t)-1)
-        return err_set(ERR_NOMEM, "out of memory");
-    g->n_ops++;
-    r->events++;
-    return 0;
+    size_t need = mvcc_kv_size(&kv);
+    if (need > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < need)
+            cap *= 2;
+        uint8_t *p = realloc(b->buf, cap);
+        if (!p) return err_set(ERR_NOMEM, "out of memory for a %zu-byte key", need);
+        b->buf = p;
+        b->cap = cap;
+    }
+    size_t n = mvcc_kv_marshal(&kv, b->buf);
+    uint8_t k[MVCC_MARK_BYTES];
+    size_t kl = mvcc_rev_key(rev, sub, ev->type == ETCD_OP_DELETE, k);
+    int rc = bbolt_writer_put(b->w, k, kl, b->buf, n);
+    if (rc) return err_wrap(rc, "%s: revision %lld", object, (long long)rev);
+    b->rev = rev;
+    b->sub = sub + 1;
+    b->out->events_applied++;
+    if (kv.lease && !lease_find(&b->known, kv.lease) && !lease_find(&b->added, kv.lease)) {
+        int64_t ttl = ev->lease_ttl > 0 ? ev->lease_ttl : b->cfg->new_lease_ttl;
+        rc = lease_add(&b->added, kv.lease, ttl);
+    }
+    return rc;
 }
 
-/* Closes the last group and waits until every revision read so far is applied. */
-static int replay_finish(Replay *r) {
-    if (r->end - 1 > r->applied) {
-        Group *g = ring_at(r, r->end - 1);
-        if (g->state == G_OPEN) {
-            int rc = group_close(r, g);
-            if (rc) return rc;
-        }
-    }
-    while (r->applied + 1 < r->end) {
-        int rc = replay_pump(r, 1);
-        if (rc) return rc;
-    }
-    return 0;
-}
-
-static int apply_delta(Replay *r, DeltaReader *dr, const Snapshot *snap) {
-    r->object = snap->key;
-    int64_t last_seen = 0;
+/* Appends the events of one delta with revisions after those already written, up to the
+ * target. Checks that the delta's events stay inside the revisions its name gives. */
+static int apply_delta(Builder *b, DeltaReader *dr, const Snapshot *snap) {
+    int64_t skip_upto = b->rev, last_seen = 0;
     for (;;) {
         DeltaEvent ev;
         int got = 0;
         int rc = delta_reader_next(dr, &ev, &got);
         if (rc) return err_wrap(rc, "%s", snap->key);
         if (!got) break;
-        last_seen = ev.mod_revision;
-        /* the name says which revisions the delta holds; an event outside them is not what
-         * the writer stored */
         if (ev.mod_revision < snap->start_revision || ev.mod_revision > snap->last_revision)
             return err_set(ERR_CORRUPT,
                            "%s: holds an event at revision %lld, outside its name's "
                            "revisions %lld-%lld",
                            snap->key, (long long)ev.mod_revision, (long long)snap->start_revision,
                            (long long)snap->last_revision);
-        if (ev.mod_revision <= r->applied) continue; /* overlap: apply each revision once */
-        rc = replay_add_event(r, &ev);
-        if (rc) return rc;
+        last_seen = ev.mod_revision;
+        if (ev.mod_revision <= skip_upto) continue; /* overlap: each revision once */
+        if (ev.mod_revision > b->target) {
+            b->reached = 1;
+            return 0;
+        }
+        if ((rc = build_event(b, &ev, snap->key))) return rc;
     }
-    int rc = replay_finish(r);
-    if (rc) return rc;
     if (last_seen != snap->last_revision)
         return err_set(ERR_CORRUPT, "%s: last event is at revision %lld, the name says %lld",
                        snap->key, (long long)last_seen, (long long)snap->last_revision);
-    if (r->applied != snap->last_revision)
-        return err_set(ERR_CORRUPT, "%s: etcd is at revision %lld after replay, expected %lld",
-                       snap->key, (long long)r->applied, (long long)snap->last_revision);
     return 0;
 }
 
+/* For --time: the revision before the first event of dr recorded after time_ns, found in a
+ * first pass over the spool (then rewound). *found = 0 when every event is at or before it. */
+static int find_time_cut(DeltaReader *dr, const Snapshot *snap, int64_t time_ns, int64_t *cut,
+                         int *found) {
+    *found = 0;
+    for (;;) {
+        DeltaEvent ev;
+        int got = 0;
+        int rc = delta_reader_next(dr, &ev, &got);
+        if (rc) return err_wrap(rc, "%s", snap->key);
+        if (!got) break;
+        if (ev.time_ns > time_ns) {
+            *cut = ev.mod_revision - 1;
+            *found = 1;
+            break;
+        }
+    }
+    return delta_reader_rewind(dr);
+}
 /* ---------- helpers ---------- */
 
 static int run_tool(char *const argv[], const char *log_path) {
     pid_t pid = fork();
     if (pid < 0) return err_set(ERR_IO, "fork: %s", strerror(errno));
     if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL); /* a killed restore leaves no tool running */
         int fd = open(log_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
         if (fd >= 0) {
             dup2(fd, 1);
@@ -528,11 +470,11 @@ done:
     return rc;
 }
 
-/* Checks that the deltas continue the full snapshot without holes (names only). */
-static int check_contiguity(const Snapshot *full, const Snapshot *deltas, size_t n) {
+/* Checks that the deltas continue the full snapshot without holes up to `upto` (names only). */
+static int check_contiguity(const Snapshot *full, const Snapshot *deltas, size_t n, int64_t upto) {
     int64_t next = full->last_revision + 1;
     const Snapshot *prev = full;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n && next <= upto; i++) {
         if (deltas[i].start_revision > next)
             return err_set(ERR_GAP, "revisions %lld-%lld are missing between %s and %s",
                            (long long)next, (long long)(deltas[i].start_revision - 1), prev->key,
@@ -545,25 +487,213 @@ static int check_contiguity(const Snapshot *full, const Snapshot *deltas, size_t
     return 0;
 }
 
+/* Waits for delta j of the pool and takes its reader (owned by the caller then). */
+static int pool_take(FetchPool *pool, size_t j, DeltaReader **out) {
+    pthread_mutex_lock(&pool->mu);
+    while (!pool->ready[j])
+        pthread_cond_wait(&pool->cv, &pool->mu);
+    *out = pool->readers[j];
+    pool->readers[j] = NULL;
+    int rc = pool->rcs[j];
+    pthread_mutex_unlock(&pool->mu);
+    if (rc) return err_set(rc, "%s", pool->errs[j] ? pool->errs[j] : "fetch failed");
+    return 0;
+}
+
+static void pool_done(FetchPool *pool, size_t j) {
+    pthread_mutex_lock(&pool->mu);
+    pool->applier_idx = j + 1;
+    pthread_cond_broadcast(&pool->cv);
+    pthread_mutex_unlock(&pool->mu);
+}
+
+/* Writes the key bucket: the full snapshot's items, then every delta revision up to the
+ * target, then the bump revision. */
+static int build_key_bucket(Builder *b, FetchPool *pool, BboltName *path) {
+    int rc = copy_bucket(b, path, 1, NULL, 0);
+    if (rc) return err_wrap(rc, "copying the full snapshot's key bucket");
+    const RestoreConfig *cfg = b->cfg;
+    for (size_t j = 0; j < pool->n && !b->reached && b->rev < b->target; j++) {
+        const Snapshot *snap = &pool->deltas[j];
+        DeltaReader *dr = NULL;
+        if ((rc = pool_take(pool, j, &dr))) return rc;
+        /* a delta named after the point in time may hold events before it: find the cut */
+        if (cfg->target_time_ns && (snap->created_on + 1) * 1000000000LL > cfg->target_time_ns) {
+            int64_t cut = 0;
+            int found = 0;
+            rc = find_time_cut(dr, snap, cfg->target_time_ns, &cut, &found);
+            if (!rc && found) b->target = cut > b->rev ? cut : b->rev;
+        }
+        if (!rc) rc = apply_delta(b, dr, snap);
+        delta_reader_close(dr);
+        if (rc) return rc;
+        b->out->deltas_applied++;
+        log_debug("applied %s: at revision %lld", snap->snap_name, (long long)b->rev);
+        pool_done(pool, j);
+    }
+    if (cfg->target_revision && b->rev != cfg->target_revision)
+        return err_set(ERR_GAP, "the deltas end at revision %lld, before the target %lld",
+                       (long long)b->rev, (long long)cfg->target_revision);
+    if (cfg->bump_revision > 0) { /* as etcdutl's unsafeBumpRevision: an empty value */
+        uint8_t k[MVCC_MARK_BYTES];
+        size_t kl = mvcc_rev_key(b->rev + cfg->bump_revision, 0, 0, k);
+        if ((rc = bbolt_writer_put(b->w, k, kl, NULL, 0))) return rc;
+    }
+    return 0;
+}
+
+/* The lease bucket: the full snapshot's leases plus those granted after it. */
+static int build_lease_bucket(Builder *b, BboltName *path, int in_source) {
+    LeaseEnt *sorted = calloc(b->added.n ? b->added.n : 1, sizeof *sorted);
+    uint8_t *keys = calloc(b->added.n ? b->added.n : 1, 8 + MVCC_LEASE_MAX);
+    Extra *ex = calloc(b->added.n ? b->added.n : 1, sizeof *ex);
+    int rc = 0;
+    if (!sorted || !keys || !ex) {
+        rc = err_set(ERR_NOMEM, "out of memory for %zu leases", b->added.n);
+        goto done;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < b->added.cap; i++)
+        if (b->added.slots[i].id) sorted[n++] = b->added.slots[i];
+    qsort(sorted, n, sizeof *sorted, lease_cmp);
+    for (size_t i = 0; i < n; i++) {
+        uint8_t *k = keys + i * (8 + MVCC_LEASE_MAX);
+        mvcc_lease_key(sorted[i].id, k);
+        ex[i] = (Extra){k, 8, k + 8, mvcc_lease_marshal(sorted[i].id, sorted[i].ttl, 0, k + 8)};
+        log_info("lease %016llx was granted after the full snapshot: created with TTL %llds",
+                 (unsigned long long)sorted[i].id, (long long)sorted[i].ttl);
+    }
+    if (in_source) {
+        rc = copy_bucket(b, path, 1, ex, n);
+    } else {
+        for (size_t i = 0; i < n && !rc; i++)
+            rc = bbolt_writer_put(b->w, ex[i].key, ex[i].key_len, ex[i].value, ex[i].value_len);
+    }
+    b->out->leases_added = n;
+done:
+    free(sorted);
+    free(keys);
+    free(ex);
+    return rc;
+}
+
+/* The meta bucket; with --mark-compacted, scheduledCompactRev = the bumped revision. */
+static int build_meta_bucket(Builder *b, BboltName *path, int in_source) {
+    uint8_t v[MVCC_MARK_BYTES];
+    Extra ex = {(const uint8_t *)MVCC_META_SCHEDULED_COMPACT, strlen(MVCC_META_SCHEDULED_COMPACT),
+                v, mvcc_rev_key(b->rev + b->cfg->bump_revision, 0, 0, v)};
+    size_t n = b->cfg->mark_compacted ? 1 : 0;
+    if (in_source) return copy_bucket(b, path, 1, &ex, n);
+    return n ? bbolt_writer_put(b->w, ex.key, ex.key_len, ex.value, ex.value_len) : 0;
+}
+
+/* A top-level bucket by name: key, lease and meta are built, the others copied. */
+static int build_bucket(Builder *b, FetchPool *pool, const uint8_t *name, size_t len,
+                        int in_source) {
+    BboltName path[BUCKET_MAX_DEPTH + 1] = {{name, len}};
+    int rc = bbolt_writer_begin_bucket(b->w, name, len);
+    if (rc) return rc;
+    if (name_is(name, len, MVCC_BUCKET_KEY))
+        rc = build_key_bucket(b, pool, path);
+    else if (name_is(name, len, MVCC_BUCKET_LEASE))
+        rc = build_lease_bucket(b, path, in_source);
+    else if (name_is(name, len, MVCC_BUCKET_META))
+        rc = build_meta_bucket(b, path, in_source);
+    else
+        rc = copy_bucket(b, path, 1, NULL, 0);
+    if (rc) return err_wrap(rc, "bucket %.*s", (int)len, (const char *)name);
+    return bbolt_writer_end_bucket(b->w);
+}
+
+/* Streams the full snapshot's db (src) into a new db at path with the deltas applied. */
+static int build_db(Builder *b, FetchPool *pool, const char *path) {
+    int rc = read_known_leases(b);
+    if (rc) return rc;
+    b->out->leases_kept = b->known.n;
+    if ((rc = bbolt_writer_open(path, 0, &b->w))) return rc;
+    /* buckets the result needs even when the full snapshot lacks them, in key order */
+    const char *needed[] = {MVCC_BUCKET_LEASE, MVCC_BUCKET_META};
+    size_t next_needed = 0;
+    BboltCursor *c = NULL;
+    if ((rc = bbolt_cursor_open(b->src, NULL, 0, &c))) goto done;
+    int saw_key = 0;
+    for (;;) {
+        BboltItem it;
+        int got = 0;
+        if ((rc = bbolt_cursor_next(c, &it, &got))) goto done;
+        while (next_needed < 2 &&
+               (!got || key_cmp((const uint8_t *)needed[next_needed], strlen(needed[next_needed]),
+                                it.key, it.key_len) < 0)) {
+            const char *nm = needed[next_needed++];
+            int want = strcmp(nm, MVCC_BUCKET_LEASE) == 0 ? b->added.n > 0 : b->cfg->mark_compacted;
+            if (want && (rc = build_bucket(b, pool, (const uint8_t *)nm, strlen(nm), 0))) goto done;
+        }
+        if (!got) break;
+        if (!it.is_bucket) {
+            rc = err_set(ERR_CORRUPT, "full snapshot: a plain key in the root bucket");
+            goto done;
+        }
+        for (size_t i = next_needed; i < 2; i++)
+            if (name_is(it.key, it.key_len, needed[i])) next_needed = i + 1;
+        if (name_is(it.key, it.key_len, MVCC_BUCKET_KEY)) saw_key = 1;
+        if ((rc = build_bucket(b, pool, it.key, it.key_len, 1))) goto done;
+    }
+    if (!saw_key) {
+        rc = err_set(ERR_CORRUPT, "full snapshot: no \"key\" bucket: not an etcd db");
+        goto done;
+    }
+    rc = bbolt_writer_finish(b->w);
+done:
+    bbolt_cursor_close(c);
+    b->out->db_bytes = b->w ? bbolt_writer_pages(b->w) * 4096u : 0;
+    bbolt_writer_free(b->w);
+    b->w = NULL;
+    return rc;
+}
+
+/* Creates a private scratch directory inside the user's --restoration-temp-snapshots-dir
+ * (created when missing; never removed, as it may hold the user's files). Only what this
+ * function creates is removed afterwards. *out owned. */
+static int make_scratch(const char *temp_dir, char **out) {
+    int rc = fs_mkdir_p(temp_dir, 0700);
+    if (rc) return rc;
+    char *tmpl = fs_join(temp_dir, "etcdbr-restore.XXXXXX");
+    if (!tmpl) return err_set(ERR_NOMEM, "out of memory");
+    if (!mkdtemp(tmpl)) {
+        rc = err_set(ERR_IO, "create a scratch directory in %s: %s", temp_dir, strerror(errno));
+        free(tmpl);
+        return rc;
+    }
+    *out = tmpl;
+    return 0;
+}
+
 int restorer_run(const RestoreConfig *cfg, RestoreResult *out) {
     int64_t t0 = now_mono_ms();
     Snapshot *list = NULL, *deltas = NULL;
     size_t n_list = 0, n_deltas = 0;
     size_t *delta_idx = NULL;
-    char *part = NULL, *full_path = NULL, *tool_log = NULL, *etcd_log = NULL;
-    EtcdProc *proc = NULL;
-    EtcdClient *client = NULL;
+    char *part = NULL, *scratch = NULL, *full_path = NULL, *db_path = NULL, *tool_log = NULL;
     FetchPool pool;
     pthread_t *threads = NULL;
     size_t n_threads = 0;
-    Replay replay;
+    Builder b;
     int rc;
     memset(out, 0, sizeof *out);
     memset(&pool, 0, sizeof pool);
-    memset(&replay, 0, sizeof replay);
+    memset(&b, 0, sizeof b);
     pthread_mutex_init(&pool.mu, NULL);
     pthread_cond_init(&pool.cv, NULL);
     int lock_fd = -1;
+
+    if (cfg->target_revision && cfg->target_time_ns) {
+        rc = err_set(ERR_INVALID, "a target revision and a target time exclude each other");
+        goto done;
+    }
+    if (cfg->mark_compacted && cfg->bump_revision <= 0) {
+        rc = err_set(ERR_INVALID, "marking compacted needs a revision bump (as etcdutl)");
+        goto done;
+    }
 
     /* One restore at a time per parent directory: two restores into one data dir would delete
      * each other's <data-dir>.part (flock on the parent; released when the process ends). */
@@ -600,13 +730,30 @@ int restorer_run(const RestoreConfig *cfg, RestoreResult *out) {
         goto done;
     }
     ptrdiff_t full_i;
-    snapname_latest_set(list, n_list, &full_i, delta_idx, &n_deltas);
+    /* --time: a full snapshot named at second t was taken before t+1 */
+    int64_t max_created = cfg->target_time_ns ? cfg->target_time_ns / 1000000000LL - 1 : 0;
+    snapname_set_at(list, n_list, cfg->target_revision, max_created, &full_i, delta_idx, &n_deltas);
+    if (full_i < 0 && cfg->target_time_ns) { /* one taken within the second of the time */
+        max_created = cfg->target_time_ns / 1000000000LL;
+        snapname_set_at(list, n_list, 0, max_created, &full_i, delta_idx, &n_deltas);
+        if (full_i >= 0)
+            log_warn("the only full snapshot before the target time was named in its second: "
+                     "its revision may include writes up to a second after it");
+    }
     if (full_i < 0) {
-        rc = err_set(ERR_NOT_FOUND,
-                     "no full snapshot in store %s (%zu snapshot objects, %zu of them deltas; "
-                     "snapshots are looked for under <container>/<store-prefix>/v2/ and v1/: check "
-                     "--store-container and --store-prefix)",
-                     store_describe(cfg->store), n_list, n_deltas);
+        if (cfg->target_revision || cfg->target_time_ns)
+            rc = err_set(ERR_NOT_FOUND,
+                         "no full snapshot in store %s at or before the target %s (%zu snapshot "
+                         "objects)",
+                         store_describe(cfg->store), cfg->target_revision ? "revision" : "time",
+                         n_list);
+        else
+            rc = err_set(
+                ERR_NOT_FOUND,
+                "no full snapshot in store %s (%zu snapshot objects, %zu of them deltas; "
+                "snapshots are looked for under <container>/<store-prefix>/v2/ and v1/: check "
+                "--store-container and --store-prefix)",
+                store_describe(cfg->store), n_list, n_deltas);
         goto done;
     }
     const Snapshot *full = &list[full_i];
@@ -615,36 +762,51 @@ int restorer_run(const RestoreConfig *cfg, RestoreResult *out) {
         rc = err_set(ERR_NOMEM, "out of memory");
         goto done;
     }
-    for (size_t i = 0; i < n_deltas; i++)
-        deltas[i] = list[delta_idx[i]];
-    rc = check_contiguity(full, deltas, n_deltas);
+    size_t kept = 0;
+    for (size_t i = 0; i < n_deltas; i++) {
+        const Snapshot *d = &list[delta_idx[i]];
+        if (d->last_revision <= full->last_revision) continue; /* inside the full snapshot */
+        if (cfg->target_revision && d->start_revision > cfg->target_revision) break;
+        deltas[kept++] = *d;
+    }
+    n_deltas = kept;
+    int64_t store_last = n_deltas ? deltas[n_deltas - 1].last_revision : full->last_revision;
+    if (store_last < full->last_revision) store_last = full->last_revision;
+    if (cfg->target_revision > store_last) {
+        rc = err_set(ERR_INVALID,
+                     "target revision %lld is beyond the store's backups, which end at revision "
+                     "%lld",
+                     (long long)cfg->target_revision, (long long)store_last);
+        goto done;
+    }
+    int64_t upto = cfg->target_revision ? cfg->target_revision : INT64_MAX;
+    rc = check_contiguity(full, deltas, n_deltas, upto);
     if (rc) goto done;
     snprintf(out->base_name, sizeof out->base_name, "%s", full->snap_name);
-    log_info("restoring from %s: full snapshot %s and %zu delta snapshots up to revision %lld",
+    log_info("restoring from %s: full snapshot %s and %zu delta snapshots, up to %s %lld",
              store_describe(cfg->store), full->key, n_deltas,
-             (long long)(n_deltas ? deltas[n_deltas - 1].last_revision : full->last_revision));
+             cfg->target_revision ? "the target revision" : "revision",
+             (long long)(cfg->target_revision ? cfg->target_revision : store_last));
 
     part = malloc(strlen(cfg->data_dir) + 6);
     if (!part) {
         rc = err_set(ERR_NOMEM, "out of memory");
         goto done;
     }
-    sprintf(part, "%s.part", cfg->data_dir);
-    if ((rc = fs_remove_tree(part)) || (rc = fs_remove_tree(cfg->temp_dir)) ||
-        (rc = fs_mkdir_p(cfg->temp_dir, 0700)))
-        goto done;
-    full_path = fs_join(cfg->temp_dir, "snapshot-full.db");
-    tool_log = fs_join(cfg->temp_dir, "snapshot-restore.log");
-    etcd_log = fs_join(cfg->temp_dir, "etcd.log");
-    if (!full_path || !tool_log || !etcd_log) {
+    sprintf(part, "%s.part", cfg->data_dir); /* ours: guarded by the lock on the parent */
+    if ((rc = fs_remove_tree(part)) || (rc = make_scratch(cfg->temp_dir, &scratch))) goto done;
+    full_path = fs_join(scratch, "snapshot-full.db");
+    db_path = fs_join(scratch, "restored.db");
+    tool_log = fs_join(scratch, "snapshot-restore.log");
+    if (!full_path || !db_path || !tool_log) {
         rc = err_set(ERR_NOMEM, "out of memory");
         goto done;
     }
 
-    /* deltas are fetched while the full snapshot is restored */
-    pool.cfg = cfg;
-    pool.deltas = deltas;
-    pool.n = n_deltas;
+    /* deltas are fetched while the full snapshot is fetched and copied */
+    RestoreConfig fetch_cfg = *cfg;
+    fetch_cfg.temp_dir = scratch;
+    pool.cfg = &fetch_cfg;
     pool.readers = calloc(n_deltas + 1, sizeof *pool.readers);
     pool.rcs = calloc(n_deltas + 1, sizeof *pool.rcs);
     pool.errs = calloc(n_deltas + 1, sizeof *pool.errs);
@@ -653,16 +815,11 @@ int restorer_run(const RestoreConfig *cfg, RestoreResult *out) {
         rc = err_set(ERR_NOMEM, "out of memory");
         goto done;
     }
-
     uint64_t db_len = 0;
     rc = fetch_full(cfg, full, full_path, &db_len, &out->base_revision);
     if (rc) goto done;
-    /* skip deltas the full snapshot already contains */
-    size_t first = 0;
-    while (first < n_deltas && deltas[first].last_revision <= out->base_revision)
-        first++;
-    pool.deltas = deltas + first;
-    pool.n = n_deltas - first;
+    pool.deltas = deltas;
+    pool.n = n_deltas;
     size_t want = pool.n < (size_t)cfg->max_fetchers ? pool.n : (size_t)cfg->max_fetchers;
     threads = calloc(want + 1, sizeof *threads);
     for (size_t i = 0; threads && i < want; i++) {
@@ -673,6 +830,32 @@ int restorer_run(const RestoreConfig *cfg, RestoreResult *out) {
         goto done;
     }
 
+    int64_t tb = now_mono_ms();
+    b.cfg = cfg;
+    b.out = out;
+    b.rev = out->base_revision;
+    b.sub = INT64_MAX; /* nothing may continue the full snapshot's last revision */
+    b.target = cfg->target_revision ? cfg->target_revision : INT64_MAX;
+    rc = bbolt_open(full_path, db_len, &b.src);
+    if (rc) goto done;
+    rc = build_db(&b, &pool, db_path);
+    bbolt_close(b.src);
+    b.src = NULL;
+    unlink(full_path);
+    if (rc) goto done;
+    int64_t final_rev = b.rev + (cfg->bump_revision > 0 ? cfg->bump_revision : 0);
+    if (cfg->quota_bytes > 0 && out->db_bytes > (uint64_t)cfg->quota_bytes)
+        log_warn("the restored db is %llu bytes, above --embedded-etcd-quota-bytes %lld: start "
+                 "etcd with a --quota-backend-bytes at least that large",
+                 (unsigned long long)out->db_bytes, (long long)cfg->quota_bytes);
+    out->seconds_build = (double)(now_mono_ms() - tb) / 1000.0;
+    log_info("db built: revision %lld (%llu revisions from %zu deltas on full snapshot revision "
+             "%lld%s), %llu leases kept, %llu added, %.1f MiB in %.3fs",
+             (long long)final_rev, (unsigned long long)out->revisions_applied, out->deltas_applied,
+             (long long)out->base_revision, cfg->bump_revision > 0 ? ", bumped" : "",
+             (unsigned long long)out->leases_kept, (unsigned long long)out->leases_added,
+             (double)out->db_bytes / 1048576.0, out->seconds_build);
+
     const char *tool = cfg->etcdutl_bin && *cfg->etcdutl_bin ? cfg->etcdutl_bin
                        : in_path("etcdutl")                  ? "etcdutl"
                                                              : "etcdctl";
@@ -681,7 +864,7 @@ int restorer_run(const RestoreConfig *cfg, RestoreResult *out) {
     argv[a++] = (char *)tool;
     argv[a++] = "snapshot";
     argv[a++] = "restore";
-    argv[a++] = full_path;
+    argv[a++] = db_path;
     argv[a++] = "--name";
     argv[a++] = (char *)cfg->name;
     argv[a++] = "--initial-cluster";
@@ -692,113 +875,11 @@ int restorer_run(const RestoreConfig *cfg, RestoreResult *out) {
     argv[a++] = (char *)cfg->initial_advertise_peer_urls;
     argv[a++] = "--data-dir";
     argv[a++] = part;
-    if (db_len == (uint64_t)fs_file_size(full_path)) argv[a++] = "--skip-hash-check";
+    argv[a++] = "--skip-hash-check"; /* our db has no sha256 trailer; its source was checked */
     argv[a] = NULL;
     rc = run_tool(argv, tool_log);
     if (rc) goto done;
-    unlink(full_path);
-    log_info("full snapshot %s restored into %s at revision %lld with %s", full->snap_name, part,
-             (long long)out->base_revision, tool);
-
-    int64_t final_rev = out->base_revision;
-    if (pool.n) {
-        int64_t tr = now_mono_ms();
-        EtcdProcConfig pc = {
-            .etcd_bin = cfg->etcd_bin && *cfg->etcd_bin ? cfg->etcd_bin : NULL,
-            .data_dir = part,
-            .name = cfg->name,
-            .quota_bytes = cfg->quota_bytes,
-            .max_request_bytes = cfg->max_request_bytes > TEMP_ETCD_MIN_REQUEST_BYTES
-                                     ? cfg->max_request_bytes
-                                     : TEMP_ETCD_MIN_REQUEST_BYTES,
-            .max_txn_ops =
-                cfg->max_txn_ops > TEMP_ETCD_MIN_TXN_OPS ? cfg->max_txn_ops : TEMP_ETCD_MIN_TXN_OPS,
-            .unsafe_no_fsync = 1,
-            /* Measured on 2 cores (bench/run.sh's replay): one P keeps etcd's proposals in
-             * the order the streams arrive (with two, a third of the pipelined txns overtook
-             * their predecessor and were resent) at half the CPU per txn; GC at 3x the live
-             * heap instead of 2x: +25% txn/s; a backend commit every 10 ms instead of 100: +30%
-             * (etcd then has fewer uncommitted writes to look through and copy); a raft
-             * snapshot every 10000 entries keeps fewer entries in etcd's memory. GOMAXPROCS
-             * and GOGC in the environment win. */
-            .gomaxprocs = 1,
-            .gogc = 200,
-            .snapshot_count = 10000,
-            .backend_batch_interval_ms = 10,
-            .log_path = etcd_log,
-            .ready_timeout_ms = 60000,
-        };
-        rc = etcd_proc_start(&pc, &proc);
-        if (rc) goto done;
-        const char *ep = etcd_proc_client_url(proc);
-        EtcdConfig ec = {.endpoints = &ep, .n_endpoints = 1, .connection_timeout_ms = 120000};
-        rc = etcd_client_new(&ec, &client);
-        if (rc) goto done;
-        int64_t cur = 0;
-        rc = etcd_get_revision(client, &cur);
-        if (rc) goto done;
-        if (cur != out->base_revision) {
-            rc = err_set(ERR_CORRUPT, "restored member is at revision %lld, the db said %lld",
-                         (long long)cur, (long long)out->base_revision);
-            goto done;
-        }
-        rc = etcd_txn_pipeline_open(client, 1, &replay.pipe);
-        if (rc) goto done;
-        replay.client = client;
-        replay.applied = cur;
-        replay.end = replay.next = cur + 1;
-        for (size_t j = 0; j < pool.n; j++) {
-            pthread_mutex_lock(&pool.mu);
-            while (!pool.ready[j])
-                pthread_cond_wait(&pool.cv, &pool.mu);
-            DeltaReader *dr = pool.readers[j];
-            pool.readers[j] = NULL;
-            int frc = pool.rcs[j];
-            pthread_mutex_unlock(&pool.mu);
-            if (frc) {
-                rc = err_set(frc, "%s", pool.errs[j] ? pool.errs[j] : "fetch failed");
-                goto done;
-            }
-            rc = apply_delta(&replay, dr, &pool.deltas[j]);
-            delta_reader_close(dr);
-            if (rc) goto done;
-            out->deltas_applied++;
-            log_debug("applied %s: etcd at revision %lld", pool.deltas[j].snap_name,
-                      (long long)replay.applied);
-            pthread_mutex_lock(&pool.mu);
-            pool.applier_idx = j + 1;
-            pthread_cond_broadcast(&pool.cv);
-            pthread_mutex_unlock(&pool.mu);
-        }
-        int64_t fin = 0;
-        rc = etcd_get_revision(client, &fin);
-        if (rc) goto done;
-        int64_t want_rev = pool.deltas[pool.n - 1].last_revision;
-        if (fin != want_rev) {
-            rc = err_set(ERR_CORRUPT,
-                         "restored etcd is at revision %lld, the last delta %s ends at %lld",
-                         (long long)fin, pool.deltas[pool.n - 1].key, (long long)want_rev);
-            goto done;
-        }
-        final_rev = fin;
-        out->events_applied = replay.events;
-        out->txns_applied = replay.txns;
-        log_info("replayed %llu revisions; %llu txns were proposed before their predecessor "
-                 "and sent again (%llu rounds)",
-                 (unsigned long long)replay.txns, (unsigned long long)replay.resent,
-                 (unsigned long long)replay.failed_rounds);
-        etcd_txn_pipeline_close(replay.pipe);
-        replay.pipe = NULL;
-        etcd_client_free(client);
-        client = NULL;
-        rc = etcd_proc_stop(proc);
-        proc = NULL;
-        if (rc) {
-            err_wrap(rc, "stopping the restore etcd");
-            goto done;
-        }
-        out->seconds_replay = (double)(now_mono_ms() - tr) / 1000.0;
-    }
+    unlink(db_path);
     if (nftw(part, fsync_cb, 32, FTW_PHYS) != 0) {
         rc = err_set(ERR_IO, "fsync %s: %s", part, strerror(errno));
         goto done;
@@ -828,18 +909,17 @@ done:
         delta_reader_close(pool.readers[i]);
         free(pool.errs[i]);
     }
-    etcd_txn_pipeline_close(replay.pipe);
-    replay_free(&replay);
-    etcd_client_free(client);
-    if (proc) etcd_proc_stop(proc);
+    bbolt_close(b.src);
+    free(b.buf);
+    free(b.known.slots);
+    free(b.added.slots);
     if (rc && part && lock_fd >= 0) {
         char msg[2048];
         snprintf(msg, sizeof msg, "%s", err_msg());
         fs_remove_tree(part);
         err_set(rc, "%s", msg);
     }
-    if (lock_fd >= 0 && cfg->temp_dir && (rc == 0 || !getenv("ETCDBR_KEEP_TEMP")))
-        fs_remove_tree(cfg->temp_dir);
+    if (scratch && (rc == 0 || !getenv("ETCDBR_KEEP_TEMP"))) fs_remove_tree(scratch);
     if (lock_fd >= 0) close(lock_fd);
     free(threads);
     free(pool.readers);
@@ -847,9 +927,10 @@ done:
     free(pool.errs);
     free(pool.ready);
     free(part);
+    free(scratch);
     free(full_path);
+    free(db_path);
     free(tool_log);
-    free(etcd_log);
     free(deltas);
     free(delta_idx);
     free(list);

@@ -1,8 +1,11 @@
-/* restorer: rebuilds a data dir from the latest set in a store (DESIGN.md restore engine):
- * newest full snapshot by revision -> etcd's own snapshot restore into "<data-dir>.part" ->
- * a temporary etcd on loopback replays every later delta, one transaction per original
- * revision -> final revision checked -> etcd stopped -> files fsynced -> renamed into place.
- * An interrupted restore leaves the target absent; a rerun starts clean. */
+/* restorer: rebuilds a data dir from a store, offline (DESIGN.md restore engine; docs/restore.md).
+ * One listing -> the newest full snapshot at or before the target -> its db streamed bucket by
+ * bucket into a new bbolt file (format/bbolt_writer), every later delta revision appended to the
+ * mvcc "key" bucket exactly as etcd writes it (sub-revisions in event order, tombstones, leases
+ * kept) up to the target revision -> the leases the deltas use added to the "lease" bucket ->
+ * etcd's own restore tool (etcdutl, or etcdctl of 3.4) writes the member dir from that db into
+ * "<data-dir>.part" -> fsync -> rename. No etcd runs; memory is bounded by one event and the
+ * open path of the tree. An interrupted restore leaves the target absent; a rerun starts clean. */
 #ifndef ETCDBR_RESTORER_H
 #define ETCDBR_RESTORER_H
 
@@ -19,26 +22,35 @@ typedef struct RestoreConfig {
     const char *initial_cluster_token;
     const char *initial_advertise_peer_urls; /* comma-joined */
     int skip_hash_check;
-    int max_fetchers;          /* parallel delta downloads, >= 1; also the read-ahead bound */
-    int64_t max_request_bytes; /* lower bound for the temporary etcd */
-    int64_t max_txn_ops;       /* lower bound for the temporary etcd */
-    int64_t quota_bytes;       /* temporary etcd backend quota */
-    const char *etcd_bin;      /* NULL/"" = etcd from PATH */
-    const char *etcdutl_bin;   /* NULL/"" = etcdutl, else etcdctl from PATH */
+    int max_fetchers;        /* parallel delta downloads, >= 1; also the read-ahead bound */
+    const char *etcdutl_bin; /* NULL/"" = etcdutl, else etcdctl from PATH */
+    /* point in time: at most one of the two; both 0 = the latest revision in the store */
+    int64_t target_revision; /* exactly the state at this revision */
+    int64_t target_time_ns;  /* the last revision whose events were recorded at or before this
+                                Unix time (ns) */
+    int64_t bump_revision;   /* > 0: add this to the final revision (etcdutl --bump-revision) */
+    int mark_compacted;      /* with bump_revision: schedule a compaction at the bumped revision */
+    int64_t new_lease_ttl;   /* TTL (s) of a lease granted after the full snapshot whose TTL the
+                                delta does not record; > 0 */
+    int64_t quota_bytes;     /* a db larger than this is reported (etcd's backend quota) */
 } RestoreConfig;
 
 typedef struct RestoreResult {
     int64_t base_revision; /* revision of the full snapshot */
-    int64_t revision;      /* final revision of the data dir */
+    int64_t revision;      /* final revision of the data dir (after any bump) */
     size_t deltas_applied;
-    uint64_t events_applied, txns_applied;
+    uint64_t events_applied, revisions_applied;
+    uint64_t leases_kept, leases_added; /* from the full snapshot / granted after it */
+    uint64_t db_bytes;                  /* size of the db handed to etcd's restore tool */
     char base_name[256];
-    double seconds_total, seconds_replay;
+    double seconds_total, seconds_build; /* seconds_build: writing the db (full + deltas) */
 } RestoreResult;
 
-/* Restores. Errors: ERR_EXISTS (non-empty data dir), ERR_NOT_FOUND (no full snapshot in the
- * store), ERR_GAP (missing revisions between two objects; both named), ERR_CORRUPT (hash,
- * format, revision mismatch), ERR_IO, ERR_ETCD. On error the data dir is left absent. */
+/* Restores. Errors: ERR_EXISTS (non-empty data dir, or another restore holds its parent),
+ * ERR_NOT_FOUND (no full snapshot in the store at or before the target), ERR_INVALID (target
+ * beyond the store's last revision), ERR_GAP (missing revisions between two objects; both
+ * named), ERR_CORRUPT (hash, format, revision mismatch), ERR_IO (including etcd's restore tool
+ * failing). On error the data dir is left absent and the private scratch directory removed. */
 int restorer_run(const RestoreConfig *cfg, RestoreResult *out);
 
 #endif

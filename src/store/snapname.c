@@ -317,19 +317,24 @@ void snapname_sort(Snapshot *snaps, size_t n) {
     if (snaps && n > 1) qsort(snaps, n, sizeof *snaps, snap_cmp);
 }
 
-void snapname_latest_set(const Snapshot *snaps, size_t n, ptrdiff_t *full_idx, size_t *delta_idx,
-                         size_t *n_deltas) {
+void snapname_set_at(const Snapshot *snaps, size_t n, int64_t max_revision, int64_t max_created_on,
+                     ptrdiff_t *full_idx, size_t *delta_idx, size_t *n_deltas) {
     ptrdiff_t full = -1;
     for (size_t i = n; i-- > 0;) {
-        if (snaps[i].is_chunk) continue;
-        if (snaps[i].kind == SNAP_FULL) {
-            full = (ptrdiff_t)i;
-            break;
-        }
+        if (snaps[i].is_chunk || snaps[i].kind != SNAP_FULL) continue;
+        if (max_revision > 0 && snaps[i].last_revision > max_revision) continue;
+        if (max_created_on > 0 && snaps[i].created_on > max_created_on) continue;
+        full = (ptrdiff_t)i;
+        break;
     }
     size_t k = 0;
     for (size_t i = (size_t)(full + 1); i < n; i++)
         if (!snaps[i].is_chunk && snaps[i].kind == SNAP_INCR) delta_idx[k++] = i;
     *full_idx = full;
     *n_deltas = k;
+}
+
+void snapname_latest_set(const Snapshot *snaps, size_t n, ptrdiff_t *full_idx, size_t *delta_idx,
+                         size_t *n_deltas) {
+    snapname_set_at(snaps, n, 0, 0, full_idx, delta_idx, n_deltas);
 }

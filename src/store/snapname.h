@@ -48,4 +48,11 @@ void snapname_sort(Snapshot *snaps, size_t n);
 void snapname_latest_set(const Snapshot *snaps, size_t n, ptrdiff_t *full_idx, size_t *delta_idx,
                          size_t *n_deltas);
 
+/* The set a restore to a point in time starts from: the newest full snapshot (chunks ignored)
+ * whose last_revision <= max_revision (when > 0) and whose created_on <= max_created_on (Unix
+ * seconds, when > 0), and every delta sorted after it (the caller trims them to the target).
+ * *full_idx -1 when no full snapshot qualifies. Same list and outputs as snapname_latest_set. */
+void snapname_set_at(const Snapshot *snaps, size_t n, int64_t max_revision, int64_t max_created_on,
+                     ptrdiff_t *full_idx, size_t *delta_idx, size_t *n_deltas);
+
 #endif

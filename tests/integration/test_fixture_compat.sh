@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Restores every store under tests/fixtures (written by the Go etcdbrctl: plain, gzip, zlib,
-# Go LZW, legacy v1 layout) and checks the keyspace and revision against expected/.
+# Go LZW, legacy v1 layout; ebr043-*: Go tool v0.43.0 with ~1 MiB values) and checks the keyspace and revision against expected/.
 source "$(dirname "$0")/lib.sh"
 make_workdir
-for fx in "$ETCDBR_SOURCE_DIR"/tests/fixtures/seed-*; do
+for fx in "$ETCDBR_SOURCE_DIR"/tests/fixtures/*/; do
+    fx=${fx%/}
     name=$(basename "$fx")
     echo "== $name"
     cp -r "$fx/store" "$WORK/$name-store"

@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
-# An interrupted restore (kill -9 during delta replay) leaves the target data dir absent and no
-# temporary etcd running; a rerun starts clean and restores every key at the right revision.
+# An interrupted restore (kill -9 at random points, 20 trials from a logged seed; ETCDBR_SEED
+# replays one) leaves the target data dir absent and no child process (etcd's restore tool)
+# running; a rerun starts clean and is exact (keys, revision, HashKV). Two restores into one
+# data dir at once: the second is refused (exit 3) and the first is exact.
 source "$(dirname "$0")/lib.sh"
 make_workdir
 LOADGEN=${ETCDBR_BUILD_DIR:-$(dirname "$ETCDBR_BIN")}/etcd_loadgen
 [ -x "$LOADGEN" ] || fail "etcd_loadgen not built next to etcdbrctl"
+seed=${ETCDBR_SEED:-$(( $(date +%s) % 32768 ))}
+echo "seed=$seed"
+RANDOM=$seed
 start_etcd src "$WORK/src.etcd"
 SRC_EP=$ETCD_EP
 "$LOADGEN" "$SRC_EP" puts 100 100 /base/ 16
@@ -13,43 +18,67 @@ wait_for_log "$WORK/snap.log" "full snapshot Full-"
 "$LOADGEN" "$SRC_EP" puts 30000 64 /delta/ 64
 stop_snapshotter
 src_rev=$(current_revision "$SRC_EP")
+src_hash=$(etcdctl --endpoints="$SRC_EP" endpoint hashkv --rev="$src_rev" -w json | jq '.[0].HashKV.hash')
 dump_keys "$SRC_EP" >"$WORK/src.jsonl"
 stop_pid "$ETCD_PID"
 
-restore_bg "$WORK/store" "$WORK/restored.etcd" "$WORK/restore1.log"
-RPID=$RESTORE_PID
-wait_for_log "$WORK/restore1.log" "restored into"
-sleep 0.3
-kill -9 "$RPID"
-wait "$RPID" 2>/dev/null || true
-grep -q "restore done" "$WORK/restore1.log" && fail "restore finished before it could be interrupted"
-[ ! -e "$WORK/restored.etcd" ] || fail "interrupted restore left the target data dir"
-sleep 0.5
-if pgrep -f "$WORK/restored.etcd.part" >/dev/null; then
-    pgrep -af "$WORK/restored.etcd.part" >&2
-    fail "a temporary etcd outlived the interrupted restore"
-fi
-echo "interrupted: target absent, no temporary etcd left"
+check_exact() { # DATA_DIR LABEL
+    start_etcd restored "$1"
+    [ "$(current_revision "$ETCD_EP")" = "$src_rev" ] || fail "$2: revision differs"
+    dump_keys "$ETCD_EP" | cmp - "$WORK/src.jsonl" || fail "$2: keyspace differs"
+    local h
+    h=$(etcdctl --endpoints="$ETCD_EP" endpoint hashkv --rev="$src_rev" -w json | jq '.[0].HashKV.hash')
+    [ "$h" = "$src_hash" ] || fail "$2: HashKV $h, source $src_hash"
+    stop_pid "$ETCD_PID"
+}
 
-# two restores into one data dir at once: the second is refused, the first is exact
+# how long one restore takes: the kill points are drawn from [0, that + 20%]
+t0=$(date +%s%N)
+restore_store "$WORK/store" "$WORK/timed.etcd" >"$WORK/timed.log" 2>&1 || { cat "$WORK/timed.log"; fail "restore failed"; }
+dur_ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+rm -rf "$WORK/timed.etcd"
+echo "one restore takes ${dur_ms} ms"
+
+interrupted=0
+for trial in $(seq 1 20); do
+    delay_ms=$(( RANDOM % (dur_ms * 12 / 10 + 1) ))
+    restore_bg "$WORK/store" "$WORK/restored.etcd" "$WORK/trial.log"
+    RPID=$RESTORE_PID
+    sleep "$(printf '0.%03d' "$delay_ms")"
+    kill -9 "$RPID" 2>/dev/null || true
+    wait "$RPID" 2>/dev/null || true
+    if grep -q "restore done" "$WORK/trial.log"; then
+        check_exact "$WORK/restored.etcd" "trial $trial (finished before the kill at ${delay_ms} ms)"
+        rm -rf "$WORK/restored.etcd"
+        continue
+    fi
+    interrupted=$((interrupted + 1))
+    [ ! -e "$WORK/restored.etcd" ] || fail "trial $trial (kill at ${delay_ms} ms): the target data dir appeared"
+    sleep 0.2
+    if pgrep -f "$WORK/restored.etcd" >/dev/null; then
+        pgrep -af "$WORK/restored.etcd" >&2
+        fail "trial $trial (kill at ${delay_ms} ms): a child process outlived the restore"
+    fi
+done
+[ "$interrupted" -ge 10 ] || fail "only $interrupted of 20 trials interrupted a restore"
+echo "$interrupted of 20 kill -9 trials interrupted the restore: target absent, no child left"
+
+restore_store "$WORK/store" "$WORK/restored.etcd" >"$WORK/rerun.log" 2>&1 || { cat "$WORK/rerun.log"; fail "rerun failed"; }
+[ ! -e "$WORK/restored.etcd.part" ] || fail "rerun left a .part dir"
+check_exact "$WORK/restored.etcd" "rerun"
+rm -rf "$WORK/restored.etcd"
+echo "rerun: exact at revision $src_rev (keys, HashKV)"
+
+# two restores into one data dir at once: the first is held (SIGSTOP) while it holds the lock
 restore_bg "$WORK/store" "$WORK/restored.etcd" "$WORK/restore-a.log"
 APID=$RESTORE_PID
-wait_for_log "$WORK/restore-a.log" "restored into"
+wait_for_log "$WORK/restore-a.log" "restoring from"
+kill -STOP "$APID"
 rc=0
 restore_store "$WORK/store" "$WORK/restored.etcd" --restoration-temp-snapshots-dir="$WORK/tmp-b" \
     >"$WORK/restore-b.log" 2>&1 || rc=$?
+kill -CONT "$APID"
 [ "$rc" = 3 ] && grep -q "another restore" "$WORK/restore-b.log" || { cat "$WORK/restore-b.log"; fail "concurrent restore: exit $rc"; }
 wait "$APID" || fail "the first restore failed after a concurrent one was refused"
-start_etcd restored "$WORK/restored.etcd"
-[ "$(current_revision "$ETCD_EP")" = "$src_rev" ] || fail "revision differs after the concurrent attempt"
-dump_keys "$ETCD_EP" | cmp - "$WORK/src.jsonl" || fail "keyspace differs after the concurrent attempt"
-stop_pid "$ETCD_PID"
-rm -rf "$WORK/restored.etcd"
+check_exact "$WORK/restored.etcd" "after a concurrent attempt"
 echo "concurrent restore refused (exit 3); the running one is exact"
-
-restore_store "$WORK/store" "$WORK/restored.etcd" >"$WORK/restore2.log" 2>&1 || { cat "$WORK/restore2.log"; fail "rerun failed"; }
-[ ! -e "$WORK/restored.etcd.part" ] || fail "rerun left a .part dir"
-start_etcd restored "$WORK/restored.etcd"
-[ "$(current_revision "$ETCD_EP")" = "$src_rev" ] || fail "revision differs"
-dump_keys "$ETCD_EP" | cmp - "$WORK/src.jsonl" || fail "keyspace differs"
-echo "rerun: restore exact at revision $src_rev"

@@ -438,155 +438,6 @@ static void test_txn_many_applies_all_with_consecutive_revisions(void **state) {
     CHECK(etcd_txn_many(env.c, reqs, 0, res));
 }
 
-/* Replays a chain of N guarded puts through a pipeline, W in flight, the way the restorer does:
- * txn i holds only once txn i-1 is applied; after a failure nothing new is sent until every
- * txn in flight has answered, then the chain resumes from the first unapplied txn. */
-static void run_guarded_chain(int ordered, const char *prefix, size_t W, size_t *resent_out) {
-    enum { N = 3000 };
-    static char keys[N][32];
-    static EtcdTxnOp ops[N];
-    static EtcdTxnReq reqs[N];
-    static char state[N]; /* 0 to send, 1 in flight, 2 applied */
-    EtcdTxnDone done[64];
-    int64_t base = 0;
-    CHECK(etcd_get_revision(env.c, &base));
-    for (int i = 0; i < N; i++) {
-        int len = snprintf(keys[i], sizeof keys[i], "%s/%05d", prefix, i);
-        ops[i] = (EtcdTxnOp){.type = ETCD_OP_PUT,
-                             .key = (const uint8_t *)keys[i],
-                             .key_len = (size_t)len,
-                             .value = (const uint8_t *)keys[i],
-                             .value_len = (size_t)len};
-        reqs[i] = (EtcdTxnReq){.ops = &ops[i], .n_ops = 1};
-        if (i > 0)
-            reqs[i].cmp = (EtcdCompare){.kind = ETCD_CMP_MOD_EQUAL,
-                                        .key = ops[i - 1].key,
-                                        .key_len = ops[i - 1].key_len,
-                                        .value = base + i};
-        state[i] = 0;
-    }
-    EtcdTxnPipeline *p = NULL;
-    CHECK(etcd_txn_pipeline_open(env.c, ordered, &p));
-    size_t applied = 0, next = 0, in_flight = 0, resent = 0;
-    int draining = 0;
-    while (applied < N) {
-        while (!draining && next < N && in_flight < W) {
-            CHECK(etcd_txn_pipeline_submit(p, &reqs[next], next));
-            state[next++] = 1;
-            in_flight++;
-        }
-        assert_int_equal(etcd_txn_pipeline_pending(p), in_flight);
-        size_t n = 0;
-        CHECK(etcd_txn_pipeline_wait(p, -1, done, 64, &n));
-        assert_true(n > 0);
-        for (size_t k = 0; k < n; k++) {
-            size_t i = (size_t)done[k].tag;
-            assert_true(i < N && state[i] == 1);
-            in_flight--;
-            if (done[k].succeeded) {
-                /* a success is exactly the txn's place in the chain */
-                assert_int_equal(done[k].revision, base + 1 + (int64_t)i);
-                state[i] = 2;
-            } else {
-                /* proposed before its predecessor: etcd had not reached it */
-                assert_true(done[k].revision < base + (int64_t)i);
-                state[i] = 0;
-                resent++;
-                draining = 1;
-            }
-        }
-        while (applied < N && state[applied] == 2)
-            applied++;
-        if (draining && in_flight == 0) {
-            for (size_t i = applied; i < next; i++)
-                assert_int_equal(state[i], 0);
-            draining = 0;
-            next = applied;
-        }
-    }
-    assert_int_equal(etcd_txn_pipeline_pending(p), 0);
-    etcd_txn_pipeline_close(p);
-    int64_t rev = 0;
-    CHECK(etcd_get_revision(env.c, &rev));
-    assert_int_equal(rev, base + N);
-    Kvs k = {0};
-    char end[32];
-    snprintf(end, sizeof end, "%s0", prefix);
-    CHECK(etcd_range(env.c, prefix, strlen(prefix), end, strlen(end), 0, collect, &k, NULL));
-    assert_int_equal(k.n, N);
-    for (int i = 0; i < N; i++)
-        assert_int_equal(k.v[i].mod_revision, base + 1 + i);
-    kvs_free(&k);
-    *resent_out = resent;
-}
-
-static void test_txn_pipeline_applies_guarded_chain_in_order(void **state) {
-    (void)state;
-    NEED_ETCD();
-    size_t resent_plain = 0, resent_ordered = 0;
-    /* unordered, one txn at a time in flight: nothing can overtake */
-    run_guarded_chain(0, "pipe1", 1, &resent_plain);
-    assert_int_equal(resent_plain, 0);
-    /* 64 in flight: etcd (GOMAXPROCS unset here) reorders some; guards make it harmless */
-    run_guarded_chain(0, "pipe2", 64, &resent_plain);
-    run_guarded_chain(1, "pipe3", 64, &resent_ordered);
-    fprintf(stderr, "note: guarded chain of 3000 txns, 64 in flight: %zu resent, %zu ordered\n",
-            resent_plain, resent_ordered);
-}
-
-static void test_txn_pipeline_reports_compare_failures_and_errors(void **state) {
-    (void)state;
-    NEED_ETCD();
-    EtcdTxnPipeline *p = NULL;
-    EtcdTxnDone done[4];
-    size_t n = 0;
-    int64_t base = 0;
-    CHECK(etcd_get_revision(env.c, &base));
-    CHECK(etcd_txn_pipeline_open(env.c, 1, &p));
-    /* nothing pending: returns at once */
-    CHECK(etcd_txn_pipeline_wait(p, -1, done, 4, &n));
-    assert_int_equal(n, 0);
-    EtcdTxnOp put = {.type = ETCD_OP_PUT, .key = (const uint8_t *)"pipe-err/a", .key_len = 10};
-    EtcdTxnReq ok = {.ops = &put, .n_ops = 1};
-    EtcdTxnReq no = {.cmp = {.kind = ETCD_CMP_MOD_EQUAL, .key = put.key, .key_len = 10, .value = 1},
-                     .ops = &put,
-                     .n_ops = 1};
-    CHECK(etcd_txn_pipeline_submit(p, &ok, 7));
-    CHECK(etcd_txn_pipeline_flush(p));
-    CHECK(etcd_txn_pipeline_wait(p, -1, done, 4, &n));
-    assert_int_equal(n, 1);
-    assert_int_equal(done[0].tag, 7);
-    assert_int_equal(done[0].succeeded, 1);
-    assert_int_equal(done[0].revision, base + 1);
-    CHECK(etcd_txn_pipeline_submit(p, &no, 8));
-    CHECK(etcd_txn_pipeline_wait(p, -1, done, 4, &n));
-    assert_int_equal(n, 1);
-    assert_int_equal(done[0].tag, 8);
-    assert_int_equal(done[0].succeeded, 0);
-    assert_int_equal(done[0].revision, base + 1);
-    assert_int_equal(etcd_txn_pipeline_submit(p, &ok, UINT64_C(1) << 63), ERR_INVALID);
-    /* a gRPC error fails the wait with etcd's message, and the pipeline for good */
-    EtcdTxnOp empty = {.type = ETCD_OP_PUT};
-    EtcdTxnReq bad = {.ops = &empty, .n_ops = 1};
-    CHECK(etcd_txn_pipeline_submit(p, &bad, 9));
-    int rc = etcd_txn_pipeline_wait(p, -1, done, 4, &n);
-    assert_int_equal(rc, ERR_ETCD);
-    assert_non_null(strstr(err_msg(), "key is not provided"));
-    assert_non_null(strstr(err_msg(), "/etcdserverpb.KV/Txn"));
-    assert_int_equal(etcd_txn_pipeline_submit(p, &ok, 10), ERR_ETCD);
-    etcd_txn_pipeline_close(p);
-    etcd_txn_pipeline_close(NULL);
-    /* https endpoints are not supported; a dead endpoint is an etcd error naming it */
-    EtcdClient *c = NULL;
-    CHECK(new_client("https://127.0.0.1:1", &c));
-    assert_int_equal(etcd_txn_pipeline_open(c, 1, &p), ERR_UNSUPPORTED);
-    etcd_client_free(c);
-    CHECK(new_client("http://127.0.0.1:1", &c));
-    assert_int_equal(etcd_txn_pipeline_open(c, 1, &p), ERR_ETCD);
-    assert_non_null(strstr(err_msg(), "127.0.0.1:1"));
-    etcd_client_free(c);
-}
-
 static void test_status_reports_version_leader_and_revision(void **state) {
     (void)state;
     NEED_ETCD();
@@ -1149,7 +1000,7 @@ static void test_auth_username_password_and_wrong_password(void **state) {
     CHECK(etcd_proc_stop(p));
 }
 
-static void test_proc_sets_go_runtime_env_and_ordered_pipeline_keeps_order(void **state) {
+static void test_proc_sets_go_runtime_env(void **state) {
     (void)state;
     NEED_ETCD();
     EtcdProcConfig cfg = {.name = "gomax", .gomaxprocs = 1, .gogc = 400};
@@ -1170,18 +1021,6 @@ static void test_proc_sets_go_runtime_env_and_ordered_pipeline_keeps_order(void 
     /* values already in our environment win */
     assert_true(procs || getenv("GOMAXPROCS"));
     assert_true(gc || getenv("GOGC"));
-    /* the chain against this etcd: informational (scheduling is not deterministic) */
-    EtcdClient *saved = env.c;
-    CHECK(new_client(etcd_proc_client_url(p), &env.c));
-    size_t resent = 0;
-    double t0 = now_s();
-    run_guarded_chain(1, "gomax", 64, &resent);
-    fprintf(stderr,
-            "note: GOMAXPROCS=1 etcd, ordered pipeline: 3000 guarded txns, %zu resent, "
-            "%.0f txn/s\n",
-            resent, 3000 / (now_s() - t0));
-    etcd_client_free(env.c);
-    env.c = saved;
     CHECK(etcd_proc_stop(p));
 }
 
@@ -1214,8 +1053,6 @@ int main(void) {
         cmocka_unit_test(test_txn_three_puts_share_one_revision),
         cmocka_unit_test(test_txn_compare_true_applies_false_does_nothing),
         cmocka_unit_test(test_txn_many_applies_all_with_consecutive_revisions),
-        cmocka_unit_test(test_txn_pipeline_applies_guarded_chain_in_order),
-        cmocka_unit_test(test_txn_pipeline_reports_compare_failures_and_errors),
         cmocka_unit_test(test_status_reports_version_leader_and_revision),
         cmocka_unit_test(test_watch_receives_put_and_delete_with_revisions),
         cmocka_unit_test(test_watch_progress_notify_option_is_accepted),
@@ -1231,7 +1068,7 @@ int main(void) {
         cmocka_unit_test(test_watch_reassembles_fragmented_responses),
         cmocka_unit_test(test_tls_client_certs_and_wrong_ca),
         cmocka_unit_test(test_auth_username_password_and_wrong_password),
-        cmocka_unit_test(test_proc_sets_go_runtime_env_and_ordered_pipeline_keeps_order),
+        cmocka_unit_test(test_proc_sets_go_runtime_env),
         cmocka_unit_test(test_proc_start_reports_early_exit_with_log_tail),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
