@@ -76,6 +76,24 @@ check_restored "$WORK/t.etcd" "${gap_rev[2]}" "--time=${gap_time[2]}"
 rm -rf "$WORK/t.etcd"
 echo "--time=${gap_time[2]}: revision ${gap_rev[2]}, exact"
 
+# initialize --revision: a valid data dir at the newest revision is restored to the target (the
+# old one kept aside), and a rerun at that revision leaves it alone
+restore_store "$WORK/store" "$WORK/i.etcd" >"$WORK/i0.log" 2>&1 || { cat "$WORK/i0.log"; fail "restore for initialize failed"; }
+init() {
+    "$ETCDBR_BIN" initialize --storage-provider=Local --store-container="$WORK/store" \
+        --data-dir="$WORK/i.etcd" --name=restored --initial-cluster=restored=http://127.0.0.1:2380 \
+        --initial-advertise-peer-urls=http://127.0.0.1:2380 \
+        --restoration-temp-snapshots-dir="$WORK/i.tmp" "$@"
+}
+init --revision="$boundary" >"$WORK/i1.log" 2>&1 || { cat "$WORK/i1.log"; fail "initialize --revision failed"; }
+grep -q "restore target is set" "$WORK/i1.log" || fail "initialize did not restore to the target"
+[ -d "$WORK/i.etcd.invalid" ] || fail "initialize did not keep the replaced data dir aside"
+check_restored "$WORK/i.etcd" "$boundary" "initialize --revision=$boundary"
+init --revision="$boundary" >"$WORK/i2.log" 2>&1 || { cat "$WORK/i2.log"; fail "second initialize failed"; }
+grep -q "restore target is set" "$WORK/i2.log" && fail "initialize restored again a data dir already at the target"
+rm -rf "$WORK/i.etcd" "$WORK/i.etcd.invalid"
+echo "initialize --revision=$boundary: restored over a newer valid data dir, then left alone"
+
 # refusals: beyond the store, before the first full snapshot, both targets, a bad time
 rc=0; restore_store "$WORK/store" "$WORK/x.etcd" --revision=$((last_rev + 1)) >"$WORK/x.log" 2>&1 || rc=$?
 [ "$rc" = 2 ] && grep -q "beyond the store" "$WORK/x.log" || { cat "$WORK/x.log"; fail "--revision past the store: exit $rc"; }
