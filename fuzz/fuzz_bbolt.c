@@ -1,6 +1,8 @@
 /* fuzz_bbolt: libFuzzer target for the bbolt reader. The input is a whole db file, handed over
- * through an in-memory file (memfd) and its /proc/self/fd path; bbolt_open, bbolt_etcd_revision
- * and bbolt_check must return 0 or a project error, never crash, hang or allocate without bound.
+ * through an in-memory file (memfd) and its /proc/self/fd path; bbolt_open, bbolt_etcd_revision,
+ * bbolt_check and a cursor over every bucket (nested ones too) must return 0 or a project error,
+ * never crash, hang or allocate without bound; on a db that bbolt_check passes the cursor must
+ * not fail.
  * Each input also runs with its meta checksums recomputed, so mutated meta fields get past the
  * FNV-1a check. Seeds in fuzz/corpus/bbolt/: small real etcd 3.4 snapshots, synthetic dbs. */
 #include "common/err.h"
@@ -16,6 +18,48 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static int fuzz_fd = -1;
+
+#define CURSOR_MAX_NESTING 8
+#define CURSOR_MAX_ITEMS 100000 /* per db, all buckets together */
+#define CURSOR_MAX_OPENS 256    /* per db: buckets sharing pages could multiply the reads */
+#define CURSOR_MAX_NAME 32768   /* bbolt's MaxKeySize: longer names cannot be opened */
+
+static uint8_t cursor_names[CURSOR_MAX_NESTING][CURSOR_MAX_NAME];
+
+typedef struct {
+    size_t items;
+    size_t opens;
+} CursorBudget;
+
+/* Iterates the bucket at path[0..depth) and, depth-first, every bucket nested in it. */
+static void cursor_walk(BboltDb *db, BboltName *path, size_t depth, int check_ok, CursorBudget *b) {
+    BboltCursor *c = NULL;
+    if (++b->opens > CURSOR_MAX_OPENS) return;
+    int rc = bbolt_cursor_open(db, path, depth, &c);
+    if (rc) {
+        if (c != NULL || check_ok || (rc != ERR_CORRUPT && rc != ERR_NOT_FOUND)) abort();
+        return;
+    }
+    while (b->items < CURSOR_MAX_ITEMS) {
+        BboltItem it;
+        int got = 0;
+        rc = bbolt_cursor_next(c, &it, &got);
+        if (rc) {
+            if (check_ok || rc != ERR_CORRUPT) abort();
+            break;
+        }
+        if (!got) break;
+        b->items++;
+        if (!it.is_bucket) continue;
+        if (it.value != NULL || it.value_len != 0) abort();
+        if (depth < CURSOR_MAX_NESTING && it.key_len <= CURSOR_MAX_NAME) {
+            memcpy(cursor_names[depth], it.key, it.key_len);
+            path[depth] = (BboltName){cursor_names[depth], it.key_len};
+            cursor_walk(db, path, depth + 1, check_ok, b);
+        }
+    }
+    bbolt_cursor_close(c);
+}
 
 static void run_db(const uint8_t *data, size_t size) {
     if (fuzz_fd < 0) {
@@ -49,6 +93,9 @@ static void run_db(const uint8_t *data, size_t size) {
         rc = bbolt_check(db, &pages);
         if (rc != 0 && rc != ERR_CORRUPT) abort();
         if (rc == 0 && pages > (uint64_t)size / bbolt_page_size(db)) abort();
+        BboltName names[CURSOR_MAX_NESTING];
+        CursorBudget budget = {0, 0};
+        cursor_walk(db, names, 0, rc == 0, &budget);
         bbolt_close(db);
     }
 }

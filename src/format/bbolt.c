@@ -557,6 +557,177 @@ done:
     return rc;
 }
 
+/* ---- cursor ---- */
+
+/* The walk's per-depth buffers hold the path of pages from the bucket's root (depth 0) to the
+ * current leaf; stack[d] is the page in buffer d and the index of its next element. Reading a
+ * child at depth d reuses buffer d only, so the pages above it stay valid. */
+struct BboltCursor {
+    BbWalk w;
+    BbBucket bk;     /* the bucket iterated; an inline one points into bval */
+    uint8_t *bval;   /* owned copy of the bucket's value in its parent (NULL for the root) */
+    int root_bucket; /* iterating the root bucket: every item must name a bucket */
+    int started;
+    int done;
+    unsigned depth; /* pages on the stack */
+    struct {
+        BbPage pg;
+        unsigned next;
+    } stack[BB_MAX_DEPTH + 1];
+};
+
+/* Printable form of a bucket name for messages: non-printing bytes as \xNN, long names cut. */
+static const char *name_fmt(char *buf, size_t cap, const void *name, size_t len) {
+    const uint8_t *p = name;
+    size_t o = 0;
+    for (size_t i = 0; i < len && o + 8 < cap; i++) {
+        if (p[i] >= 0x20 && p[i] < 0x7f && p[i] != '"' && p[i] != '\\')
+            buf[o++] = (char)p[i];
+        else
+            o += (size_t)snprintf(buf + o, cap - o, "\\x%02x", p[i]);
+    }
+    if (o + 8 >= cap && len > 0) o += (size_t)snprintf(buf + o, cap - o, "...");
+    buf[o] = '\0';
+    return buf;
+}
+
+int bbolt_cursor_open(BboltDb *db, const BboltName *path, size_t depth, BboltCursor **out) {
+    BboltCursor *c = calloc(1, sizeof *c);
+    uint8_t *val = NULL;
+    char nb[160];
+    int rc = 0;
+    *out = NULL;
+    if (!c) return err_set(ERR_NOMEM, "%s: out of memory for a cursor", db->path);
+    walk_init(&c->w, db);
+    c->bk.root = db->root;
+    c->root_bucket = depth == 0;
+    for (size_t i = 0; i < depth; i++) {
+        int found = 0;
+        uint32_t flags = 0, vsize = 0;
+        uint64_t holder = c->bk.root ? c->bk.root : c->bk.inl.id;
+        if (path[i].len > BB_MAX_KEY) {
+            rc = err_set(ERR_INVALID,
+                         "%s: bucket name %zu of the path has %zu bytes, more than "
+                         "bbolt allows",
+                         db->path, i, path[i].len);
+            goto done;
+        }
+        if (path[i].len > 0) {
+            rc = bucket_get_n(&c->w, &c->bk, path[i].name, (uint32_t)path[i].len, &found, &flags,
+                              &val, &vsize);
+            if (rc) goto done;
+        }
+        if (!found || !(flags & BB_LEAF_BUCKET)) {
+            rc = err_set(ERR_NOT_FOUND, "%s: bucket \"%s\" (name %zu of the path): %s", db->path,
+                         name_fmt(nb, sizeof nb, path[i].name, path[i].len), i,
+                         found ? "a plain key, not a bucket" : "no such bucket");
+            goto done;
+        }
+        BbBucket child;
+        rc = bucket_from_value(db, val, vsize, holder, &child);
+        if (rc) goto done;
+        free(c->bval); /* backed the parent, no longer needed */
+        c->bval = val;
+        val = NULL;
+        c->bk = child;
+    }
+done:
+    free(val);
+    if (rc) {
+        bbolt_cursor_close(c);
+        return rc;
+    }
+    *out = c;
+    return 0;
+}
+
+/* Pushes the page id (referenced by page `from`) at the cursor's depth. */
+static int cursor_push(BboltCursor *c, uint64_t id, uint64_t from) {
+    BboltDb *db = c->w.db;
+    for (unsigned d = 0; d < c->depth; d++) {
+        const BbPage *s = &c->stack[d].pg;
+        if (!s->is_inline && id >= s->id && id - s->id <= s->overflow)
+            return err_set(ERR_CORRUPT,
+                           "%s: page %llu (from page %llu) is already on the path from the "
+                           "bucket root",
+                           db->path, (unsigned long long)id, (unsigned long long)from);
+    }
+    BbPage pg;
+    int rc = read_page(&c->w, c->depth, id, from, &pg);
+    if (rc) return rc;
+    rc = expect_tree_page(db, &pg, from);
+    if (rc) return rc;
+    c->stack[c->depth].pg = pg;
+    c->stack[c->depth].next = 0;
+    c->depth++;
+    return 0;
+}
+
+int bbolt_cursor_next(BboltCursor *c, BboltItem *item, int *got) {
+    BboltDb *db = c->w.db;
+    int rc = 0;
+    *got = 0;
+    memset(item, 0, sizeof *item);
+    if (c->done) return 0;
+    if (!c->started) {
+        c->started = 1;
+        c->w.budget = db->high_water; /* an in-order walk reads each page once */
+        if (c->bk.root == 0) {
+            c->stack[0].pg = c->bk.inl;
+            c->stack[0].next = 0;
+            c->depth = 1;
+        } else if ((rc = cursor_push(c, c->bk.root, 0))) {
+            goto fail;
+        }
+    }
+    while (c->depth > 0) {
+        BbPage *pg = &c->stack[c->depth - 1].pg;
+        unsigned i = c->stack[c->depth - 1].next;
+        if (i >= pg->count) {
+            c->depth--;
+            continue;
+        }
+        c->stack[c->depth - 1].next = i + 1;
+        BbElem e;
+        if ((rc = page_elem(db, pg, i, &e))) goto fail;
+        if (pg->flags == BB_FLAG_BRANCH) {
+            if ((rc = cursor_push(c, e.child, pg->id))) goto fail;
+            continue;
+        }
+        if (e.flags & ~(uint32_t)BB_LEAF_BUCKET) {
+            rc = err_set(ERR_CORRUPT, "%s: %s %llu: element %u: unknown flags 0x%x", db->path,
+                         page_kind(pg), (unsigned long long)pg->id, i, e.flags);
+            goto fail;
+        }
+        if (c->root_bucket && !(e.flags & BB_LEAF_BUCKET)) {
+            rc = err_set(ERR_CORRUPT, "%s: %s %llu: element %u: plain key in the root bucket",
+                         db->path, page_kind(pg), (unsigned long long)pg->id, i);
+            goto fail;
+        }
+        item->key = e.key;
+        item->key_len = e.ksize;
+        item->is_bucket = (e.flags & BB_LEAF_BUCKET) != 0;
+        if (!item->is_bucket) {
+            item->value = e.val;
+            item->value_len = e.vsize;
+        }
+        *got = 1;
+        return 0;
+    }
+    c->done = 1;
+    return 0;
+fail:
+    c->done = 1;
+    return rc;
+}
+
+void bbolt_cursor_close(BboltCursor *c) {
+    if (!c) return;
+    walk_free(&c->w);
+    free(c->bval);
+    free(c);
+}
+
 /* ---- consistency check ---- */
 
 static int mark_pages(BbWalk *w, const BbPage *pg, uint64_t from) {

@@ -39,4 +39,42 @@ int bbolt_get(BboltDb *db, const char *bucket, const void *key, size_t klen, voi
  * pages_out (may be NULL) receives the number of pages visited. 0 or ERR_CORRUPT. */
 int bbolt_check(BboltDb *db, uint64_t *pages_out);
 
+/* ---- cursor: every item of one bucket in key order ---- */
+
+/* One name of a bucket path: len bytes at name (any bytes, not NUL-terminated). */
+typedef struct BboltName {
+    const void *name;
+    size_t len;
+} BboltName;
+
+/* One item of a bucket. key and value are borrowed: valid until the next bbolt_cursor_next or
+ * bbolt_cursor_close on the same cursor. */
+typedef struct BboltItem {
+    const uint8_t *key;
+    size_t key_len;
+    const uint8_t *value; /* for a nested bucket: NULL */
+    size_t value_len;     /* for a nested bucket: 0 */
+    int is_bucket;        /* the key names a nested bucket (open it with path + this key) */
+} BboltItem;
+
+typedef struct BboltCursor BboltCursor;
+
+/* Opens a cursor over the bucket reached by path[0..depth) from the root (depth 0 = the root
+ * bucket, whose items are the top-level buckets). Memory: the pages from the bucket's root to
+ * the current leaf (each with its overflow pages, read in one pread), never the file.
+ * Errors: ERR_NOT_FOUND (a bucket on the path is missing or is a plain key), ERR_INVALID (a name
+ * longer than bbolt's 32768-byte key limit), ERR_CORRUPT, ERR_IO, ERR_NOMEM. *out is owned by
+ * the caller (bbolt_cursor_close); it borrows db, which must outlive it. One cursor is not
+ * thread-safe; several cursors on one db may run on different threads. */
+int bbolt_cursor_open(BboltDb *db, const BboltName *path, size_t depth, BboltCursor **out);
+
+/* Next item in key order: 0 with *got = 1 and *item filled, 0 with *got = 0 at the end (and on
+ * every later call). ERR_CORRUPT (message names the page), ERR_IO or ERR_NOMEM; after an error
+ * the cursor stays at the end. A bucket whose pages repeat on the path, reference pages outside
+ * the db or read more pages than the file holds gives ERR_CORRUPT, never a hang. */
+int bbolt_cursor_next(BboltCursor *c, BboltItem *item, int *got);
+
+/* Frees the cursor and its page buffers. NULL-safe. */
+void bbolt_cursor_close(BboltCursor *c);
+
 #endif
