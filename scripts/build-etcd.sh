@@ -6,6 +6,46 @@
 # Debian's etcd 3.4 comes from apt (install-deps.sh); these are the releases Debian does not ship.
 set -euo pipefail
 cache=${ETCDBR_ETCD_CACHE:-$HOME/.cache/etcdbr/etcd}
+# Test-only: the bbolt CLI (go.etcd.io/bbolt/cmd/bbolt; tests run its `bbolt check` on the dbs
+# bbolt_writer writes) of the bbolt lines etcd 3.5 (1.3.x) and 3.6+ (1.4.x) use, each built in a
+# throwaway wrapper module and cached in <cache>/bbolt-<version>/bbolt. Arguments bbolt@<version>
+# select these builds (`build-etcd.sh bbolt@v1.3.12` builds only that one); no arguments build
+# the default bbolt versions and then the default etcd versions.
+bbolt_versions=()
+etcd_args=()
+for a in "$@"; do
+    case $a in
+    bbolt@*) bbolt_versions+=("${a#bbolt@}") ;;
+    *) etcd_args+=("$a") ;;
+    esac
+done
+[ $# -gt 0 ] || bbolt_versions=(v1.3.12 v1.4.3)
+for v in ${bbolt_versions[@]+"${bbolt_versions[@]}"}; do
+    out=$cache/bbolt-$v
+    if [ -x "$out/bbolt" ]; then
+        echo "build-etcd: bbolt $v cached in $out"
+        continue
+    fi
+    command -v go >/dev/null || { echo "build-etcd: go is not on PATH (needed to build bbolt)" >&2; exit 1; }
+    mkdir -p "$cache"
+    bwork=$(mktemp -d)
+    echo "build-etcd: building the bbolt CLI $v"
+    rc=0
+    (
+        cd "$bwork"
+        go mod init etcdbr-bbolt-build >/dev/null 2>&1
+        go get "go.etcd.io/bbolt/cmd/bbolt@$v" >"$bwork/go-get.log" 2>&1 || { cat "$bwork/go-get.log" >&2; exit 1; }
+        rm -rf "$out.tmp"
+        mkdir -p "$out.tmp"
+        go build -o "$out.tmp/bbolt" go.etcd.io/bbolt/cmd/bbolt
+    ) || rc=$?
+    rm -rf "$bwork"
+    [ "$rc" = 0 ] || { echo "build-etcd: bbolt $v failed" >&2; exit 1; }
+    rm -rf "$out"
+    mv "$out.tmp" "$out"
+done
+[ $# -eq 0 ] || [ ${#etcd_args[@]} -gt 0 ] || exit 0
+set -- ${etcd_args[@]+"${etcd_args[@]}"}
 versions=("$@")
 [ ${#versions[@]} -gt 0 ] || versions=(v3.5.35 v3.6.16 v3.7.3)
 command -v go >/dev/null || { echo "build-etcd: go is not on PATH (needed to build etcd 3.5+)" >&2; exit 1; }
