@@ -98,7 +98,8 @@ static int rfc3339_valid(const char *s, size_t n) {
 }
 
 /* Unix nanoseconds of an RFC 3339 time that rfc3339_valid accepted (fraction beyond 9 digits
- * truncated, as Go does; zone offset applied). */
+ * truncated, as Go does; zone offset applied; saturated to INT64_MIN/INT64_MAX outside the years
+ * 1677-2262). */
 static int64_t rfc3339_to_ns(const char *s, size_t n) {
     size_t i = 0;
     int year = fixed_digits(s, n, &i, 4);
@@ -141,7 +142,14 @@ static int64_t rfc3339_to_ns(const char *s, size_t n) {
     int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
     int64_t days = era * 146097 + doe - 719468;
     int64_t secs = days * 86400 + hour * 3600 + min * 60 + sec - off_s;
-    return secs * 1000000000 + frac;
+    /* int64 nanoseconds span 1677-09-21T00:12:43.145224192Z..2262-04-11T23:47:16.854775807Z
+     * while RFC 3339 allows the years 0000-9999. Times outside saturate (Go leaves UnixNano
+     * undefined there): they still order before or after every representable time. */
+    const int64_t ns = 1000000000, max_s = INT64_MAX / ns, min_s = INT64_MIN / ns;
+    if (secs > max_s || (secs == max_s && frac > INT64_MAX % ns)) return INT64_MAX;
+    if (secs < min_s - 1 || (secs == min_s - 1 && frac < ns + INT64_MIN % ns)) return INT64_MIN;
+    if (secs == min_s - 1) return (secs + 1) * ns - (ns - frac);
+    return secs * ns + frac;
 }
 
 int delta_parse_time(const char *text, int64_t *ns_out) {
@@ -366,7 +374,10 @@ void delta_writer_free(DeltaWriter *w) {
     free(w);
 }
 
-static int writer_append(DeltaWriter *w, const EtcdEvent *ev, const char *time_text) {
+/* lease_ttl > 0 adds etcdbr's element field "leaseTTL" after "time" (the one place the reader's
+ * fast path expects it). */
+static int writer_append(DeltaWriter *w, const EtcdEvent *ev, const char *time_text,
+                         int64_t lease_ttl) {
     if (!w || !ev) return err_set(ERR_INVALID, "delta_writer_append: no writer or event");
     if (w->broken) return err_set(ERR_IO, "delta spool unusable after a failed write; reset it");
     if (w->sealed) return err_set(ERR_INVALID, "delta writer already closed; reset it first");
@@ -382,6 +393,11 @@ static int writer_append(DeltaWriter *w, const EtcdEvent *ev, const char *time_t
                        kv->mod_revision, w->last_rev);
     if ((kv->key_len && !kv->key) || (kv->value_len && !kv->value))
         return err_set(ERR_INVALID, "delta: event key or value pointer is NULL");
+    if (lease_ttl > 0 && (ev->type != ETCD_OP_PUT || kv->lease == 0))
+        return err_set(ERR_INVALID,
+                       "delta: leaseTTL %" PRId64 " on an event at revision %" PRId64
+                       " that is not a put with a lease",
+                       lease_ttl, kv->mod_revision);
 
     w->scratch_len = 0;
     int first = 1, rc;
@@ -400,8 +416,11 @@ static int writer_append(DeltaWriter *w, const EtcdEvent *ev, const char *time_t
         return rc;
     if (kv->lease && (rc = sc_field_i64(w, &first, "lease", kv->lease))) return rc;
     if ((rc = sc_puts(w, "}},\"time\":\"")) || (rc = sc_puts(w, time_text)) ||
-        (rc = sc_puts(w, "\"}")))
+        (rc = sc_puts(w, "\"")))
         return rc;
+    first = 0;
+    if (lease_ttl > 0 && (rc = sc_field_i64(w, &first, "leaseTTL", lease_ttl))) return rc;
+    if ((rc = sc_puts(w, "}"))) return rc;
 
     uint64_t len0 = w->file_off + w->buf_len;
     rc = w_write(w, w->scratch, w->scratch_len);
@@ -418,16 +437,21 @@ static int writer_append(DeltaWriter *w, const EtcdEvent *ev, const char *time_t
 }
 
 int delta_writer_append(DeltaWriter *w, const EtcdEvent *ev, int64_t received_ns) {
+    return delta_writer_append_lease(w, ev, received_ns, 0);
+}
+
+int delta_writer_append_lease(DeltaWriter *w, const EtcdEvent *ev, int64_t received_ns,
+                              int64_t lease_ttl) {
     char t[48];
     int rc = format_time(received_ns, t);
-    return rc ? rc : writer_append(w, ev, t);
+    return rc ? rc : writer_append(w, ev, t, lease_ttl);
 }
 
 int delta_writer_append_with_time(DeltaWriter *w, const EtcdEvent *ev, const char *time_text) {
     if (!time_text || !rfc3339_valid(time_text, strlen(time_text)))
         return err_set(ERR_INVALID, "delta: time \"%.64s\" is not RFC 3339",
                        time_text ? time_text : "(null)");
-    return writer_append(w, ev, time_text);
+    return writer_append(w, ev, time_text, 0);
 }
 
 size_t delta_writer_events(const DeltaWriter *w) {
@@ -568,7 +592,8 @@ struct DeltaReader {
     uint8_t *key, *value;
     size_t key_cap, value_cap;
     int64_t last_rev;
-    uint64_t index; /* events returned so far */
+    uint64_t index;       /* events returned so far */
+    uint64_t fast_events; /* events the fast path decoded since open (rewind included) */
 };
 
 static int rd_fail(DeltaReader *r, int code, const char *fmt, ...)
@@ -1207,7 +1232,10 @@ int delta_reader_next(DeltaReader *r, DeltaEvent *ev, int *got) {
     if ((rc = rd_element(r, start))) goto done;
 
     EvState e;
-    if (fast_decode(r, &e)) goto decoded;
+    if (fast_decode(r, &e)) {
+        r->fast_events++;
+        goto decoded;
+    }
     json_error_t jerr;
     root = json_loadb((const char *)r->elem, r->elem_len, JSON_ALLOW_NUL, &jerr);
     if (!root) {
@@ -1267,6 +1295,10 @@ int delta_reader_rewind(DeltaReader *r) {
     r->last_rev = 0;
     r->index = 0;
     return 0;
+}
+
+uint64_t delta_reader_fast_events(const DeltaReader *r) {
+    return r ? r->fast_events : 0;
 }
 
 void delta_reader_close(DeltaReader *r) {

@@ -2,8 +2,14 @@
  *   payload = JSON_ARRAY || SHA256(JSON_ARRAY)
  * JSON_ARRAY = "[" elem ("," elem)* "]", no whitespace; elem =
  *   {"etcdEvent":{"type":1?,"kv":{"key":b64,"create_revision":N?,"mod_revision":N?,
- *    "version":N?,"value":b64?,"lease":N?}},"time":"<RFC 3339 nano, trailing zeros trimmed>"}
+ *    "version":N?,"value":b64?,"lease":N?}},"time":"<RFC 3339 nano, trailing zeros trimmed>"
+ *    ,"leaseTTL":N?}
  * (Go encoding/json with omitempty: zero fields left out; padded standard base64).
+ * "leaseTTL" is etcdbr's addition, on a put with a lease only: the TTL in seconds the lease was
+ * granted with, recorded by the snapshotter on the first put of each lease in a delta so that
+ * restore can grant a lease created after the full snapshot with its own TTL (without it restore
+ * uses --new-lease-ttl). Go's encoding/json ignores it as an unknown field, so the Go tool reads
+ * these deltas unchanged. It comes last, right after "time".
  * Both directions stream through a spool file: memory is bounded by one event, never by the
  * delta's size. */
 #ifndef ETCDBR_DELTA_H
@@ -23,6 +29,12 @@ void delta_writer_free(DeltaWriter *w);
 
 /* Appends one event as received at received_ns (Unix nanoseconds, UTC). ERR_IO on a full disk. */
 int delta_writer_append(DeltaWriter *w, const EtcdEvent *ev, int64_t received_ns);
+
+/* Like delta_writer_append; lease_ttl > 0 (seconds) also records the granted TTL of the put's
+ * lease as "leaseTTL" (0 or less: none, as delta_writer_append). ERR_INVALID for lease_ttl > 0
+ * on an event that is not a put with a lease. */
+int delta_writer_append_lease(DeltaWriter *w, const EtcdEvent *ev, int64_t received_ns,
+                              int64_t lease_ttl);
 
 /* Like delta_writer_append, but writes time_text (borrowed) verbatim as "time": for tests that
  * rebuild a Go-written delta byte for byte, and for re-encoding events read from another delta.
@@ -51,7 +63,8 @@ typedef struct DeltaEvent {
     uint8_t *value;
     size_t value_len;
     int64_t create_revision, mod_revision, version, lease;
-    int64_t time_ns;   /* the element's "time" (when the snapshotter received it), Unix ns UTC */
+    int64_t time_ns;   /* the element's "time" (when the snapshotter received it), Unix ns UTC
+                          (saturated as delta_parse_time does) */
     int64_t lease_ttl; /* the element's "leaseTTL" (etcdbr's addition, ignored by the Go tool):
                           the granted TTL in seconds of a lease the put uses; 0 = not recorded */
 } DeltaEvent;
@@ -71,10 +84,15 @@ int delta_reader_next(DeltaReader *r, DeltaEvent *ev, int *got);
 /* Starts reading the events again from the first one (the spool is kept): for a pre-scan, e.g.
  * finding the last revision recorded before a point in time. A reader that failed stays failed. */
 int delta_reader_rewind(DeltaReader *r);
+/* Events decoded by the fast path for the canonical form (what both tools write) since open,
+ * rewinds included; the rest went through the general decoder. For tests and diagnostics. */
+uint64_t delta_reader_fast_events(const DeltaReader *r);
 void delta_reader_close(DeltaReader *r);
 
 /* Parses an RFC 3339 time as Go's time.Time JSON decoding accepts it (the delta "time" field and
- * restore --time) into Unix nanoseconds. 0 or ERR_INVALID (message quotes the text). */
+ * restore --time) into Unix nanoseconds, saturated to INT64_MIN / INT64_MAX for times before
+ * 1677-09-21 or after 2262-04-11 (outside int64 nanoseconds). 0 or ERR_INVALID (message quotes
+ * the text). */
 int delta_parse_time(const char *text, int64_t *ns_out);
 
 #endif

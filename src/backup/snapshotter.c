@@ -1,12 +1,15 @@
 /* snapshotter: see snapshotter.h. State: the last stored revision (prev_rev), the watch opened at
  * prev_rev + 1 and the spool of events not yet stored. Contiguity is checked on every event: the
- * next revision must be the current one or the one after it. Only the loop thread touches etcd,
- * the spool and the store; other threads meet it through `mu` (requests and status). */
+ * next revision must be the current one or the one after it. The first put of each lease in a
+ * spool carries the lease's granted TTL ("leaseTTL", delta.h); the leases looked up for the spool
+ * are forgotten whenever the spool is reset. Only the loop thread touches etcd, the spool and the
+ * store; other threads meet it through `mu` (requests and status). */
 #include "snapshotter.h"
 #include "delta.h"
 #include "fullsnap.h"
 #include "../common/err.h"
 #include "../common/fsutil.h"
+#include "../common/i64map.h"
 #include "../common/log.h"
 #include "../common/timeutil.h"
 
@@ -33,15 +36,18 @@ struct Snapshotter {
     EtcdClient *client;
     EtcdWatch *watch;
     DeltaWriter *spool;
-    int64_t prev_rev;      /* last revision stored (full or delta) */
-    int64_t next_expected; /* next revision the watch must deliver */
-    int need_full;         /* a hole was seen or a full failed: next snapshot must be full */
-    int64_t next_full_s;   /* Unix seconds of the next scheduled full */
-    int64_t next_delta_ms; /* monotonic deadline of the next delta */
-    int64_t next_gc_ms;    /* monotonic time of the next garbage collection */
-    int failing;           /* an attempt failed and no snapshot has been stored since */
-    int64_t next_defrag_s; /* Unix seconds of the next defragmentation, 0 = none */
-    Snapshot last_stored;  /* the most recent stored snapshot (for requests) */
+    I64Map *spool_leases;    /* lease IDs looked up for the spool -> granted TTL (s), 0 = none */
+    int lease_lookup_warned; /* a lookup failed for this spool and was logged */
+    int lease_lookups_off;   /* a lookup failed slowly: no more for this spool */
+    int64_t prev_rev;        /* last revision stored (full or delta) */
+    int64_t next_expected;   /* next revision the watch must deliver */
+    int need_full;           /* a hole was seen or a full failed: next snapshot must be full */
+    int64_t next_full_s;     /* Unix seconds of the next scheduled full */
+    int64_t next_delta_ms;   /* monotonic deadline of the next delta */
+    int64_t next_gc_ms;      /* monotonic time of the next garbage collection */
+    int failing;             /* an attempt failed and no snapshot has been stored since */
+    int64_t next_defrag_s;   /* Unix seconds of the next defragmentation, 0 = none */
+    Snapshot last_stored;    /* the most recent stored snapshot (for requests) */
 
     pthread_mutex_t req_mu; /* one requester at a time */
     pthread_mutex_t mu;     /* guards req and status */
@@ -63,6 +69,7 @@ int snapshotter_new(const SnapshotterConfig *cfg, Snapshotter **out) {
     int rc = fs_mkdir_p(cfg->temp_dir, 0700); /* as the Go tool: created if missing */
     if (!rc) rc = etcd_client_new(&cfg->etcd, &s->client);
     if (!rc) rc = delta_writer_new(cfg->temp_dir, &s->spool);
+    if (!rc) rc = i64map_new(&s->spool_leases);
     if (rc) {
         snapshotter_free(s);
         return rc;
@@ -75,6 +82,7 @@ void snapshotter_free(Snapshotter *s) {
     if (!s) return;
     etcd_watch_close(s->watch);
     delta_writer_free(s->spool);
+    i64map_free(s->spool_leases);
     etcd_client_free(s->client);
     pthread_mutex_destroy(&s->mu);
     pthread_mutex_destroy(&s->req_mu);
@@ -107,11 +115,19 @@ static void schedule_next_full(Snapshotter *s) {
     s->next_full_s = cron_next(&s->cfg.schedule, now_unix_s());
 }
 
+/* Empties the spool for the next delta (stored, or discarded to be collected again) and forgets
+ * the leases looked up for it: every delta records the TTLs of its own leases. */
+static int spool_reset(Snapshotter *s) {
+    i64map_clear(s->spool_leases);
+    s->lease_lookup_warned = s->lease_lookups_off = 0;
+    return delta_writer_reset(s->spool);
+}
+
 static int open_watch(Snapshotter *s) {
     etcd_watch_close(s->watch);
     s->watch = NULL;
     /* the watch starts again at prev_rev + 1: whatever the spool holds is collected again */
-    int rc = delta_writer_reset(s->spool);
+    int rc = spool_reset(s);
     if (rc) return rc;
     if (!deltas_enabled(s)) return 0;
     static const uint8_t all_from[1] = {0};
@@ -170,7 +186,7 @@ static int take_full(Snapshotter *s, int is_final) {
                                 .revision = res.revision,
                                 .created_on = now_unix_s(),
                                 .snap_name = res.snap_name});
-    rc = delta_writer_reset(s->spool);
+    rc = spool_reset(s);
     if (!rc) rc = open_watch(s);
     return rc;
 }
@@ -200,7 +216,7 @@ static int take_delta(Snapshotter *s, int *stored_out) {
     if (rc) {
         /* the spool was closed for the payload; the events are collected again by reopening
          * the watch from the last stored revision on the next attempt */
-        delta_writer_reset(s->spool);
+        spool_reset(s);
         etcd_watch_close(s->watch);
         s->watch = NULL;
         err_wrap(rc, "delta snapshot %s", name);
@@ -221,7 +237,39 @@ static int take_delta(Snapshotter *s, int *stored_out) {
                                 .created_on = now_unix_s(),
                                 .snap_name = name});
     if (stored_out) *stored_out = 1;
-    return delta_writer_reset(s->spool);
+    return spool_reset(s);
+}
+
+/* A failed lease lookup slower than this stops the lookups for the rest of the spool. */
+#define LEASE_LOOKUP_SLOW_MS 1000
+
+/* The granted TTL (s) to record with a put of lease `lease`, or 0 for none: only the first put
+ * of each lease in the spool asks etcd (one LeaseTimeToLive per new lease per delta). A lease
+ * that is gone records nothing (its revocation deletes its keys, and the watch delivers those
+ * deletes). Any other failure records nothing either (restore then uses --new-lease-ttl) and
+ * never fails the backup; it is logged once per delta. A slow failure (etcd not answering) also
+ * ends the lookups for this delta, so it costs the watch loop one timeout per delta at most. */
+static int64_t lease_ttl_to_record(Snapshotter *s, int64_t lease) {
+    if (lease == 0 || s->lease_lookups_off || i64map_get(s->spool_leases, lease, NULL)) return 0;
+    int64_t granted = 0, t0 = now_mono_ms();
+    int rc = etcd_lease_time_to_live(s->client, lease, &granted, NULL);
+    if (rc && rc != ERR_NOT_FOUND) {
+        int slow = now_mono_ms() - t0 > LEASE_LOOKUP_SLOW_MS;
+        if (!s->lease_lookup_warned)
+            log_warn("granted TTL of lease %lld: %s; not recorded (restore uses --new-lease-ttl "
+                     "for it)%s",
+                     (long long)lease, err_msg(), slow ? "; no more lookups for this delta" : "");
+        else
+            log_debug("granted TTL of lease %lld: %s", (long long)lease, err_msg());
+        s->lease_lookup_warned = 1;
+        s->lease_lookups_off = slow;
+        granted = 0;
+    } else if (rc || granted < 0) {
+        granted = 0;
+    }
+    /* out of memory here only means a later put of this lease asks (and records) again */
+    (void)i64map_put(s->spool_leases, lease, granted);
+    return granted;
 }
 
 /* Appends a watch response's events, checking contiguity. ERR_GAP on a hole. */
@@ -237,7 +285,9 @@ static int handle_events(Snapshotter *s, const EtcdWatchResponse *r) {
                            (long long)s->next_expected);
         }
         s->next_expected = rev + 1;
-        int rc = delta_writer_append(s->spool, &r->events[i], now_ns);
+        const EtcdEvent *ev = &r->events[i];
+        int64_t ttl = ev->type == ETCD_OP_PUT ? lease_ttl_to_record(s, ev->kv.lease) : 0;
+        int rc = delta_writer_append_lease(s->spool, ev, now_ns, ttl);
         if (rc) return rc;
     }
     if (r->n_events) emit(s, &(SnapshotterEvent){.kind = SNAP_EVENT_EVENTS, .ok = 1});

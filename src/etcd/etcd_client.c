@@ -1,4 +1,4 @@
-/* etcd_client: etcd v3 KV, Watch, Maintenance, Cluster and Auth calls over grpc.c; see
+/* etcd_client: etcd v3 KV, Watch, Lease, Maintenance, Cluster and Auth calls over grpc.c; see
  * etcd_client.h. The client sticks to one endpoint and moves to the next only when a call could
  * not reach it (writes: only when nothing was sent). Messages for requests are built on the
  * stack or in scratch arrays kept in the client, so the hot paths (txn, txn_many) allocate
@@ -32,6 +32,8 @@
 #define M_SNAPSHOT "/etcdserverpb.Maintenance/Snapshot"
 #define M_MEMBERS "/etcdserverpb.Cluster/MemberList"
 #define M_AUTH "/etcdserverpb.Auth/Authenticate"
+#define M_LEASE_GRANT "/etcdserverpb.Lease/LeaseGrant"
+#define M_LEASE_TTL "/etcdserverpb.Lease/LeaseTimeToLive"
 
 struct EtcdClient {
     char **endpoints;
@@ -741,6 +743,47 @@ int etcd_txn_many(EtcdClient *c, const EtcdTxnReq *reqs, size_t n, EtcdTxnResult
         if ((rc = txn_batch(c, reqs + off, k, results, off))) return rc;
     }
     return 0;
+}
+
+/* ---- lease ---- */
+
+int etcd_lease_grant(EtcdClient *c, int64_t ttl, int64_t *id_out) {
+    Etcdserverpb__LeaseGrantRequest req = ETCDSERVERPB__LEASE_GRANT_REQUEST__INIT;
+    Etcdserverpb__LeaseGrantResponse *resp = NULL;
+    req.ttl = ttl;
+    /* not idempotent: a retry after the request reached etcd would grant a second lease */
+    int rc =
+        call_unary(c, M_LEASE_GRANT, &req.base, &etcdserverpb__lease_grant_response__descriptor,
+                   c->conn_timeout_ms, 0, (ProtobufCMessage **)&resp);
+    if (rc) return rc;
+    if (resp->error && *resp->error)
+        rc = err_set(ERR_ETCD, "etcd %s %s: %s", etcd_client_endpoint(c), M_LEASE_GRANT,
+                     resp->error);
+    else if (id_out)
+        *id_out = resp->id;
+    protobuf_c_message_free_unpacked(&resp->base, NULL);
+    return rc;
+}
+
+int etcd_lease_time_to_live(EtcdClient *c, int64_t id, int64_t *granted_ttl,
+                            int64_t *remaining_ttl) {
+    Etcdserverpb__LeaseTimeToLiveRequest req = ETCDSERVERPB__LEASE_TIME_TO_LIVE_REQUEST__INIT;
+    Etcdserverpb__LeaseTimeToLiveResponse *resp = NULL;
+    req.id = id;
+    int rc = call_unary(c, M_LEASE_TTL, &req.base,
+                        &etcdserverpb__lease_time_to_live_response__descriptor, c->conn_timeout_ms,
+                        1, (ProtobufCMessage **)&resp);
+    if (rc) return rc;
+    /* etcd answers an unknown (expired, revoked, never granted) lease with TTL -1, no error */
+    if (resp->ttl == -1) {
+        rc = err_set(ERR_NOT_FOUND, "etcd %s %s: lease %lld not found (expired or revoked)",
+                     etcd_client_endpoint(c), M_LEASE_TTL, (long long)id);
+    } else {
+        if (granted_ttl) *granted_ttl = resp->grantedttl;
+        if (remaining_ttl) *remaining_ttl = resp->ttl;
+    }
+    protobuf_c_message_free_unpacked(&resp->base, NULL);
+    return rc;
 }
 
 /* ---- snapshot ---- */

@@ -116,6 +116,17 @@ typedef struct EtcdTxnReq {
  * (some txns may have been applied: callers guard them with compares). */
 int etcd_txn_many(EtcdClient *c, const EtcdTxnReq *reqs, size_t n, EtcdTxnResult *results);
 
+/* Lease/LeaseGrant: a lease of ttl seconds with an ID etcd chooses (*id_out, may be NULL). Not
+ * retried on another endpoint once sent. ERR_ETCD on a gRPC error or an error in the reply. */
+int etcd_lease_grant(EtcdClient *c, int64_t ttl, int64_t *id_out);
+
+/* Lease/LeaseTimeToLive of lease id (without its keys): *granted_ttl gets the TTL in seconds it
+ * was granted with, *remaining_ttl the seconds left; either may be NULL.
+ * ERR_NOT_FOUND when etcd does not know the lease (expired, revoked or never granted: etcd
+ * reports TTL -1), ERR_ETCD on other failures. */
+int etcd_lease_time_to_live(EtcdClient *c, int64_t id, int64_t *granted_ttl,
+                            int64_t *remaining_ttl);
+
 /* Compact at rev; physical = wait until compaction is applied to the backend. */
 int etcd_compact(EtcdClient *c, int64_t rev, int physical);
 

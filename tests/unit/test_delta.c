@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ---- helpers ---- */
@@ -91,6 +92,7 @@ typedef struct {
     uint8_t *key, *value;
     size_t key_len, value_len;
     int64_t create_revision, mod_revision, version, lease;
+    int64_t time_ns, lease_ttl;
 } Ev;
 
 typedef struct {
@@ -115,9 +117,13 @@ static uint8_t *dup_bytes(const uint8_t *p, size_t n) {
     return d;
 }
 
+/* Events the fast path decoded in the last read_events_from. */
+static uint64_t g_fast_events;
+
 /* Opens and iterates a delta read from src; returns the first error (0 if none) with the events
  * read before it in *out. */
 static int read_events_from(IoReader *src, EvList *out) {
+    g_fast_events = 0;
     DeltaReader *r = NULL;
     memset(out, 0, sizeof *out);
     int rc = delta_reader_open(src, g_tmp, &r);
@@ -142,7 +148,10 @@ static int read_events_from(IoReader *src, EvList *out) {
         e->mod_revision = de.mod_revision;
         e->version = de.version;
         e->lease = de.lease;
+        e->time_ns = de.time_ns;
+        e->lease_ttl = de.lease_ttl;
     }
+    g_fast_events = delta_reader_fast_events(r);
     if (rc) {
         /* errors are sticky */
         DeltaEvent de;
@@ -896,6 +905,411 @@ static void test_full_disk_is_an_error_never_a_short_delta(void **state) {
     rmdir(dir);
 }
 
+/* ---- leaseTTL, fast path equivalence, times ---- */
+
+static size_t count_substr(const void *hay, size_t n, const char *needle) {
+    size_t c = 0, m = strlen(needle);
+    const uint8_t *p = hay, *end = p + n;
+    while ((p = memmem(p, (size_t)(end - p), needle, m)) != NULL) {
+        c++;
+        p += m;
+    }
+    return c;
+}
+
+static void assert_same_events(const EvList *a, const EvList *b, const char *what) {
+    if (a->n != b->n) fail_msg("%s: %zu events vs %zu", what, a->n, b->n);
+    for (size_t i = 0; i < a->n; i++) {
+        const Ev *x = &a->ev[i], *y = &b->ev[i];
+        if (x->type != y->type || x->key_len != y->key_len || x->value_len != y->value_len ||
+            memcmp(x->key, y->key, x->key_len) != 0 ||
+            memcmp(x->value, y->value, x->value_len) != 0 ||
+            x->create_revision != y->create_revision || x->mod_revision != y->mod_revision ||
+            x->version != y->version || x->lease != y->lease || x->time_ns != y->time_ns ||
+            x->lease_ttl != y->lease_ttl)
+            fail_msg("%s: event %zu differs (type %d/%d, key %zu/%zu bytes, value %zu/%zu, "
+                     "create %lld/%lld, mod %lld/%lld, version %lld/%lld, lease %lld/%lld, "
+                     "time %lld/%lld, leaseTTL %lld/%lld)",
+                     what, i, (int)x->type, (int)y->type, x->key_len, y->key_len, x->value_len,
+                     y->value_len, (long long)x->create_revision, (long long)y->create_revision,
+                     (long long)x->mod_revision, (long long)y->mod_revision, (long long)x->version,
+                     (long long)y->version, (long long)x->lease, (long long)y->lease,
+                     (long long)x->time_ns, (long long)y->time_ns, (long long)x->lease_ttl,
+                     (long long)y->lease_ttl);
+    }
+}
+
+/* The same JSON with a space after every ':' and ',' outside strings: equal to Go's decoder, but
+ * never the canonical form, so the reader must take its general path. */
+static char *respace(const void *json, size_t n, size_t *out_n) {
+    const uint8_t *p = json;
+    char *o = malloc(2 * n + 1);
+    assert_non_null(o);
+    size_t k = 0;
+    int in_str = 0, esc = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint8_t c = p[i];
+        o[k++] = (char)c;
+        if (in_str) {
+            if (esc)
+                esc = 0;
+            else if (c == '\\')
+                esc = 1;
+            else if (c == '"')
+                in_str = 0;
+        } else if (c == '"') {
+            in_str = 1;
+        } else if (c == ':' || c == ',') {
+            o[k++] = ' ';
+        }
+    }
+    o[k] = '\0';
+    *out_n = k;
+    return o;
+}
+
+static void test_lease_ttl_round_trips_after_time(void **state) {
+    (void)state;
+    const int64_t t = 1714979289123456700LL; /* 2024-05-06T07:08:09.1234567Z */
+    const int64_t lease = 7587869123456789012LL;
+    EtcdEvent first = mk_event(ETCD_OP_PUT, "/a", 2, "v", 1, 5, 5, 1, lease);
+    EtcdEvent again = mk_event(ETCD_OP_PUT, "/b", 2, "w", 1, 6, 6, 1, lease);
+    EtcdEvent other = mk_event(ETCD_OP_PUT, "/c", 2, NULL, 0, 7, 7, 1, 42);
+    EtcdEvent plain = mk_event(ETCD_OP_PUT, "/d", 2, "x", 1, 8, 8, 1, 0);
+    EtcdEvent del = mk_event(ETCD_OP_DELETE, "/a", 2, NULL, 0, 0, 9, 0, 0);
+    DeltaWriter *w = NULL;
+    assert_int_equal(delta_writer_new(g_tmp, &w), 0);
+    assert_int_equal(delta_writer_append_lease(w, &first, t, 77), 0);
+    assert_int_equal(delta_writer_append_lease(w, &again, t + 1, 0), 0);
+    assert_int_equal(delta_writer_append_lease(w, &other, t + 2, INT64_MAX), 0);
+    /* a TTL only goes with a put that has a lease; none (<= 0) is always fine */
+    assert_int_equal(delta_writer_append_lease(w, &plain, t, 3), ERR_INVALID);
+    assert_non_null(strstr(err_msg(), "leaseTTL"));
+    assert_int_equal(delta_writer_append_lease(w, &del, t, 3), ERR_INVALID);
+    assert_int_equal(delta_writer_events(w), 3);
+    assert_int_equal(delta_writer_append_lease(w, &plain, t + 3, -5), 0);
+    assert_int_equal(delta_writer_append(w, &del, t + 4), 0);
+    IoReader *out = NULL;
+    assert_int_equal(delta_writer_payload(w, &out), 0);
+    size_t len;
+    uint8_t *payload = slurp(out, &len);
+    /* exactly after "time", no spaces: the form the fast path expects */
+    assert_true(contains(payload, len,
+                         "{\"etcdEvent\":{\"kv\":{\"key\":\"L2E=\",\"create_revision\":5,"
+                         "\"mod_revision\":5,\"version\":1,\"value\":\"dg==\",\"lease\":"
+                         "7587869123456789012}},\"time\":\"2024-05-06T07:08:09.1234567Z\","
+                         "\"leaseTTL\":77}"));
+    assert_true(contains(payload, len,
+                         "\"lease\":42}},\"time\":\"2024-05-06T07:08:09.1234567"
+                         "02Z\",\"leaseTTL\":9223372036854775807}"));
+    assert_int_equal(count_substr(payload, len, "leaseTTL"), 2);
+    json_error_t jerr;
+    json_t *arr = json_loadb((const char *)payload, len - 32, 0, &jerr);
+    assert_non_null(arr); /* still plain JSON */
+    json_decref(arr);
+
+    EvList l;
+    assert_int_equal(read_events(payload, len, &l), 0);
+    assert_int_equal(l.n, 5);
+    assert_int_equal(g_fast_events, 5);
+    static const int64_t want_ttl[] = {77, 0, INT64_MAX, 0, 0};
+    for (size_t i = 0; i < 5; i++) {
+        assert_true(l.ev[i].lease_ttl == want_ttl[i]);
+        assert_true(l.ev[i].time_ns == t + (int64_t)i);
+    }
+    assert_true(l.ev[0].lease == lease);
+    evlist_free(&l);
+    free(payload);
+    io_reader_free(out);
+    delta_writer_free(w);
+}
+
+static uint64_t rng_state;
+
+static uint64_t rnd(void) { /* splitmix64 */
+    uint64_t z = (rng_state += UINT64_C(0x9e3779b97f4a7c15));
+    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+    return z ^ (z >> 31);
+}
+
+static uint64_t test_seed(const char *test) {
+    const char *s = getenv("ETCDBR_TEST_SEED");
+    uint64_t seed = s && *s ? strtoull(s, NULL, 0) : (uint64_t)time(NULL);
+    fprintf(stderr, "%s: seed %llu (ETCDBR_TEST_SEED=%llu replays it)\n", test,
+            (unsigned long long)seed, (unsigned long long)seed);
+    return seed;
+}
+
+/* 0..3000 bytes, mostly short; NUL, high bytes and JSON's special characters are frequent. */
+static size_t random_bytes(uint8_t *buf) {
+    size_t n;
+    switch (rnd() % 4) {
+    case 0:
+        n = 0;
+        break;
+    case 1:
+        n = rnd() % 16;
+        break;
+    case 2:
+        n = rnd() % 300;
+        break;
+    default:
+        n = rnd() % 3001;
+    }
+    static const uint8_t special[] = {0, 0xff, 0x80, 0xc3, '"', '\\', '/', '=', '\n', 0x7f};
+    for (size_t i = 0; i < n; i++)
+        buf[i] = rnd() % 4 ? (uint8_t)rnd() : special[rnd() % sizeof special];
+    return n;
+}
+
+/* A revision-like number: zero, small, negative, 19 digits or an extreme. */
+static int64_t random_number(int64_t near) {
+    switch (rnd() % 8) {
+    case 0:
+        return 0;
+    case 1:
+        return near;
+    case 2:
+        return (int64_t)(rnd() % 1000);
+    case 3:
+        return -(int64_t)(rnd() % 1000) - 1;
+    case 4:
+        return INT64_MAX - (int64_t)(rnd() % 3);
+    case 5:
+        return INT64_MIN + (int64_t)(rnd() % 3);
+    case 6:
+        return (int64_t)(UINT64_C(1000000000000000000) + rnd() % UINT64_C(8000000000000000000));
+    default:
+        return (int64_t)rnd();
+    }
+}
+
+static void test_fast_path_decodes_like_the_general_path(void **state) {
+    (void)state;
+    rng_state = test_seed("test_fast_path_decodes_like_the_general_path");
+    uint8_t *kbuf = malloc(3001), *vbuf = malloc(3001);
+    assert_non_null(kbuf);
+    assert_non_null(vbuf);
+    size_t total = 0, with_ttl = 0;
+    for (int round = 0; round < 40; round++) {
+        size_t n = 1 + rnd() % 60;
+        EvList want = {calloc(n, sizeof(Ev)), n};
+        assert_non_null(want.ev);
+        int64_t rev = rnd() % 5 ? 1 + (int64_t)(rnd() % 1000000) : INT64_MAX - 200;
+        DeltaWriter *w = NULL;
+        assert_int_equal(delta_writer_new(g_tmp, &w), 0);
+        for (size_t i = 0; i < n; i++) {
+            Ev *e = &want.ev[i];
+            if (i > 0 && rnd() % 3) rev += 1 + (int64_t)(rnd() % 3); /* else: same txn */
+            e->type = rnd() % 3 ? ETCD_OP_PUT : ETCD_OP_DELETE;
+            e->key_len = random_bytes(kbuf);
+            e->key = dup_bytes(kbuf, e->key_len);
+            e->mod_revision = rev;
+            int realistic_delete = e->type == ETCD_OP_DELETE && rnd() % 4;
+            if (!realistic_delete) {
+                e->value_len = random_bytes(vbuf);
+                e->create_revision = random_number(rev);
+                e->version = random_number(1);
+                e->lease = rnd() % 2 ? 0 : random_number(7587869123456789012LL);
+            }
+            e->value = dup_bytes(vbuf, e->value_len);
+            int64_t ttl = 0;
+            if (e->type == ETCD_OP_PUT && e->lease != 0 && rnd() % 3) {
+                static const int64_t ttls[] = {1, 77, 3600, INT64_MAX};
+                ttl = rnd() % 2 ? ttls[rnd() % 4] : 1 + (int64_t)(rnd() % 1000000000);
+            } else if (rnd() % 8 == 0) {
+                ttl = -(int64_t)(rnd() % 100); /* none, written as none */
+            }
+            e->lease_ttl = ttl > 0 ? ttl : 0;
+            e->time_ns = rnd() % 4 ? 1700000000000000000LL + (int64_t)(rnd() % 1000000000000000)
+                                   : (int64_t)rnd();
+            EtcdEvent ev = mk_event(e->type, e->key, e->key_len, e->value, e->value_len,
+                                    e->create_revision, e->mod_revision, e->version, e->lease);
+            int rc = ttl || rnd() % 2 ? delta_writer_append_lease(w, &ev, e->time_ns, ttl)
+                                      : delta_writer_append(w, &ev, e->time_ns);
+            if (rc) fail_msg("round %d event %zu: append: %s", round, i, err_msg());
+            with_ttl += e->lease_ttl > 0;
+        }
+        IoReader *out = NULL;
+        assert_int_equal(delta_writer_payload(w, &out), 0);
+        size_t len;
+        uint8_t *payload = slurp(out, &len);
+        io_reader_free(out);
+        delta_writer_free(w);
+
+        EvList fast, general;
+        assert_int_equal(read_events(payload, len, &fast), 0);
+        if (g_fast_events != n)
+            fail_msg("round %d: fast path decoded %llu of %zu canonical events", round,
+                     (unsigned long long)g_fast_events, n);
+        assert_same_events(&want, &fast, "written vs read (fast path)");
+        size_t sn;
+        char *sp = respace(payload, len - 32, &sn);
+        size_t plen;
+        uint8_t *p2 = make_payload(sp, sn, &plen);
+        assert_int_equal(read_events(p2, plen, &general), 0);
+        assert_int_equal(g_fast_events, 0);
+        assert_same_events(&fast, &general, "fast path vs general path");
+        total += n;
+        evlist_free(&fast);
+        evlist_free(&general);
+        evlist_free(&want);
+        free(sp);
+        free(p2);
+        free(payload);
+    }
+    fprintf(stderr, "fast path equivalence: %zu events, %zu with leaseTTL\n", total, with_ttl);
+    free(kbuf);
+    free(vbuf);
+}
+
+/* One element in many spellings: each must decode the same (or fail with the same code) whether
+ * the fast path may try it or the general path must take it. */
+static void test_fast_path_agrees_on_hand_written_elements(void **state) {
+    (void)state;
+#define EL(kv, tail) "[{\"etcdEvent\":{\"kv\":{" kv "}},\"time\":\"2026-01-01T00:00:00Z\"" tail "}]"
+#define CANON_KV "\"key\":\"YQ==\",\"mod_revision\":3,\"version\":1,\"lease\":5"
+    static const struct {
+        const char *json;
+        int rc;      /* 0 or the error both paths give */
+        int fast;    /* events the fast path takes */
+        int64_t ttl; /* when accepted */
+        const char *key;
+        int64_t lease;
+    } cases[] = {
+        {EL(CANON_KV, ",\"leaseTTL\":77"), 0, 1, 77, "a", 5},
+        {EL("\"lease\":5,\"version\":1,\"mod_revision\":3,\"key\":\"YQ==\"", ",\"leaseTTL\":77"), 0,
+         0, 77, "a", 5},
+        {"[{\"time\":\"2026-01-01T00:00:00Z\",\"leaseTTL\":77,\"etcdEvent\":{\"kv\":{" CANON_KV
+         "}}}]",
+         0, 0, 77, "a", 5},
+        {"[{\"etcdEvent\":{\"kv\":{" CANON_KV "}},\"leaseTTL\":77,\"time\":\"2026-01-01T00:00:00Z\""
+         "}]",
+         0, 0, 77, "a", 5},
+        {EL("\"Key\":\"YQ==\",\"mod_revision\":3,\"version\":1,\"lease\":5", ",\"leaseTTL\":77"), 0,
+         0, 77, "a", 5},
+        {EL(CANON_KV, ",\"LeaseTTL\":77"), 0, 0, 77, "a", 5},
+        {EL(CANON_KV, ",\"leasettl\":77"), 0, 0, 77, "a", 5},
+        {"[{\"EtcdEvent\":{\"kv\":{" CANON_KV "}},\"time\":\"2026-01-01T00:00:00Z\"}]", 0, 0, 0,
+         "a", 5},
+        {EL("\"key\":\"Y\\u0051==\",\"mod_revision\":3,\"version\":1,\"lease\":5", ""), 0, 0, 0,
+         "a", 5},
+        {EL("\"key\":\"\\u0041A==\",\"mod_revision\":3,\"lease\":5", ""), 0, 0, 0, "\0", 5},
+        {EL("\"key\":\"\\/w==\",\"mod_revision\":3,\"lease\":5", ""), 0, 0, 0, "\xff", 5},
+        {EL("\"key\":\"YR==\",\"mod_revision\":3,\"lease\":5", ""), 0, 1, 0, "a", 5},
+        {EL(CANON_KV, ",\"leaseTTL\":-3"), 0, 1, -3, "a", 5},
+        {EL(CANON_KV, ",\"leaseTTL\":null"), 0, 0, 0, "a", 5},
+        {EL(CANON_KV, ",\"leaseTTL\":1,\"leaseTTL\":2"), 0, 0, 2, "a", 5},
+        {EL(CANON_KV, ",\"leaseTTL\":77,\"other\":[1]"), 0, 0, 77, "a", 5},
+        {EL("\"key\":\"YQ==\",\"mod_revision\":3,\"lease\":-0", ""), 0, 1, 0, "a", 0},
+        {EL("\"key\":\"YQ==\",\"mod_revision\":3,\"lease\":-9223372036854775808",
+            ",\"leaseTTL\":9223372036854775807"),
+         0, 1, INT64_MAX, "a", INT64_MIN},
+        {"[{\"etcdEvent\":{\"type\":0,\"kv\":{" CANON_KV "}},\"time\":\"2026-01-01T00:00:00Z\"}]",
+         0, 1, 0, "a", 5},
+        {EL("\"key\":\"YQ==\",\"mod_revision\":3,\"value\":\"\",\"lease\":5", ""), 0, 1, 0, "a", 5},
+        {"[{\"etcdEvent\":{\"kv\":{" CANON_KV "}},\"time\":\"2026-01-01T02:00:00+02:00\"}]", 0, 1,
+         0, "a", 5},
+        {EL(CANON_KV, ",\"leaseTTL\":12345678901234567890"), ERR_CORRUPT, 0, 0, NULL, 0},
+        {EL("\"key\":\"YQ==\",\"mod_revision\":3,\"lease\":12345678901234567890", ""), ERR_CORRUPT,
+         0, 0, NULL, 0},
+        {EL("\"key\":\"YQ==\",\"mod_revision\":3,\"lease\":9223372036854775808", ""), ERR_CORRUPT,
+         0, 0, NULL, 0},
+        {EL(CANON_KV, ",\"leaseTTL\":\"77\""), ERR_CORRUPT, 0, 0, NULL, 0},
+        {EL(CANON_KV, ",\"leaseTTL\":7.5"), ERR_CORRUPT, 0, 0, NULL, 0},
+        {EL(CANON_KV, ",\"leaseTTL\":1e3"), ERR_CORRUPT, 0, 0, NULL, 0},
+        {EL(CANON_KV, ",\"leaseTTL\":077"), ERR_CORRUPT, 0, 0, NULL, 0},
+        {EL(CANON_KV, ",\"leaseTTL\":"), ERR_CORRUPT, 0, 0, NULL, 0},
+        {EL(CANON_KV, ",\"leaseTTL\":77,"), ERR_CORRUPT, 0, 0, NULL, 0},
+        {EL("\"key\":\"YQ==\",\"mod_revision\":03", ""), ERR_CORRUPT, 0, 0, NULL, 0},
+        {EL("\"key\":\"YQ=\",\"mod_revision\":3", ""), ERR_CORRUPT, 0, 0, NULL, 0},
+        {EL("\"key\":\"YQ==\",\"mod_revision\":0", ""), ERR_CORRUPT, 0, 0, NULL, 0},
+    };
+#undef EL
+#undef CANON_KV
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *json = cases[i].json;
+        EvList a, b;
+        int rc_a = read_json_events(json, &a);
+        uint64_t fast = g_fast_events;
+        size_t sn;
+        char *sp = respace(json, strlen(json), &sn);
+        int rc_b = read_json_events(sp, &b);
+        if (rc_a != rc_b || rc_a != cases[i].rc)
+            fail_msg("case %zu: rc %s as written, %s respaced, want %s: %s", i, err_name(rc_a),
+                     err_name(rc_b), err_name(cases[i].rc), json);
+        if (fast != (uint64_t)cases[i].fast || g_fast_events != 0)
+            fail_msg("case %zu: fast path took %llu events (want %d), respaced %llu: %s", i,
+                     (unsigned long long)fast, cases[i].fast, (unsigned long long)g_fast_events,
+                     json);
+        assert_same_events(&a, &b, json);
+        if (rc_a == 0) {
+            assert_int_equal(a.n, 1);
+            size_t klen = cases[i].key[0] ? strlen(cases[i].key) : 1;
+            assert_int_equal(a.ev[0].key_len, klen);
+            assert_memory_equal(a.ev[0].key, cases[i].key, klen);
+            assert_true(a.ev[0].mod_revision == 3);
+            assert_true(a.ev[0].lease == cases[i].lease);
+            assert_true(a.ev[0].lease_ttl == cases[i].ttl);
+            assert_true(a.ev[0].time_ns == 1767225600000000000LL);
+        }
+        evlist_free(&a);
+        evlist_free(&b);
+        free(sp);
+    }
+}
+
+static void test_parse_time_gives_unix_nanoseconds(void **state) {
+    (void)state;
+    static const struct {
+        const char *text;
+        int64_t ns;
+    } cases[] = {
+        {"1970-01-01T00:00:00Z", 0},
+        {"1969-12-31T23:59:59.999999999Z", -1},
+        {"2024-05-06T07:08:09Z", 1714979289000000000LL},
+        {"2024-05-06T07:08:09.1Z", 1714979289100000000LL},
+        {"2024-05-06T07:08:09.12Z", 1714979289120000000LL},
+        {"2024-05-06T07:08:09.1234567Z", 1714979289123456700LL},
+        {"2024-05-06T07:08:09.123456789Z", 1714979289123456789LL},
+        {"2024-05-06T07:08:09.1234567899999Z", 1714979289123456789LL}, /* truncated, as Go */
+        {"2024-05-06T09:08:09.1234567+02:00", 1714979289123456700LL},
+        {"2024-05-06T00:30:00-05:30", 1714975200000000000LL},
+        {"2024-05-06T7:08:09Z", 1714979289000000000LL},
+        {"2024-05-06T9:08:09+02:00", 1714979289000000000LL},
+        {"2000-02-29T12:00:00,5Z", 951825600500000000LL},
+        /* the edges of int64 nanoseconds, and saturation beyond them */
+        {"1677-09-21T00:12:43.145224192Z", INT64_MIN},
+        {"1677-09-21T00:12:43.145224193Z", INT64_MIN + 1},
+        {"1677-09-21T00:12:43.145224191Z", INT64_MIN},
+        {"0000-01-01T00:00:00Z", INT64_MIN},
+        {"2262-04-11T23:47:16.854775807Z", INT64_MAX},
+        {"2262-04-11T23:47:16.854775806Z", INT64_MAX - 1},
+        {"2262-04-11T23:47:16.854775808Z", INT64_MAX},
+        {"9999-12-31T23:59:59.999999999-24:00", INT64_MAX},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int64_t ns = 12345;
+        int rc = delta_parse_time(cases[i].text, &ns);
+        if (rc || ns != cases[i].ns)
+            fail_msg("%s: rc %s, %lld ns, want %lld", cases[i].text, err_name(rc), (long long)ns,
+                     (long long)cases[i].ns);
+    }
+    static const char *bad[] = {"",
+                                "2024-05-06 07:08:09Z",
+                                "2024-05-06T07:08:09",
+                                "2023-02-29T00:00:00Z",
+                                "2024-05-06T07:08:09.Z",
+                                "2024-05-06T07:08:09+2:00"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int64_t ns = 0;
+        assert_int_equal(delta_parse_time(bad[i], &ns), ERR_INVALID);
+    }
+    int64_t ns = 0;
+    assert_int_equal(delta_parse_time(NULL, &ns), ERR_INVALID);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_reads_every_event_of_the_go_fixture_deltas),
@@ -909,6 +1323,10 @@ int main(void) {
         cmocka_unit_test(test_reader_rejects_malformed_json_under_a_valid_hash),
         cmocka_unit_test(test_reader_rejects_an_element_over_64_mib),
         cmocka_unit_test(test_full_disk_is_an_error_never_a_short_delta),
+        cmocka_unit_test(test_lease_ttl_round_trips_after_time),
+        cmocka_unit_test(test_fast_path_decodes_like_the_general_path),
+        cmocka_unit_test(test_fast_path_agrees_on_hand_written_elements),
+        cmocka_unit_test(test_parse_time_gives_unix_nanoseconds),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

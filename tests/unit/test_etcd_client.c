@@ -534,6 +534,52 @@ static void test_watch_progress_notify_option_is_accepted(void **state) {
     etcd_watch_close(w);
 }
 
+static void test_lease_grant_then_time_to_live_reports_granted_ttl(void **state) {
+    (void)state;
+    NEED_ETCD();
+    int64_t id = 0, granted = 0, remaining = 0;
+    CHECK(etcd_lease_grant(env.c, 77, &id));
+    assert_true(id != 0);
+    CHECK(etcd_lease_time_to_live(env.c, id, &granted, &remaining));
+    assert_int_equal(granted, 77);
+    assert_true(remaining > 0 && remaining <= 77);
+    /* a key attached to it does not change what is reported; NULL outputs are allowed */
+    CHECK(etcd_put(env.c, "lease-key", 9, "v", 1, id, NULL));
+    CHECK(etcd_lease_time_to_live(env.c, id, NULL, NULL));
+    CHECK(etcd_lease_time_to_live(env.c, id, &granted, NULL));
+    assert_int_equal(granted, 77);
+    /* a put with a lease etcd does not know is etcd's error, not ours */
+    assert_int_equal(etcd_put(env.c, "lease-key", 9, "v", 1, id + 1, NULL), ERR_ETCD);
+}
+
+static void test_lease_time_to_live_of_unknown_or_expired_lease_is_not_found(void **state) {
+    (void)state;
+    NEED_ETCD();
+    int64_t granted = -5;
+    int rc = etcd_lease_time_to_live(env.c, INT64_C(7587869123456789012), &granted, NULL);
+    assert_int_equal(rc, ERR_NOT_FOUND);
+    assert_int_equal(granted, -5); /* untouched */
+    assert_non_null(strstr(err_msg(), "7587869123456789012"));
+    assert_non_null(strstr(err_msg(), "LeaseTimeToLive"));
+    /* the shortest lease etcd grants (it raises TTL 1 to its minimum), then its expiry */
+    int64_t id = 0;
+    CHECK(etcd_lease_grant(env.c, 1, &id));
+    CHECK(etcd_lease_time_to_live(env.c, id, &granted, NULL));
+    assert_true(granted >= 1);
+    CHECK(etcd_put(env.c, "short-lived", 11, "v", 1, id, NULL));
+    double until = now_s() + 15;
+    while ((rc = etcd_lease_time_to_live(env.c, id, NULL, NULL)) == 0 && now_s() < until)
+        usleep(200 * 1000);
+    assert_int_equal(rc, ERR_NOT_FOUND);
+    size_t n = 0;
+    CHECK(etcd_range(env.c, "short-lived", 11, NULL, 0, 0, count_cb, &n, NULL));
+    assert_int_equal(n, 0); /* the expiry deleted its key */
+    /* a grant etcd refuses (TTL beyond its maximum) */
+    rc = etcd_lease_grant(env.c, INT64_C(1) << 40, &id);
+    assert_int_equal(rc, ERR_ETCD);
+    assert_non_null(strstr(err_msg(), "LeaseGrant"));
+}
+
 static void test_compact_then_watch_from_compacted_revision_reports_it(void **state) {
     (void)state;
     NEED_ETCD();
@@ -977,6 +1023,12 @@ static void test_auth_username_password_and_wrong_password(void **state) {
     EtcdTxnResult res;
     sleep(2);
     CHECK(etcd_txn_many(c, &req, 1, &res));
+    /* lease calls carry the token, and re-authenticate after it expired */
+    int64_t lease = 0, granted = 0;
+    CHECK(etcd_lease_grant(c, 60, &lease));
+    sleep(2);
+    CHECK(etcd_lease_time_to_live(c, lease, &granted, NULL));
+    assert_int_equal(granted, 60);
     etcd_client_free(c);
 
     /* wrong password: a clear error naming the user and the server's reason */
@@ -1057,6 +1109,8 @@ int main(void) {
         cmocka_unit_test(test_watch_receives_put_and_delete_with_revisions),
         cmocka_unit_test(test_watch_progress_notify_option_is_accepted),
         cmocka_unit_test(test_hash_kv_is_stable_and_changes_on_write),
+        cmocka_unit_test(test_lease_grant_then_time_to_live_reports_granted_ttl),
+        cmocka_unit_test(test_lease_time_to_live_of_unknown_or_expired_lease_is_not_found),
         cmocka_unit_test(test_compact_then_watch_from_compacted_revision_reports_it),
         cmocka_unit_test(test_member_list_has_the_single_member),
         cmocka_unit_test(test_snapshot_stream_ends_with_sha256_of_the_db),
