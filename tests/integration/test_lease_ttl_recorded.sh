@@ -8,12 +8,15 @@
 # --new-lease-ttl, set to something else here) and both keys are attached to it.
 source "$(dirname "$0")/lib.sh"
 make_workdir
-versions=$(etcd_versions)
+# etcd_versions/use_etcd come with the multi-version lib.sh; without them: the etcd on PATH
+if declare -F etcd_versions >/dev/null; then versions=$(etcd_versions); else versions=path; fi
 
 lease_run() {
     local v=$1
-    use_etcd "$v"
-    sub_workdir "$v"
+    if [ "$v" != path ]; then
+        use_etcd "$v"
+        sub_workdir "$v"
+    fi
     start_etcd src "$WORK/src.etcd"
     local SRC_PID=$ETCD_PID
     ectl put /base/k v >/dev/null
