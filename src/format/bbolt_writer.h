@@ -29,6 +29,10 @@
  * sequence u64}, leaf element flag 0x01. bbolt reads such buckets and may inline small ones on
  * its next write.
  *
+ * Errors: a rejected call (ERR_INVALID for a bad argument or order) changes nothing and the
+ * writer stays usable; after any other error (ERR_IO, ERR_NOMEM) the file is incomplete and
+ * every later call gives ERR_INVALID: free the writer, which removes the file. The writer does
+ * not fsync the file's directory: a caller that renames the file into place does that.
  * A writer is used by one thread at a time. */
 #ifndef ETCDBR_BBOLT_WRITER_H
 #define ETCDBR_BBOLT_WRITER_H
