@@ -83,6 +83,7 @@ struct BboltWriter {
     size_t bk_cap;
     int failed;   /* an error left the file incomplete: only free is allowed */
     int finished; /* the file is a complete db: free keeps it */
+    int no_sync;  /* finish does not fsync (an intermediate file) */
 };
 
 static void wr16(uint8_t *p, uint16_t v) {
@@ -586,7 +587,7 @@ int bbolt_writer_finish(BboltWriter *w) {
     wr16(p + 8, BW_FLAG_FREELIST);
     w->next_pgid++;
     if ((rc = wb_flush(w))) goto done;
-    if (fdatasync(w->fd) != 0) {
+    if (!w->no_sync && fdatasync(w->fd) != 0) {
         rc = err_set(ERR_IO, "fdatasync %s: %s", w->path, strerror(errno));
         goto done;
     }
@@ -612,7 +613,7 @@ int bbolt_writer_finish(BboltWriter *w) {
         wr64(m + BW_META_SUM_LEN, fnv1a64(m, BW_META_SUM_LEN));
     }
     if ((rc = write_at(w, meta, 2 * (size_t)w->ps, 0))) goto done;
-    if (fsync(w->fd) != 0) {
+    if (!w->no_sync && fsync(w->fd) != 0) {
         rc = err_set(ERR_IO, "fsync %s: %s", w->path, strerror(errno));
         goto done;
     }
@@ -620,6 +621,12 @@ int bbolt_writer_finish(BboltWriter *w) {
 done:
     free(meta);
     return fail(w, rc);
+}
+
+int bbolt_writer_set_sync(BboltWriter *w, int sync) {
+    if (!w) return err_set(ERR_INVALID, "bbolt_writer_set_sync: no writer");
+    w->no_sync = !sync;
+    return 0;
 }
 
 void bbolt_writer_free(BboltWriter *w) {

@@ -76,6 +76,11 @@ int bbolt_writer_set_sequence(BboltWriter *w, uint64_t seq);
  * later calls other than the counters and free give ERR_INVALID. ERR_IO, ERR_NOMEM. */
 int bbolt_writer_finish(BboltWriter *w);
 
+/* sync 0: finish writes without fdatasync/fsync, for an intermediate file that another program
+ * copies and syncs itself (the restore's db before etcd's restore tool copies it). Default 1.
+ * 0, or ERR_INVALID for a NULL writer. */
+int bbolt_writer_set_sync(BboltWriter *w, int sync);
+
 /* Closes and frees. If finish did not succeed, the partial file is removed (it is ours: the
  * writer created it with O_EXCL). NULL-safe. */
 void bbolt_writer_free(BboltWriter *w);

@@ -7,6 +7,7 @@
 #include "../codec/compress.h"
 #include "../codec/sha256.h"
 #include "../common/err.h"
+#include "../common/i64map.h"
 #include "../common/fsutil.h"
 #include "../common/log.h"
 #include "../common/timeutil.h"
@@ -93,55 +94,13 @@ static void *fetcher_main(void *arg) {
 }
 
 /* ---------- leases ----------
- * Lease IDs the full snapshot holds (known) and those granted after it that the deltas' puts
- * use (added, with the TTL to create them with). Open addressing on the ID; 0 (etcd's NoLease)
- * marks an empty slot. Memory: 16 bytes a lease, about twice over. */
+ * Lease IDs the full snapshot holds (known, with their TTL), those granted after it that the
+ * deltas' puts use (added), and the TTLs the deltas record for leases (ttls: from any event up to
+ * the target, applied or skipped as an overlap). 16 bytes a lease, about twice over. */
 
 typedef struct {
     int64_t id, ttl;
 } LeaseEnt;
-
-typedef struct {
-    LeaseEnt *slots;
-    size_t cap, n; /* cap: a power of two or 0 */
-} LeaseMap;
-
-static size_t lease_slot(const LeaseMap *m, int64_t id) {
-    uint64_t x = (uint64_t)id;
-    x ^= x >> 33;
-    x *= UINT64_C(0xff51afd7ed558ccd);
-    x ^= x >> 33;
-    size_t i = (size_t)x & (m->cap - 1);
-    while (m->slots[i].id && m->slots[i].id != id)
-        i = (i + 1) & (m->cap - 1);
-    return i;
-}
-
-static const LeaseEnt *lease_find(const LeaseMap *m, int64_t id) {
-    if (!m->cap) return NULL;
-    const LeaseEnt *e = &m->slots[lease_slot(m, id)];
-    return e->id ? e : NULL;
-}
-
-static int lease_add(LeaseMap *m, int64_t id, int64_t ttl) {
-    if ((m->n + 1) * 2 > m->cap) {
-        LeaseMap g = {calloc(m->cap ? m->cap * 2 : 64, sizeof(LeaseEnt)), m->cap ? m->cap * 2 : 64,
-                      0};
-        if (!g.slots) return err_set(ERR_NOMEM, "out of memory for %zu leases", m->n + 1);
-        for (size_t i = 0; i < m->cap; i++)
-            if (m->slots[i].id) {
-                g.slots[lease_slot(&g, m->slots[i].id)] = m->slots[i];
-                g.n++;
-            }
-        free(m->slots);
-        *m = g;
-    }
-    LeaseEnt *e = &m->slots[lease_slot(m, id)];
-    if (!e->id) m->n++;
-    e->id = id;
-    e->ttl = ttl;
-    return 0;
-}
 
 static int lease_cmp(const void *a, const void *b) {
     uint64_t x = (uint64_t)((const LeaseEnt *)a)->id, y = (uint64_t)((const LeaseEnt *)b)->id;
@@ -161,12 +120,12 @@ typedef struct {
     const RestoreConfig *cfg;
     BboltDb *src;
     BboltWriter *w;
-    int64_t rev;    /* revision of the last event written to the key bucket */
-    int64_t sub;    /* events written at rev: the next event's sub-revision */
-    int64_t target; /* last revision to write; INT64_MAX: everything */
-    int reached;    /* an event beyond target was seen: nothing more is written */
-    LeaseMap known, added;
-    uint8_t *buf; /* marshaled KeyValue of the current event */
+    int64_t rev;                  /* revision of the last event written to the key bucket */
+    int64_t sub;                  /* events written at rev: the next event's sub-revision */
+    int64_t target;               /* last revision to write; INT64_MAX: everything */
+    int reached;                  /* an event beyond target was seen: nothing more is written */
+    I64Map *known, *added, *ttls; /* lease ID -> TTL (added: -> 0) */
+    uint8_t *buf;                 /* marshaled KeyValue of the current event */
     size_t cap;
     RestoreResult *out;
 } Builder;
@@ -253,7 +212,7 @@ static int read_known_leases(Builder *b) {
                         it.value_len);
             break;
         }
-        if (id) rc = lease_add(&b->known, id, ttl);
+        if (id) rc = i64map_put(b->known, id, ttl);
     }
     bbolt_cursor_close(c);
     return rc;
@@ -311,10 +270,8 @@ static int build_event(Builder *b, const DeltaEvent *ev, const char *object) {
     b->rev = rev;
     b->sub = sub + 1;
     b->out->events_applied++;
-    if (kv.lease && !lease_find(&b->known, kv.lease) && !lease_find(&b->added, kv.lease)) {
-        int64_t ttl = ev->lease_ttl > 0 ? ev->lease_ttl : b->cfg->new_lease_ttl;
-        rc = lease_add(&b->added, kv.lease, ttl);
-    }
+    if (kv.lease && !i64map_get(b->known, kv.lease, NULL) && !i64map_get(b->added, kv.lease, NULL))
+        rc = i64map_put(b->added, kv.lease, 0);
     return rc;
 }
 
@@ -335,11 +292,14 @@ static int apply_delta(Builder *b, DeltaReader *dr, const Snapshot *snap) {
                            snap->key, (long long)ev.mod_revision, (long long)snap->start_revision,
                            (long long)snap->last_revision);
         last_seen = ev.mod_revision;
-        if (ev.mod_revision <= skip_upto) continue; /* overlap: each revision once */
         if (ev.mod_revision > b->target) {
             b->reached = 1;
             return 0;
         }
+        /* a recorded TTL counts even on an overlapping (skipped) event */
+        if (ev.lease && ev.lease_ttl > 0 && (rc = i64map_put(b->ttls, ev.lease, ev.lease_ttl)))
+            return rc;
+        if (ev.mod_revision <= skip_upto) continue; /* overlap: each revision once */
         if ((rc = build_event(b, &ev, snap->key))) return rc;
     }
     if (last_seen != snap->last_revision)
@@ -544,32 +504,42 @@ static int build_key_bucket(Builder *b, FetchPool *pool, BboltName *path) {
 
 /* The lease bucket: the full snapshot's leases plus those granted after it. */
 static int build_lease_bucket(Builder *b, BboltName *path, int in_source) {
-    LeaseEnt *sorted = calloc(b->added.n ? b->added.n : 1, sizeof *sorted);
-    uint8_t *keys = calloc(b->added.n ? b->added.n : 1, 8 + MVCC_LEASE_MAX);
-    Extra *ex = calloc(b->added.n ? b->added.n : 1, sizeof *ex);
+    size_t n = i64map_count(b->added);
+    LeaseEnt *sorted = calloc(n ? n : 1, sizeof *sorted);
+    uint8_t *keys = calloc(n ? n : 1, 8 + MVCC_LEASE_MAX);
+    Extra *ex = calloc(n ? n : 1, sizeof *ex);
     int rc = 0;
     if (!sorted || !keys || !ex) {
-        rc = err_set(ERR_NOMEM, "out of memory for %zu leases", b->added.n);
+        rc = err_set(ERR_NOMEM, "out of memory for %zu leases", n);
         goto done;
     }
-    size_t n = 0;
-    for (size_t i = 0; i < b->added.cap; i++)
-        if (b->added.slots[i].id) sorted[n++] = b->added.slots[i];
-    qsort(sorted, n, sizeof *sorted, lease_cmp);
-    for (size_t i = 0; i < n; i++) {
-        uint8_t *k = keys + i * (8 + MVCC_LEASE_MAX);
-        mvcc_lease_key(sorted[i].id, k);
-        ex[i] = (Extra){k, 8, k + 8, mvcc_lease_marshal(sorted[i].id, sorted[i].ttl, 0, k + 8)};
-        log_info("lease %016llx was granted after the full snapshot: created with TTL %llds",
-                 (unsigned long long)sorted[i].id, (long long)sorted[i].ttl);
+    size_t pos = 0, k = 0;
+    int64_t id, unused;
+    while (k < n && i64map_next(b->added, &pos, &id, &unused))
+        sorted[k++] = (LeaseEnt){id, 0};
+    qsort(sorted, k, sizeof *sorted, lease_cmp);
+    size_t defaulted = 0;
+    for (size_t i = 0; i < k; i++) {
+        int64_t ttl = 0;
+        if (!i64map_get(b->ttls, sorted[i].id, &ttl) || ttl <= 0) {
+            ttl = b->cfg->new_lease_ttl;
+            defaulted++;
+            log_info("lease %016llx was granted after the full snapshot and its delta does not "
+                     "record its TTL: created with --new-lease-ttl %llds",
+                     (unsigned long long)sorted[i].id, (long long)ttl);
+        }
+        uint8_t *key = keys + i * (8 + MVCC_LEASE_MAX);
+        mvcc_lease_key(sorted[i].id, key);
+        ex[i] = (Extra){key, 8, key + 8, mvcc_lease_marshal(sorted[i].id, ttl, 0, key + 8)};
     }
     if (in_source) {
-        rc = copy_bucket(b, path, 1, ex, n);
+        rc = copy_bucket(b, path, 1, ex, k);
     } else {
-        for (size_t i = 0; i < n && !rc; i++)
+        for (size_t i = 0; i < k && !rc; i++)
             rc = bbolt_writer_put(b->w, ex[i].key, ex[i].key_len, ex[i].value, ex[i].value_len);
     }
-    b->out->leases_added = n;
+    b->out->leases_added = k;
+    b->out->leases_defaulted = defaulted;
 done:
     free(sorted);
     free(keys);
@@ -609,8 +579,10 @@ static int build_bucket(Builder *b, FetchPool *pool, const uint8_t *name, size_t
 static int build_db(Builder *b, FetchPool *pool, const char *path) {
     int rc = read_known_leases(b);
     if (rc) return rc;
-    b->out->leases_kept = b->known.n;
+    b->out->leases_kept = i64map_count(b->known);
     if ((rc = bbolt_writer_open(path, 0, &b->w))) return rc;
+    bbolt_writer_set_sync(b->w,
+                          0); /* etcd's restore tool copies it into the member dir and syncs */
     /* buckets the result needs even when the full snapshot lacks them, in key order */
     const char *needed[] = {MVCC_BUCKET_LEASE, MVCC_BUCKET_META};
     size_t next_needed = 0;
@@ -625,7 +597,8 @@ static int build_db(Builder *b, FetchPool *pool, const char *path) {
                (!got || key_cmp((const uint8_t *)needed[next_needed], strlen(needed[next_needed]),
                                 it.key, it.key_len) < 0)) {
             const char *nm = needed[next_needed++];
-            int want = strcmp(nm, MVCC_BUCKET_LEASE) == 0 ? b->added.n > 0 : b->cfg->mark_compacted;
+            int want = strcmp(nm, MVCC_BUCKET_LEASE) == 0 ? i64map_count(b->added) > 0
+                                                          : b->cfg->mark_compacted;
             if (want && (rc = build_bucket(b, pool, (const uint8_t *)nm, strlen(nm), 0))) goto done;
         }
         if (!got) break;
@@ -836,6 +809,8 @@ int restorer_run(const RestoreConfig *cfg, RestoreResult *out) {
     b.rev = out->base_revision;
     b.sub = INT64_MAX; /* nothing may continue the full snapshot's last revision */
     b.target = cfg->target_revision ? cfg->target_revision : INT64_MAX;
+    if ((rc = i64map_new(&b.known)) || (rc = i64map_new(&b.added)) || (rc = i64map_new(&b.ttls)))
+        goto done;
     rc = bbolt_open(full_path, db_len, &b.src);
     if (rc) goto done;
     rc = build_db(&b, &pool, db_path);
@@ -850,11 +825,12 @@ int restorer_run(const RestoreConfig *cfg, RestoreResult *out) {
                  (unsigned long long)out->db_bytes, (long long)cfg->quota_bytes);
     out->seconds_build = (double)(now_mono_ms() - tb) / 1000.0;
     log_info("db built: revision %lld (%llu revisions from %zu deltas on full snapshot revision "
-             "%lld%s), %llu leases kept, %llu added, %.1f MiB in %.3fs",
+             "%lld%s), %llu leases kept, %llu added (%llu with --new-lease-ttl), %.1f MiB in %.3fs",
              (long long)final_rev, (unsigned long long)out->revisions_applied, out->deltas_applied,
              (long long)out->base_revision, cfg->bump_revision > 0 ? ", bumped" : "",
              (unsigned long long)out->leases_kept, (unsigned long long)out->leases_added,
-             (double)out->db_bytes / 1048576.0, out->seconds_build);
+             (unsigned long long)out->leases_defaulted, (double)out->db_bytes / 1048576.0,
+             out->seconds_build);
 
     const char *tool = cfg->etcdutl_bin && *cfg->etcdutl_bin ? cfg->etcdutl_bin
                        : in_path("etcdutl")                  ? "etcdutl"
@@ -911,8 +887,9 @@ done:
     }
     bbolt_close(b.src);
     free(b.buf);
-    free(b.known.slots);
-    free(b.added.slots);
+    i64map_free(b.known);
+    i64map_free(b.added);
+    i64map_free(b.ttls);
     if (rc && part && lock_fd >= 0) {
         char msg[2048];
         snprintf(msg, sizeof msg, "%s", err_msg());

@@ -41,6 +41,7 @@ typedef struct RestoreResult {
     size_t deltas_applied;
     uint64_t events_applied, revisions_applied;
     uint64_t leases_kept, leases_added; /* from the full snapshot / granted after it */
+    uint64_t leases_defaulted;          /* added with new_lease_ttl (no TTL recorded) */
     uint64_t db_bytes;                  /* size of the db handed to etcd's restore tool */
     char base_name[256];
     double seconds_total, seconds_build; /* seconds_build: writing the db (full + deltas) */
