@@ -5,16 +5,26 @@ set -euo pipefail
 
 ETCDBR_BIN=${ETCDBR_BIN:-$(pwd)/build/etcdbrctl}
 ETCDBR_SOURCE_DIR=${ETCDBR_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
-export ETCDCTL_API=3
+ETCDBR_ETCD_CACHE=${ETCDBR_ETCD_CACHE:-$HOME/.cache/etcdbr/etcd}
+ETCDBR_BASE_PATH=$PATH
 PIDS=()
 WORK=""
+WORK_ROOT=""
+ETCD_VERSION=""
+# etcdctl 3.5+ warns when ETCDCTL_API is set; 3.4 (Debian's, the default etcd here) gets it.
+case "$(etcdctl version 2>/dev/null | sed -n 1p)" in
+*" 3.4."*) export ETCDCTL_API=3 ;;
+*) unset ETCDCTL_API ;;
+esac
 
 fail() {
     echo "FAIL: $*" >&2
     exit 1
 }
 
-cleanup() {
+# stop_all: stops every process this shell started (PIDS); a test running a round in a
+# subshell traps EXIT with it there, so a failing round leaves nothing running.
+stop_all() {
     local pid
     for pid in "${PIDS[@]}"; do
         kill "$pid" 2>/dev/null || true
@@ -22,12 +32,109 @@ cleanup() {
     for pid in "${PIDS[@]}"; do
         wait "$pid" 2>/dev/null || true
     done
+}
+
+cleanup() {
+    stop_all
+    WORK=${WORK_ROOT:-$WORK}
     if [ -n "$WORK" ] && [ -z "${KEEP_WORK:-}" ]; then rm -rf "$WORK"; fi
 }
 trap cleanup EXIT
 
 make_workdir() {
     WORK=$(mktemp -d "${TMPDIR:-/tmp}/etcdbr-it.XXXXXX")
+    WORK_ROOT=$WORK
+}
+
+# sub_workdir NAME: WORK becomes $WORK_ROOT/NAME (created), e.g. one per etcd version, so the
+# helpers' files (etcd logs, snaptmp) of one round do not mix with another's.
+sub_workdir() {
+    WORK=$WORK_ROOT/$1
+    mkdir -p "$WORK"
+}
+
+# etcd_versions: the etcd versions to test, one per line: "3.4" (Debian's /usr/bin/etcd) and
+# every 3.5/3.6/3.7 release cached by scripts/build-etcd.sh in $ETCDBR_ETCD_CACHE (vX.Y.Z).
+# ETCDBR_ETCD_VERSIONS="3.4 v3.6.16" (or a minor: "3.6") restricts the list. Versions that are
+# not available are named on stderr and skipped; with ETCDBR_REQUIRE_ETCD_VERSIONS=1 (CI) a
+# missing one is an error (exit 1). Use as: versions=$(etcd_versions) (set -e stops on error).
+etcd_versions() {
+    local cached=() wanted=() out=() missing=() d v w found
+    for d in "$ETCDBR_ETCD_CACHE"/v3.[567].*; do
+        [[ "${d##*/}" =~ ^v3\.[567]\.[0-9]+$ ]] || continue # not a build in progress (.tmp)
+        [ -x "$d/etcd" ] && [ -x "$d/etcdctl" ] && [ -x "$d/etcdutl" ] && cached+=("${d##*/}")
+    done
+    if [ -n "${ETCDBR_ETCD_VERSIONS:-}" ]; then
+        read -r -a wanted <<<"$ETCDBR_ETCD_VERSIONS"
+    else
+        # 3.4 and the releases build-etcd.sh builds by default (the CI set), then any other
+        # cached 3.5-3.7 release.
+        wanted=(3.4)
+        while read -r v; do wanted+=("$v"); done < <("$ETCDBR_SOURCE_DIR/scripts/build-etcd.sh" --list)
+        for v in "${cached[@]}"; do
+            case " ${wanted[*]} " in *" $v "*) ;; *) wanted+=("$v") ;; esac
+        done
+    fi
+    for w in "${wanted[@]}"; do
+        case "$w" in
+        3.4 | v3.4 | 3.4.* | v3.4.*)
+            if [ -x /usr/bin/etcd ] && [ -x /usr/bin/etcdctl ]; then out+=(3.4); else missing+=("$w"); fi
+            continue
+            ;;
+        esac
+        found=""
+        for v in "${cached[@]}"; do
+            case "$v" in "v${w#v}" | "v${w#v}".*) out+=("$v") && found=1 ;; esac
+        done
+        [ -n "$found" ] || missing+=("$w")
+    done
+    if [ ${#missing[@]} -gt 0 ]; then
+        if [ "${ETCDBR_REQUIRE_ETCD_VERSIONS:-0}" = 1 ]; then
+            echo "FAIL: etcd ${missing[*]} not available (3.4: /usr/bin/etcd from apt; 3.5+: scripts/build-etcd.sh into $ETCDBR_ETCD_CACHE), and ETCDBR_REQUIRE_ETCD_VERSIONS=1" >&2
+            return 1
+        fi
+        echo "SKIP etcd ${missing[*]}: not available (3.5+: run scripts/build-etcd.sh; ETCDBR_ETCD_CACHE=$ETCDBR_ETCD_CACHE)" >&2
+    fi
+    [ ${#out[@]} -gt 0 ] || { echo "FAIL: no etcd version to test" >&2; return 1; }
+    printf '%s\n' "${out[@]}" | awk '!seen[$0]++'
+}
+
+# use_etcd VERSION: puts that version's etcd, etcdctl and etcdutl first on PATH (3.4: Debian's
+# etcd and etcdctl, and no etcdutl of any version on PATH, so restore uses etcdctl), sets
+# ETCD_VERSION (never export it: etcd reads ETCD_VERSION as its --version flag) and ETCDCTL_API
+# (3.4 only; 3.5+ warn about it).
+use_etcd() {
+    local v=$1 bin p d newpath=""
+    # start from the PATH the test began with, without any cached version or earlier shim
+    IFS=: read -r -a p <<<"$ETCDBR_BASE_PATH"
+    for d in "${p[@]}"; do
+        case "$d" in "$ETCDBR_ETCD_CACHE"/* | */etcdbr-bin-3.4) continue ;; esac
+        if [ "$v" = 3.4 ] && [ -x "$d/etcdutl" ]; then
+            echo "use_etcd 3.4: $d dropped from PATH (it holds an etcdutl)" >&2
+            continue
+        fi
+        newpath=${newpath:+$newpath:}$d
+    done
+    if [ "$v" = 3.4 ]; then
+        [ -n "$WORK_ROOT" ] || fail "use_etcd: call make_workdir first"
+        bin=$WORK_ROOT/etcdbr-bin-3.4
+        mkdir -p "$bin"
+        ln -sf /usr/bin/etcd "$bin/etcd"
+        ln -sf /usr/bin/etcdctl "$bin/etcdctl"
+        export ETCDCTL_API=3
+    else
+        bin=$ETCDBR_ETCD_CACHE/$v
+        [ -x "$bin/etcd" ] && [ -x "$bin/etcdutl" ] || fail "use_etcd: etcd $v is not in $bin"
+        unset ETCDCTL_API
+    fi
+    export PATH=$bin:$newpath
+    hash -r
+    ETCD_VERSION=$v
+    case "$(etcd --version | sed -n 1p)" in
+    *" ${v#v}"*) ;;
+    *) fail "use_etcd $v: etcd on PATH says $(etcd --version | sed -n 1p)" ;;
+    esac
+    if [ "$v" = 3.4 ] && command -v etcdutl >/dev/null; then fail "use_etcd 3.4: etcdutl still on PATH"; fi
 }
 
 # free_port: a TCP port on 127.0.0.1 nobody listens on now.
