@@ -5,9 +5,10 @@
 # binaries are already cached is not rebuilt. Prints nothing but progress; exit 1 if a build fails.
 # Debian's etcd 3.4 comes from apt (install-deps.sh); these are the releases Debian does not ship.
 # `build-etcd.sh --list` prints the default versions (the set CI requires), one per line.
-# Cold (empty Go module and build caches) on 2 busy cores: 4.7 min for the first version, 2.4 and
-# 1.4 min for the next two (modules and packages they share are cached): 8.5 min for the three.
-# Go's build cache ($GOCACHE, default ~/.cache/go-build) makes a rebuild of a version take seconds.
+# Cold (empty Go module and build caches) on 2 cores: 2-4.7 min for the first version, 1-2.4 and
+# 0.8-1.4 min for the next two (the modules and packages they share are cached), 4-8.5 min for
+# the three depending on what else runs (in CI, beside the C builds: 2 + 1.1 + 0.8 min). Go's
+# build cache ($GOCACHE, default ~/.cache/go-build) makes a rebuild of a version take seconds.
 set -euo pipefail
 DEFAULT_VERSIONS=(v3.5.35 v3.6.16 v3.7.3)
 if [ "${1:-}" = --list ]; then
@@ -73,7 +74,7 @@ for v in "${versions[@]}"; do
     command -v go >/dev/null || { echo "build-etcd: go is not on PATH nor in /usr/local/go/bin (needed to build etcd $v)" >&2; exit 1; }
     work=$(mktemp -d)
     start=$SECONDS
-    echo "build-etcd: building etcd $v (1-2 minutes on 2 cores when nothing is cached)"
+    echo "build-etcd: building etcd $v (1-5 minutes on 2 cores when nothing is cached)"
     (
         cd "$work"
         go mod init etcdbr-etcd-build >/dev/null 2>&1

@@ -4,8 +4,9 @@
 # etcd version on PATH (ectl, $ETCD_EP). Deterministic for a seed: every choice comes from bash's
 # RANDOM seeded with it, read only in this shell (never in a subshell), and values are AES-CTR
 # keystream keyed by seed and op number. Lease IDs come from etcd, so they differ between runs.
-# The ops, one per line, go to DIR/ops.log; GEN_LEASES_PRE holds the leases granted before the
-# snapshot (hex IDs).
+# The ops, one per line, go to DIR/ops.log; GEN_LEASES_PRE and GEN_LEASES_POST hold the leases
+# granted before and after the snapshot (hex IDs). RANDOM's sequence is bash's (5.2 here): a seed
+# replays the same history with the same bash.
 
 GEN_BIG_MAX=1572864 # 1.5 MiB: the largest value (etcd must run with --max-request-bytes > 3 MiB)
 
@@ -264,11 +265,12 @@ gen_before_snapshot() {
     gen_grant 60
     GEN_LEASES_PRE+=("$L")
     GEN_LEASES+=("$L")
+    gen_put /h/pinned/pre-lease-60s 10 "$L" # gone only if the history revokes its lease
     gen_put_new "$L"
     gen_grant 1200 # no key ever: only the full snapshot knows it
     GEN_LEASES_PRE+=("$L")
     rnd 12
-    for i in $(seq 1 $((12 + R))); do
+    for i in $(seq 1 $((10 + R))); do
         rnd 10
         if [ "$R" -lt 6 ]; then gen_put_new; elif [ "$R" -lt 8 ]; then gen_overwrite; else
             gen_pick_live GEN_KEYS_OLD
@@ -280,13 +282,13 @@ gen_before_snapshot() {
     if [ "$R" = 0 ]; then GEN_BIG_LEFT=1 && gen_big; fi
 }
 
-# gen_after_snapshot: 45-75 ops of every kind, 1-3 values of 64 KiB-1.5 MiB (one of exactly
+# gen_after_snapshot: 40-64 ops of every kind, 1-3 values of 64 KiB-1.5 MiB (one of exactly
 # 1.5 MiB), a long lease granted early, a 15 s lease granted near the end with keys put on it.
 gen_after_snapshot() {
     GEN_PHASE=post
     local n i k big_at=() short_at
-    rnd 30
-    n=$((45 + R))
+    rnd 25
+    n=$((40 + R))
     rnd 3
     GEN_BIG_LEFT=$((R + 1))
     for i in $(seq 1 "$GEN_BIG_LEFT"); do
