@@ -26,7 +26,7 @@ int cmd_restore(const Opts *o) {
         log_error("restore failed: %s", err_msg());
         code = r == ERR_EXISTS      ? EXIT_EXISTS
                : r == ERR_NOT_FOUND ? EXIT_NO_SNAPSHOT
-               : r == ERR_INVALID   ? EXIT_USAGE
+               : res.target_refused ? EXIT_USAGE
                                     : EXIT_FAIL;
         goto done;
     }

@@ -45,6 +45,7 @@ typedef struct RestoreResult {
     uint64_t db_bytes;                  /* size of the db handed to etcd's restore tool */
     char base_name[256];
     double seconds_total, seconds_build; /* seconds_build: writing the db (full + deltas) */
+    int target_refused; /* the error is about the requested target or bump (a usage error) */
 } RestoreResult;
 
 /* Restores. Errors: ERR_EXISTS (non-empty data dir, or another restore holds its parent),
