@@ -1,11 +1,10 @@
 #!/usr/bin/env bash
 # Benchmarks, side by side with etcdctl, on a real etcd on loopback (see README.md here).
-#   bench/run.sh [DB_MB] [REPLAY_EVENTS]      defaults: 256 MB db, 100000 single-event revisions
+#   bench/run.sh [DB_MB]      default: 256 MB db (restore: bench/restore.sh)
 # Prints a table; needs a built tree (./scripts/build.sh) and GNU time (apt-get install time).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DB_MB=${1:-256}
-EVENTS=${2:-100000}
 BIN=$PWD/build/etcdbrctl
 LOADGEN=$PWD/build/etcd_loadgen
 command -v /usr/bin/time >/dev/null || apt-get install -y time >/dev/null
@@ -74,41 +73,7 @@ measure "etcdbrctl snapshot, gzip (default)" bash -c "one_full $WORK/st"
 rm -rf "$WORK/st"
 measure "etcdbrctl snapshot, zstd" bash -c "one_full $WORK/st --compression-policy=zstd"
 
-echo
-echo "| restore of the full snapshot only | time | peak RSS |"
-echo "|---|---|---|"
-measure "etcdctl snapshot restore" etcdctl snapshot restore "$WORK/s.db" --name r \
-    --initial-cluster r=http://127.0.0.1:2380 --initial-advertise-peer-urls http://127.0.0.1:2380 \
-    --data-dir "$WORK/r1.etcd"
-rm -rf "$WORK/st"
-one_full "$WORK/st" --compress-snapshots=false >/dev/null 2>&1
-measure "etcdbrctl restore (uncompressed store)" "$BIN" restore --storage-provider=Local \
-    --store-container="$WORK/st" --data-dir="$WORK/r2.etcd" --name r \
-    --initial-cluster r=http://127.0.0.1:2380 --initial-advertise-peer-urls http://127.0.0.1:2380 \
-    --restoration-temp-snapshots-dir="$WORK/rt"
 kill "$ETCD_PID"
 wait "$ETCD_PID" || true
-rm -rf "$WORK/src.etcd" "$WORK/r1.etcd" "$WORK/r2.etcd" "$WORK/s.db" "$WORK/st"
-
 echo
-echo "delta replay: $EVENTS single-event revisions (100-byte values) in deltas"
-start_etcd "$WORK/src2.etcd"
-"$LOADGEN" "$EP" puts 1000 100 /bench/base/ 64
-"$BIN" snapshot --endpoints="$EP" --storage-provider=Local --store-container="$WORK/rs" \
-    --snapstore-temp-directory="$WORK/tmp" --delta-snapshot-period=2s >"$WORK/snap.log" 2>&1 &
-SNAP=$!
-until ls "$WORK/rs/v2/" 2>/dev/null | grep -q '^Full-'; do sleep 0.05; done
-"$LOADGEN" "$EP" puts "$EVENTS" 100 /bench/delta/ 64
-kill -TERM $SNAP
-wait $SNAP
-echo "store: $(ls "$WORK/rs/v2" | grep -c Incr) deltas"
-echo
-echo "| delta replay | time | peak RSS |"
-echo "|---|---|---|"
-measure "etcdbrctl restore, $EVENTS revisions" "$BIN" restore --storage-provider=Local \
-    --store-container="$WORK/rs" --data-dir="$WORK/r3.etcd" --name r \
-    --initial-cluster r=http://127.0.0.1:2380 --initial-advertise-peer-urls http://127.0.0.1:2380 \
-    --restoration-temp-snapshots-dir="$WORK/rt3"
-grep "restore done" "$WORK/out-etcdbrctl restore, $EVENTS revisions.log" | sed 's/.*msg=//'
-replay=$(grep -o 'replay [0-9.]*s' "$WORK/out-etcdbrctl restore, $EVENTS revisions.log" | grep -o '[0-9.]*')
-echo "replay rate: $(echo "$EVENTS / $replay" | bc) revisions/s (the temporary etcd's start included)"
+echo "restore: see bench/restore.sh"
