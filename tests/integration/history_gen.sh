@@ -5,8 +5,8 @@
 # RANDOM seeded with it, read only in this shell (never in a subshell), and values are AES-CTR
 # keystream keyed by seed and op number. Lease IDs come from etcd, so they differ between runs.
 # The ops, one per line, go to DIR/ops.log; GEN_LEASES_PRE and GEN_LEASES_POST hold the leases
-# granted before and after the snapshot (hex IDs). RANDOM's sequence is bash's (5.2 here): a seed
-# replays the same history with the same bash.
+# granted before and after the snapshot, GEN_LEASE_SHORT the 15 s one (hex IDs). RANDOM's
+# sequence is bash's (5.2 here): a seed replays the same history with the same bash.
 
 GEN_BIG_MAX=1572864 # 1.5 MiB: the largest value (etcd must run with --max-request-bytes > 3 MiB)
 
@@ -27,6 +27,7 @@ gen_init() {
     GEN_LEASES_PRE=()
     GEN_LEASES_POST=()
     GEN_LEASES=() # leases a put may attach now
+    GEN_LEASE_SHORT="" # the 15 s lease granted near the end
     GEN_BIG_LEFT=0
 }
 
@@ -295,7 +296,7 @@ gen_after_snapshot() {
         rnd "$n"
         big_at+=("$R")
     done
-    short_at=$((n - 10))
+    short_at=$((n - 7))
     gen_grant 1800
     GEN_LEASES_POST+=("$L")
     GEN_LEASES+=("$L")
@@ -305,6 +306,7 @@ gen_after_snapshot() {
         if [ "$i" = "$short_at" ]; then
             # a short lease, still alive when the history ends; later puts attach it often
             gen_grant 15
+            GEN_LEASE_SHORT=$L
             GEN_LEASES_POST+=("$L")
             GEN_LEASES=("$L" "$L" "$L" "${GEN_LEASES[@]}")
             gen_put_new "$L"
