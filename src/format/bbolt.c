@@ -113,7 +113,8 @@ static uint64_t rd64_be(const uint8_t *p) {
     return v;
 }
 
-static uint64_t fnv1a64(const uint8_t *p, size_t n) {
+uint64_t bbolt_fnv1a64(const void *data, size_t n) {
+    const uint8_t *p = data;
     uint64_t h = 0xcbf29ce484222325ull;
     for (size_t i = 0; i < n; i++) {
         h ^= p[i];
@@ -122,8 +123,7 @@ static uint64_t fnv1a64(const uint8_t *p, size_t n) {
     return h;
 }
 
-/* bytes.Compare */
-static int key_cmp(const uint8_t *a, uint32_t an, const uint8_t *b, uint32_t bn) {
+int bbolt_key_cmp(const void *a, size_t an, const void *b, size_t bn) {
     int c = memcmp(a, b, an < bn ? an : bn);
     if (c) return c;
     return an < bn ? -1 : an > bn;
@@ -345,7 +345,7 @@ static int bucket_get_n(BbWalk *w, const BbBucket *bk, const uint8_t *k, uint32_
                 unsigned mid = lo + (hi - lo) / 2;
                 rc = page_elem(db, &pg, mid, &e);
                 if (rc) return rc;
-                if (key_cmp(e.key, e.ksize, k, klen) <= 0)
+                if (bbolt_key_cmp(e.key, e.ksize, k, klen) <= 0)
                     lo = mid + 1;
                 else
                     hi = mid;
@@ -359,7 +359,7 @@ static int bucket_get_n(BbWalk *w, const BbBucket *bk, const uint8_t *k, uint32_
         for (unsigned i = 0; i < pg.count; i++) {
             rc = page_elem(db, &pg, i, &e);
             if (rc) return rc;
-            if (key_cmp(e.key, e.ksize, k, klen) != 0) continue;
+            if (bbolt_key_cmp(e.key, e.ksize, k, klen) != 0) continue;
             uint8_t *copy = malloc(e.vsize ? e.vsize : 1);
             if (!copy)
                 return err_set(ERR_NOMEM, "%s: page %llu: out of memory for a %u-byte value",
@@ -756,13 +756,13 @@ static int check_key(BboltDb *db, const BbPage *pg, unsigned i, const BbElem *e,
         return err_set(ERR_CORRUPT, "%s: %s %llu: element %u: key of %u bytes exceeds %d", db->path,
                        page_kind(pg), (unsigned long long)pg->id, i, e->ksize, BB_MAX_KEY);
     if (prev->set) {
-        int c = key_cmp(prev->p, prev->n, e->key, e->ksize);
+        int c = bbolt_key_cmp(prev->p, prev->n, e->key, e->ksize);
         if (i == 0 ? c > 0 : c >= 0)
             return err_set(ERR_CORRUPT, "%s: %s %llu: element %u: key out of order (%s)", db->path,
                            page_kind(pg), (unsigned long long)pg->id, i,
                            i == 0 ? "below its parent's key" : "not above the previous key");
     }
-    if (hi->set && key_cmp(e->key, e->ksize, hi->p, hi->n) >= 0)
+    if (hi->set && bbolt_key_cmp(e->key, e->ksize, hi->p, hi->n) >= 0)
         return err_set(
             ERR_CORRUPT,
             "%s: %s %llu: element %u: key out of order (not below the parent's next key)", db->path,
@@ -953,7 +953,7 @@ static void meta_read(BboltDb *db, uint64_t off, uint64_t limit, unsigned index,
         snprintf(m->why, sizeof m->why, "bad magic 0x%08x", magic);
     } else if (version != BB_VERSION) {
         snprintf(m->why, sizeof m->why, "version %u, want %u", version, BB_VERSION);
-    } else if (rd64(mp + BB_META_SUM_LEN) != fnv1a64(mp, BB_META_SUM_LEN)) {
+    } else if (rd64(mp + BB_META_SUM_LEN) != bbolt_fnv1a64(mp, BB_META_SUM_LEN)) {
         snprintf(m->why, sizeof m->why, "checksum mismatch");
     } else if (rd16(b + 8) != BB_FLAG_META || rd64(b) != index) {
         snprintf(m->why, sizeof m->why, "page header id %llu flags 0x%x",

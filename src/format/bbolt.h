@@ -77,4 +77,10 @@ int bbolt_cursor_next(BboltCursor *c, BboltItem *item, int *got);
 /* Frees the cursor and its page buffers. NULL-safe. */
 void bbolt_cursor_close(BboltCursor *c);
 
+/* bbolt's key order (Go's bytes.Compare): memcmp, then the shorter first. <0, 0, >0. */
+int bbolt_key_cmp(const void *a, size_t an, const void *b, size_t bn);
+
+/* FNV-1a 64 of n bytes: the checksum of a meta page (db.go meta.sum64). */
+uint64_t bbolt_fnv1a64(const void *data, size_t n);
+
 #endif

@@ -5,6 +5,7 @@
  * strictly ascending (checked against a copy of the previous key), so appending to the
  * right-most page keeps every page and every branch range sorted. */
 #include "bbolt_writer.h"
+#include "bbolt.h"
 #include "../common/err.h"
 
 #include <errno.h>
@@ -99,22 +100,6 @@ static void wr32(uint8_t *p, uint32_t v) {
 static void wr64(uint8_t *p, uint64_t v) {
     for (int i = 0; i < 8; i++)
         p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint64_t fnv1a64(const uint8_t *p, size_t n) {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < n; i++) {
-        h ^= p[i];
-        h *= 0x100000001b3ull;
-    }
-    return h;
-}
-
-/* bytes.Compare */
-static int key_cmp(const uint8_t *a, size_t an, const uint8_t *b, size_t bn) {
-    int c = memcmp(a, b, an < bn ? an : bn);
-    if (c) return c;
-    return an < bn ? -1 : an > bn;
 }
 
 /* Printable form of name for messages: non-printing bytes as \xNN, long names cut. */
@@ -411,9 +396,9 @@ static void bucket_free(BwBucket *b) {
 
 /* Checks that key sorts after the bucket's previous key and records it. */
 static int bucket_order(BboltWriter *w, BwBucket *b, const void *key, size_t k, const char *what) {
-    if (b->has_last && key_cmp(key, k, b->last, b->last_len) <= 0) {
+    if (b->has_last && bbolt_key_cmp(key, k, b->last, b->last_len) <= 0) {
         char d[200], kb[100], pb[100];
-        int dup = key_cmp(key, k, b->last, b->last_len) == 0;
+        int dup = bbolt_key_cmp(key, k, b->last, b->last_len) == 0;
         name_fmt(kb, sizeof kb, key, k);
         name_fmt(pb, sizeof pb, b->last, b->last_len);
         return err_set(ERR_INVALID, "%s: %s: %s \"%s\" %s \"%s\" (keys must be strictly ascending)",
@@ -610,7 +595,7 @@ int bbolt_writer_finish(BboltWriter *w) {
         wr64(m + 32, freelist);
         wr64(m + 40, w->next_pgid); /* high-water mark: pages in the file */
         wr64(m + 48, i);            /* txid: meta 0 -> 0, meta 1 -> 1 (the newer) */
-        wr64(m + BW_META_SUM_LEN, fnv1a64(m, BW_META_SUM_LEN));
+        wr64(m + BW_META_SUM_LEN, bbolt_fnv1a64(m, BW_META_SUM_LEN));
     }
     if ((rc = write_at(w, meta, 2 * (size_t)w->ps, 0))) goto done;
     if (!w->no_sync && fsync(w->fd) != 0) {

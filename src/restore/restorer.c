@@ -136,11 +136,6 @@ static int name_is(const uint8_t *k, size_t n, const char *name) {
     return n == strlen(name) && memcmp(k, name, n) == 0;
 }
 
-static int key_cmp(const uint8_t *a, size_t an, const uint8_t *b, size_t bn) {
-    int c = memcmp(a, b, an < bn ? an : bn);
-    return c ? c : (an > bn) - (an < bn);
-}
-
 /* Copies the bucket at path[0..depth) (the writer is inside it), merging extras (sorted by
  * key; an extra replaces a source item with the same key). */
 static int copy_bucket(Builder *b, BboltName *path, size_t depth, const Extra *extras,
@@ -153,8 +148,9 @@ static int copy_bucket(Builder *b, BboltName *path, size_t depth, const Extra *e
         int got = 0;
         if ((rc = bbolt_cursor_next(c, &it, &got))) break;
         while (x < n_extras &&
-               (!got || key_cmp(extras[x].key, extras[x].key_len, it.key, it.key_len) <= 0)) {
-            int same = got && key_cmp(extras[x].key, extras[x].key_len, it.key, it.key_len) == 0;
+               (!got || bbolt_key_cmp(extras[x].key, extras[x].key_len, it.key, it.key_len) <= 0)) {
+            int same =
+                got && bbolt_key_cmp(extras[x].key, extras[x].key_len, it.key, it.key_len) == 0;
             rc = bbolt_writer_put(b->w, extras[x].key, extras[x].key_len, extras[x].value,
                                   extras[x].value_len);
             x++;
@@ -594,8 +590,8 @@ static int build_db(Builder *b, FetchPool *pool, const char *path) {
         int got = 0;
         if ((rc = bbolt_cursor_next(c, &it, &got))) goto done;
         while (next_needed < 2 &&
-               (!got || key_cmp((const uint8_t *)needed[next_needed], strlen(needed[next_needed]),
-                                it.key, it.key_len) < 0)) {
+               (!got || bbolt_key_cmp((const uint8_t *)needed[next_needed],
+                                      strlen(needed[next_needed]), it.key, it.key_len) < 0)) {
             const char *nm = needed[next_needed++];
             int want = strcmp(nm, MVCC_BUCKET_LEASE) == 0 ? i64map_count(b->added) > 0
                                                           : b->cfg->mark_compacted;
