@@ -43,9 +43,20 @@ typedef struct {
     int etcd_ok;        /* last probe answered */
     int probe_failures; /* consecutive failed probes */
     int64_t last_probe_log_ms;
+    int64_t cluster_size_ms; /* monotonic; when etcdbr_cluster_size was last read (0: never) */
 } Server;
 
 /* ---------- initialization ---------- */
+
+/* Validation and restoration metrics of one initialization (rc: initializer_run's). A restore
+ * counts when one happened or when the initialization failed after an invalid data dir; the
+ * validation "succeeded" unless it failed on a data dir it did not find valid. */
+static void observe_init(const InitResult *res, int rc) {
+    int ok = rc == 0;
+    etcdbr_metrics_initialization(res->validation_ok || ok, res->validation_seconds,
+                                  res->restored || (!ok && !res->validation_ok), ok,
+                                  res->restore_seconds);
+}
 
 static void *init_main(void *arg) {
     Server *sv = arg;
@@ -61,7 +72,7 @@ static void *init_main(void *arg) {
     } else {
         log_info("initialization done in %.3fs: %s", secs, res.summary);
     }
-    server_observe_init(&res, rc == 0, secs);
+    observe_init(&res, rc);
     pthread_mutex_lock(&sv->mu);
     sv->init_state = rc ? INIT_FAILED : INIT_SUCCESSFUL;
     sv->init_running = 0;
@@ -259,6 +270,28 @@ static void handle(void *ctx, const HttpRequest *req, HttpResponse *resp) {
 
 /* ---------- leader check ---------- */
 
+/* etcdbr_cluster_size from etcd's member list (learners included), read through this member's
+ * endpoint at most once per reelection period; kept as it was when the list cannot be read. */
+static void update_cluster_size(Server *sv) {
+    int64_t now = now_mono_ms();
+    if (sv->cluster_size_ms &&
+        now - sv->cluster_size_ms < opt_duration_ms(sv->o, "reelection-period"))
+        return;
+    sv->cluster_size_ms = now;
+    EtcdConfig ec = sv->setup.snap.etcd;
+    ec.n_endpoints = 1;
+    ec.connection_timeout_ms = sv->setup.leader_timeout_ms;
+    EtcdClient *c = NULL;
+    EtcdMember *members = NULL;
+    size_t n = 0;
+    if (etcd_client_new(&ec, &c) == 0 && etcd_member_list(c, &members, &n) == 0)
+        etcdbr_metrics_set_cluster_size(n);
+    else
+        log_debug("etcdbr_cluster_size not updated: %s", err_msg());
+    free(members);
+    etcd_client_free(c);
+}
+
 static void leader_check(Server *sv) {
     EtcdStatus st;
     int rc = server_probe_etcd(&sv->setup, &st);
@@ -288,6 +321,7 @@ static void leader_check(Server *sv) {
         sv->leading = 0;
         stop_snapshotter(sv);
     }
+    if (rc == 0) update_cluster_size(sv);
 }
 
 /* ---------- run mode: etcd as a child ---------- */
@@ -350,9 +384,8 @@ static void supervise(Server *sv, Child *ch) {
     if (now_mono_ms() < ch->next_start_ms) return;
     InitConfig ic = {.restore = sv->setup.restore, .full_mode = 1};
     InitResult res;
-    int64_t t0 = now_mono_ms();
     int rc = initializer_run(&ic, &res);
-    server_observe_init(&res, rc == 0, (double)(now_mono_ms() - t0) / 1000.0);
+    observe_init(&res, rc);
     if (rc) {
         log_error("initialization before starting etcd failed: %s; retrying", err_msg());
         ch->next_start_ms = now_mono_ms() + 5000;

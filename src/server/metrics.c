@@ -6,6 +6,7 @@
 
 #include "common/err.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
@@ -14,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static const double default_buckets[] = {.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10};
 
@@ -832,12 +834,244 @@ done:
     return rc;
 }
 
+/* ---------- process metrics (/proc/self) ----------
+ * Same sources and arithmetic as Go's procfs behind client_golang's process collector: CPU time
+ * and start time in clock ticks, RSS in pages, "unlimited" limits as 2^64 - 1. The readers set
+ * err only when report is set: at render time they run inside metrics_render, whose caller's
+ * message they must not disturb. */
+
+#define PROC_UNLIMITED 18446744073709551615.0
+
+/* ERR_IO for path with errnum's text ("open" or "read" says which call failed). */
+static int proc_io_fail(int report, const char *what, const char *path, int errnum) {
+    if (report) err_set(ERR_IO, "%s %s: %s", what, path, strerror(errnum));
+    return ERR_IO;
+}
+
+static double clock_ticks(void) {
+    long t = sysconf(_SC_CLK_TCK);
+    return t > 0 ? (double)t : 100.0;
+}
+
+/* utime + stime, vsize, rss and starttime of /proc/self/stat: "pid (comm) state ppid ...", where
+ * comm may hold spaces and parentheses, so fields are counted after the last ')'. */
+static int proc_read_stat(MetricsProcessStats *st, double *start_ticks, int report) {
+    static const char path[] = "/proc/self/stat";
+    char buf[2048];
+    FILE *f = fopen(path, "re");
+    if (!f) return proc_io_fail(report, "open", path, errno);
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    int bad = ferror(f) ? (errno ? errno : EIO) : 0;
+    fclose(f);
+    if (bad) return proc_io_fail(report, "read", path, bad);
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')');
+    /* Tokens after ')': [0] state (field 3) ... [11] utime, [12] stime, [19] starttime,
+     * [20] vsize, [21] rss. */
+    double tok[22];
+    int k = 0;
+    if (p) {
+        p++;
+        while (k < 22) {
+            while (*p == ' ')
+                p++;
+            if (!*p || *p == '\n') break;
+            if (k == 0) { /* the state letter */
+                p += strcspn(p, " \n");
+                tok[k++] = 0;
+                continue;
+            }
+            char *end;
+            errno = 0;
+            long long v = strtoll(p, &end, 10);
+            if (end == p || errno) break;
+            tok[k++] = (double)v;
+            p = end;
+        }
+    }
+    if (k < 22) {
+        if (report) err_set(ERR_CORRUPT, "%s: unexpected content \"%.*s\"", path, 80, buf);
+        return ERR_CORRUPT;
+    }
+    long page = sysconf(_SC_PAGESIZE);
+    st->cpu_seconds = (tok[11] + tok[12]) / clock_ticks();
+    st->virtual_bytes = tok[20];
+    st->resident_bytes = tok[21] * (double)(page > 0 ? page : 4096);
+    *start_ticks = tok[19];
+    return 0;
+}
+
+/* The "btime" line of /proc/stat (Unix s). Lines can be long (intr), so only line starts count. */
+static int proc_read_boot_time(double *btime, int report) {
+    static const char path[] = "/proc/stat";
+    FILE *f = fopen(path, "re");
+    if (!f) return proc_io_fail(report, "open", path, errno);
+    char line[256];
+    int at_start = 1, rc = ERR_CORRUPT;
+    while (fgets(line, sizeof line, f)) {
+        if (at_start && strncmp(line, "btime ", 6) == 0) {
+            char *end;
+            errno = 0;
+            unsigned long long v = strtoull(line + 6, &end, 10);
+            if (end != line + 6 && !errno) {
+                *btime = (double)v;
+                rc = 0;
+            }
+            break;
+        }
+        at_start = strchr(line, '\n') != NULL;
+    }
+    int bad = ferror(f) ? (errno ? errno : EIO) : 0;
+    fclose(f);
+    if (bad) return proc_io_fail(report, "read", path, bad);
+    if (rc && report) err_set(rc, "%s: no btime line", path);
+    return rc;
+}
+
+static int proc_count_fds(MetricsProcessStats *st, int report) {
+    static const char path[] = "/proc/self/fd";
+    DIR *d = opendir(path);
+    if (!d) return proc_io_fail(report, "open", path, errno);
+    double n = 0;
+    const struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        if (e->d_name[0] != '.') n++;
+    closedir(d);
+    st->open_fds = n;
+    return 0;
+}
+
+/* The soft limit of a /proc/self/limits line for name: 0, 1 when the line is another limit's,
+ * or ERR_CORRUPT. */
+static int proc_limit_value(const char *line, const char *name, double *out) {
+    size_t n = strlen(name);
+    if (strncmp(line, name, n) != 0 || line[n] != ' ') return 1;
+    const char *p = line + n;
+    while (*p == ' ')
+        p++;
+    if (strncmp(p, "unlimited", 9) == 0) {
+        *out = PROC_UNLIMITED;
+        return 0;
+    }
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(p, &end, 10);
+    if (end == p || errno) return ERR_CORRUPT;
+    *out = (double)v;
+    return 0;
+}
+
+static int proc_read_limits(MetricsProcessStats *st, int report) {
+    static const char path[] = "/proc/self/limits";
+    FILE *f = fopen(path, "re");
+    if (!f) return proc_io_fail(report, "open", path, errno);
+    char line[256];
+    int rc = 0, found = 0;
+    while (rc == 0 && fgets(line, sizeof line, f)) {
+        int r = proc_limit_value(line, "Max open files", &st->max_fds);
+        if (r == 1) r = proc_limit_value(line, "Max address space", &st->max_virtual_bytes);
+        if (r == 0) found++;
+        if (r < 0) rc = r;
+    }
+    int bad = ferror(f) ? (errno ? errno : EIO) : 0;
+    fclose(f);
+    if (bad) return proc_io_fail(report, "read", path, bad);
+    if (rc == 0 && found < 2) rc = ERR_CORRUPT;
+    if (rc && report)
+        err_set(rc, "%s: no readable \"Max open files\" and \"Max address space\"", path);
+    return rc;
+}
+
+static void process_stats_nan(MetricsProcessStats *st) {
+    st->cpu_seconds = st->virtual_bytes = st->resident_bytes = st->start_time = NAN;
+    st->open_fds = st->max_fds = st->max_virtual_bytes = NAN;
+}
+
+int metrics_read_process(MetricsProcessStats *out) {
+    process_stats_nan(out);
+    double ticks = 0, btime = 0;
+    int rc = proc_read_stat(out, &ticks, 1);
+    int r = proc_read_boot_time(&btime, rc == 0);
+    if (rc == 0 && r == 0) out->start_time = btime + ticks / clock_ticks();
+    if (!rc) rc = r;
+    r = proc_count_fds(out, rc == 0);
+    if (!rc) rc = r;
+    r = proc_read_limits(out, rc == 0);
+    if (!rc) rc = r;
+    return rc;
+}
+
+typedef enum {
+    PROC_CPU,
+    PROC_VSIZE,
+    PROC_MAX_VSIZE,
+    PROC_RSS,
+    PROC_START,
+    PROC_OPEN_FDS,
+    PROC_MAX_FDS
+} ProcField;
+
+/* Callback of the process metrics: reads only the source of the field arg names. */
+static double process_field(void *arg) {
+    MetricsProcessStats st;
+    process_stats_nan(&st);
+    double ticks, btime;
+    switch ((ProcField)(intptr_t)arg) {
+    case PROC_CPU:
+        return proc_read_stat(&st, &ticks, 0) == 0 ? st.cpu_seconds : NAN;
+    case PROC_VSIZE:
+        return proc_read_stat(&st, &ticks, 0) == 0 ? st.virtual_bytes : NAN;
+    case PROC_RSS:
+        return proc_read_stat(&st, &ticks, 0) == 0 ? st.resident_bytes : NAN;
+    case PROC_START:
+        if (proc_read_stat(&st, &ticks, 0) || proc_read_boot_time(&btime, 0)) return NAN;
+        return btime + ticks / clock_ticks();
+    case PROC_OPEN_FDS:
+        return proc_count_fds(&st, 0) == 0 ? st.open_fds : NAN;
+    case PROC_MAX_FDS:
+        proc_read_limits(&st, 0);
+        return st.max_fds;
+    case PROC_MAX_VSIZE:
+        proc_read_limits(&st, 0);
+        return st.max_virtual_bytes;
+    }
+    return NAN;
+}
+
+int metrics_register_process(MetricsRegistry *reg) {
+    /* Names, types and HELP exactly as client_golang's process collector. */
+    static const struct {
+        const char *name;
+        MetricType type;
+        const char *help;
+        ProcField field;
+    } defs[] = {
+        {"process_cpu_seconds_total", METRIC_COUNTER,
+         "Total user and system CPU time spent in seconds.", PROC_CPU},
+        {"process_max_fds", METRIC_GAUGE, "Maximum number of open file descriptors.", PROC_MAX_FDS},
+        {"process_open_fds", METRIC_GAUGE, "Number of open file descriptors.", PROC_OPEN_FDS},
+        {"process_resident_memory_bytes", METRIC_GAUGE, "Resident memory size in bytes.", PROC_RSS},
+        {"process_start_time_seconds", METRIC_GAUGE,
+         "Start time of the process since unix epoch in seconds.", PROC_START},
+        {"process_virtual_memory_bytes", METRIC_GAUGE, "Virtual memory size in bytes.", PROC_VSIZE},
+        {"process_virtual_memory_max_bytes", METRIC_GAUGE,
+         "Maximum amount of virtual memory available in bytes.", PROC_MAX_VSIZE},
+    };
+    for (size_t i = 0; i < sizeof defs / sizeof *defs; i++) {
+        int rc = metrics_register_func(reg, defs[i].type, defs[i].name, defs[i].help, process_field,
+                                       (void *)(intptr_t)defs[i].field, NULL);
+        if (rc != 0) return rc;
+    }
+    return 0;
+}
+
 /* ---------- the etcdbr catalogue ---------- */
 
 static const char *const kinds[] = {"Full", "Incr", "Chunk", NULL};
 static const char *const kinds_snap[] = {"Full", "Incr", NULL};
 static const char *const succeeded[] = {"false", "true", NULL};
-static const char *const restores[] = {"single_member", "single_node", NULL};
+static const char *const restores[] = {ETCDBR_RESTORE_SINGLE_MEMBER, ETCDBR_RESTORE_SINGLE_NODE,
+                                       NULL};
 static const char *const endpoints[] = {"", NULL};
 static const char *const operations[] = {
     "full_snapshot", "gc", "restore", "validation", "delta_snapshot", "defragmentation", NULL};
@@ -893,8 +1127,8 @@ static const CatalogueEntry catalogue[ETCDBR_M_COUNT] = {
       "Revisions stored in delta snapshots taken since the latest full snapshot.", NULL, NULL),
     E(ETCDBR_M_SNAPSHOTTER_FAILURE, "etcdbr_snapshotter_failure", METRIC_COUNTER,
       "Snapshotter and garbage collection failures by error class.", l_error, error_classes),
-    E(ETCDBR_M_CLUSTER_SIZE, "etcdbr_cluster_size", METRIC_GAUGE,
-      "Size of the etcd cluster from the initial-cluster setting.", NULL, NULL),
+    E(ETCDBR_M_CLUSTER_SIZE, "etcdbr_cluster_size", METRIC_GAUGE, "Current Etcd cluster size.",
+      NULL, NULL),
     E(ETCDBR_M_IS_LEARNER, "etcdbr_is_learner", METRIC_GAUGE,
       "1 while this member is a learner, else 0.", NULL, NULL),
     E(ETCDBR_M_IS_LEARNER_COUNT_TOTAL, "etcdbr_is_learner_count_total", METRIC_COUNTER,
@@ -974,6 +1208,7 @@ int etcdbr_metrics_init(void) {
     }
     Metric *h[ETCDBR_M_COUNT] = {0};
     rc = etcdbr_metrics_register(reg, h);
+    if (rc == 0) rc = metrics_register_process(reg);
     if (rc != 0) goto done;
     /* Published after the whole catalogue exists; readers take the mutex in etcdbr_metric. */
     memcpy(etcdbr_handles, h, sizeof h);
@@ -1089,4 +1324,20 @@ void etcdbr_metrics_snapshotter_started(const EtcdbrLatestSet *l) {
                       (double)l->ndeltas);
     metrics_gauge_set(etcdbr_metric(ETCDBR_M_SNAPSTORE_LATEST_DELTAS_REVISIONS_TOTAL), NULL,
                       (double)(l->ndeltas ? l->delta_revisions : 0));
+}
+
+void etcdbr_metrics_initialization(int validated, double validation_seconds, int restore_attempted,
+                                   int restore_ok, double restore_seconds) {
+    static const char *const tf[2] = {"false", "true"};
+    metrics_histogram_observe(etcdbr_metric(ETCDBR_M_VALIDATION_DURATION_SECONDS),
+                              (const char *[]){tf[validated != 0]}, validation_seconds);
+    if (!restore_attempted) return;
+    metrics_histogram_observe(etcdbr_metric(ETCDBR_M_RESTORATION_DURATION_SECONDS),
+                              (const char *[]){ETCDBR_RESTORE_SINGLE_NODE, tf[restore_ok != 0]},
+                              restore_seconds);
+    if (!restore_ok) etcdbr_metrics_record_error(ETCDBR_OP_RESTORE, NULL);
+}
+
+void etcdbr_metrics_set_cluster_size(size_t members) {
+    metrics_gauge_set(etcdbr_metric(ETCDBR_M_CLUSTER_SIZE), NULL, (double)members);
 }

@@ -1,5 +1,6 @@
 /* metrics: a small thread-safe Prometheus registry (counters, gauges, histograms, callback
- * metrics) rendered in text exposition format 0.0.4, and the etcdbr catalogue (seed-spec §11).
+ * metrics) rendered in text exposition format 0.0.4, the etcdbr catalogue (seed-spec §11) and
+ * the process_* metrics of Go's client (read from /proc at scrape time).
  * One mutex per registry guards every metric in it. Each labelled metric has a cap on label
  * children; values beyond it fold into one child whose label values are all "other", so no input
  * can grow /metrics without bound (seed-spec §15.14). Depends on common/ only. */
@@ -113,6 +114,33 @@ char *metrics_render(MetricsRegistry *reg, size_t *len);
  * ERR_CORRUPT (a line without numbers), with a message. */
 int metrics_read_net_dev(const char *path, double *rx_bytes, double *tx_bytes);
 
+/* ---------- process metrics (the Go client's process collector) ---------- */
+
+/* The calling process as the Go client's process collector reports it (Linux /proc). Each
+ * field is NaN when its source could not be read. */
+typedef struct MetricsProcessStats {
+    double cpu_seconds;       /* user + system CPU time, s (/proc/self/stat utime + stime) */
+    double virtual_bytes;     /* virtual memory size, bytes (vsize) */
+    double resident_bytes;    /* resident set, bytes (rss pages x page size) */
+    double start_time;        /* Unix s: boot time (/proc/stat btime) + starttime ticks */
+    double open_fds;          /* entries of /proc/self/fd (the one reading it included) */
+    double max_fds;           /* soft "Max open files" of /proc/self/limits */
+    double max_virtual_bytes; /* soft "Max address space"; unlimited = 2^64 - 1, as Go's procfs */
+} MetricsProcessStats;
+
+/* Reads every field of *out at once (what the scrape-time callbacks read one source at a time).
+ * 0 when all sources were read, else the first ERR_IO (open/read) or ERR_CORRUPT (unexpected
+ * content) with a message naming the file; the fields read so far are still filled in. */
+int metrics_read_process(MetricsProcessStats *out);
+
+/* Registers process_cpu_seconds_total (counter), process_virtual_memory_bytes,
+ * process_virtual_memory_max_bytes, process_resident_memory_bytes, process_start_time_seconds,
+ * process_open_fds and process_max_fds (gauges) as callback metrics with the HELP text of Go's
+ * client_golang process collector, read from /proc at every render (NaN where it cannot be
+ * read). 0 or ERR_EXISTS / ERR_NOMEM; etcdbr_metrics_init registers them in the default
+ * registry. */
+int metrics_register_process(MetricsRegistry *reg);
+
 /* ---------- the etcdbr catalogue (seed-spec §11, plus operator metrics) ----------
  * label_values arrays follow the label order given per metric. Every combination of the values
  * listed in §11 is pre-initialised to 0 (kind: "Full", "Incr", "Chunk"; succeeded: "false",
@@ -126,7 +154,7 @@ typedef enum {
     ETCDBR_M_SNAPSHOT_DURATION_SECONDS,    /* histogram {kind, succeeded}: start to upload end, s */
     ETCDBR_M_VALIDATION_DURATION_SECONDS,  /* histogram {succeeded}: data-dir validation, s */
     ETCDBR_M_RESTORATION_DURATION_SECONDS, /* histogram {restore, succeeded}: restore, s;
-                                              restore: single_member | single_node */
+                                              restore: ETCDBR_RESTORE_* */
     ETCDBR_M_DEFRAGMENTATION_DURATION_SECONDS, /* histogram {succeeded, endpoint}: per member, s;
                                                   pre: endpoint "" */
     ETCDBR_M_SNAPSTORE_LATEST_DELTAS_TOTAL,    /* gauge: deltas in the latest set */
@@ -134,7 +162,7 @@ typedef enum {
     ETCDBR_M_SNAPSHOTTER_FAILURE,             /* counter {error}: snapshotter/GC failures by error
                                                  class (etcdbr_metrics_error_class), not free text;
                                                  pre: "" (Go tool) and every class */
-    ETCDBR_M_CLUSTER_SIZE,                    /* gauge: initial-cluster size */
+    ETCDBR_M_CLUSTER_SIZE,                    /* gauge: members of the etcd cluster */
     ETCDBR_M_IS_LEARNER,                      /* gauge: 1 while this member is a learner */
     ETCDBR_M_IS_LEARNER_COUNT_TOTAL,          /* counter {succeeded}: learner-add attempts */
     ETCDBR_M_ADD_LEARNER_DURATION_SECONDS,    /* histogram {succeeded}, s */
@@ -149,6 +177,14 @@ typedef enum {
     ETCDBR_M_COUNT
 } EtcdbrMetricId;
 
+/* Values of the restore label of etcdbr_restoration_duration_seconds, as the Go tool writes
+ * them. An initialization that restores this member's data dir from the store (or clears it
+ * when the store is empty) is "single_node", whatever the cluster size; "single_member" is the
+ * Go tool's multi-node path (remove the member, re-add it as a learner), which etcdbr does not
+ * take, so that label only ever shows its pre-initialised zeros. */
+#define ETCDBR_RESTORE_SINGLE_NODE "single_node"
+#define ETCDBR_RESTORE_SINGLE_MEMBER "single_member"
+
 /* Operations whose failures are time-stamped in etcdbr_last_error_timestamp_seconds. */
 typedef enum {
     ETCDBR_OP_FULL_SNAPSHOT,   /* "full_snapshot" */
@@ -160,9 +196,9 @@ typedef enum {
     ETCDBR_OP_COUNT
 } EtcdbrOperation;
 
-/* Registers the catalogue in metrics_default() with every pre-initialised child; the handles
- * are then available from etcdbr_metric(). Idempotent and thread-safe; call once at startup.
- * 0 or ERR_NOMEM. */
+/* Registers the catalogue in metrics_default() with every pre-initialised child, and the
+ * process metrics (metrics_register_process); the handles are then available from
+ * etcdbr_metric(). Idempotent and thread-safe; call once at startup. 0 or ERR_NOMEM. */
 int etcdbr_metrics_init(void);
 
 /* Registers the catalogue in reg (tests use a fresh registry); out may be NULL, else it receives
@@ -197,6 +233,18 @@ void etcdbr_metrics_record_error(EtcdbrOperation op, const char *error_class);
  * created_on is the snapshot's Unix seconds. Duration is observed separately. */
 void etcdbr_metrics_snapshot_saved(int is_delta, int64_t start_revision, int64_t last_revision,
                                    int64_t created_on);
+
+/* One initialization (validate, restore when needed) finished. validation_duration_seconds
+ * {succeeded = validated} observes validation_seconds. When restore_attempted,
+ * restoration_duration_seconds{restore="single_node", succeeded = restore_ok} observes
+ * restore_seconds, and a failed restore also stamps last_error_timestamp_seconds
+ * {operation="restore"}. Seconds are wall durations. Thread-safe; never fails. */
+void etcdbr_metrics_initialization(int validated, double validation_seconds, int restore_attempted,
+                                   int restore_ok, double restore_seconds);
+
+/* etcdbr_cluster_size := members, the number of members (learners included) in etcd's member
+ * list. Thread-safe; never fails. */
+void etcdbr_metrics_set_cluster_size(size_t members);
 
 /* The store's latest set when a snapshotter starts (seed-spec §7.1, §11). */
 typedef struct EtcdbrLatestSet {

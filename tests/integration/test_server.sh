@@ -97,6 +97,10 @@ for m in etcdbr_snapshot_duration_seconds_bucket etcdbr_snapshot_latest_revision
 done
 grep -q "^etcdbr_snapshot_latest_revision{kind=\"Incr\"} $((full_rev + 5))" "$WORK/body" || fail "latest Incr revision metric"
 grep -qE '^etcdbr_full_snapshot_age_seconds [0-9]' "$WORK/body" || fail "full snapshot age metric"
+# the member count from etcd's member list, and the process collector dashboards read
+grep -qx 'etcdbr_cluster_size 1' "$WORK/body" || fail "cluster size metric: $(grep '^etcdbr_cluster_size' "$WORK/body")"
+grep -qE '^process_resident_memory_bytes [1-9]' "$WORK/body" || fail "process_resident_memory_bytes missing or 0"
+grep -qE '^process_open_fds [1-9]' "$WORK/body" || fail "process_open_fds missing or 0"
 
 # writes after the final full, then the data dir is lost while etcd is down
 for i in $(seq 1 20); do ectl put "/registry/c/$i" "v$i" >/dev/null; done
@@ -127,6 +131,9 @@ expect 200 "$H/initialization/status"
 expect 200 "$H/initialization/status"
 [ "$BODY" = New ] || fail "a terminal state read once must go back to New, got $BODY"
 [ "$(grep -c 'initialization done' "$WORK/server.log")" = 1 ] || fail "initialization ran more than once"
+expect 200 "$H/metrics"
+grep -qx 'etcdbr_restoration_duration_seconds_count{restore="single_node",succeeded="true"} 1' "$WORK/body" ||
+    fail "restore not counted as single_node: $(grep '^etcdbr_restoration_duration_seconds_count' "$WORK/body")"
 start_etcd m1 "$WORK/m1.etcd"
 [ "$(current_revision "$ETCD_EP")" = "$src_rev" ] || fail "restored revision differs"
 dump_keys "$ETCD_EP" | cmp - "$WORK/src.jsonl" || fail "restored keyspace differs"

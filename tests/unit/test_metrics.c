@@ -819,6 +819,168 @@ static void test_etcdbr_set_points_on_default_registry(void **state) {
     free(text);
 }
 
+/* ---------- Go-tool compatibility: restore label, cluster size, process collector ---------- */
+
+static double get_or_fail(Metric *m, const char *const *lv) {
+    double v = -1;
+    assert_non_null(m);
+    assert_int_equal(metrics_get(m, lv, &v), 0);
+    return v;
+}
+
+/* Runs after test_etcdbr_set_points_on_default_registry (which must see the default registry
+ * uninitialised); etcdbr_metrics_init is idempotent, so this one also runs alone. */
+static void test_initialization_restore_is_labelled_single_node(void **state) {
+    (void)state;
+    assert_int_equal(etcdbr_metrics_init(), 0);
+    Metric *r = etcdbr_metric(ETCDBR_M_RESTORATION_DURATION_SECONDS);
+    Metric *val = etcdbr_metric(ETCDBR_M_VALIDATION_DURATION_SECONDS);
+    Metric *lasterr = etcdbr_metric(ETCDBR_M_LAST_ERROR_TIMESTAMP_SECONDS);
+    const char *const node_ok[] = {"single_node", "true"}, *const node_bad[] = {"single_node",
+                                                                                "false"};
+    const char *const member_ok[] = {"single_member", "true"}, *const member_bad[] = {
+                                                                   "single_member", "false"};
+    const char *const vtrue[] = {"true"}, *const vfalse[] = {"false"};
+    double n_ok = get_or_fail(r, node_ok), n_bad = get_or_fail(r, node_bad);
+    double v_ok = get_or_fail(val, vtrue), v_bad = get_or_fail(val, vfalse);
+    double before = (double)time(NULL);
+
+    /* a data dir that failed validation, restored from the store */
+    etcdbr_metrics_initialization(1, 0.25, 1, 1, 3.5);
+    assert_true(get_or_fail(r, node_ok) == n_ok + 1);
+    assert_true(get_or_fail(val, vtrue) == v_ok + 1);
+    /* a valid data dir: validation only */
+    etcdbr_metrics_initialization(1, 0.1, 0, 0, 0);
+    assert_true(get_or_fail(r, node_ok) == n_ok + 1);
+    assert_true(get_or_fail(r, node_bad) == n_bad);
+    assert_true(get_or_fail(val, vtrue) == v_ok + 2);
+    /* a failed restore: succeeded="false" and the restore error time stamp */
+    etcdbr_metrics_initialization(0, 0.1, 1, 0, 0.5);
+    assert_true(get_or_fail(r, node_bad) == n_bad + 1);
+    assert_true(get_or_fail(val, vfalse) == v_bad + 1);
+    assert_true(get_or_fail(lasterr, (const char *[]){"restore"}) >= before);
+    /* the Go tool's multi-node label is never written, only pre-initialised */
+    assert_true(get_or_fail(r, member_ok) == 0);
+    assert_true(get_or_fail(r, member_bad) == 0);
+    assert_string_equal(ETCDBR_RESTORE_SINGLE_NODE, "single_node");
+
+    char *text = render_checked(metrics_default());
+    char line[160];
+    snprintf(line, sizeof line,
+             "\netcdbr_restoration_duration_seconds_count{restore=\"single_node\","
+             "succeeded=\"true\"} %d\n",
+             (int)n_ok + 1);
+    assert_non_null(strstr(text, line));
+    assert_non_null(strstr(text, "\netcdbr_restoration_duration_seconds_count{restore=\""
+                                 "single_member\",succeeded=\"true\"} 0\n"));
+    free(text);
+}
+
+static void test_cluster_size_setter_sets_the_gauge(void **state) {
+    (void)state;
+    assert_int_equal(etcdbr_metrics_init(), 0);
+    Metric *m = etcdbr_metric(ETCDBR_M_CLUSTER_SIZE);
+    etcdbr_metrics_set_cluster_size(3);
+    assert_true(get_or_fail(m, NULL) == 3);
+    char *text = render_checked(metrics_default());
+    assert_non_null(strstr(text, "\n# HELP etcdbr_cluster_size Current Etcd cluster size.\n"
+                                 "# TYPE etcdbr_cluster_size gauge\netcdbr_cluster_size 3\n"));
+    free(text);
+    etcdbr_metrics_set_cluster_size(1); /* a member removed: the gauge follows down */
+    assert_true(get_or_fail(m, NULL) == 1);
+    etcdbr_metrics_set_cluster_size(0);
+    assert_true(get_or_fail(m, NULL) == 0);
+}
+
+/* The value of the unlabelled sample name in text; fails when absent. */
+static double sample_value(const char *text, const char *name) {
+    char key[160];
+    snprintf(key, sizeof key, "\n%s ", name);
+    const char *p = strstr(text, key);
+    if (!p) fail_msg("no sample %s", name);
+    double v;
+    char tok[64];
+    assert_int_equal(sscanf(p + strlen(key), "%63s", tok), 1);
+    if (!parse_value(tok, &v)) fail_msg("bad value of %s: %s", name, tok);
+    return v;
+}
+
+static void test_process_metrics_match_go_and_have_sane_values(void **state) {
+    (void)state;
+    if (access("/proc/self/stat", R_OK) != 0) skip(); /* not Linux: the callbacks give NaN */
+    MetricsRegistry *reg = new_reg();
+    assert_int_equal(metrics_register_process(reg), 0);
+    assert_int_equal(metrics_register_process(reg), ERR_EXISTS);
+    double now = (double)time(NULL);
+    char *text = render_checked(reg);
+    /* HELP and TYPE exactly as client_golang's process collector */
+    static const char *const go[] = {
+        "# HELP process_cpu_seconds_total Total user and system CPU time spent in seconds.\n"
+        "# TYPE process_cpu_seconds_total counter\n",
+        "# HELP process_max_fds Maximum number of open file descriptors.\n"
+        "# TYPE process_max_fds gauge\n",
+        "# HELP process_open_fds Number of open file descriptors.\n"
+        "# TYPE process_open_fds gauge\n",
+        "# HELP process_resident_memory_bytes Resident memory size in bytes.\n"
+        "# TYPE process_resident_memory_bytes gauge\n",
+        "# HELP process_start_time_seconds Start time of the process since unix epoch in "
+        "seconds.\n# TYPE process_start_time_seconds gauge\n",
+        "# HELP process_virtual_memory_bytes Virtual memory size in bytes.\n"
+        "# TYPE process_virtual_memory_bytes gauge\n",
+        "# HELP process_virtual_memory_max_bytes Maximum amount of virtual memory available in "
+        "bytes.\n# TYPE process_virtual_memory_max_bytes gauge\n",
+    };
+    for (size_t i = 0; i < sizeof go / sizeof *go; i++)
+        if (!strstr(text, go[i])) fail_msg("missing or different: %s", go[i]);
+    double rss = sample_value(text, "process_resident_memory_bytes");
+    double vsize = sample_value(text, "process_virtual_memory_bytes");
+    double cpu = sample_value(text, "process_cpu_seconds_total");
+    double start = sample_value(text, "process_start_time_seconds");
+    double fds = sample_value(text, "process_open_fds");
+    double max_fds = sample_value(text, "process_max_fds");
+    double max_vsize = sample_value(text, "process_virtual_memory_max_bytes");
+    free(text);
+    assert_true(rss > 0 && rss == floor(rss));
+    assert_true(vsize >= rss);
+    assert_true(cpu >= 0 && cpu < 3600);
+    /* btime is whole seconds, so the start may read up to 1 s early; never in the future */
+    assert_true(start > now - 3600 && start <= now + 1);
+    assert_true(fds >= 3 && fds <= max_fds); /* stdin, stdout, stderr at least */
+    assert_true(max_fds >= 1);
+    assert_true(max_vsize > 0);
+
+    /* computed at scrape time: one more open file is one more fd */
+    Metric *open_fds = metrics_find(reg, "process_open_fds");
+    double a = get_or_fail(open_fds, NULL);
+    FILE *f = fopen("/dev/null", "r");
+    assert_non_null(f);
+    double b = get_or_fail(open_fds, NULL);
+    fclose(f);
+    assert_true(b == a + 1);
+    assert_true(get_or_fail(open_fds, NULL) == a);
+
+    /* the one-shot reader agrees */
+    MetricsProcessStats ps;
+    assert_int_equal(metrics_read_process(&ps), 0);
+    assert_true(ps.resident_bytes > 0 && ps.open_fds >= 3);
+    assert_true(fabs(ps.start_time - start) < 1e-6);
+    assert_true(ps.cpu_seconds >= cpu);
+    assert_true(ps.max_fds == max_fds && ps.max_virtual_bytes == max_vsize);
+    metrics_registry_free(reg);
+}
+
+static void test_default_registry_serves_process_metrics(void **state) {
+    (void)state;
+    assert_int_equal(etcdbr_metrics_init(), 0);
+    char *text = render_checked(metrics_default());
+    if (access("/proc/self/stat", R_OK) == 0)
+        assert_true(sample_value(text, "process_resident_memory_bytes") > 0);
+    else
+        assert_non_null(strstr(text, "\nprocess_resident_memory_bytes NaN\n"));
+    assert_non_null(strstr(text, "\nprocess_start_time_seconds "));
+    free(text);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_counter_renders_exact_text),
@@ -839,6 +1001,10 @@ int main(void) {
         cmocka_unit_test(test_etcdbr_catalogue_renders_every_metric),
         cmocka_unit_test(test_error_classes_are_bounded),
         cmocka_unit_test(test_etcdbr_set_points_on_default_registry),
+        cmocka_unit_test(test_initialization_restore_is_labelled_single_node),
+        cmocka_unit_test(test_cluster_size_setter_sets_the_gauge),
+        cmocka_unit_test(test_process_metrics_match_go_and_have_sane_values),
+        cmocka_unit_test(test_default_registry_serves_process_metrics),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
