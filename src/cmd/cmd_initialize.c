@@ -26,6 +26,7 @@ int cmd_initialize(const Opts *o) {
     code = setup_store(o, 1, &store);
     if (code) goto done;
     ic.restore.store = store;
+    ic.restore.stop = cmd_install_stop_signals(); /* a restore stops cleanly on SIGTERM/SIGINT */
     ic.full_mode = strcmp(mode, "full") == 0;
     InitResult res;
     if (initializer_run(&ic, &res)) {

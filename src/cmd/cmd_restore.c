@@ -14,16 +14,21 @@ int cmd_restore(const Opts *o) {
     Store *store = NULL;
     char *peer_urls = NULL;
     RestoreConfig rc;
+    volatile sig_atomic_t *stop = cmd_install_stop_signals(); /* stop, clean up, say so */
     int code = setup_restore_config(o, &rc, &peer_urls);
     if (code) return code;
     opts_log_effective(o, "restore");
     code = setup_store(o, 0, &store);
     if (code) goto done;
     rc.store = store;
+    rc.stop = stop;
     RestoreResult res;
     int r = restorer_run(&rc, &res);
     if (r) {
-        log_error("restore failed: %s", err_msg());
+        if (r == ERR_CANCELED)
+            log_error("%s: no data dir was written and our scratch files were removed", err_msg());
+        else
+            log_error("restore failed: %s", err_msg());
         code = r == ERR_EXISTS      ? EXIT_EXISTS
                : r == ERR_NOT_FOUND ? EXIT_NO_SNAPSHOT
                : res.target_refused ? EXIT_USAGE

@@ -21,6 +21,11 @@ int io_read_full(IoReader *r, void *buf, size_t cap, size_t *got) {
 }
 
 int io_copy(IoReader *r, IoWriter *w, uint64_t *copied) {
+    return io_copy_tick(r, w, copied, NULL, NULL);
+}
+
+int io_copy_tick(IoReader *r, IoWriter *w, uint64_t *copied, int (*tick)(void *ctx, uint64_t n),
+                 void *ctx) {
     enum { BUF = 256 * 1024 };
     char *buf = malloc(BUF);
     if (!buf) return err_set(ERR_NOMEM, "io_copy: out of memory");
@@ -33,6 +38,7 @@ int io_copy(IoReader *r, IoWriter *w, uint64_t *copied) {
         rc = io_write(w, buf, n);
         if (rc < 0) break;
         total += n;
+        if (tick && (rc = tick(ctx, total)) != 0) break;
     }
     free(buf);
     if (copied) *copied = total;

@@ -57,6 +57,11 @@ int io_read_full(IoReader *r, void *buf, size_t cap, size_t *got);
 /* Copies r to w until end of stream with a 256 KiB buffer; *copied may be NULL. */
 int io_copy(IoReader *r, IoWriter *w, uint64_t *copied);
 
+/* io_copy that calls tick(ctx, bytes copied so far) after every chunk: for progress and
+ * cancellation; a nonzero return stops the copy and is returned. */
+int io_copy_tick(IoReader *r, IoWriter *w, uint64_t *copied, int (*tick)(void *ctx, uint64_t n),
+                 void *ctx);
+
 /* Writer onto an open fd (borrowed: not closed). finish() does nothing; fsync is the owner's. */
 IoWriter *io_fd_writer_new(int fd);
 /* Reader from an open fd (borrowed: not closed). */

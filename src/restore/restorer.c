@@ -17,6 +17,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <dirent.h>
 #include <ftw.h>
 #include <pthread.h>
 #include <signal.h>
@@ -25,7 +26,9 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ---------- fetchers ---------- */
@@ -93,6 +96,33 @@ static void *fetcher_main(void *arg) {
     }
 }
 
+/* ---------- cancellation and progress ---------- */
+
+#define PROGRESS_EVERY_MS 5000
+
+static int stopped(const RestoreConfig *cfg) {
+    if (cfg->stop && *cfg->stop) return err_set(ERR_CANCELED, "restore stopped by a signal");
+    return 0;
+}
+
+typedef struct {
+    const RestoreConfig *cfg;
+    const char *what;
+    int64_t next_log_ms;
+} FetchTick;
+
+static int fetch_tick(void *ctx, uint64_t n) {
+    FetchTick *t = ctx;
+    int rc = stopped(t->cfg);
+    if (rc) return rc;
+    int64_t now = now_mono_ms();
+    if (now >= t->next_log_ms) {
+        log_info("downloading %s: %.1f MiB so far", t->what, (double)n / 1048576.0);
+        t->next_log_ms = now + PROGRESS_EVERY_MS;
+    }
+    return 0;
+}
+
 /* ---------- leases ----------
  * Lease IDs the full snapshot holds (known, with their TTL), those granted after it that the
  * deltas' puts use (added), and the TTLs the deltas record for leases (ttls: from any event up to
@@ -128,7 +158,31 @@ typedef struct {
     uint8_t *buf;                 /* marshaled KeyValue of the current event */
     size_t cap;
     RestoreResult *out;
+    uint64_t ticks;      /* items written: stop and progress are checked every 4096 */
+    int64_t next_log_ms; /* next progress line */
+    int64_t start_ms;
+    int64_t last_rev; /* the revision the deltas go up to (for progress) */
 } Builder;
+
+/* Every 4096 items: ERR_CANCELED when stopped, and a progress line every 5 s. */
+static int builder_tick(Builder *b) {
+    if (++b->ticks & 4095) return 0;
+    int rc = stopped(b->cfg);
+    if (rc) return rc;
+    int64_t now = now_mono_ms();
+    if (now < b->next_log_ms) return 0;
+    b->next_log_ms = now + PROGRESS_EVERY_MS;
+    double secs = (double)(now - b->start_ms) / 1000.0;
+    if (b->out->revisions_applied)
+        log_info("building the db: revision %lld of %lld, %llu revisions from deltas (%.0f/s)",
+                 (long long)b->rev, (long long)b->last_rev,
+                 (unsigned long long)b->out->revisions_applied,
+                 secs > 0 ? (double)b->out->revisions_applied / secs : 0.0);
+    else
+        log_info("building the db: %llu items of the full snapshot copied (%.0f/s)",
+                 (unsigned long long)b->ticks, secs > 0 ? (double)b->ticks / secs : 0.0);
+    return 0;
+}
 
 #define BUCKET_MAX_DEPTH 16 /* nested buckets copied; etcd uses none */
 
@@ -178,6 +232,7 @@ static int copy_bucket(Builder *b, BboltName *path, size_t depth, const Extra *e
             rc = bbolt_writer_end_bucket(b->w);
         } else {
             rc = bbolt_writer_put(b->w, it.key, it.key_len, it.value, it.value_len);
+            if (!rc) rc = builder_tick(b);
         }
     next_item:;
     }
@@ -266,6 +321,7 @@ static int build_event(Builder *b, const DeltaEvent *ev, const char *object) {
     b->rev = rev;
     b->sub = sub + 1;
     b->out->events_applied++;
+    if ((rc = builder_tick(b))) return rc;
     if (kv.lease && !i64map_get(b->known, kv.lease, NULL) && !i64map_get(b->added, kv.lease, NULL))
         rc = i64map_put(b->added, kv.lease, 0);
     return rc;
@@ -325,7 +381,7 @@ static int find_time_cut(DeltaReader *dr, const Snapshot *snap, int64_t time_ns,
 }
 /* ---------- helpers ---------- */
 
-static int run_tool(char *const argv[], const char *log_path) {
+static int run_tool(char *const argv[], const char *log_path, volatile sig_atomic_t *stop) {
     pid_t pid = fork();
     if (pid < 0) return err_set(ERR_IO, "fork: %s", strerror(errno));
     if (pid == 0) {
@@ -340,9 +396,14 @@ static int run_tool(char *const argv[], const char *log_path) {
         fprintf(stderr, "exec %s: %s\n", argv[0], strerror(errno));
         _exit(127);
     }
-    int st;
+    int st, forwarded = 0;
     while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+        if (stop && *stop && !forwarded) { /* the tool stops with us */
+            kill(pid, SIGTERM);
+            forwarded = 1;
+        }
     }
+    if (forwarded) return err_set(ERR_CANCELED, "restore stopped by a signal during %s", argv[0]);
     if (WIFEXITED(st) && WEXITSTATUS(st) == 0) return 0;
     char tail[600] = "";
     int fd = open(log_path, O_RDONLY);
@@ -410,7 +471,8 @@ static int fetch_full(const RestoreConfig *cfg, const Snapshot *snap, const char
         rc = err_set(ERR_NOMEM, "out of memory");
         goto done;
     }
-    rc = io_copy(dec, checker, NULL);
+    FetchTick tick = {cfg, snap->key, now_mono_ms() + PROGRESS_EVERY_MS};
+    rc = io_copy_tick(dec, checker, NULL, fetch_tick, &tick);
     if (rc) goto done;
     rc = fullsnap_verify_file(path, checker, *count, cfg->skip_hash_check, 0, db_len, revision);
     if (rc) goto done;
@@ -446,8 +508,20 @@ static int check_contiguity(const Snapshot *full, const Snapshot *deltas, size_t
 /* Waits for delta j of the pool and takes its reader (owned by the caller then). */
 static int pool_take(FetchPool *pool, size_t j, DeltaReader **out) {
     pthread_mutex_lock(&pool->mu);
-    while (!pool->ready[j])
-        pthread_cond_wait(&pool->cv, &pool->mu);
+    while (!pool->ready[j]) {
+        if (pool->cfg->stop && *pool->cfg->stop) {
+            pthread_mutex_unlock(&pool->mu);
+            return stopped(pool->cfg);
+        }
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        ts.tv_nsec += 200 * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&pool->cv, &pool->mu, &ts);
+    }
     *out = pool->readers[j];
     pool->readers[j] = NULL;
     int rc = pool->rcs[j];
@@ -620,19 +694,72 @@ done:
     return rc;
 }
 
+#define SCRATCH_PREFIX "etcdbr-restore."
+#define SCRATCH_LOCK "owner.lock"
+
+/* Removes scratch directories that earlier restores (killed before they could clean up) left in
+ * temp_dir: only ours by name, and only when no live process holds their lock (an owner holds an
+ * exclusive flock on <dir>/owner.lock for its whole run; the kernel releases it when the owner
+ * dies). One without a lock file is removed once it is a minute old (its owner died between
+ * mkdtemp and creating the lock). Failures are logged and otherwise ignored. */
+static void remove_stale_scratch(const char *temp_dir) {
+    DIR *d = opendir(temp_dir);
+    if (!d) return;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (strncmp(e->d_name, SCRATCH_PREFIX, strlen(SCRATCH_PREFIX)) != 0) continue;
+        char *dir = fs_join(temp_dir, e->d_name);
+        char *lock = dir ? fs_join(dir, SCRATCH_LOCK) : NULL;
+        struct stat st;
+        int stale = 0;
+        if (lock && lstat(dir, &st) == 0 && S_ISDIR(st.st_mode)) {
+            int fd = open(lock, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+            if (fd >= 0) {
+                stale = flock(fd, LOCK_EX | LOCK_NB) == 0;
+                close(fd);
+            } else {
+                stale = errno == ENOENT && st.st_mtime < time(NULL) - 60;
+            }
+        }
+        if (stale) {
+            if (fs_remove_tree(dir) == 0)
+                log_info("removed %s, left by an earlier restore that did not finish", dir);
+            else
+                log_warn("cannot remove %s, left by an earlier restore: %s", dir, err_msg());
+        }
+        free(lock);
+        free(dir);
+    }
+    closedir(d);
+}
+
 /* Creates a private scratch directory inside the user's --restoration-temp-snapshots-dir
- * (created when missing; never removed, as it may hold the user's files). Only what this
- * function creates is removed afterwards. *out owned. */
-static int make_scratch(const char *temp_dir, char **out) {
+ * (created when missing; never removed, as it may hold the user's files) and locks it for this
+ * process (*lock_fd, to close at the end). Only what this function creates is removed afterwards.
+ * *out owned. */
+static int make_scratch(const char *temp_dir, char **out, int *lock_fd) {
     int rc = fs_mkdir_p(temp_dir, 0700);
     if (rc) return rc;
-    char *tmpl = fs_join(temp_dir, "etcdbr-restore.XXXXXX");
+    remove_stale_scratch(temp_dir);
+    char *tmpl = fs_join(temp_dir, SCRATCH_PREFIX "XXXXXX");
     if (!tmpl) return err_set(ERR_NOMEM, "out of memory");
     if (!mkdtemp(tmpl)) {
         rc = err_set(ERR_IO, "create a scratch directory in %s: %s", temp_dir, strerror(errno));
         free(tmpl);
         return rc;
     }
+    char *lock = fs_join(tmpl, SCRATCH_LOCK);
+    int fd = lock ? open(lock, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600) : -1;
+    if (fd < 0 || flock(fd, LOCK_EX) != 0) {
+        rc = err_set(ERR_IO, "lock %s: %s", lock ? lock : tmpl, strerror(errno));
+        if (fd >= 0) close(fd);
+        free(lock);
+        fs_remove_tree(tmpl);
+        free(tmpl);
+        return rc;
+    }
+    free(lock);
+    *lock_fd = fd;
     *out = tmpl;
     return 0;
 }
@@ -652,8 +779,12 @@ int restorer_run(const RestoreConfig *cfg, RestoreResult *out) {
     memset(&pool, 0, sizeof pool);
     memset(&b, 0, sizeof b);
     pthread_mutex_init(&pool.mu, NULL);
-    pthread_cond_init(&pool.cv, NULL);
-    int lock_fd = -1;
+    pthread_condattr_t cattr; /* timed waits on the monotonic clock */
+    pthread_condattr_init(&cattr);
+    pthread_condattr_setclock(&cattr, CLOCK_MONOTONIC);
+    pthread_cond_init(&pool.cv, &cattr);
+    pthread_condattr_destroy(&cattr);
+    int lock_fd = -1, scratch_lock = -1;
 
     if (cfg->target_revision && cfg->target_time_ns) {
         out->target_refused = 1;
@@ -766,7 +897,8 @@ int restorer_run(const RestoreConfig *cfg, RestoreResult *out) {
         goto done;
     }
     sprintf(part, "%s.part", cfg->data_dir); /* ours: guarded by the lock on the parent */
-    if ((rc = fs_remove_tree(part)) || (rc = make_scratch(cfg->temp_dir, &scratch))) goto done;
+    if ((rc = fs_remove_tree(part)) || (rc = make_scratch(cfg->temp_dir, &scratch, &scratch_lock)))
+        goto done;
     full_path = fs_join(scratch, "snapshot-full.db");
     db_path = fs_join(scratch, "restored.db");
     tool_log = fs_join(scratch, "snapshot-restore.log");
@@ -805,6 +937,9 @@ int restorer_run(const RestoreConfig *cfg, RestoreResult *out) {
     int64_t tb = now_mono_ms();
     b.cfg = cfg;
     b.out = out;
+    b.start_ms = tb;
+    b.next_log_ms = tb + PROGRESS_EVERY_MS;
+    b.last_rev = cfg->target_revision ? cfg->target_revision : store_last;
     b.rev = out->base_revision;
     b.sub = INT64_MAX; /* nothing may continue the full snapshot's last revision */
     b.target = cfg->target_revision ? cfg->target_revision : INT64_MAX;
@@ -864,7 +999,9 @@ int restorer_run(const RestoreConfig *cfg, RestoreResult *out) {
      * then only cuts it off) */
     argv[a++] = "--skip-hash-check";
     argv[a] = NULL;
-    rc = run_tool(argv, tool_log);
+    if ((rc = stopped(cfg))) goto done;
+    rc = run_tool(argv, tool_log, cfg->stop);
+    if (!rc) rc = stopped(cfg); /* a signal during the tool: not committed yet, so clean up */
     if (rc) goto done;
     unlink(tool_input);
     if (nftw(part, fsync_cb, 32, FTW_PHYS) != 0) {
@@ -908,6 +1045,7 @@ done:
         err_set(rc, "%s", msg);
     }
     if (scratch && (rc == 0 || !getenv("ETCDBR_KEEP_TEMP"))) fs_remove_tree(scratch);
+    if (scratch_lock >= 0) close(scratch_lock);
     if (lock_fd >= 0) close(lock_fd);
     free(threads);
     free(pool.readers);

@@ -11,6 +11,7 @@
 
 #include "../store/store.h"
 
+#include <signal.h>
 #include <stdint.h>
 
 typedef struct RestoreConfig {
@@ -33,6 +34,9 @@ typedef struct RestoreConfig {
     int64_t new_lease_ttl;   /* TTL (s) of a lease granted after the full snapshot whose TTL the
                                 delta does not record; > 0 */
     int64_t quota_bytes;     /* a db larger than this is reported (etcd's backend quota) */
+    /* borrowed, may be NULL: set (by a signal handler) to stop; the restore then ends with
+     * ERR_CANCELED, its tool child stopped and everything it created removed */
+    volatile sig_atomic_t *stop;
 } RestoreConfig;
 
 typedef struct RestoreResult {
@@ -52,7 +56,8 @@ typedef struct RestoreResult {
  * ERR_NOT_FOUND (no full snapshot in the store at or before the target), ERR_INVALID (target
  * beyond the store's last revision), ERR_GAP (missing revisions between two objects; both
  * named), ERR_CORRUPT (hash, format, revision mismatch), ERR_IO (including etcd's restore tool
- * failing). On error the data dir is left absent and the private scratch directory removed. */
+ * failing), ERR_CANCELED (cfg->stop was set). On error the data dir is left absent and the
+ * private scratch directory removed. Progress is logged at least every 5 s. */
 int restorer_run(const RestoreConfig *cfg, RestoreResult *out);
 
 #endif

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # An interrupted restore (kill -9 at random points, 20 trials from a logged seed; ETCDBR_SEED
-# replays one) leaves the target data dir absent and no child process (etcd's restore tool)
-# running; a rerun starts clean and is exact (keys, revision, HashKV). Two restores into one
+# replays one) leaves the target data dir absent (or, killed after the rename that commits it,
+# complete and exact) and no child process (etcd's restore tool) running; SIGTERM/SIGINT stop it with a log line and nothing left behind; a rerun starts clean
+# and is exact (keys, revision, HashKV). Two restores into one
 # data dir at once: the second is refused (exit 3) and the first is exact.
 source "$(dirname "$0")/lib.sh"
 make_workdir
@@ -47,13 +48,13 @@ for trial in $(seq 1 20); do
     sleep "$(printf '0.%03d' "$delay_ms")"
     kill -9 "$RPID" 2>/dev/null || true
     wait "$RPID" 2>/dev/null || true
-    if grep -q "restore done" "$WORK/trial.log"; then
-        check_exact "$WORK/restored.etcd" "trial $trial (finished before the kill at ${delay_ms} ms)"
+    if grep -q "restore done" "$WORK/trial.log" || [ -e "$WORK/restored.etcd" ]; then
+        # finished, or killed after the rename that commits it: then it must be complete
+        check_exact "$WORK/restored.etcd" "trial $trial (committed before the kill at ${delay_ms} ms)"
         rm -rf "$WORK/restored.etcd"
         continue
     fi
     interrupted=$((interrupted + 1))
-    [ ! -e "$WORK/restored.etcd" ] || fail "trial $trial (kill at ${delay_ms} ms): the target data dir appeared"
     sleep 0.2
     if pgrep -f "$WORK/restored.etcd" >/dev/null; then
         pgrep -af "$WORK/restored.etcd" >&2
@@ -61,13 +62,44 @@ for trial in $(seq 1 20); do
     fi
 done
 [ "$interrupted" -ge 10 ] || fail "only $interrupted of 20 trials interrupted a restore"
+[ -z "$(ls -A "$WORK/restored.etcd.tmp" | grep -v '^etcdbr-restore\.')" ] || fail "unknown files in the temp dir"
 echo "$interrupted of 20 kill -9 trials interrupted the restore: target absent, no child left"
 
 restore_store "$WORK/store" "$WORK/restored.etcd" >"$WORK/rerun.log" 2>&1 || { cat "$WORK/rerun.log"; fail "rerun failed"; }
+[ -z "$(ls -A "$WORK/restored.etcd.tmp" 2>/dev/null)" ] || fail "scratch dirs of killed restores were not removed by the rerun: $(ls -A "$WORK/restored.etcd.tmp")"
 [ ! -e "$WORK/restored.etcd.part" ] || fail "rerun left a .part dir"
 check_exact "$WORK/restored.etcd" "rerun"
 rm -rf "$WORK/restored.etcd"
 echo "rerun: exact at revision $src_rev (keys, HashKV)"
+
+# SIGTERM / SIGINT at random points: a log line says so, and nothing is left behind (no data dir,
+# no <data-dir>.part, no scratch dir, no child)
+stopped=0
+for trial in $(seq 1 8); do
+    delay_ms=$(( RANDOM % (dur_ms + 1) ))
+    sig=TERM; [ $((trial % 2)) = 0 ] && sig=INT
+    restore_bg "$WORK/store" "$WORK/restored.etcd" "$WORK/sig.log"
+    RPID=$RESTORE_PID
+    sleep "$(printf '0.%03d' "$delay_ms")"
+    kill -"$sig" "$RPID" 2>/dev/null || true
+    rc=0
+    wait "$RPID" 2>/dev/null || rc=$?
+    if [ "$rc" = 0 ]; then
+        rm -rf "$WORK/restored.etcd"
+        continue
+    fi
+    stopped=$((stopped + 1))
+    # killed before the first log line (the signal handler is not installed yet): nothing began
+    [ -s "$WORK/sig.log" ] || { [ ! -e "$WORK/restored.etcd.part" ] || fail "a silent kill left a .part"; continue; }
+    grep -q "stopped by a signal" "$WORK/sig.log" || { tail -5 "$WORK/sig.log"; fail "SIG$sig trial $trial (at ${delay_ms} ms, exit $rc): no log line says the restore was stopped"; }
+    [ ! -e "$WORK/restored.etcd" ] && [ ! -e "$WORK/restored.etcd.part" ] || fail "SIG$sig trial $trial: a data dir or .part was left"
+    [ -z "$(ls -A "$WORK/restored.etcd.tmp" 2>/dev/null)" ] || fail "SIG$sig trial $trial: scratch files left: $(ls -A "$WORK/restored.etcd.tmp")"
+    sleep 0.2
+    ! pgrep -f "$WORK/restored.etcd" >/dev/null || fail "SIG$sig trial $trial: a child outlived the restore"
+done
+[ "$stopped" -ge 4 ] || fail "only $stopped of 8 signals stopped a restore"
+echo "$stopped of 8 SIGTERM/SIGINT trials stopped the restore: logged, nothing left behind"
+
 
 # two restores into one data dir at once: the first is held (SIGSTOP) while it holds the lock
 restore_bg "$WORK/store" "$WORK/restored.etcd" "$WORK/restore-a.log"
