@@ -88,6 +88,10 @@ int main(int argc, char **argv) {
         printf("etcdbrctl version %s\n", ETCDBR_VERSION);
         return EXIT_OK;
     }
+    if (!strcmp(argv[1], "__flags-md")) { /* hidden: regenerates docs/flags.md */
+        opts_write_markdown(stdout);
+        return fflush(stdout) ? EXIT_FAIL : EXIT_OK;
+    }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
         if (strcmp(argv[1], commands[i].name)) continue;
         Opts *o = NULL;
@@ -120,6 +124,12 @@ int main(int argc, char **argv) {
         if (code == EXIT_OK && (commands[i].bit & CMD_SERVER) && *opt_str(o, "config-file") &&
             config_file_apply(o, opt_str(o, "config-file"))) {
             fprintf(stderr, "Error: %s\n", err_msg());
+            code = EXIT_USAGE;
+        }
+        /* config-file values against the table; warnings for flags that do nothing */
+        if (code == EXIT_OK && opts_finish(o)) {
+            fprintf(stderr, "Error: %s\nRun 'etcdbrctl %s --help' for usage.\n", err_msg(),
+                    commands[i].name);
             code = EXIT_USAGE;
         }
         if (code == EXIT_OK) {

@@ -1,5 +1,6 @@
 /* opts: the one table of command-line options (name, type, default, environment variable,
- * commands, secret, help) that drives parsing, --help and docs/flags.md. Flag syntax as Go's
+ * commands, secret, help, allowed range or values, whether it is implemented) that drives
+ * parsing, validation, --help and docs/flags.md (opts_write_markdown). Flag syntax as Go's
  * pflag: --name=value, --name value, -x value, bool --name or --name=false, lists
  * comma-separated and repeatable. The parsed set is immutable once threads start. */
 #ifndef ETCDBR_OPTS_H
@@ -7,6 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 typedef enum { OPT_STRING, OPT_BOOL, OPT_INT, OPT_DURATION, OPT_LIST } OptType;
 
@@ -19,6 +21,14 @@ enum {
     CMD_COPY = 1 << 5,
 };
 
+/* Whether a flag does what its help says. Anything but OPT_ACTIVE is shown in --help and the
+ * docs, and opts_finish warns when such a flag is given (whatever the value). */
+typedef enum {
+    OPT_ACTIVE = 0,    /* read and honoured */
+    OPT_UNIMPLEMENTED, /* accepted for compatibility with the Go tool; does nothing yet */
+    OPT_IGNORED,       /* deliberately without effect here; OptDef.ignored says why */
+} OptSupport;
+
 typedef struct OptDef {
     const char *name;
     char short_name; /* 0 = none */
@@ -28,14 +38,30 @@ typedef struct OptDef {
     unsigned commands;
     int secret; /* never logged */
     const char *help;
+    OptSupport support;
+    const char *ignored; /* OPT_IGNORED: the reason, completing "ignored: ..." */
+    /* OPT_INT: inclusive bounds; OPT_DURATION: inclusive bounds in milliseconds */
+    int has_min, has_max;
+    int64_t min, max;
+    const char *const *choices; /* OPT_STRING: NULL-terminated allowed values, or NULL = any */
+    int choices_nocase;         /* choices compare case-insensitively */
 } OptDef;
 
 typedef struct Opts Opts;
 
-/* Parses argv (after the command name) for command cmd. Positional arguments are refused.
- * "--help"/"-h" sets *help_requested. Returns 0 or ERR_INVALID (unknown flag, missing or
- * malformed value; message names the flag). *out owned (opts_free). */
+/* Parses argv (after the command name) for command cmd, then the environment variables of the
+ * flags not given. Positional arguments are refused. "--help"/"-h" sets *help_requested.
+ * Returns 0 or ERR_INVALID: unknown flag (the message suggests the nearest flag of cmd, or names
+ * the commands that take it), missing or malformed value, value outside the table's range or
+ * allowed values (the message names the flag and the range or values). *out owned (opts_free). */
 int opts_parse(unsigned cmd, int argc, char **argv, Opts **out, int *help_requested);
+
+/* The one step every command passes through after opts_parse, cmd_setup_logging and the
+ * config file: checks the values set by opts_set_from_config against the table's ranges and
+ * allowed values (ERR_INVALID naming the flag and "config file"), then logs a warning for each
+ * unimplemented or ignored flag given on the command line, by its environment variable or in
+ * the config file. Returns 0 or ERR_INVALID. */
+int opts_finish(const Opts *o);
 void opts_free(Opts *o);
 
 /* Accessors; the name must be in the table for this command (else abort(): a programming
@@ -49,13 +75,15 @@ const char *const *opt_list(const Opts *o, const char *name, size_t *n);
 /* 1 if the option is defined for the parsed command (so the accessors may be called), else 0. */
 int opts_has(const Opts *o, const char *name);
 
-/* 1 if given on the command line or by its environment variable. */
+/* 1 if given on the command line or by its environment variable (not by a config file). */
 int opt_is_set(const Opts *o, const char *name);
 
 /* Sets name from a config file: applied only when the flag was not given on the command line
  * or by its environment variable (command line > environment > config file > default; the Go
  * tool instead lets a config file silently replace every flag). 0, or ERR_INVALID if the name
- * is unknown for this command or the value is malformed (message names the option). */
+ * is unknown for this command or the value is malformed (message names the option). Ranges and
+ * allowed values are checked later, by opts_finish: config_file.c takes any error here for
+ * "does not apply to this command". */
 int opts_set_from_config(Opts *o, const char *name, const char *value);
 
 /* The table itself, for docs and config-file key mapping; *n set. */
@@ -65,8 +93,14 @@ const OptDef *opts_table(size_t *n);
  * 0 or ERR_INVALID (message names the text). */
 int opts_parse_bool(const char *s, int *out);
 
-/* Prints the options of cmd with defaults and help to stdout. */
+/* Prints the options of cmd with defaults, ranges or allowed values, environment variables
+ * and support status to stdout. */
 void opts_print_help(unsigned cmd);
+
+/* Writes docs/flags.md (the flags reference, generated from the table) to f. The unit test
+ * test_opts fails when the checked-in file differs; regenerate with
+ * `etcdbrctl __flags-md > docs/flags.md`. */
+void opts_write_markdown(FILE *f);
 
 /* Logs "effective options" at info level, secrets redacted. */
 void opts_log_effective(const Opts *o, const char *command);

@@ -481,6 +481,51 @@ static int is_connect_error(CURLcode rc) {
     }
 }
 
+/* What to do about a transport failure that has a usual cause, appended to the message: an
+ * untrusted certificate, or a plain/TLS mismatch between the endpoint's scheme and the server.
+ * "" when there is no hint. The flag names are etcdbrctl's (this layer's only caller). */
+static const char *transport_hint(const GrpcCall *c) {
+    if (c->result == CURLE_PEER_FAILED_VERIFICATION)
+        return c->ch->cacert
+                   ? " (etcd's certificate does not verify against --cacert: give the CA that "
+                     "signed it, or --insecure-skip-tls-verify to skip the check)"
+                   : " (etcd's certificate is not trusted: give the CA that signed it with "
+                     "--cacert, or --insecure-skip-tls-verify to skip the check)";
+    /* h2c to a TLS port: the server's TLS alert or its close is no HTTP/2 frame. Only on a
+     * connection opened for this call: one that served calls before speaks HTTP/2 (an etcd
+     * dying mid-call gives the same errors there). */
+    long new_conns = 0;
+    curl_easy_getinfo(c->easy, CURLINFO_NUM_CONNECTS, &new_conns);
+    if (call_is_h2c(c) && new_conns > 0 && c->http_status == 0 && c->grpc_status < 0 &&
+        c->delivered == 0 &&
+        (c->result == CURLE_PARTIAL_FILE || c->result == CURLE_HTTP2 ||
+         c->result == CURLE_HTTP2_STREAM || c->result == CURLE_GOT_NOTHING ||
+         c->result == CURLE_RECV_ERROR || c->result == CURLE_WEIRD_SERVER_REPLY))
+        return " (the endpoint probably speaks TLS: use https:// and --cacert)";
+    /* etcd with --client-cert-auth answers a handshake without a client certificate with an
+     * alert */
+    if (!call_is_h2c(c) && !c->ch->cert &&
+        (strstr(c->errbuf, "alert bad certificate") ||
+         strstr(c->errbuf, "alert certificate required")))
+        return " (etcd wants a client certificate: give --cert and --key)";
+    /* TLS to a plain port: OpenSSL reads the server's reply as a bad record, or etcd's
+     * listener drops the ClientHello it cannot read (a close or reset before the handshake
+     * completed, no alert) */
+    if (!call_is_h2c(c)) {
+        if (c->result == CURLE_SSL_CONNECT_ERROR && (strstr(c->errbuf, "wrong version number") ||
+                                                     strstr(c->errbuf, "packet length too long")))
+            return " (the endpoint probably speaks plain HTTP/2: use http://)";
+        curl_off_t tls = 0;
+        curl_easy_getinfo(c->easy, CURLINFO_APPCONNECT_TIME_T, &tls);
+        if (tls == 0 && !strstr(c->errbuf, "alert") &&
+            (c->result == CURLE_SSL_CONNECT_ERROR || c->result == CURLE_RECV_ERROR ||
+             c->result == CURLE_SEND_ERROR || c->result == CURLE_GOT_NOTHING))
+            return " (the server closed the connection during the TLS handshake: if the endpoint "
+                   "speaks plain HTTP/2, use http://)";
+    }
+    return "";
+}
+
 /* Turns the finished call into a return code, message and res. */
 static int call_finish(GrpcCall *c, GrpcResult *res) {
     GrpcResult tmp;
@@ -507,7 +552,7 @@ static int call_finish(GrpcCall *c, GrpcResult *res) {
             return err_set(ERR_TIMEOUT, "etcd %.*s %s: %s", CALL_NAME(c), txt);
         }
         res->connect_failed = is_connect_error(c->result);
-        return err_set(ERR_ETCD, "etcd %.*s %s: %s", CALL_NAME(c), txt);
+        return err_set(ERR_ETCD, "etcd %.*s %s: %s%s", CALL_NAME(c), txt, transport_hint(c));
     }
     if (c->http_status != 200 && c->grpc_status < 0) {
         snprintf(res->message, sizeof res->message, "HTTP status %ld", c->http_status);

@@ -115,7 +115,10 @@ int store_open(const StoreConfig *cfg, Store **out) {
             if (strcmp(provider, later[i]) == 0)
                 return err_set(ERR_UNSUPPORTED, "storage provider %s is not supported yet",
                                provider);
-        return err_set(ERR_INVALID, "unknown storage provider \"%s\"", provider);
+        return err_set(ERR_INVALID,
+                       "unknown storage provider \"%s\": valid are Local (or empty), S3, ABS, "
+                       "GCS, Swift, OSS, ECS and OCS (names are case-sensitive)",
+                       provider);
     }
     if (rc != 0) return rc;
     return store_new_with_driver(drv, cfg->prefix, out);

@@ -8,12 +8,18 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
 #include <openssl/evp.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -962,6 +968,21 @@ static void test_tls_client_certs_and_wrong_ca(void **state) {
     fprintf(stderr, "wrong CA error: %s\n", err_msg());
     etcd_client_free(c);
 
+    /* the message says what to do: the CA given does not verify it */
+    assert_non_null(strstr(err_msg(), "--cacert"));
+    assert_non_null(strstr(err_msg(), "--insecure-skip-tls-verify"));
+
+    /* http:// to the TLS port: "probably speaks TLS" instead of only curl's HTTP/2 complaint */
+    char plain[256];
+    snprintf(plain, sizeof plain, "http://%s", url + strlen("https://"));
+    const char *plain_eps[1] = {plain};
+    EtcdConfig pc = {.endpoints = plain_eps, .n_endpoints = 1, .connection_timeout_ms = 10000};
+    CHECK(etcd_client_new(&pc, &c));
+    assert_int_equal(etcd_get_revision(c, &rev), ERR_ETCD);
+    fprintf(stderr, "http:// to TLS etcd: %s\n", err_msg());
+    assert_non_null(strstr(err_msg(), "probably speaks TLS: use https:// and --cacert"));
+    etcd_client_free(c);
+
     /* insecure_skip_tls_verify accepts it (client cert still presented) */
     ec.insecure_skip_tls_verify = 1;
     CHECK(etcd_client_new(&ec, &c));
@@ -973,9 +994,127 @@ static void test_tls_client_certs_and_wrong_ca(void **state) {
         .endpoints = eps, .n_endpoints = 1, .cacert = ca, .connection_timeout_ms = 10000};
     CHECK(etcd_client_new(&nocert, &c));
     assert_int_equal(etcd_get_revision(c, &rev), ERR_ETCD);
+    fprintf(stderr, "no client certificate: %s\n", err_msg());
+    /* TLS 1.3 reports the refusal on the first read: the alert, or only a closed connection */
+    if (strstr(err_msg(), "alert")) assert_non_null(strstr(err_msg(), "give --cert and --key"));
     etcd_client_free(c);
 
     CHECK(etcd_proc_stop(p));
+}
+
+/* ---- TLS mismatch hints against openssl s_server (no etcd needed) ---- */
+
+static int local_free_port(void) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof a;
+    int port = -1;
+    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+        getsockname(fd, (struct sockaddr *)&a, &len) == 0)
+        port = ntohs(a.sin_port);
+    if (fd >= 0) close(fd);
+    return port;
+}
+
+static int port_accepts(int port) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons((uint16_t)port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    int ok = fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof a) == 0;
+    if (fd >= 0) close(fd);
+    return ok;
+}
+
+/* openssl s_server on 127.0.0.1:port with dir/server.{crt,key}; its pid, or -1. */
+static pid_t start_s_server(const char *dir, int port) {
+    char accept_arg[64], crt[600], key[600];
+    snprintf(accept_arg, sizeof accept_arg, "127.0.0.1:%d", port);
+    snprintf(crt, sizeof crt, "%s/server.crt", dir);
+    snprintf(key, sizeof key, "%s/server.key", dir);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int null = open("/dev/null", O_RDWR);
+        dup2(null, 0);
+        dup2(null, 1);
+        dup2(null, 2);
+        execlp("openssl", "openssl", "s_server", "-accept", accept_arg, "-cert", crt, "-key", key,
+               "-alpn", "h2", "-quiet", (char *)NULL);
+        _exit(127);
+    }
+    for (int i = 0; pid > 0 && i < 100; i++) {
+        if (port_accepts(port)) return pid;
+        if (waitpid(pid, NULL, WNOHANG) == pid) return -1;
+        usleep(50 * 1000);
+    }
+    if (pid > 0) {
+        kill(pid, SIGTERM);
+        waitpid(pid, NULL, 0);
+    }
+    return -1;
+}
+
+/* err_msg() of one Status call to url with the given CA (NULL: none). */
+static void status_error(const char *url, const char *cacert, char *out, size_t cap) {
+    const char *eps[1] = {url};
+    EtcdConfig ec = {
+        .endpoints = eps, .n_endpoints = 1, .cacert = cacert, .connection_timeout_ms = 5000};
+    EtcdClient *c = NULL;
+    CHECK(etcd_client_new(&ec, &c));
+    EtcdStatus st;
+    assert_int_equal(etcd_status(c, &st), ERR_ETCD);
+    snprintf(out, cap, "%s", err_msg());
+    etcd_client_free(c);
+}
+
+static void test_tls_mismatch_errors_name_the_flags_to_fix(void **state) {
+    (void)state;
+    if (system("openssl version >/dev/null 2>&1") != 0) skip();
+    char d[] = "/tmp/etcdbr-test-tlshint-XXXXXX";
+    assert_non_null(mkdtemp(d));
+    if (make_certs(d)) fail_msg("openssl certificate generation failed");
+    int port = local_free_port();
+    assert_true(port > 0);
+    pid_t pid = start_s_server(d, port);
+    if (pid < 0) {
+        fs_remove_tree(d);
+        fail_msg("openssl s_server did not start on port %d", port);
+    }
+    char https[64], http[64], msg[1024], ca[600], ca2[600];
+    snprintf(https, sizeof https, "https://127.0.0.1:%d", port);
+    snprintf(http, sizeof http, "http://127.0.0.1:%d", port);
+    snprintf(ca, sizeof ca, "%s/ca.crt", d);
+    snprintf(ca2, sizeof ca2, "%s/ca2.crt", d);
+
+    /* https:// without --cacert: a private CA is not trusted */
+    status_error(https, NULL, msg, sizeof msg);
+    fprintf(stderr, "no --cacert: %s\n", msg);
+    assert_non_null(strstr(msg, https));
+    assert_non_null(strstr(msg, "give the CA that signed it with --cacert"));
+    assert_non_null(strstr(msg, "--insecure-skip-tls-verify"));
+
+    /* another CA given */
+    status_error(https, ca2, msg, sizeof msg);
+    assert_non_null(strstr(msg, "does not verify against --cacert"));
+
+    /* http:// to a TLS port */
+    status_error(http, NULL, msg, sizeof msg);
+    fprintf(stderr, "http:// to TLS: %s\n", msg);
+    assert_non_null(strstr(msg, "probably speaks TLS: use https:// and --cacert"));
+
+    kill(pid, SIGTERM);
+    waitpid(pid, NULL, 0);
+    fs_remove_tree(d);
+}
+
+static void test_https_to_plain_etcd_says_use_http(void **state) {
+    (void)state;
+    NEED_ETCD();
+    char url[256], msg[1024];
+    snprintf(url, sizeof url, "https://%s", etcd_proc_client_url(env.proc) + strlen("http://"));
+    status_error(url, NULL, msg, sizeof msg);
+    fprintf(stderr, "https:// to plain etcd: %s\n", msg);
+    assert_non_null(strstr(msg, "if the endpoint speaks plain HTTP/2, use http://"));
 }
 
 static void test_auth_username_password_and_wrong_password(void **state) {
@@ -1121,6 +1260,8 @@ int main(void) {
         cmocka_unit_test(test_txn_rates_sequential_vs_many),
         cmocka_unit_test(test_watch_reassembles_fragmented_responses),
         cmocka_unit_test(test_tls_client_certs_and_wrong_ca),
+        cmocka_unit_test(test_tls_mismatch_errors_name_the_flags_to_fix),
+        cmocka_unit_test(test_https_to_plain_etcd_says_use_http),
         cmocka_unit_test(test_auth_username_password_and_wrong_password),
         cmocka_unit_test(test_proc_sets_go_runtime_env),
         cmocka_unit_test(test_proc_start_reports_early_exit_with_log_tail),
