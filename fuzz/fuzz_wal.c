@@ -1,9 +1,12 @@
-/* fuzz_wal: libFuzzer target for the WAL and snap readers (src/restore/wal.c). The first input
+/* fuzz_wal: libFuzzer target for the WAL and snap readers (src/format/wal.c). The first input
  * byte picks what the rest is: 0 one WAL segment, 1 a snap file, 2 a snap file and a segment,
  * 3 two segments (mode 2/3: a 2-byte little-endian length splits the parts). Files go to a
  * private temp data dir; wal_read_dir and the segment reader must return 0 or a project error
  * with their promises kept, never crash, hang or allocate without bound. Each input also runs
- * with its record and snap CRCs recomputed, so mutations reach the protobuf decoders. */
+ * with its record and snap CRCs recomputed, so mutations reach the protobuf decoders. Every
+ * entry payload, and the input itself, also goes through wal_classify_request (the
+ * etcdserverpb decoder), whose kinds must be consistent: a request that decodes as one that
+ * writes nothing must count once a put is appended to it. */
 #include "common/err.h"
 #include "format/wal.h"
 
@@ -195,6 +198,25 @@ static void check_rc(int rc) {
     if (rc != 0 && err_msg()[0] == '\0') abort();
 }
 
+/* Classifies an entry payload and checks what can be checked without etcd. */
+static void check_request(const uint8_t *p, size_t n) {
+    WalRequestKind k = wal_classify_request(p, n);
+    if ((int)k < (int)WAL_REQ_EMPTY || (int)k > (int)WAL_REQ_UNDECODABLE) abort();
+    if ((k == WAL_REQ_EMPTY) != (n == 0)) abort();
+    if (wal_request_may_write(k) != (k == WAL_REQ_WRITE || k == WAL_REQ_UNDECODABLE)) abort();
+    if (strcmp(wal_request_kind_name(k), "unknown") == 0) abort();
+    if (k == WAL_REQ_NO_WRITE) {
+        /* an InternalRaftRequest with put = {} appended is still one, and now it writes */
+        uint8_t *q = malloc(n + 2);
+        if (!q) abort();
+        memcpy(q, p, n);
+        q[n] = 0x22;
+        q[n + 1] = 0x00;
+        if (wal_classify_request(q, n + 2) != WAL_REQ_WRITE) abort();
+        free(q);
+    }
+}
+
 static void run_dir(uint64_t after) {
     WalInfo w;
     int rc = wal_read_dir(member, after, &w);
@@ -202,6 +224,7 @@ static void run_dir(uint64_t after) {
     if (rc) return;
     if (w.last_index != w.snap_index + w.entries) abort();
     if (w.normal_entries > w.entries || w.normal_after > w.normal_entries) abort();
+    if (w.writes_after > w.normal_after || w.undecodable_after > w.writes_after) abort();
     if (w.segments == 0 || w.segments > w.segments_total) abort();
     if (w.have_snap != (w.snap_file[0] != '\0')) abort();
     if (w.snap_files_skipped > w.snap_files) abort();
@@ -227,7 +250,9 @@ static void run_segment(const char *path, int is_last) {
         prev = r.offset + 8;
         if (r.type == WAL_REC_ENTRY) {
             WalEntry e;
-            check_rc(wal_decode_entry(r.data, r.len, &e));
+            int erc = wal_decode_entry(r.data, r.len, &e);
+            check_rc(erc);
+            if (erc == 0) check_request(e.data, e.data_len);
         } else if (r.type == WAL_REC_STATE) {
             WalHardState hs;
             check_rc(wal_decode_hardstate(r.data, r.len, &hs));
@@ -253,6 +278,7 @@ static void run_all(int mode, uint64_t after) {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     setup();
+    check_request(data, size);
     if (size < 1) return 0;
     int mode = data[0] & 3;
     uint64_t after = data[0] >> 2; /* a small consistent index */

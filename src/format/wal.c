@@ -299,6 +299,173 @@ int wal_decode_snapshot(const uint8_t *p, size_t n, uint64_t *index, uint64_t *t
     return decode_snap_meta("walpb.Snapshot", p, n, 1, 2, 3, index, term);
 }
 
+/* ---------------- entry payloads (etcdserverpb) ---------------- */
+
+/* gogoproto's generated skip<File>: skips the field whose tag was just read; a group (start
+ * wire type 3) is skipped to its matching end, nesting counted without recursion. */
+static const char *pb_skip_gogo(Pb *b, unsigned wire) {
+    if (wire != 3) return pb_skip(b, wire);
+    uint64_t depth = 1;
+    while (depth) {
+        uint64_t t;
+        const char *why = pb_varint(b, &t);
+        if (why) return why;
+        unsigned w = (unsigned)(t & 7);
+        if (w == 3)
+            depth++;
+        else if (w == 4)
+            depth--;
+        else if ((why = pb_skip(b, w)))
+            return why;
+    }
+    return NULL;
+}
+
+/* A tag as a gogoproto Unmarshal method reads it: wire type 4 (end group) is an error there. */
+static const char *pb_tag_gogo(Pb *b, int32_t *field, unsigned *wire) {
+    const char *why = pb_tag(b, field, wire);
+    if (!why && *wire == 4) why = "end group outside a group";
+    return why;
+}
+
+/* etcdserverpb.Request (etcdserver.proto, the v2 request) as its Unmarshal accepts it: Method,
+ * Path, Val, PrevValue (2, 3, 4, 6) are bytes, the other fields up to 17 varints. 1 = decodes. */
+static int v2_request_decodes(const uint8_t *p, size_t n) {
+    Pb b = pb_make(p, n);
+    while (b.p < b.end) {
+        int32_t f;
+        unsigned w;
+        const char *why = pb_tag_gogo(&b, &f, &w);
+        if (why) return 0;
+        if (f >= 1 && f <= 17) {
+            unsigned want = f == 2 || f == 3 || f == 4 || f == 6 ? PB_BYTES : PB_VARINT;
+            if (w != want) return 0;
+        }
+        if ((why = pb_skip_gogo(&b, w))) return 0;
+    }
+    return 1;
+}
+
+/* Txn nesting followed before a txn is taken as a write unread (etcd's --max-txn-ops bounds ops,
+ * not depth; real txns nest a level or two). */
+#define TXN_MAX_DEPTH 32
+
+/* 1 when a TxnRequest {compare=1, success=2, failure=3 (repeated RequestOp)} holds a put or a
+ * delete range in a RequestOp {range=1, put=2, delete_range=3, txn=4} of either branch, at any
+ * nesting depth; also when it does not decode or nests deeper than TXN_MAX_DEPTH (doubt counts as
+ * a write). Which branch runs depends on the compares at apply time, so both count. */
+static int txn_may_write(const uint8_t *p, size_t n) {
+    struct {
+        Pb b;
+        int is_op; /* reading a RequestOp, else a TxnRequest */
+    } st[2 * TXN_MAX_DEPTH + 2];
+    int top = 0;
+    st[0].b = pb_make(p, n);
+    st[0].is_op = 0;
+    while (top >= 0) {
+        Pb *b = &st[top].b;
+        if (b->p >= b->end) {
+            top--;
+            continue;
+        }
+        int32_t f;
+        unsigned w;
+        const uint8_t *sub = NULL;
+        size_t sub_n = 0;
+        if (pb_tag_gogo(b, &f, &w)) return 1;
+        int nest = st[top].is_op ? f == 4 : f == 2 || f == 3; /* a txn, or an op */
+        if (st[top].is_op && (f == 2 || f == 3)) return 1;    /* put, delete range */
+        if (!nest) {
+            if (pb_skip_gogo(b, w)) return 1;
+            continue;
+        }
+        if (w != PB_BYTES || pb_bytes(b, &sub, &sub_n)) return 1;
+        if (top + 1 >= (int)(sizeof st / sizeof st[0])) return 1;
+        top++;
+        st[top].b = pb_make(sub, sub_n);
+        st[top].is_op = !st[top - 1].is_op;
+    }
+    return 0;
+}
+
+/* etcdserverpb.InternalRaftRequest (raft_internal.proto, etcd 3.4-3.7): ID=1 is a varint; v2=2
+ * and the request messages (3-11, header=100, auth 1000 and 1011-1204, membership 1300-1302, 3.6's
+ * downgrade_version_test=9900) are bytes, as its Unmarshal checks; the v2 request is decoded
+ * (its failure fails the whole message, as there). 0 = decodes, with *v2 and *write set. */
+static int irr_decode(const uint8_t *p, size_t n, int *v2, int *write) {
+    Pb b = pb_make(p, n);
+    *v2 = *write = 0;
+    while (b.p < b.end) {
+        int32_t f;
+        unsigned w;
+        const uint8_t *sub = NULL;
+        size_t sub_n = 0;
+        if (pb_tag_gogo(&b, &f, &w)) return -1;
+        if (f == 1) {
+            uint64_t v;
+            if (w != PB_VARINT || pb_varint(&b, &v)) return -1;
+            continue;
+        }
+        int known = (f >= 2 && f <= 11) || f == 100 || f == 1000 || (f >= 1011 && f <= 1013) ||
+                    (f >= 1100 && f <= 1107) || (f >= 1200 && f <= 1204) ||
+                    (f >= 1300 && f <= 1302) || f == 9900;
+        if (!known) {
+            if (pb_skip_gogo(&b, w)) return -1;
+            continue;
+        }
+        if (w != PB_BYTES || pb_bytes(&b, &sub, &sub_n)) return -1;
+        switch (f) {
+        case 2: /* v2 */
+            if (!v2_request_decodes(sub, sub_n)) return -1;
+            *v2 = 1;
+            break;
+        case 4: /* put */
+        case 5: /* delete_range */
+        case 9: /* lease_revoke: deletes the lease's keys in one txn */
+            *write = 1;
+            break;
+        case 6: /* txn */
+            if (txn_may_write(sub, sub_n)) *write = 1;
+            break;
+        default: /* range, compaction, lease grant and checkpoint, alarm, auth, membership */
+            break;
+        }
+    }
+    return 0;
+}
+
+/* applyEntryNormal: empty data is skipped; data that is not an InternalRaftRequest is a v2
+ * Request (MustUnmarshal: etcd panics if it is not one either); an InternalRaftRequest with v2
+ * set applies that to the v2 store and nothing else; otherwise applyV3 takes the request. Several
+ * request fields set at once (etcd never writes that) count as a write if any of them writes. */
+WalRequestKind wal_classify_request(const uint8_t *data, size_t n) {
+    int v2, write;
+    if (n == 0) return WAL_REQ_EMPTY;
+    if (irr_decode(data, n, &v2, &write) == 0)
+        return v2 ? WAL_REQ_V2 : write ? WAL_REQ_WRITE : WAL_REQ_NO_WRITE;
+    return v2_request_decodes(data, n) ? WAL_REQ_V2 : WAL_REQ_UNDECODABLE;
+}
+
+int wal_request_may_write(WalRequestKind kind) {
+    return kind == WAL_REQ_WRITE || kind == WAL_REQ_UNDECODABLE;
+}
+
+const char *wal_request_kind_name(WalRequestKind kind) {
+    switch (kind) {
+    case WAL_REQ_EMPTY:
+        return "empty";
+    case WAL_REQ_NO_WRITE:
+        return "no-write";
+    case WAL_REQ_V2:
+        return "v2";
+    case WAL_REQ_WRITE:
+        return "write";
+    case WAL_REQ_UNDECODABLE:
+        return "undecodable";
+    }
+    return "unknown";
+}
+
 /* ---------------- segments ---------------- */
 
 struct WalSegment {
@@ -847,26 +1014,34 @@ static int list_snaps(const char *dir, char ***out, size_t *n_out) {
 }
 
 /* The raft log after the snapshot as ReadAll builds it: an entry with index i > start replaces
- * everything from i on (ents = append(ents[:i-start-1], e)). Two bits per entry say whether it
- * is EntryNormal and whether it also carries data; counters follow truncations. */
+ * everything from i on (ents = append(ents[:i-start-1], e)). Four bits per entry (LOG_*) say
+ * whether it is EntryNormal and, past the consistent index, whether it carries data, may write
+ * and does not decode; the counters follow truncations. */
+enum { LOG_NORMAL = 1, LOG_DATA_AFTER = 2, LOG_WRITE_AFTER = 4, LOG_UNDECODABLE_AFTER = 8 };
+
 typedef struct {
     uint64_t start, after;
     uint64_t len; /* entries start+1 .. start+len */
     uint64_t last_term;
-    uint8_t *normal, *with_data;
+    uint8_t *nibbles; /* entry i (0-based) in nibbles[i / 2], low half first */
     size_t cap_bytes;
-    uint64_t n_normal, n_after;
+    uint64_t n_normal, n_after, n_writes, n_undecodable;
 } Log;
 
-static int bit(const uint8_t *m, uint64_t i) {
-    return (m[i >> 3] >> (i & 7)) & 1;
+static unsigned nib_get(const uint8_t *m, uint64_t i) {
+    return (m[i >> 1] >> ((i & 1) * 4)) & 0xf;
 }
 
-static void bit_put(uint8_t *m, uint64_t i, int v) {
-    if (v)
-        m[i >> 3] |= (uint8_t)(1u << (i & 7));
-    else
-        m[i >> 3] &= (uint8_t) ~(1u << (i & 7));
+static void nib_put(uint8_t *m, uint64_t i, unsigned v) {
+    unsigned sh = (unsigned)(i & 1) * 4;
+    m[i >> 1] = (uint8_t)((m[i >> 1] & ~(0xfu << sh)) | (v & 0xf) << sh);
+}
+
+/* Adds (add = 1) or takes back (add = 0) an entry's bits in the counters. */
+static void log_count(Log *lg, unsigned v, int add) {
+    uint64_t *c[4] = {&lg->n_normal, &lg->n_after, &lg->n_writes, &lg->n_undecodable};
+    for (unsigned b = 0; b < 4; b++)
+        if (v >> b & 1) *c[b] = add ? *c[b] + 1 : *c[b] - 1;
 }
 
 static int log_append(Log *lg, const WalEntry *e, const char *path, uint64_t off) {
@@ -878,28 +1053,30 @@ static int log_append(Log *lg, const WalEntry *e, const char *path, uint64_t off
                        (unsigned long long)off, (unsigned long long)e->index,
                        (unsigned long long)(lg->start + lg->len));
     for (uint64_t i = up; i < lg->len; i++) { /* overwritten (uncommitted) entries */
-        if (bit(lg->normal, i)) lg->n_normal--;
-        if (bit(lg->with_data, i) && lg->start + 1 + i > lg->after) lg->n_after--;
-        bit_put(lg->normal, i, 0);
-        bit_put(lg->with_data, i, 0);
+        log_count(lg, nib_get(lg->nibbles, i), 0);
+        nib_put(lg->nibbles, i, 0);
     }
-    if (up / 8 >= lg->cap_bytes) {
+    if (up / 2 >= lg->cap_bytes) {
         size_t ncap = lg->cap_bytes ? lg->cap_bytes * 2 : 4096;
-        uint8_t *a = realloc(lg->normal, ncap), *b;
+        uint8_t *a = realloc(lg->nibbles, ncap);
         if (!a) return err_set(ERR_NOMEM, "%s: out of memory for the entry map", path);
-        lg->normal = a;
-        if (!(b = realloc(lg->with_data, ncap)))
-            return err_set(ERR_NOMEM, "%s: out of memory for the entry map", path);
-        lg->with_data = b;
         memset(a + lg->cap_bytes, 0, ncap - lg->cap_bytes);
-        memset(b + lg->cap_bytes, 0, ncap - lg->cap_bytes);
+        lg->nibbles = a;
         lg->cap_bytes = ncap;
     }
-    int normal = e->type == 0, data = normal && e->data_len > 0;
-    bit_put(lg->normal, up, normal);
-    bit_put(lg->with_data, up, data);
-    lg->n_normal += (uint64_t)normal;
-    if (data && e->index > lg->after) lg->n_after++;
+    unsigned v = 0;
+    if (e->type == 0) {
+        v |= LOG_NORMAL;
+        /* only entries the db lacks are replayed into it on start */
+        if (e->data_len > 0 && e->index > lg->after) {
+            WalRequestKind k = wal_classify_request(e->data, e->data_len);
+            v |= LOG_DATA_AFTER;
+            if (wal_request_may_write(k)) v |= LOG_WRITE_AFTER;
+            if (k == WAL_REQ_UNDECODABLE) v |= LOG_UNDECODABLE_AFTER;
+        }
+    }
+    nib_put(lg->nibbles, up, v);
+    log_count(lg, v, 1);
     lg->len = up + 1;
     lg->last_term = e->term;
     return 0;
@@ -1143,13 +1320,14 @@ int wal_read_dir(const char *member_dir, uint64_t count_after, WalInfo *out) {
     out->entries = lg.len;
     out->normal_entries = lg.n_normal;
     out->normal_after = lg.n_after;
+    out->writes_after = lg.n_writes;
+    out->undecodable_after = lg.n_undecodable;
     out->last_index = lg.start + lg.len;
     out->last_term = lg.len ? lg.last_term : out->snap_term;
 done:
     wal_segment_close(seg);
     free(names);
     free(meta);
-    free(lg.normal);
-    free(lg.with_data);
+    free(lg.nibbles);
     return rc;
 }

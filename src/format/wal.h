@@ -1,7 +1,7 @@
 /* wal: read-only, streaming reader of etcd's raft log: WAL segments (member/wal/<seq>-<index>.wal)
  * and raft snapshot files (member/snap/<term>-<index>.snap), written from etcd's server/v3/wal
  * (decoder.go, wal.go, repair.go), etcdserver/api/snap and raftpb. Records are decoded one at a
- * time (memory: one record, at most WAL_MAX_RECORD bytes, plus 2 bits per log entry); every length
+ * time (memory: one record, at most WAL_MAX_RECORD bytes, plus 4 bits per log entry); every length
  * read from a file is checked against the file size first. Protobuf fields are decoded by hand. */
 #ifndef ETCDBR_WAL_H
 #define ETCDBR_WAL_H
@@ -84,6 +84,35 @@ int wal_decode_hardstate(const uint8_t *p, size_t n, WalHardState *out); /* raft
 /* walpb.Snapshot {index, term, conf_state} */
 int wal_decode_snapshot(const uint8_t *p, size_t n, uint64_t *index, uint64_t *term);
 
+/* ---- entry payloads: what applying one can do to the mvcc revision ---- */
+
+/* etcd's applyEntryNormal: the data of an EntryNormal is an etcdserverpb.InternalRaftRequest
+ * (raft_internal.proto), or, when it does not decode as one, a v2 etcdserverpb.Request (etcd 3.4
+ * proposes v2 requests, its member publish and cluster version among them, unwrapped). Applying
+ * one runs at most one mvcc write transaction, so it raises the revision by at most one. */
+typedef enum {
+    WAL_REQ_EMPTY = 0,       /* no data: the empty entry a new leader appends */
+    WAL_REQ_NO_WRITE = 1,    /* an InternalRaftRequest that changes no key: lease grant and
+                                checkpoint, compaction, range, a txn without put or delete, auth,
+                                alarm, cluster version, member attributes, downgrade */
+    WAL_REQ_V2 = 2,          /* a v2 store request (unwrapped, or InternalRaftRequest.v2) */
+    WAL_REQ_WRITE = 3,       /* put, delete range, a txn with a put or delete in any branch at any
+                                depth (or one that does not decode), lease revoke */
+    WAL_REQ_UNDECODABLE = 4, /* neither message decodes: counted as a write */
+} WalRequestKind;
+
+/* Classifies an EntryNormal's data (borrowed; not kept). Decodes like gogoproto's generated code
+ * at the top level (known fields with the wrong wire type fail, unknown fields and groups are
+ * skipped); of the nested messages only a txn's ops are read, iteratively up to 32 nested txns
+ * deep (deeper: WRITE). Doubt resolves toward WRITE. No allocation; thread-safe. */
+WalRequestKind wal_classify_request(const uint8_t *data, size_t n);
+
+/* Nonzero for the kinds that can advance the mvcc revision: WAL_REQ_WRITE, WAL_REQ_UNDECODABLE. */
+int wal_request_may_write(WalRequestKind kind);
+
+/* "empty", "no-write", "v2", "write", "undecodable"; static. */
+const char *wal_request_kind_name(WalRequestKind kind);
+
 /* ---- snap files ---- */
 
 typedef struct WalSnapMeta {
@@ -112,6 +141,9 @@ typedef struct WalInfo {
     uint64_t entries;               /* entries after the snapshot */
     uint64_t normal_entries;        /* EntryNormal among them */
     uint64_t normal_after;          /* EntryNormal with data and index > count_after */
+    uint64_t writes_after;          /* those of them that may raise the mvcc revision
+                                       (wal_request_may_write) */
+    uint64_t undecodable_after;     /* those of them that do not decode (in writes_after) */
     WalHardState hard_state;        /* last HardState record */
     uint32_t segments;              /* WAL files read from the snapshot's segment on */
     uint32_t segments_total;        /* WAL files in member/wal */
@@ -124,8 +156,9 @@ typedef struct WalInfo {
 /* Reads member_dir/wal and member_dir/snap the way etcd does on start (snap selection, then the
  * WAL from the snapshot's segment: CRC chain, segment sequence, metadata, snapshot match, entry
  * index continuity, payload decoding). count_after: the db's consistent index; entries with a
- * higher index are counted in normal_after. A torn last record of the last segment is what etcd
- * repairs, so it is reported (torn_tail), not an error; a torn or bad record anywhere else is.
+ * higher index are counted in normal_after and classified (wal_classify_request) for
+ * writes_after. A torn last record of the last segment is what etcd repairs, so it is reported
+ * (torn_tail), not an error; a torn or bad record anywhere else is.
  * Returns 0, ERR_NOT_FOUND (no WAL file), ERR_CORRUPT, ERR_IO or ERR_NOMEM; err_msg() names the
  * file and offset. */
 int wal_read_dir(const char *member_dir, uint64_t count_after, WalInfo *out);

@@ -262,13 +262,15 @@ done:
 /* Steps 7-8: a data dir behind the newest backup would lose that backup's changes if started.
  * The Go tool starts an embedded etcd to replay the WAL and polls the revision; we bound what a
  * replay can reach instead. The db holds every entry up to meta/consistent_index (etcd writes
- * that index in the same backend transaction as the entry's effects). Each later raft entry is
- * one request, and applying one request runs at most one mvcc write transaction, which raises
- * the revision by at most one (Put, DeleteRange, Txn, LeaseRevoke: one each; compaction, lease
- * grants, auth, empty leader entries and conf changes: none). So replay reaches at most
- * db revision + (normal entries with data past the consistent index). Below the store's
- * revision the dir is certainly stale; at or above it, it may well not be, and we keep it.
- * 0 = go on, 1 = status set. */
+ * that index in the same backend transaction as the entry's effects; 3.4 only in mvcc write
+ * transactions, so the entries after it include every lease grant since the last put). Each
+ * later raft entry is one request, and applying one request runs at most one mvcc write
+ * transaction, which raises the revision by at most one. Only requests that can write a key
+ * count (wal_classify_request: put, delete range, a txn with a put or delete, lease revoke, and
+ * whatever does not decode); lease grants, compaction, auth, v2 requests, empty leader entries
+ * and conf changes raise nothing, and counting them let a stale data dir pass. So replay reaches
+ * at most db revision + writes_after. Below the store's revision the dir is certainly stale; at
+ * or above it, it may well not be, and we keep it. 0 = go on, 1 = status set. */
 static int check_revision(const char *member, Store *store, ValidationResult *out) {
     int64_t rev = 0;
     int rc = store_latest_revision(store, &rev);
@@ -280,18 +282,21 @@ static int check_revision(const char *member, Store *store, ValidationResult *ou
     out->store_revision = rev;
     if (rev == 0 || out->db_revision >= rev) return 0;
     if (read_wal(member, out)) return 1;
-    uint64_t extra = out->wal.normal_after;
+    uint64_t extra = out->wal.writes_after;
     int64_t reach = extra > (uint64_t)(INT64_MAX - out->db_revision)
                         ? INT64_MAX
                         : out->db_revision + (int64_t)extra;
     if (reach >= rev) return 0;
     set_status(out, DATA_DIR_REVISION_CONSISTENCY_ERROR,
                "data directory is behind the backups: db revision %lld plus at most %llu "
-               "revisions from WAL entries past consistent index %llu reaches %lld, the latest "
+               "revisions from the WAL entries past consistent index %llu that can write a key "
+               "(%llu of %llu entries with data; %llu undecodable) reaches %lld, the latest "
                "backup in %s is at revision %lld",
                (long long)out->db_revision, (unsigned long long)extra,
-               (unsigned long long)out->consistent_index, (long long)reach, store_describe(store),
-               (long long)rev);
+               (unsigned long long)out->consistent_index, (unsigned long long)extra,
+               (unsigned long long)out->wal.normal_after,
+               (unsigned long long)out->wal.undecodable_after, (long long)reach,
+               store_describe(store), (long long)rev);
     return 1;
 }
 
@@ -303,11 +308,12 @@ static void describe_valid(ValidationMode mode, ValidationResult *out) {
         const WalInfo *w = &out->wal;
         add_msg(out,
                 ", raft log from snapshot %llu/%llu to entry %llu term %llu (%llu entries, %llu "
-                "normal entries with data past consistent index %llu)",
+                "normal entries with data past consistent index %llu, %llu of them can write a "
+                "key)",
                 (unsigned long long)w->snap_index, (unsigned long long)w->snap_term,
                 (unsigned long long)w->last_index, (unsigned long long)w->last_term,
                 (unsigned long long)w->entries, (unsigned long long)w->normal_after,
-                (unsigned long long)out->consistent_index);
+                (unsigned long long)out->consistent_index, (unsigned long long)w->writes_after);
         if (w->torn_tail)
             add_msg(out,
                     ", torn last record in %s at offset %llu (never acknowledged; etcd truncates "

@@ -2,7 +2,8 @@
  * wrong-volume guard, structure, the bbolt backend (open, revision, consistent index; FULL mode
  * walks every page), the raft log (FULL mode reads every WAL record and the snap files), and the
  * revision against the newest backup in the store. Read-only except the safe_guard file. Unlike
- * the Go tool it never starts etcd: WAL entries not yet in the db are counted instead. */
+ * the Go tool it never starts etcd: the WAL entries not yet in the db that can write a key are
+ * counted instead. */
 #ifndef ETCDBR_VALIDATOR_H
 #define ETCDBR_VALIDATOR_H
 

@@ -53,6 +53,14 @@ typedef struct {
     char ahead[512];
     int64_t ahead_rev;
     ValidationResult locked; /* validation while that etcd ran */
+    /* stale: 10 puts, then 30 lease grants, stopped with SIGTERM: etcd 3.4 saves the consistent
+     * index only with a key write, so the lease grants stay past it (the db has them) */
+    char stale[512];
+    int64_t stale_rev;
+    /* mixed: like ahead, killed before the backend commit: puts, a compaction, lease grants, a
+     * put with a lease, a txn whose write is in the failure branch, a delete, the lease's
+     * revocation (deletes its key), more lease grants */
+    char mixed[512];
 } Env;
 
 static Env env;
@@ -355,6 +363,69 @@ static int setup_ahead(void) {
     return 0;
 }
 
+/* etcd 3.4 keeps meta/consistent_index at the last entry that wrote a key: lease grants after
+ * it are in the db (lease bucket) but past that index, so the WAL shows them as not applied. */
+static int setup_stale(void) {
+    Etcd e = {0};
+    path_in(env.stale, sizeof env.stale, "stale");
+    if (etcd_spawn(&e, env.stale, "stale.log", NULL, NULL) != 0) {
+        etcd_stop(&e, SIGKILL);
+        snprintf(env.setup_error, sizeof env.setup_error, "etcd (stale) did not start");
+        return -1;
+    }
+    char out[4096] = "";
+    int rc = etcd_puts(&e, 10, "/s/");
+    if (rc == 0)
+        rc = sh(out, sizeof out,
+                "for i in $(seq 1 30); do ETCDCTL_API=3 etcdctl --endpoints=%s lease grant 600 "
+                ">/dev/null || exit 1; done",
+                e.url);
+    env.stale_rev = etcd_revision(&e);
+    etcd_stop(&e, SIGTERM);
+    if (rc != 0 || env.stale_rev != 11) {
+        snprintf(env.setup_error, sizeof env.setup_error,
+                 "stale: puts or lease grants failed (revision %lld): %.200s",
+                 (long long)env.stale_rev, out);
+        return -1;
+    }
+    return 0;
+}
+
+static int setup_mixed(void) {
+    Etcd e = {0};
+    const char *extra[] = {"--backend-batch-interval", "10s", "--backend-batch-limit", "100000",
+                           NULL};
+    path_in(env.mixed, sizeof env.mixed, "mixed");
+    if (etcd_spawn(&e, env.mixed, "mixed.log", extra, NULL) != 0) {
+        etcd_stop(&e, SIGKILL);
+        snprintf(env.setup_error, sizeof env.setup_error, "etcd (mixed) did not start");
+        return -1;
+    }
+    char out[4096] = "";
+    int rc = sh(out, sizeof out,
+                "set -e; e() { ETCDCTL_API=3 etcdctl --endpoints=%s \"$@\"; }; "
+                "for i in 1 2 3; do e put /m/$i v$i >/dev/null; done; "
+                "e compaction 3 >/dev/null; "
+                "for i in $(seq 1 20); do e lease grant 600 >/dev/null; done; "
+                "id=$(e lease grant 600 | awk '{print $2}'); "
+                "e put --lease=$id /m/leased x >/dev/null; "
+                "printf 'value(\"/m/1\") = \"nope\"\\n\\nget /m/1\\n\\nput /m/txn-failure f\\n\\n' "
+                "| e txn | grep -q FAILURE; "
+                "e del /m/2 | grep -qx 1; "
+                "e lease revoke $id >/dev/null; "
+                "for i in $(seq 1 5); do e lease grant 600 >/dev/null; done",
+                e.url);
+    int64_t rev = etcd_revision(&e);
+    etcd_stop(&e, SIGKILL);
+    if (rc != 0 || rev != 8) {
+        snprintf(env.setup_error, sizeof env.setup_error,
+                 "mixed: requests failed (exit %d, revision %lld): %.200s", rc, (long long)rev,
+                 out);
+        return -1;
+    }
+    return 0;
+}
+
 static int group_setup(void **state) {
     (void)state;
     unsetenv("POD_NAMESPACE");
@@ -362,7 +433,8 @@ static int group_setup(void **state) {
     if (!mkdtemp(env.dir)) return -1;
     env.have_etcd = system("command -v etcd >/dev/null 2>&1 && "
                            "command -v etcdctl >/dev/null 2>&1") == 0;
-    if (env.have_etcd && setup_clean() == 0) setup_ahead();
+    if (env.have_etcd && setup_clean() == 0 && setup_ahead() == 0 && setup_stale() == 0)
+        setup_mixed();
     return 0;
 }
 
@@ -741,6 +813,9 @@ static void test_validator_wal_entries_past_consistent_index_count_as_revisions(
                  "case did not happen",
                  (long long)r.db_revision);
     assert_true(r.wal.normal_after >= (uint64_t)(env.ahead_rev - r.db_revision));
+    /* every put writes a key; etcd 3.4's v2 publish and cluster version entries do not */
+    assert_int_equal(r.wal.writes_after, (uint64_t)(env.ahead_rev - r.db_revision));
+    assert_int_equal(r.wal.undecodable_after, 0);
     assert_true(r.wal.last_index > r.consistent_index);
 
     Store *s = make_store("store-ahead");
@@ -752,7 +827,7 @@ static void test_validator_wal_entries_past_consistent_index_count_as_revisions(
     assert_non_null(strstr(r.message, "within reach"));
     expect_status(env.ahead, VALIDATE_FULL, s, DATA_DIR_VALID, NULL);
 
-    int64_t reach = r.db_revision + (int64_t)r.wal.normal_after;
+    int64_t reach = r.db_revision + (int64_t)r.wal.writes_after;
     put_backup(s, SNAP_INCR, env.ahead_rev + 1, reach + 1);
     expect_status(env.ahead, VALIDATE_SANITY, s, DATA_DIR_REVISION_CONSISTENCY_ERROR, &r);
     expect_status(env.ahead, VALIDATE_FULL, s, DATA_DIR_REVISION_CONSISTENCY_ERROR, NULL);
@@ -764,6 +839,274 @@ static void test_validator_wal_entries_past_consistent_index_count_as_revisions(
     int st = etcd_accepts(p, "ahead-restart.log", &rev);
     if (st != 0) fail_msg("etcd refused the killed data dir (status %d)", st);
     assert_int_equal(rev, env.ahead_rev);
+}
+
+/* The issue-7 stale data dir: the store is 20 revisions ahead of the db, and 30 lease grants sit
+ * past the consistent index. They cannot raise the revision (etcd restarted on a copy stays at
+ * the db's), so they must not vouch for the missing revisions. */
+static void test_validator_lease_grants_past_consistent_index_do_not_count(void **state) {
+    (void)state;
+    need_etcd();
+    ValidationResult r;
+    expect_status(env.stale, VALIDATE_FULL, NULL, DATA_DIR_VALID, &r);
+    assert_int_equal(r.db_revision, env.stale_rev);
+    if (r.wal.normal_after < 30)
+        fail_msg("only %llu entries with data past consistent index %llu: this etcd saved the "
+                 "index with the lease grants, the case under test did not happen",
+                 (unsigned long long)r.wal.normal_after, (unsigned long long)r.consistent_index);
+    assert_int_equal(r.wal.writes_after, 0);
+    assert_int_equal(r.wal.undecodable_after, 0);
+    assert_non_null(strstr(r.message, "0 of them can write a key"));
+
+    /* a backup at the db's revision: fine */
+    Store *s = make_store("store-stale");
+    put_backup(s, SNAP_FULL, 0, env.stale_rev);
+    expect_status(env.stale, VALIDATE_SANITY, s, DATA_DIR_VALID, &r);
+    /* 20 revisions more in the store: stale, in both modes */
+    put_backup(s, SNAP_INCR, env.stale_rev + 1, env.stale_rev + 20);
+    expect_status(env.stale, VALIDATE_SANITY, s, DATA_DIR_REVISION_CONSISTENCY_ERROR, &r);
+    assert_int_equal(r.store_revision, env.stale_rev + 20);
+    assert_non_null(strstr(r.message, "behind"));
+    assert_non_null(strstr(r.message, "at most 0 revisions"));
+    expect_status(env.stale, VALIDATE_FULL, s, DATA_DIR_REVISION_CONSISTENCY_ERROR, NULL);
+    store_free(s);
+    /* a single revision more is already out of reach */
+    s = make_store("store-stale-1");
+    put_backup(s, SNAP_FULL, 0, env.stale_rev + 1);
+    expect_status(env.stale, VALIDATE_SANITY, s, DATA_DIR_REVISION_CONSISTENCY_ERROR, NULL);
+    store_free(s);
+
+    char p[512];
+    copy_dir(env.stale, "stale-restart", p, sizeof p);
+    int64_t rev = -1;
+    int st = etcd_accepts(p, "stale-restart.log", &rev);
+    if (st != 0) fail_msg("etcd refused the stale data dir (status %d)", st);
+    assert_int_equal(rev, env.stale_rev);
+}
+
+/* Killed before the backend commit with every kind of request past the consistent index: the
+ * count is exactly what etcd's replay adds (the put with a lease, the txn whose put is in its
+ * failure branch, the delete, the revocation deleting the leased key), not the compaction or
+ * the 26 lease grants. */
+static void test_validator_counts_only_wal_entries_that_write_a_key(void **state) {
+    (void)state;
+    need_etcd();
+    ValidationResult r;
+    expect_status(env.mixed, VALIDATE_FULL, NULL, DATA_DIR_VALID, &r);
+    char p[512];
+    copy_dir(env.mixed, "mixed-restart", p, sizeof p);
+    int64_t rev = -1;
+    int st = etcd_accepts(p, "mixed-restart.log", &rev);
+    if (st != 0) fail_msg("etcd refused the killed data dir (status %d)", st);
+    assert_int_equal(rev, 8);
+    if (r.db_revision >= rev)
+        fail_msg("etcd committed its backend before the kill (db revision %lld)",
+                 (long long)r.db_revision);
+    assert_int_equal(r.db_revision + (int64_t)r.wal.writes_after, rev);
+    assert_true(r.wal.normal_after >= r.wal.writes_after + 26);
+    assert_int_equal(r.wal.undecodable_after, 0);
+
+    Store *s = make_store("store-mixed");
+    put_backup(s, SNAP_FULL, 0, r.db_revision);
+    put_backup(s, SNAP_INCR, r.db_revision + 1, rev);
+    expect_status(env.mixed, VALIDATE_SANITY, s, DATA_DIR_VALID, &r);
+    assert_non_null(strstr(r.message, "within reach"));
+    put_backup(s, SNAP_INCR, rev + 1, rev + 1);
+    expect_status(env.mixed, VALIDATE_FULL, s, DATA_DIR_REVISION_CONSISTENCY_ERROR, NULL);
+    store_free(s);
+}
+
+static size_t put_varint(uint8_t *out, uint64_t v) {
+    size_t k = 0;
+    do {
+        out[k++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
+        v >>= 7;
+    } while (v);
+    return k;
+}
+
+/* Re-encodes a WAL segment the way etcd's encoder writes it (walpb.Record{type, crc, data},
+ * 8-byte alignment) with a fresh CRC chain, after the entry record at edit_off (if any) had its
+ * raftpb.Entry data overwritten with `fill` bytes; append (if not NULL) is the raftpb.Entry of
+ * one more entry record at the end. */
+static void rewrite_segment(const char *path, uint64_t edit_off, uint8_t fill,
+                            const uint8_t *append, size_t append_len) {
+    WalSegment *s = NULL;
+    if (wal_segment_open(path, 1, &s) != 0) fail_msg("open %s: %s", path, err_msg());
+    size_t cap = 1 << 16, n = 0;
+    uint8_t *out = malloc(cap), *rec = NULL;
+    assert_non_null(out);
+    uint32_t chain = 0, new_chain = 0;
+    WalRecord r;
+    int rc = 0, edited = 0;
+    int ended = 0; /* the segment must not be read past its end */
+    for (;;) {
+        if (ended || (rc = wal_segment_next(s, &chain, &r)) != WAL_NEXT_RECORD) {
+            ended = 1;
+            if (rc < 0 || !append) break;
+            r.type = WAL_REC_ENTRY; /* the appended entry */
+            r.data = append;
+            r.len = append_len;
+            r.offset = UINT64_MAX - 1;
+            append = NULL;
+        }
+        uint8_t *data = malloc(r.len + 1);
+        assert_non_null(data);
+        if (r.len) memcpy(data, r.data, r.len);
+        if (r.type == WAL_REC_ENTRY && r.offset == edit_off) {
+            WalEntry e;
+            assert_int_equal(wal_decode_entry(r.data, r.len, &e), 0);
+            assert_true(e.data_len > 0);
+            memset(data + (e.data - r.data), fill, e.data_len);
+            edited = 1;
+        }
+        if (r.type != WAL_REC_CRC) new_chain = wal_crc32c(new_chain, data, r.len);
+        rec = realloc(rec, r.len + 32);
+        assert_non_null(rec);
+        size_t k = 0;
+        rec[k++] = 0x08;
+        k += put_varint(rec + k, (uint64_t)r.type);
+        rec[k++] = 0x10;
+        k += put_varint(rec + k, new_chain);
+        if (r.len) {
+            rec[k++] = 0x1a;
+            k += put_varint(rec + k, r.len);
+            memcpy(rec + k, data, r.len);
+            k += r.len;
+        }
+        free(data);
+        size_t pad = (8 - k % 8) % 8;
+        if (n + 8 + k + pad > cap) {
+            cap = (n + 8 + k + pad) * 2;
+            out = realloc(out, cap);
+            assert_non_null(out);
+        }
+        put_le64(out + n, k | (pad ? (uint64_t)(0x80 | pad) << 56 : 0));
+        memcpy(out + n + 8, rec, k);
+        memset(out + n + 8 + k, 0, pad);
+        n += 8 + k + pad;
+    }
+    if (rc < 0) fail_msg("reading %s: %s", path, err_msg());
+    wal_segment_close(s);
+    assert_true(edit_off == UINT64_MAX || edited);
+    write_file(path, out, n);
+    free(out);
+    free(rec);
+}
+
+/* An entry past the consistent index whose data is neither an InternalRaftRequest nor a v2
+ * Request (one of the stale dir's lease grants overwritten, CRCs redone) counts as a write:
+ * the bound rises by one, and exactly one. */
+static void test_validator_undecodable_wal_entry_counts_as_a_write(void **state) {
+    (void)state;
+    need_etcd();
+    ValidationResult r;
+    expect_status(env.stale, VALIDATE_FULL, NULL, DATA_DIR_VALID, &r);
+    uint64_t ci = r.consistent_index;
+    char p[512], wal[600];
+    copy_dir(env.stale, "stale-undecodable", p, sizeof p);
+    snprintf(wal, sizeof wal, "%s/" WAL0, p);
+
+    /* the re-encoding alone changes nothing */
+    rewrite_segment(wal, UINT64_MAX, 0, NULL, 0);
+    ValidationResult same;
+    expect_status(p, VALIDATE_FULL, NULL, DATA_DIR_VALID, &same);
+    assert_int_equal(same.wal.last_index, r.wal.last_index);
+    assert_int_equal(same.wal.normal_after, r.wal.normal_after);
+    assert_int_equal(same.wal.writes_after, 0);
+
+    /* the last lease grant past the consistent index */
+    static Frame fr[4096];
+    size_t n = list_frames(wal, fr, 4096);
+    uint64_t pick = UINT64_MAX;
+    WalSegment *s = NULL;
+    assert_int_equal(wal_segment_open(wal, 1, &s), 0);
+    uint32_t chain = 0;
+    WalRecord rec;
+    while (wal_segment_next(s, &chain, &rec) == WAL_NEXT_RECORD) {
+        WalEntry e;
+        if (rec.type != WAL_REC_ENTRY || wal_decode_entry(rec.data, rec.len, &e) != 0) continue;
+        if (e.type == 0 && e.index > ci && e.data_len > 0 &&
+            wal_classify_request(e.data, e.data_len) == WAL_REQ_NO_WRITE)
+            pick = rec.offset;
+    }
+    wal_segment_close(s);
+    assert_true(n > 30 && pick != UINT64_MAX);
+    rewrite_segment(wal, pick, 0x07, NULL, 0); /* tag 0x07: field 0, wire type 7 */
+
+    expect_status(p, VALIDATE_FULL, NULL, DATA_DIR_VALID, &r);
+    assert_int_equal(r.wal.normal_after, same.wal.normal_after);
+    assert_int_equal(r.wal.writes_after, 1);
+    assert_int_equal(r.wal.undecodable_after, 1);
+    Store *st = make_store("store-undecodable");
+    put_backup(st, SNAP_FULL, 0, env.stale_rev);
+    put_backup(st, SNAP_INCR, env.stale_rev + 1, env.stale_rev + 1);
+    expect_status(p, VALIDATE_SANITY, st, DATA_DIR_VALID, &r);
+    assert_non_null(strstr(r.message, "within reach"));
+    put_backup(st, SNAP_INCR, env.stale_rev + 2, env.stale_rev + 2);
+    expect_status(p, VALIDATE_SANITY, st, DATA_DIR_REVISION_CONSISTENCY_ERROR, &r);
+    assert_non_null(strstr(r.message, "1 undecodable"));
+    store_free(st);
+    remove_dir(p);
+}
+
+/* A new leader's entry at an index the log already has replaces that entry and every later one
+ * (raft's uncommitted tail; etcd's ReadAll does the same): here the lease revocation and the 5
+ * lease grants after it give way to one more lease grant, and the count of writes follows. */
+static void test_validator_overwritten_wal_entries_are_not_counted(void **state) {
+    (void)state;
+    need_etcd();
+    ValidationResult before;
+    expect_status(env.mixed, VALIDATE_FULL, NULL, DATA_DIR_VALID, &before);
+    char p[512], wal[600];
+    copy_dir(env.mixed, "mixed-overwrite", p, sizeof p);
+    snprintf(wal, sizeof wal, "%s/" WAL0, p);
+
+    /* the last write past the consistent index (the revocation) and a lease grant's payload */
+    WalSegment *s = NULL;
+    assert_int_equal(wal_segment_open(wal, 1, &s), 0);
+    uint32_t chain = 0;
+    WalRecord rec;
+    uint64_t last_write = 0, term = 0;
+    uint8_t grant[256];
+    size_t grant_n = 0;
+    while (wal_segment_next(s, &chain, &rec) == WAL_NEXT_RECORD) {
+        WalEntry e;
+        if (rec.type != WAL_REC_ENTRY || wal_decode_entry(rec.data, rec.len, &e) != 0) continue;
+        if (e.type != 0 || e.index <= before.consistent_index || e.data_len == 0) continue;
+        WalRequestKind k = wal_classify_request(e.data, e.data_len);
+        if (k == WAL_REQ_WRITE) {
+            last_write = e.index;
+            term = e.term;
+        } else if (k == WAL_REQ_NO_WRITE && e.data_len <= sizeof grant && grant_n == 0) {
+            memcpy(grant, e.data, e.data_len);
+            grant_n = e.data_len;
+        }
+    }
+    wal_segment_close(s);
+    assert_true(last_write > 0 && grant_n > 0);
+    assert_int_equal(before.wal.last_index, last_write + 5);
+
+    uint8_t ent[300];
+    size_t k = 0;
+    ent[k++] = 0x10; /* term */
+    k += put_varint(ent + k, term + 1);
+    ent[k++] = 0x18; /* index */
+    k += put_varint(ent + k, last_write);
+    ent[k++] = 0x22; /* data */
+    k += put_varint(ent + k, grant_n);
+    memcpy(ent + k, grant, grant_n);
+    k += grant_n;
+    rewrite_segment(wal, UINT64_MAX, 0, ent, k);
+
+    ValidationResult r;
+    expect_status(p, VALIDATE_FULL, NULL, DATA_DIR_VALID, &r);
+    assert_int_equal(r.wal.last_index, last_write);
+    assert_int_equal(r.wal.last_term, term + 1);
+    assert_int_equal(r.wal.entries, before.wal.entries - 5);
+    assert_int_equal(r.wal.normal_after, before.wal.normal_after - 5);
+    assert_int_equal(r.wal.writes_after, before.wal.writes_after - 1);
+    remove_dir(p);
 }
 
 static void test_validator_db_locked_by_running_etcd_fails_to_open(void **state) {
@@ -889,6 +1232,192 @@ static void test_wal_decoders_follow_gogoproto(void **state) {
     assert_int_equal(wal_decode_snapshot(sn_bad, sizeof sn_bad, &idx, &term), ERR_CORRUPT);
 }
 
+/* ---------------- entry payload classification ---------------- */
+
+typedef struct {
+    uint8_t b[4096];
+    size_t n;
+} Msg;
+
+static void msg_raw(Msg *m, const void *p, size_t n) {
+    assert_true(m->n + n <= sizeof m->b);
+    memcpy(m->b + m->n, p, n);
+    m->n += n;
+}
+
+static void msg_varint(Msg *m, uint64_t v) {
+    uint8_t t[10];
+    msg_raw(m, t, put_varint(t, v));
+}
+
+static void msg_tag(Msg *m, uint32_t field, unsigned wire) {
+    msg_varint(m, (uint64_t)field << 3 | wire);
+}
+
+/* field (bytes) = sub */
+static void msg_sub(Msg *m, uint32_t field, const Msg *sub) {
+    msg_tag(m, field, 2);
+    msg_varint(m, sub->n);
+    msg_raw(m, sub->b, sub->n);
+}
+
+static void msg_str(Msg *m, uint32_t field, const char *str) {
+    msg_tag(m, field, 2);
+    msg_varint(m, strlen(str));
+    msg_raw(m, str, strlen(str));
+}
+
+static void msg_u(Msg *m, uint32_t field, uint64_t v) {
+    msg_tag(m, field, 0);
+    msg_varint(m, v);
+}
+
+/* InternalRaftRequest{header={ID}, <field>=sub} */
+static WalRequestKind classify_irr(uint32_t field, const Msg *sub) {
+    Msg m = {0}, h = {0};
+    msg_u(&h, 1, 42);
+    msg_sub(&m, 100, &h);
+    msg_sub(&m, field, sub);
+    return wal_classify_request(m.b, m.n);
+}
+
+/* RequestOp{<kind>=...}: 1 range, 2 put, 3 delete range (key "k"), 4 txn = *txn */
+static void op(Msg *ops_owner, uint32_t branch, uint32_t kind, const Msg *txn) {
+    Msg o = {0}, body = {0};
+    if (kind == 4)
+        body = *txn;
+    else
+        msg_str(&body, 1, "k");
+    msg_sub(&o, kind, &body);
+    msg_sub(ops_owner, branch, &o);
+}
+
+/* etcdserverpb field numbers (raft_internal.proto, rpc.proto, etcdserver.proto) decide whether an
+ * entry can raise the revision; whatever does not decode counts. */
+static void test_wal_classify_request_by_etcdserverpb_field(void **state) {
+    (void)state;
+    Msg kv = {0}, empty = {0}, id = {0};
+    msg_str(&kv, 1, "k");
+    msg_str(&kv, 2, "v");
+    msg_u(&id, 1, 5);
+    assert_int_equal(wal_classify_request(NULL, 0), WAL_REQ_EMPTY);
+
+    /* the requests that write a key */
+    assert_int_equal(classify_irr(4, &kv), WAL_REQ_WRITE);    /* put */
+    assert_int_equal(classify_irr(5, &kv), WAL_REQ_WRITE);    /* delete_range */
+    assert_int_equal(classify_irr(9, &id), WAL_REQ_WRITE);    /* lease_revoke */
+    assert_int_equal(classify_irr(4, &empty), WAL_REQ_WRITE); /* an empty put still writes */
+    /* and those that do not */
+    assert_int_equal(classify_irr(3, &kv), WAL_REQ_NO_WRITE);       /* range */
+    assert_int_equal(classify_irr(7, &id), WAL_REQ_NO_WRITE);       /* compaction */
+    assert_int_equal(classify_irr(8, &id), WAL_REQ_NO_WRITE);       /* lease_grant */
+    assert_int_equal(classify_irr(10, &id), WAL_REQ_NO_WRITE);      /* alarm */
+    assert_int_equal(classify_irr(11, &id), WAL_REQ_NO_WRITE);      /* lease_checkpoint */
+    assert_int_equal(classify_irr(1000, &empty), WAL_REQ_NO_WRITE); /* auth_enable */
+    assert_int_equal(classify_irr(1100, &kv), WAL_REQ_NO_WRITE);    /* auth_user_add */
+    assert_int_equal(classify_irr(1300, &kv), WAL_REQ_NO_WRITE);    /* cluster_version_set */
+    assert_int_equal(classify_irr(1301, &kv), WAL_REQ_NO_WRITE);    /* cluster_member_attr_set */
+    assert_int_equal(classify_irr(9900, &empty), WAL_REQ_NO_WRITE); /* downgrade_version_test */
+    assert_int_equal(classify_irr(77, &kv), WAL_REQ_NO_WRITE);      /* unknown: skipped */
+    Msg only_id = {0};
+    msg_u(&only_id, 1, 9);
+    assert_int_equal(wal_classify_request(only_id.b, only_id.n), WAL_REQ_NO_WRITE);
+
+    /* txns: a put or delete in any branch at any depth */
+    Msg t = {0}, cmp = {0};
+    msg_str(&cmp, 3, "k");
+    msg_sub(&t, 1, &cmp);
+    op(&t, 2, 1, NULL);
+    op(&t, 3, 1, NULL);
+    assert_int_equal(classify_irr(6, &t), WAL_REQ_NO_WRITE); /* ranges only */
+    Msg tf = t;
+    op(&tf, 3, 2, NULL);
+    assert_int_equal(classify_irr(6, &tf), WAL_REQ_WRITE); /* put in the failure branch */
+    Msg ts = t;
+    op(&ts, 2, 3, NULL);
+    assert_int_equal(classify_irr(6, &ts), WAL_REQ_WRITE); /* delete in the success branch */
+    Msg inner = {0}, outer = t;
+    op(&inner, 2, 1, NULL);
+    op(&inner, 3, 2, NULL);
+    op(&outer, 2, 4, &inner);
+    op(&outer, 3, 1, NULL);
+    assert_int_equal(classify_irr(6, &outer), WAL_REQ_WRITE); /* put in a nested txn */
+    /* read-only txns nested 20 deep are read; 40 deep is more than is followed: a write */
+    Msg deep = t;
+    for (int d = 0; d < 40; d++) {
+        Msg up = {0};
+        op(&up, 2, 4, &deep);
+        deep = up;
+        if (d == 19) assert_int_equal(classify_irr(6, &deep), WAL_REQ_NO_WRITE);
+    }
+    assert_int_equal(classify_irr(6, &deep), WAL_REQ_WRITE);
+    /* a txn whose op runs past its end, or with an op of the wrong wire type: a write */
+    const uint8_t cut[] = {0x12, 0x05, 0x0a};
+    Msg bad = {0};
+    msg_raw(&bad, cut, sizeof cut);
+    assert_int_equal(classify_irr(6, &bad), WAL_REQ_WRITE);
+    Msg badw = {0};
+    msg_u(&badw, 2, 1);
+    assert_int_equal(classify_irr(6, &badw), WAL_REQ_WRITE);
+
+    /* v2 requests: etcd 3.4 proposes them unwrapped (its member publish and cluster version);
+     * Dir (5, a varint) makes that fail as an InternalRaftRequest, whose field 5 is bytes */
+    Msg v2 = {0};
+    msg_u(&v2, 1, 7);
+    msg_str(&v2, 2, "PUT");
+    msg_str(&v2, 3, "/0/members/8e9e05c52164694d/attributes");
+    msg_str(&v2, 4, "{\"name\":\"default\"}");
+    msg_u(&v2, 5, 0);
+    msg_str(&v2, 6, "");
+    for (uint32_t f = 7; f <= 16; f++)
+        if (f != 8 && f != 17) msg_u(&v2, f, 0);
+    assert_int_equal(wal_classify_request(v2.b, v2.n), WAL_REQ_V2);
+    /* wrapped in InternalRaftRequest.v2 (3.5): the v2 store only, whatever else is set */
+    Msg w = {0};
+    msg_sub(&w, 2, &v2);
+    assert_int_equal(wal_classify_request(w.b, w.n), WAL_REQ_V2);
+    msg_sub(&w, 4, &kv);
+    assert_int_equal(wal_classify_request(w.b, w.n), WAL_REQ_V2);
+
+    /* gogoproto skips unknown fields, groups included */
+    Msg g = {0}, put = {0};
+    msg_tag(&g, 20, 3);
+    msg_u(&g, 1, 1);
+    msg_tag(&g, 21, 3);
+    msg_tag(&g, 21, 4);
+    msg_tag(&g, 20, 4);
+    msg_sub(&g, 8, &id);
+    assert_int_equal(wal_classify_request(g.b, g.n), WAL_REQ_NO_WRITE);
+    put = g;
+    msg_sub(&put, 4, &kv);
+    assert_int_equal(wal_classify_request(put.b, put.n), WAL_REQ_WRITE);
+
+    /* neither message: counted */
+    const uint8_t zero_field[] = {0x07, 0x07, 0x07};
+    const uint8_t cut_varint[] = {0x08, 0xff};
+    const uint8_t put_as_varint[] = {0x20, 0x01}; /* Val (4) is bytes in a v2 Request too */
+    const uint8_t end_group[] = {0x0c};
+    const uint8_t open_group[] = {0xa3, 0x01, 0x08, 0x01};
+    const uint8_t *junk[] = {zero_field, cut_varint, put_as_varint, end_group, open_group};
+    const size_t junk_n[] = {sizeof zero_field, sizeof cut_varint, sizeof put_as_varint,
+                             sizeof end_group, sizeof open_group};
+    for (size_t i = 0; i < sizeof junk / sizeof junk[0]; i++) {
+        assert_int_equal(wal_classify_request(junk[i], junk_n[i]), WAL_REQ_UNDECODABLE);
+    }
+    Msg lg_bad = {0};
+    msg_tag(&lg_bad, 3, 0); /* range as a varint; Path (3) is bytes in a v2 Request too */
+    msg_varint(&lg_bad, 1);
+    assert_int_equal(wal_classify_request(lg_bad.b, lg_bad.n), WAL_REQ_UNDECODABLE);
+
+    assert_true(wal_request_may_write(WAL_REQ_WRITE));
+    assert_true(wal_request_may_write(WAL_REQ_UNDECODABLE));
+    assert_false(wal_request_may_write(WAL_REQ_NO_WRITE));
+    assert_false(wal_request_may_write(WAL_REQ_V2));
+    assert_false(wal_request_may_write(WAL_REQ_EMPTY));
+    assert_string_equal(wal_request_kind_name(WAL_REQ_UNDECODABLE), "undecodable");
+    assert_string_equal(wal_request_kind_name(WAL_REQ_NO_WRITE), "no-write");
+}
+
 /* Builds one framed record: walpb.Record{type, crc, data} with etcd's padding. */
 static size_t frame_record(uint8_t *out, int64_t type, uint32_t crc, const void *data, size_t n) {
     uint8_t rec[256];
@@ -993,12 +1522,17 @@ int main(void) {
         cmocka_unit_test(test_validator_safe_guard_mismatch_is_wrong_volume),
         cmocka_unit_test(test_validator_store_ahead_of_data_dir_is_revision_error),
         cmocka_unit_test(test_validator_wal_entries_past_consistent_index_count_as_revisions),
+        cmocka_unit_test(test_validator_lease_grants_past_consistent_index_do_not_count),
+        cmocka_unit_test(test_validator_counts_only_wal_entries_that_write_a_key),
+        cmocka_unit_test(test_validator_undecodable_wal_entry_counts_as_a_write),
+        cmocka_unit_test(test_validator_overwritten_wal_entries_are_not_counted),
         cmocka_unit_test(test_validator_db_locked_by_running_etcd_fails_to_open),
         cmocka_unit_test(test_bbolt_get_reads_meta_keys),
         cmocka_unit_test(test_validator_status_names_and_modes),
         cmocka_unit_test(test_wal_crc32c_matches_castagnoli_and_chains),
         cmocka_unit_test(test_wal_decoders_follow_gogoproto),
         cmocka_unit_test(test_wal_segment_bounds_record_sizes),
+        cmocka_unit_test(test_wal_classify_request_by_etcdserverpb_field),
     };
     return cmocka_run_group_tests_name("validator", tests, group_setup, group_teardown);
 }
