@@ -60,7 +60,8 @@ int snapshotter_new(const SnapshotterConfig *cfg, Snapshotter **out) {
     Snapshotter *s = calloc(1, sizeof *s);
     if (!s) return err_set(ERR_NOMEM, "out of memory");
     s->cfg = *cfg;
-    if (s->cfg.backoff_initial_ms <= 0) s->cfg.backoff_initial_ms = 1000;
+    if (s->cfg.backoff_multiplier <= 0) s->cfg.backoff_multiplier = 2;
+    if (s->cfg.backoff_attempt_limit <= 0) s->cfg.backoff_attempt_limit = 6;
     if (s->cfg.backoff_max_ms <= 0) s->cfg.backoff_max_ms = 128000;
     if (s->cfg.stop_drain_ms <= 0) s->cfg.stop_drain_ms = 5000;
     pthread_mutex_init(&s->mu, NULL);
@@ -563,11 +564,22 @@ static void set_active(Snapshotter *s, int active) {
     pthread_mutex_unlock(&s->mu);
 }
 
+int64_t snapshotter_backoff_next(const SnapshotterConfig *cfg, int64_t *delay_ms,
+                                 int64_t *attempt) {
+    const int64_t cap = cfg->backoff_max_ms > 0 ? cfg->backoff_max_ms : 128000;
+    const int64_t mult = cfg->backoff_multiplier > 0 ? cfg->backoff_multiplier : 2;
+    const int64_t limit = cfg->backoff_attempt_limit > 0 ? cfg->backoff_attempt_limit : 6;
+    if (*attempt > limit) return cap;
+    (*attempt)++;
+    *delay_ms = *delay_ms > cap / mult ? cap : *delay_ms * mult;
+    return *delay_ms;
+}
+
 int snapshotter_run(Snapshotter *s, volatile sig_atomic_t *stop, int fail_fast) {
     s->next_gc_ms = now_mono_ms() + s->cfg.gc_period_ms; /* first run after one period */
     if (s->cfg.defrag_schedule) s->next_defrag_s = cron_next(s->cfg.defrag_schedule, now_unix_s());
-    int64_t backoff = s->cfg.backoff_initial_ms;
-    int64_t retry_at = 0; /* monotonic ms; 0 = not waiting to retry */
+    int64_t delay = 1000, attempt = 0, backoff = 0; /* backoff: the wait before the next retry */
+    int64_t retry_at = 0;                           /* monotonic ms; 0 = not waiting to retry */
     int started = 0;
     int rc = 0;
     while (!*stop) {
@@ -599,15 +611,16 @@ int snapshotter_run(Snapshotter *s, volatile sig_atomic_t *stop, int fail_fast) 
             rc = take_full(s, 0);
         }
         if (rc) {
+            backoff = snapshotter_backoff_next(&s->cfg, &delay, &attempt);
             log_error("%s; retrying in %.1fs", err_msg(), (double)backoff / 1000.0);
             s->failing = 1;
             set_error(s, err_msg());
             etcd_watch_close(s->watch);
             s->watch = NULL;
             retry_at = now_mono_ms() + backoff;
-            backoff = backoff * 2 > s->cfg.backoff_max_ms ? s->cfg.backoff_max_ms : backoff * 2;
         } else if (!s->failing) {
-            backoff = s->cfg.backoff_initial_ms;
+            delay = 1000;
+            attempt = 0;
         }
     }
     set_active(s, 0);

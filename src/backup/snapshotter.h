@@ -47,7 +47,10 @@ typedef struct SnapshotterConfig {
     uint64_t delta_memory_limit; /* bytes of pending events that force a delta */
     uint64_t max_changes;        /* pending events that force a delta; 0 = no limit */
     CompressKind compression;
-    int64_t backoff_initial_ms, backoff_max_ms; /* retry after failures */
+    /* retries after failures, as the Go tool: 1 s x multiplier, growing by the multiplier for
+     * attempt_limit + 1 retries, then every retry after backoff_max_ms (also the cap); reset
+     * after a success. Defaults 2, 6, 128000. */
+    int64_t backoff_multiplier, backoff_attempt_limit, backoff_max_ms;
     int64_t stop_drain_ms; /* on stop, how long to wait for events up to the current
                               revision before the last delta (default 5000) */
     int64_t gc_period_ms;  /* garbage collection every period; <= 1000 disables it */
@@ -94,5 +97,11 @@ typedef struct SnapshotterStatus {
 
 /* Thread-safe copy of the loop's state. */
 void snapshotter_status(Snapshotter *s, SnapshotterStatus *out);
+
+/* The wait (ms) before the next retry after a failure, as the Go tool's backoff: *delay_ms
+ * starts at 1000 and *attempt at 0 (reset both after a success); each call multiplies the delay
+ * by backoff_multiplier (capped at backoff_max_ms) for backoff_attempt_limit + 1 calls, then
+ * returns backoff_max_ms. Pure; zero config fields take the defaults (2, 6, 128000). */
+int64_t snapshotter_backoff_next(const SnapshotterConfig *cfg, int64_t *delay_ms, int64_t *attempt);
 
 #endif

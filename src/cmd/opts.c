@@ -120,10 +120,12 @@ static const OptDef opt_table[] = {
      ACTIVE, ONE_OF(COMPRESSION_POLICIES)},
     /* BACKOFF (seed-spec §1.5) */
     {"backoff-multiplier", 0, OPT_INT, "2", NULL, SNAP, 0,
-     "factor by which the retry delay after a failed snapshot grows", ACTIVE, AT_LEAST(1)},
+     "factor by which the retry delay after a failed snapshot grows (1 s x multiplier, then x "
+     "multiplier per retry)",
+     ACTIVE, AT_LEAST(1)},
     {"backoff-attempt-limit", 0, OPT_INT, "6", NULL, SNAP, 0,
-     "retries with a growing delay before every retry waits --backoff-threshold-time",
-     UNIMPLEMENTED, AT_LEAST(1)},
+     "retries with a growing delay before every retry waits --backoff-threshold-time", ACTIVE,
+     AT_LEAST(1)},
     {"backoff-threshold-time", 0, OPT_DURATION, "128s", NULL, SNAP, 0,
      "longest delay between retries after a failed snapshot", ACTIVE, AT_LEAST(1)},
     /* RESTORE (seed-spec §1.6) */

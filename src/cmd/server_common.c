@@ -79,8 +79,8 @@ int setup_snapshotter_config(const Opts *o, SnapshotterConfig *sc, CronSchedule 
     sc->delta_period_ms = opt_duration_ms(o, "delta-snapshot-period");
     sc->delta_memory_limit = mem < 1 ? 10485760u : (uint64_t)mem; /* Go: < 1 resets */
     sc->max_changes = (uint64_t)maxch;
-    int64_t mult = opt_int(o, "backoff-multiplier");
-    sc->backoff_initial_ms = 1000 * (mult > 0 ? mult : 2);
+    sc->backoff_multiplier = opt_int(o, "backoff-multiplier");
+    sc->backoff_attempt_limit = opt_int(o, "backoff-attempt-limit");
     sc->backoff_max_ms = opt_duration_ms(o, "backoff-threshold-time");
     sc->gc_period_ms = opt_duration_ms(o, "garbage-collection-period");
     sc->max_backups = (int)opt_int(o, "max-backups");
