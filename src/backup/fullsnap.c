@@ -48,6 +48,12 @@ int fullsnap_store_stream(Store *store, const char *snap_name, CompressKind comp
     comp = counter = NULL;
     rc = store_writer_commit(sw);
     sw = NULL;
+    if (rc == ERR_EXISTS) {
+        /* another writer stored the same name between our check and our commit: the same
+         * revisions in the same second, so it is stored (as the check above decides) */
+        if (stored_bytes) *stored_bytes = 0;
+        rc = 0;
+    }
 done:
     io_writer_free(comp);
     io_writer_free(counter);
