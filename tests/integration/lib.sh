@@ -149,26 +149,37 @@ PY
 start_etcd() {
     local name=$1 dir=$2
     shift 2
-    local cport pport
-    cport=$(free_port)
-    pport=$(free_port)
-    ETCD_EP=http://127.0.0.1:$cport
-    ETCD_PEER_PORT=$pport
-    etcd --name "$name" --data-dir "$dir" \
-        --listen-client-urls "$ETCD_EP" --advertise-client-urls "$ETCD_EP" \
-        --listen-peer-urls "http://127.0.0.1:$pport" \
-        --initial-advertise-peer-urls "http://127.0.0.1:$pport" \
-        --initial-cluster "$name=http://127.0.0.1:$pport" "$@" \
-        >"$WORK/etcd-$name.log" 2>&1 &
-    ETCD_PID=$!
-    PIDS+=("$ETCD_PID")
-    local i
-    for i in $(seq 1 200); do
-        if etcdctl --endpoints="$ETCD_EP" endpoint health >/dev/null 2>&1; then return 0; fi
-        kill -0 "$ETCD_PID" 2>/dev/null || { tail -20 "$WORK/etcd-$name.log"; fail "etcd $name exited"; }
-        sleep 0.05
+    local cport pport attempt i
+    # a port free_port found may be taken by a parallel test before etcd binds it: etcd then
+    # exits before touching the data dir, and is started again on other ports
+    for attempt in 1 2 3 4 5; do
+        cport=$(free_port)
+        pport=$(free_port)
+        ETCD_EP=http://127.0.0.1:$cport
+        ETCD_PEER_PORT=$pport
+        etcd --name "$name" --data-dir "$dir" \
+            --listen-client-urls "$ETCD_EP" --advertise-client-urls "$ETCD_EP" \
+            --listen-peer-urls "http://127.0.0.1:$pport" \
+            --initial-advertise-peer-urls "http://127.0.0.1:$pport" \
+            --initial-cluster "$name=http://127.0.0.1:$pport" "$@" \
+            >>"$WORK/etcd-$name.log" 2>&1 &
+        ETCD_PID=$!
+        PIDS+=("$ETCD_PID")
+        for i in $(seq 1 200); do
+            if etcdctl --endpoints="$ETCD_EP" endpoint health >/dev/null 2>&1; then return 0; fi
+            if ! kill -0 "$ETCD_PID" 2>/dev/null; then
+                if tail -5 "$WORK/etcd-$name.log" | grep -q "address already in use"; then
+                    echo "etcd $name: port taken meanwhile (attempt $attempt), trying other ports" >&2
+                    continue 2
+                fi
+                tail -20 "$WORK/etcd-$name.log"
+                fail "etcd $name exited"
+            fi
+            sleep 0.05
+        done
+        fail "etcd $name not ready"
     done
-    fail "etcd $name not ready"
+    fail "etcd $name: no free ports after 5 attempts"
 }
 
 stop_pid() {
