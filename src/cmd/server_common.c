@@ -281,19 +281,6 @@ void server_on_snapshotter_event(void *ctx, const SnapshotterEvent *ev) {
     }
 }
 
-void server_observe_init(const InitResult *res, int ok, double seconds) {
-    (void)seconds;
-    const char *v[] = {TRUE_FALSE[res->validation_ok || ok]};
-    metrics_histogram_observe(etcdbr_metric(ETCDBR_M_VALIDATION_DURATION_SECONDS), v,
-                              res->validation_seconds);
-    if (res->restored || (!ok && !res->validation_ok)) {
-        const char *r[] = {"single_member", TRUE_FALSE[ok != 0]};
-        metrics_histogram_observe(etcdbr_metric(ETCDBR_M_RESTORATION_DURATION_SECONDS), r,
-                                  res->restore_seconds);
-        if (!ok) etcdbr_metrics_record_error(ETCDBR_OP_RESTORE, NULL);
-    }
-}
-
 /* ---------- JSON ---------- */
 
 static void rfc3339(int64_t unix_s, char *out, size_t cap) {

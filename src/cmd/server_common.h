@@ -40,9 +40,6 @@ void server_on_snapshotter_event(void *ctx, const SnapshotterEvent *ev);
  * seconds since the last successful snapshot of this process, NaN before the first). */
 void server_register_age_metrics(void);
 
-/* Records an initialization's validation and restoration in metrics. */
-void server_observe_init(const InitResult *res, int ok, double seconds);
-
 /* The Go tool's Snapshot JSON object (seed-spec §2; field names exactly, including the
  * misspelled "immutabilityExpriyTime"). New reference. */
 json_t *server_snapshot_json(const Snapshot *s);
