@@ -33,19 +33,25 @@ check_exact() { # DATA_DIR LABEL
     stop_pid "$ETCD_PID"
 }
 
-# how long one restore takes: the kill points are drawn from [0, that + 20%]
-t0=$(date +%s%N)
-restore_store "$WORK/store" "$WORK/timed.etcd" >"$WORK/timed.log" 2>&1 || { cat "$WORK/timed.log"; fail "restore failed"; }
-dur_ms=$(( ($(date +%s%N) - t0) / 1000000 ))
-rm -rf "$WORK/timed.etcd"
+# how long one restore takes (the shorter of two, page cache warm): kill points are drawn from
+# [0, 90% of that] so that most trials interrupt it
+dur_ms=0
+for run in 1 2; do
+    t0=$(date +%s%N)
+    restore_store "$WORK/store" "$WORK/timed.etcd" >"$WORK/timed.log" 2>&1 || { cat "$WORK/timed.log"; fail "restore failed"; }
+    d=$(( ($(date +%s%N) - t0) / 1000000 ))
+    rm -rf "$WORK/timed.etcd"
+    [ "$dur_ms" = 0 ] || [ "$d" -lt "$dur_ms" ] && dur_ms=$d
+done
 echo "one restore takes ${dur_ms} ms"
+sleep_ms() { sleep "$(printf '%d.%03d' $(($1 / 1000)) $(($1 % 1000)))"; }
 
 interrupted=0
 for trial in $(seq 1 20); do
-    delay_ms=$(( RANDOM % (dur_ms * 12 / 10 + 1) ))
+    delay_ms=$(( RANDOM % (dur_ms * 9 / 10 + 1) ))
     restore_bg "$WORK/store" "$WORK/restored.etcd" "$WORK/trial.log"
     RPID=$RESTORE_PID
-    sleep "$(printf '0.%03d' "$delay_ms")"
+    sleep_ms "$delay_ms"
     kill -9 "$RPID" 2>/dev/null || true
     wait "$RPID" 2>/dev/null || true
     if grep -q "restore done" "$WORK/trial.log" || [ -e "$WORK/restored.etcd" ]; then
@@ -61,7 +67,7 @@ for trial in $(seq 1 20); do
         fail "trial $trial (kill at ${delay_ms} ms): a child process outlived the restore"
     fi
 done
-[ "$interrupted" -ge 10 ] || fail "only $interrupted of 20 trials interrupted a restore"
+[ "$interrupted" -ge 8 ] || fail "only $interrupted of 20 trials interrupted a restore (seed=$seed)"
 [ -z "$(ls -A "$WORK/restored.etcd.tmp" | grep -v '^etcdbr-restore\.')" ] || fail "unknown files in the temp dir"
 echo "$interrupted of 20 kill -9 trials interrupted the restore: target absent, no child left"
 
@@ -76,11 +82,11 @@ echo "rerun: exact at revision $src_rev (keys, HashKV)"
 # no <data-dir>.part, no scratch dir, no child)
 stopped=0
 for trial in $(seq 1 8); do
-    delay_ms=$(( RANDOM % (dur_ms + 1) ))
+    delay_ms=$(( RANDOM % (dur_ms * 6 / 10 + 1) ))
     sig=TERM; [ $((trial % 2)) = 0 ] && sig=INT
     restore_bg "$WORK/store" "$WORK/restored.etcd" "$WORK/sig.log"
     RPID=$RESTORE_PID
-    sleep "$(printf '0.%03d' "$delay_ms")"
+    sleep_ms "$delay_ms"
     kill -"$sig" "$RPID" 2>/dev/null || true
     rc=0
     wait "$RPID" 2>/dev/null || rc=$?
@@ -97,7 +103,7 @@ for trial in $(seq 1 8); do
     sleep 0.2
     ! pgrep -f "$WORK/restored.etcd" >/dev/null || fail "SIG$sig trial $trial: a child outlived the restore"
 done
-[ "$stopped" -ge 4 ] || fail "only $stopped of 8 signals stopped a restore"
+[ "$stopped" -ge 3 ] || fail "only $stopped of 8 signals stopped a restore (seed=$seed)"
 echo "$stopped of 8 SIGTERM/SIGINT trials stopped the restore: logged, nothing left behind"
 
 
