@@ -87,7 +87,8 @@ int fullsnap_verify_file(const char *path, IoWriter *checker, uint64_t total,
 }
 
 int fullsnap_take(EtcdClient *c, Store *store, const char *temp_dir, CompressKind compression,
-                  int is_final, FullSnapshotResult *out) {
+                  int is_final, FullSnapshotHook before_store, void *hook_ctx,
+                  FullSnapshotResult *out) {
     char *path = NULL;
     IoWriter *fdw = NULL, *checker = NULL;
     IoReader *src = NULL;
@@ -121,6 +122,9 @@ int fullsnap_take(EtcdClient *c, Store *store, const char *temp_dir, CompressKin
     rc = snapname_format(SNAP_FULL, 0, out->revision, now_unix_s(), compress_suffix(compression),
                          is_final, out->snap_name, sizeof out->snap_name);
     if (rc) goto done;
+    if (before_store &&
+        (rc = before_store(hook_ctx, path, payload_len, out->revision, out->snap_name)))
+        goto done;
     if (lseek(fd, 0, SEEK_SET) != 0) {
         rc = err_set(ERR_IO, "seek %s: %m", path);
         goto done;

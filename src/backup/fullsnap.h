@@ -18,12 +18,20 @@ typedef struct FullSnapshotResult {
     char snap_name[256];   /* object name written */
 } FullSnapshotResult;
 
+/* Called once the staged snapshot is verified and named, before anything is written to the
+ * store: db_path holds db_bytes of db (then the trailer), revision is the one inside it. A
+ * nonzero return (an ERR_* with its message set) stops the snapshot with nothing stored. */
+typedef int (*FullSnapshotHook)(void *ctx, const char *db_path, uint64_t db_bytes, int64_t revision,
+                                const char *snap_name);
+
 /* Takes a full snapshot of the etcd behind c into store. temp_dir holds the staging file
- * (removed before returning). is_final appends ".final" to the name. On any failure nothing is
- * visible in the store. Errors: ERR_ETCD (stream), ERR_CORRUPT (trailer, size or db check),
- * ERR_IO (temp dir, disk full), store errors. */
+ * (removed before returning). is_final appends ".final" to the name. before_store (may be NULL)
+ * is called with hook_ctx before the store write. On any failure nothing is visible in the
+ * store. Errors: ERR_ETCD (stream), ERR_CORRUPT (trailer, size or db check), ERR_IO (temp dir,
+ * disk full), the hook's error, store errors. */
 int fullsnap_take(EtcdClient *c, Store *store, const char *temp_dir, CompressKind compression,
-                  int is_final, FullSnapshotResult *out);
+                  int is_final, FullSnapshotHook before_store, void *hook_ctx,
+                  FullSnapshotResult *out);
 
 /* Verifies a staged full snapshot file at path whose bytes (total of them) all went through
  * checker (a trailer_checker_new writer): etcd's rule (etcdutl snapshot restore) is that a file of

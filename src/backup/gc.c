@@ -212,6 +212,8 @@ static int remove_one(RunCtx *c, const Snapshot *s) {
         log_info("GC: removed old %s snapshot %s", kind, s->key);
     }
     if (rc == 0) {
+        if (store_history_untag(c->store, s) != 0) /* a dangling tag is harmless */
+            log_debug("GC: history tag of %s: %s", s->key, err_msg());
         if (s->kind == SNAP_FULL)
             c->st->full_removed++;
         else
@@ -232,6 +234,24 @@ static int remove_one(RunCtx *c, const Snapshot *s) {
 
 int gc_run(Store *store, GcPolicy policy, int max_backups, int64_t delta_retention_s, int64_t now,
            int newest_attempt_failed, GcStats *out) {
+    return gc_run_scoped(store, NULL, policy, max_backups, delta_retention_s, now,
+                         newest_attempt_failed, out);
+}
+
+/* Keeps the objects scope may collect (in place); returns the new count. */
+static size_t filter_scope(Snapshot *snaps, size_t n, const GcScope *scope) {
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *h = snaps[i].history;
+        int mine = h[0] ? strcmp(h, scope->history) == 0 : scope->include_untagged;
+        if (mine) snaps[k++] = snaps[i];
+    }
+    if (k < n) log_debug("GC: %zu objects of other histories are not considered", n - k);
+    return k;
+}
+
+int gc_run_scoped(Store *store, const GcScope *scope, GcPolicy policy, int max_backups,
+                  int64_t delta_retention_s, int64_t now, int newest_attempt_failed, GcStats *out) {
     if (!out) return err_set(ERR_INVALID, "gc: no stats");
     memset(out, 0, sizeof *out);
     if (!store) return err_set(ERR_INVALID, "gc: no store");
@@ -254,6 +274,7 @@ int gc_run(Store *store, GcPolicy policy, int max_backups, int64_t delta_retenti
         goto done;
     }
     out->listed = n;
+    if (scope) n = filter_scope(snaps, n, scope);
     if (n == 0) goto done;
     remove = calloc(n, 1);
     if (!remove) {

@@ -64,4 +64,18 @@ typedef struct GcStats {
 int gc_run(Store *store, GcPolicy policy, int max_backups, int64_t delta_retention_s, int64_t now,
            int newest_attempt_failed, GcStats *out);
 
+/* Which objects a snapshotter's GC may remove: those of its own history, and untagged ones only
+ * when its history continued them (HistoryRecord.adopts_untagged). Another history's objects
+ * are never removed (docs/store-history.md). */
+typedef struct GcScope {
+    const char *history; /* 16 hex digits */
+    int include_untagged;
+} GcScope;
+
+/* gc_run over the objects in scope only (NULL = every listed object, as gc_run): the plan is
+ * made as if the others did not exist, so the newest full of the scope is always kept. The
+ * history tag of each removed object is removed after it. */
+int gc_run_scoped(Store *store, const GcScope *scope, GcPolicy policy, int max_backups,
+                  int64_t delta_retention_s, int64_t now, int newest_attempt_failed, GcStats *out);
+
 #endif

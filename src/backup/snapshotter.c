@@ -48,6 +48,10 @@ struct Snapshotter {
     int failing;             /* an attempt failed and no snapshot has been stored since */
     int64_t next_defrag_s;   /* Unix seconds of the next defragmentation, 0 = none */
     Snapshot last_stored;    /* the most recent stored snapshot (for requests) */
+    char history[HISTORY_ID_LEN + 1]; /* the backup history written under; "" = not decided */
+    int adopts_untagged;              /* its GC may collect untagged objects */
+    int record_pending;               /* record is written before the history's next object */
+    HistoryRecord record;
 
     pthread_mutex_t req_mu; /* one requester at a time */
     pthread_mutex_t mu;     /* guards req and status */
@@ -160,14 +164,111 @@ static void note_stored(Snapshotter *s, const char *name, int full) {
     pthread_mutex_unlock(&s->mu);
 }
 
+static void set_conflict(Snapshotter *s, int conflict) {
+    pthread_mutex_lock(&s->mu);
+    s->status.store_conflict = conflict;
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* Lists the store and decides under which history this etcd may write (history_decide). mark:
+ * the restore mark of a full snapshot just taken, or NULL. *recs (may be NULL) receives the
+ * records (owned). */
+static int decide_history(Snapshotter *s, const HistoryRestoreMark *mark, HistoryDecision *d,
+                          Snapshot **list_out, size_t *n_out, HistoryRecord **recs_out,
+                          size_t *n_recs_out) {
+    Snapshot *list = NULL;
+    HistoryRecord *recs = NULL;
+    size_t n = 0, nr = 0;
+    EtcdStatus st;
+    int rc = store_list_ex(s->cfg.store, 0, &list, &n, &recs, &nr);
+    if (rc) return err_wrap(rc, "listing the store");
+    rc = etcd_status(s->client, &st);
+    if (rc) {
+        free(list);
+        free(recs);
+        return err_wrap(rc, "etcd status");
+    }
+    history_decide(list, n, recs, nr, st.cluster_id, st.member_id, st.revision, mark,
+                   s->cfg.abandon_other_histories, now_unix_s(), d);
+    if (list_out) {
+        *list_out = list;
+        *n_out = n;
+    } else {
+        free(list);
+    }
+    if (recs_out) {
+        *recs_out = recs;
+        *n_recs_out = nr;
+    } else {
+        free(recs);
+    }
+    return 0;
+}
+
+/* Makes d the history written under from now on; a new history gets a fresh id and its record
+ * is written before its first object. REFUSE and NEED_DB are ERR_CONFLICT. */
+static int apply_history(Snapshotter *s, HistoryDecision *d, const HistoryRecord *recs,
+                         size_t n_recs) {
+    if (d->action == HISTORY_REFUSE || d->action == HISTORY_NEED_DB) {
+        set_conflict(s, 1);
+        return err_set(ERR_CONFLICT, "store %s: %s", store_describe(s->cfg.store), d->why);
+    }
+    int rc = 0;
+    if (d->write_record) {
+        if (!d->history[0] && (rc = history_new_id(d->history))) return rc;
+        memcpy(d->record.id, d->history, sizeof d->record.id);
+        s->record = d->record;
+        s->record_pending = 1;
+        s->adopts_untagged = d->record.adopts_untagged;
+    } else {
+        const HistoryRecord *r = history_find(recs, n_recs, d->history);
+        s->adopts_untagged = r ? r->adopts_untagged : 0;
+        s->record_pending = 0;
+    }
+    if (strcmp(s->history, d->history) != 0)
+        log_info("backup history %s (%s): %s", d->history, history_action_name(d->action), d->why);
+    memcpy(s->history, d->history, sizeof s->history);
+    set_conflict(s, 0);
+    return 0;
+}
+
+/* Before an object is stored: its history's record (once) and its tag. */
+static int tag_object(Snapshotter *s, const char *snap_name) {
+    if (!s->history[0]) return err_set(ERR_INVALID, "no backup history decided for %s", snap_name);
+    int rc;
+    if (s->record_pending) {
+        if ((rc = store_history_put_record(s->cfg.store, &s->record))) return rc;
+        s->record_pending = 0;
+    }
+    return store_history_tag(s->cfg.store, s->history, snap_name);
+}
+
+/* Before a full snapshot is stored: decides its history with the restore mark in its db. */
+static int full_hook(void *ctx, const char *db_path, uint64_t db_bytes, int64_t revision,
+                     const char *snap_name) {
+    (void)revision;
+    Snapshotter *s = ctx;
+    HistoryRestoreMark mark;
+    HistoryDecision d;
+    HistoryRecord *recs = NULL;
+    size_t nr = 0;
+    int rc = history_mark_read_db(db_path, db_bytes, &mark);
+    if (rc) return err_wrap(rc, "reading the restore mark of the snapshot");
+    rc = decide_history(s, &mark, &d, NULL, NULL, &recs, &nr);
+    if (!rc) rc = apply_history(s, &d, recs, nr);
+    free(recs);
+    if (!rc) rc = tag_object(s, snap_name);
+    return rc;
+}
+
 static int take_full(Snapshotter *s, int is_final) {
     etcd_watch_close(s->watch);
     s->watch = NULL;
     int64_t t0 = now_mono_ms();
     FullSnapshotResult res;
     s->need_full = 1; /* until one succeeds */
-    int rc =
-        fullsnap_take(s->client, s->cfg.store, s->cfg.temp_dir, s->cfg.compression, is_final, &res);
+    int rc = fullsnap_take(s->client, s->cfg.store, s->cfg.temp_dir, s->cfg.compression, is_final,
+                           full_hook, s, &res);
     double secs = (double)(now_mono_ms() - t0) / 1000.0;
     if (rc) {
         err_wrap(rc, "full snapshot");
@@ -209,7 +310,8 @@ static int take_delta(Snapshotter *s, int *stored_out) {
                              compress_suffix(s->cfg.compression), 0, name, sizeof name);
     if (rc) return rc;
     IoReader *payload = NULL;
-    rc = delta_writer_payload(s->spool, &payload);
+    rc = tag_object(s, name);
+    if (!rc) rc = delta_writer_payload(s->spool, &payload);
     uint64_t stored = 0;
     if (!rc) rc = fullsnap_store_stream(s->cfg.store, name, s->cfg.compression, payload, &stored);
     io_reader_free(payload);
@@ -382,37 +484,69 @@ static int defragment_all(Snapshotter *s) {
     return take_full(s, 0); /* Go never does this (seed-spec §10.1 quirk); operators expect it */
 }
 
-/* Decides how to start: resume from the store's latest set or take a full snapshot. */
-static int start(Snapshotter *s) {
-    if (!s->cfg.resume) {
-        log_info("taking the initial full snapshot");
-        return take_full(s, 0);
+/* 1 when the deltas after the full snapshot at list[fi] (idx, nd) follow each other without a
+ * hole; *gap_at: the first missing revision otherwise. */
+static int set_contiguous(const Snapshot *list, ptrdiff_t fi, const size_t *idx, size_t nd,
+                          int64_t *gap_at) {
+    int64_t next = list[fi].last_revision + 1;
+    for (size_t i = 0; i < nd; i++) {
+        const Snapshot *d = &list[idx[i]];
+        if (d->last_revision < next) continue; /* inside what is covered already */
+        if (d->start_revision > next) {
+            *gap_at = next;
+            return 0;
+        }
+        next = d->last_revision + 1;
     }
+    return 1;
+}
+
+/* Decides how to start: resume with deltas from the store's latest set, or take a full
+ * snapshot. The history is decided here for a resume, and by the full snapshot's hook (with the
+ * restore mark in its db) otherwise. */
+static int start(Snapshotter *s) {
     Snapshot *list = NULL;
-    size_t n = 0;
-    int rc = store_list(s->cfg.store, &list, &n);
-    if (rc) return err_wrap(rc, "listing the store");
+    HistoryRecord *recs = NULL;
+    size_t n = 0, nr = 0;
+    HistoryDecision d;
+    int rc = decide_history(s, NULL, &d, &list, &n, &recs, &nr);
+    if (rc) return rc;
     size_t *idx = calloc(n ? n : 1, sizeof *idx);
     size_t nd = 0;
     ptrdiff_t fi = -1;
+    int64_t gap_at = 0;
+    int full_due = 0;
+    char why[1024] = "";
     if (idx) snapname_latest_set(list, n, &fi, idx, &nd);
-    const char *why = NULL;
-    if (fi < 0)
-        why = "no full snapshot in the store";
+    if (d.action == HISTORY_NEW)
+        snprintf(why, sizeof why, "the store holds no backups");
+    else if (d.action != HISTORY_CONTINUE && d.action != HISTORY_ADOPT)
+        snprintf(why, sizeof why,
+                 "%s; whether etcd was restored from those backups is read from its db", d.why);
+    else if (!s->cfg.resume)
+        snprintf(why, sizeof why, "every run starts with one");
+    else if (fi < 0)
+        snprintf(why, sizeof why, "no full snapshot in the store");
     else if (list[fi].is_final)
-        why = "the latest full snapshot is final";
-    else if (cron_next(&s->cfg.schedule, list[fi].created_on) <= now_unix_s())
-        why = "a scheduled full snapshot was missed";
-    if (!why) {
+        snprintf(why, sizeof why, "the latest full snapshot is final");
+    else if (!set_contiguous(list, fi, idx, nd, &gap_at))
+        snprintf(why, sizeof why, "the latest set misses revision %lld", (long long)gap_at);
+    else
+        full_due = cron_next(&s->cfg.schedule, list[fi].created_on) <= now_unix_s();
+    if (!why[0]) {
         const Snapshot *last = nd ? &list[idx[nd - 1]] : &list[fi];
         s->prev_rev = last->last_revision;
         s->last_stored = *last;
-        log_info("resuming from %s: deltas from revision %lld", last->key,
-                 (long long)(s->prev_rev + 1));
+        rc = apply_history(s, &d, recs, nr);
+        if (!rc)
+            log_info("resuming from %s: deltas from revision %lld", last->key,
+                     (long long)(s->prev_rev + 1));
     }
     free(idx);
     free(list);
-    if (why) {
+    free(recs);
+    if (rc) return rc;
+    if (why[0]) {
         log_info("taking a full snapshot: %s", why);
         return take_full(s, 0);
     }
@@ -422,7 +556,20 @@ static int start(Snapshotter *s) {
         log_warn("%s: taking a full snapshot", err_msg());
         return take_full(s, 0);
     }
-    return rc;
+    if (rc || !full_due) return rc;
+    /* a restart must store progress even when it comes before a full snapshot could finish
+     * (a crash loop): first the events since the latest set, then the missed full snapshot */
+    log_info("a scheduled full snapshot was missed: storing the events since revision %lld "
+             "first",
+             (long long)(s->prev_rev + 1));
+    rc = drain_to_current(s, 30000);
+    if (!rc) rc = take_delta(s, NULL);
+    if (rc == ERR_COMPACTED || rc == ERR_GAP)
+        log_warn("%s", err_msg());
+    else if (rc)
+        return rc;
+    log_info("taking the missed scheduled full snapshot");
+    return take_full(s, 0);
 }
 
 /* Serves a pending request from another thread, if any. */
@@ -539,14 +686,36 @@ static int step(Snapshotter *s, int recovering) {
 }
 
 /* Garbage collection between snapshots; while snapshots are failing it deletes nothing. */
-static void maybe_gc(Snapshotter *s, int failing) {
-    if (s->cfg.gc_period_ms <= 1000 || now_mono_ms() < s->next_gc_ms) return;
+/* Another history may have written into the store since the last full snapshot: a conflict
+ * stops writing (ERR_CONFLICT; the next attempt is a full snapshot, whose hook decides again). */
+static int check_history(Snapshotter *s) {
+    HistoryDecision d;
+    if (decide_history(s, NULL, &d, NULL, NULL, NULL, NULL) != 0) {
+        log_warn("checking the store's history: %s", err_msg());
+        return 0; /* the next snapshot reports a store or etcd that fails */
+    }
+    if (d.action != HISTORY_NEED_DB && d.action != HISTORY_REFUSE) return 0;
+    s->need_full = 1;
+    set_conflict(s, 1);
+    return err_set(ERR_CONFLICT, "store %s: %s", store_describe(s->cfg.store), d.why);
+}
+
+/* Garbage collection between snapshots, after the history check (its error is returned);
+ * while snapshots are failing it deletes nothing. */
+static int maybe_gc(Snapshotter *s, int failing) {
+    if (s->cfg.gc_period_ms <= 1000 || now_mono_ms() < s->next_gc_ms) return 0;
     s->next_gc_ms = now_mono_ms() + s->cfg.gc_period_ms;
+    if (!failing && s->history[0]) {
+        int rc = check_history(s);
+        if (rc) return rc;
+    }
     GcStats st;
     memset(&st, 0, sizeof st);
     int64_t t0 = now_mono_ms();
-    int rc = gc_run(s->cfg.store, s->cfg.gc_policy, s->cfg.max_backups, s->cfg.delta_retention_s,
-                    now_unix_s(), failing, &st);
+    GcScope scope = {s->history, s->adopts_untagged};
+    int rc = gc_run_scoped(s->cfg.store, s->history[0] ? &scope : NULL, s->cfg.gc_policy,
+                           s->cfg.max_backups, s->cfg.delta_retention_s, now_unix_s(),
+                           failing || !s->history[0], &st);
     if (rc) log_error("garbage collection: %s", err_msg());
     emit(s, &(SnapshotterEvent){.kind = SNAP_EVENT_GC,
                                 .ok = rc == 0,
@@ -554,6 +723,7 @@ static void maybe_gc(Snapshotter *s, int failing) {
                                 .seconds = (double)(now_mono_ms() - t0) / 1000.0,
                                 .gc = &st,
                                 .error = rc ? err_msg() : NULL});
+    return 0;
 }
 
 static void set_active(Snapshotter *s, int active) {
@@ -584,7 +754,7 @@ int snapshotter_run(Snapshotter *s, volatile sig_atomic_t *stop, int fail_fast) 
     int rc = 0;
     while (!*stop) {
         if (retry_at && now_mono_ms() < retry_at) {
-            maybe_gc(s, 1);
+            (void)maybe_gc(s, 1);
             usleep(100 * 1000);
             continue;
         }
@@ -592,9 +762,11 @@ int snapshotter_run(Snapshotter *s, volatile sig_atomic_t *stop, int fail_fast) 
         retry_at = 0;
         if (started) {
             /* GC deletes nothing until a snapshot is stored again after a failure */
-            maybe_gc(s, s->failing);
-            serve_request(s);
-            rc = step(s, recovering);
+            rc = maybe_gc(s, s->failing);
+            if (!rc) {
+                serve_request(s);
+                rc = step(s, recovering);
+            }
         } else {
             rc = start(s);
             if (!rc) {

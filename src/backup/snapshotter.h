@@ -58,8 +58,12 @@ typedef struct SnapshotterConfig {
     int max_backups;                     /* LimitBased */
     int64_t delta_retention_s;           /* deltas younger than this are kept */
     const CronSchedule *defrag_schedule; /* NULL = no scheduled defragmentation */
-    int resume; /* 1: continue from the store's latest set when it is recent
-                   (server); 0: always start with a full snapshot (snapshot) */
+    int resume; /* 1: continue with deltas from the store's latest set when it is contiguous,
+                   not final and etcd still has the next revision (a missed scheduled full is
+                   taken after the events since that set are stored); 0: always start with a
+                   full snapshot */
+    int abandon_other_histories; /* on a conflict, start a new history that abandons the
+                                    store's others (--abandon-other-histories, history.h) */
     void (*on_event)(void *ctx, const SnapshotterEvent *ev); /* may be NULL; loop thread */
     void *event_ctx;
 } SnapshotterConfig;
@@ -71,7 +75,12 @@ int snapshotter_new(const SnapshotterConfig *cfg, Snapshotter **out);
 void snapshotter_free(Snapshotter *s);
 
 /* Runs until *stop becomes nonzero. Starts with a full snapshot (or, with resume, from the
- * store's latest set); if that first step fails and fail_fast is set, returns its error (the
+ * store's latest set). Every object is written under one backup history (history.h): the
+ * store's latest set's when it belongs to this etcd, a fork when etcd's db was restored from it,
+ * a new one in an empty store; a store whose latest set belongs to another cluster or ends after
+ * etcd's revision is refused (ERR_CONFLICT, status.store_conflict), and so is one another
+ * history writes into meanwhile (checked at every full snapshot and GC period). If that first
+ * step fails and fail_fast is set, returns its error (the
  * snapshot command: a wrong endpoint or store is reported at once); otherwise every failure is
  * logged and retried with backoff. Events are never dropped without a snapshot covering them.
  * On stop, pending events (drained up to the revision current at the stop) are stored as a last
@@ -92,6 +101,7 @@ typedef struct SnapshotterStatus {
     int failing;                             /* the last attempt failed; retrying with backoff */
     int64_t last_full_ok_s, last_delta_ok_s; /* Unix seconds, 0 = never */
     int64_t last_revision;                   /* last stored revision */
+    int store_conflict; /* refusing to write: the store holds another history (history.h) */
     char last_error[512];
 } SnapshotterStatus;
 

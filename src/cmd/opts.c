@@ -111,6 +111,11 @@ static const OptDef opt_table[] = {
      "full snapshots kept by LimitBased (which needs at least 1)", ACTIVE, AT_LEAST(0)},
     {"delta-snapshot-retention-period", 0, OPT_DURATION, "0s", NULL, SNAP, 0,
      "deltas younger than this are never removed by garbage collection", ACTIVE},
+    {"abandon-other-histories", 0, OPT_BOOL, "false", NULL, SNAP, 0,
+     "when the store's latest backups belong to another cluster or end after etcd's revision, "
+     "start a new backup history instead of refusing; the other backups are kept but never "
+     "restored or garbage-collected (docs/store-history.md)",
+     ACTIVE},
     {"defragmentation-schedule", 0, OPT_STRING, "0 0 */3 * *", NULL, SNAP, 0,
      "cron schedule of defragmentation", ACTIVE},
     /* COMPRESSION (seed-spec §1.4) */

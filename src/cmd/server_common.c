@@ -85,6 +85,8 @@ int setup_snapshotter_config(const Opts *o, SnapshotterConfig *sc, CronSchedule 
     sc->gc_period_ms = opt_duration_ms(o, "garbage-collection-period");
     sc->max_backups = (int)opt_int(o, "max-backups");
     sc->delta_retention_s = opt_duration_ms(o, "delta-snapshot-retention-period") / 1000;
+    sc->resume = 1; /* snapshot and server: a crash loop must not stop backups (issue 7) */
+    sc->abandon_other_histories = opt_bool(o, "abandon-other-histories");
     if (gc_parse_policy(opt_str(o, "garbage-collection-policy"), &sc->gc_policy)) {
         log_error("--garbage-collection-policy: %s", err_msg());
         return EXIT_USAGE;

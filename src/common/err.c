@@ -70,6 +70,8 @@ const char *err_name(int code) {
         return "ERR_CANCELED";
     case ERR_GAP:
         return "ERR_GAP";
+    case ERR_CONFLICT:
+        return "ERR_CONFLICT";
     default:
         return "ERR_UNKNOWN";
     }

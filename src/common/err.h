@@ -21,6 +21,7 @@ enum {
     ERR_UNSUPPORTED = -10, /* feature or format not supported */
     ERR_CANCELED = -11,    /* stopped by a signal or by the caller */
     ERR_GAP = -12,         /* revisions are not contiguous */
+    ERR_CONFLICT = -13,    /* the store holds another backup history (docs/store-history.md) */
 };
 
 /* Sets the thread-local message (printf format) and returns code, so callers can write

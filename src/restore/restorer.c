@@ -161,7 +161,8 @@ typedef struct {
     uint64_t ticks;      /* items written: stop and progress are checked every 4096 */
     int64_t next_log_ms; /* next progress line */
     int64_t start_ms;
-    int64_t last_rev; /* the revision the deltas go up to (for progress) */
+    int64_t last_rev;                 /* the revision the deltas go up to (for progress) */
+    char history[HISTORY_ID_LEN + 1]; /* of the last object applied ("" = untagged) */
 } Builder;
 
 /* Every 4096 items: ERR_CANCELED when stopped, and a progress line every 5 s. */
@@ -558,6 +559,7 @@ static int build_key_bucket(Builder *b, FetchPool *pool, BboltName *path) {
         delta_reader_close(dr);
         if (rc) return rc;
         b->out->deltas_applied++;
+        snprintf(b->history, sizeof b->history, "%s", snap->history);
         log_debug("applied %s: at revision %lld", snap->snap_name, (long long)b->rev);
         pool_done(pool, j);
     }
@@ -627,7 +629,28 @@ static int build_meta_bucket(Builder *b, BboltName *path, int in_source) {
     return n ? bbolt_writer_put(b->w, ex.key, ex.key_len, ex.value, ex.value_len) : 0;
 }
 
-/* A top-level bucket by name: key, lease and meta are built, the others copied. */
+/* The restore mark (history.h): which history and revision the db was restored from, so that
+ * a snapshotter of the restored etcd continues or forks that history instead of refusing it. A
+ * mark in the source db (restored before) is replaced. */
+static int build_mark_bucket(Builder *b) {
+    HistoryRestoreMark m = {.present = 1, .revision = b->rev, .time_s = now_unix_s()};
+    snprintf(m.from_history, sizeof m.from_history, "%s", b->history);
+    char json[512];
+    int rc = history_new_id(m.new_history);
+    if (!rc) rc = history_mark_format(&m, json, sizeof json);
+    if (!rc)
+        rc = bbolt_writer_put(b->w, (const uint8_t *)HISTORY_DB_KEY, strlen(HISTORY_DB_KEY),
+                              (const uint8_t *)json, strlen(json));
+    if (!rc)
+        log_info("restore mark: from %s%s at revision %lld; a fork of this data dir backs up as "
+                 "history %s",
+                 m.from_history[0] ? "history " : "untagged backups", m.from_history,
+                 (long long)m.revision, m.new_history);
+    return rc;
+}
+
+/* A top-level bucket by name: key, lease and meta are built, the restore mark written, the
+ * others copied. */
 static int build_bucket(Builder *b, FetchPool *pool, const uint8_t *name, size_t len,
                         int in_source) {
     BboltName path[BUCKET_MAX_DEPTH + 1] = {{name, len}};
@@ -639,6 +662,8 @@ static int build_bucket(Builder *b, FetchPool *pool, const uint8_t *name, size_t
         rc = build_lease_bucket(b, path, in_source);
     else if (name_is(name, len, MVCC_BUCKET_META))
         rc = build_meta_bucket(b, path, in_source);
+    else if (name_is(name, len, HISTORY_DB_BUCKET))
+        rc = build_mark_bucket(b);
     else
         rc = copy_bucket(b, path, 1, NULL, 0);
     if (rc) return err_wrap(rc, "bucket %.*s", (int)len, (const char *)name);
@@ -654,7 +679,7 @@ static int build_db(Builder *b, FetchPool *pool, const char *path) {
     bbolt_writer_set_sync(b->w,
                           0); /* etcd's restore tool copies it into the member dir and syncs */
     /* buckets the result needs even when the full snapshot lacks them, in key order */
-    const char *needed[] = {MVCC_BUCKET_LEASE, MVCC_BUCKET_META};
+    const char *needed[] = {MVCC_BUCKET_LEASE, MVCC_BUCKET_META, HISTORY_DB_BUCKET};
     size_t next_needed = 0;
     BboltCursor *c = NULL;
     if ((rc = bbolt_cursor_open(b->src, NULL, 0, &c))) goto done;
@@ -663,12 +688,13 @@ static int build_db(Builder *b, FetchPool *pool, const char *path) {
         BboltItem it;
         int got = 0;
         if ((rc = bbolt_cursor_next(c, &it, &got))) goto done;
-        while (next_needed < 2 &&
+        while (next_needed < 3 &&
                (!got || bbolt_key_cmp((const uint8_t *)needed[next_needed],
                                       strlen(needed[next_needed]), it.key, it.key_len) < 0)) {
             const char *nm = needed[next_needed++];
-            int want = strcmp(nm, MVCC_BUCKET_LEASE) == 0 ? i64map_count(b->added) > 0
-                                                          : b->cfg->mark_compacted;
+            int want = strcmp(nm, MVCC_BUCKET_LEASE) == 0  ? i64map_count(b->added) > 0
+                       : strcmp(nm, MVCC_BUCKET_META) == 0 ? b->cfg->mark_compacted
+                                                           : 1;
             if (want && (rc = build_bucket(b, pool, (const uint8_t *)nm, strlen(nm), 0))) goto done;
         }
         if (!got) break;
@@ -676,7 +702,7 @@ static int build_db(Builder *b, FetchPool *pool, const char *path) {
             rc = err_set(ERR_CORRUPT, "full snapshot: a plain key in the root bucket");
             goto done;
         }
-        for (size_t i = next_needed; i < 2; i++)
+        for (size_t i = next_needed; i < 3; i++)
             if (name_is(it.key, it.key_len, needed[i])) next_needed = i + 1;
         if (name_is(it.key, it.key_len, MVCC_BUCKET_KEY)) saw_key = 1;
         if ((rc = build_bucket(b, pool, it.key, it.key_len, 1))) goto done;
@@ -692,6 +718,24 @@ done:
     bbolt_writer_free(b->w);
     b->w = NULL;
     return rc;
+}
+
+/* Says so when the store holds objects of other live histories than the restored set's: they
+ * are never combined with it (snapname_set_at), but an operator should know they are there. */
+static void warn_other_histories(const Snapshot *list, size_t n, const Snapshot *full) {
+    const char *other = NULL;
+    size_t count = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (list[i].is_chunk || !list[i].history[0] || !full->history[0] ||
+            strcmp(list[i].history, full->history) == 0)
+            continue;
+        other = list[i].history;
+        count++;
+    }
+    if (other)
+        log_warn("the store also holds %zu objects of other histories (e.g. %s); restoring "
+                 "history %s only (docs/store-history.md)",
+                 count, other, full->history);
 }
 
 #define SCRATCH_PREFIX "etcdbr-restore."
@@ -859,6 +903,7 @@ int restorer_run(const RestoreConfig *cfg, RestoreResult *out) {
         goto done;
     }
     const Snapshot *full = &list[full_i];
+    warn_other_histories(list, n_list, full);
     deltas = calloc(n_deltas ? n_deltas : 1, sizeof *deltas);
     if (!deltas) {
         rc = err_set(ERR_NOMEM, "out of memory");
@@ -945,23 +990,17 @@ int restorer_run(const RestoreConfig *cfg, RestoreResult *out) {
     b.target = cfg->target_revision ? cfg->target_revision : INT64_MAX;
     if ((rc = i64map_new(&b.known)) || (rc = i64map_new(&b.added)) || (rc = i64map_new(&b.ttls)))
         goto done;
-    /* nothing to add to the full snapshot's db (no delta up to the target, no bump): it is the
-     * result as it is, already verified; etcd's tool takes it without a second copy of ours */
-    int as_is =
-        (pool.n == 0 || cfg->target_revision == out->base_revision) && cfg->bump_revision <= 0;
-    const char *tool_input = as_is ? full_path : db_path;
-    if (as_is) {
-        out->db_bytes = db_len;
-        log_info("no delta to apply: the full snapshot's db is restored as it is");
-    } else {
-        rc = bbolt_open(full_path, db_len, &b.src);
-        if (rc) goto done;
-        rc = build_db(&b, &pool, db_path);
-        bbolt_close(b.src);
-        b.src = NULL;
-        unlink(full_path);
-        if (rc) goto done;
-    }
+    /* the db is always rebuilt, even with nothing to add to the full snapshot: it carries the
+     * restore mark (history.h) that lets the restored etcd be backed up into this store */
+    snprintf(b.history, sizeof b.history, "%s", full->history);
+    const char *tool_input = db_path;
+    rc = bbolt_open(full_path, db_len, &b.src);
+    if (rc) goto done;
+    rc = build_db(&b, &pool, db_path);
+    bbolt_close(b.src);
+    b.src = NULL;
+    unlink(full_path);
+    if (rc) goto done;
     int64_t final_rev = b.rev + (cfg->bump_revision > 0 ? cfg->bump_revision : 0);
     if (cfg->quota_bytes > 0 && out->db_bytes > (uint64_t)cfg->quota_bytes)
         log_warn("the restored db is %llu bytes, above --embedded-etcd-quota-bytes %lld: start "

@@ -328,8 +328,12 @@ void snapname_set_at(const Snapshot *snaps, size_t n, int64_t max_revision, int6
         break;
     }
     size_t k = 0;
-    for (size_t i = (size_t)(full + 1); i < n; i++)
-        if (!snaps[i].is_chunk && snaps[i].kind == SNAP_INCR) delta_idx[k++] = i;
+    const char *hist = full >= 0 ? snaps[full].history : "";
+    for (size_t i = (size_t)(full + 1); i < n; i++) {
+        if (snaps[i].is_chunk || snaps[i].kind != SNAP_INCR) continue;
+        if (hist[0] && snaps[i].history[0] && strcmp(hist, snaps[i].history) != 0) continue;
+        delta_idx[k++] = i;
+    }
     *full_idx = full;
     *n_deltas = k;
 }

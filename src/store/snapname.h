@@ -25,6 +25,9 @@ typedef struct Snapshot {
                             for a chunk "<name>/<10 digits>" (as in Go) */
     char prefix[512];    /* key up to and including "v1/" or "v2/" */
     int64_t size;        /* bytes as listed, -1 if unknown */
+    char history[17];    /* backup history the object belongs to (16 hex digits, history.h); ""
+                            when untagged: written by the Go tool or before histories existed */
+    int abandoned;       /* a newer history abandoned it (history.h); store_list drops these */
 } Snapshot;
 
 /* Formats the v2 name (without prefix) into out: "%s-%08lld-%08lld-%lld%s%s".
@@ -51,6 +54,8 @@ void snapname_latest_set(const Snapshot *snaps, size_t n, ptrdiff_t *full_idx, s
 /* The set a restore to a point in time starts from: the newest full snapshot (chunks ignored)
  * whose last_revision <= max_revision (when > 0) and whose created_on <= max_created_on (Unix
  * seconds, when > 0), and every delta sorted after it (the caller trims them to the target).
+ * Objects of two histories never combine: a delta tagged with another history than a tagged full
+ * snapshot is left out (an untagged object combines with any, as the Go tool's objects must).
  * *full_idx -1 when no full snapshot qualifies. Same list and outputs as snapname_latest_set. */
 void snapname_set_at(const Snapshot *snaps, size_t n, int64_t max_revision, int64_t max_created_on,
                      ptrdiff_t *full_idx, size_t *delta_idx, size_t *n_deltas);

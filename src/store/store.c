@@ -161,7 +161,7 @@ static int list_cb(void *ctx, const char *key, int64_t size) {
     return 0;
 }
 
-int store_list(Store *s, Snapshot **out, size_t *n_out) {
+static int list_snapshots(Store *s, Snapshot **out, size_t *n_out) {
     *out = NULL;
     *n_out = 0;
     ListCtx c = {s, NULL, 0, 0};
@@ -183,6 +183,196 @@ int store_list(Store *s, Snapshot **out, size_t *n_out) {
     c.v = NULL;
 done:
     free(c.v);
+    return rc;
+}
+
+#define HISTORY_DIR "etcdbr/history/"
+#define HISTORY_RECORD "record.json"
+
+typedef struct {
+    HistoryTag *tags;
+    size_t n, cap;
+    char (*rec_ids)[HISTORY_ID_LEN + 1]; /* histories with a record.json */
+    size_t n_rec, cap_rec;
+    size_t skip; /* bytes of "<prefix>/etcdbr/history/" */
+} TagCtx;
+
+static int grow(void **v, size_t *cap, size_t n, size_t elem) {
+    if (n < *cap) return 0;
+    size_t ncap = *cap ? *cap * 2 : 16;
+    void *nv = realloc(*v, ncap * elem);
+    if (!nv) return err_set(ERR_NOMEM, "store list: out of memory");
+    *v = nv;
+    *cap = ncap;
+    return 0;
+}
+
+static int tag_cb(void *ctx, const char *key, int64_t size) {
+    (void)size;
+    TagCtx *c = ctx;
+    if (strlen(key) <= c->skip) return 0;
+    const char *rel = key + c->skip; /* "<id>/<name>" */
+    const char *slash = strchr(rel, '/');
+    if (!slash || (size_t)(slash - rel) != HISTORY_ID_LEN) return 0;
+    char id[HISTORY_ID_LEN + 1];
+    memcpy(id, rel, HISTORY_ID_LEN);
+    id[HISTORY_ID_LEN] = '\0';
+    const char *name = slash + 1;
+    if (!history_id_valid(id) || !*name || strchr(name, '/') || strlen(name) >= 256) return 0;
+    if (strcmp(name, HISTORY_RECORD) == 0) {
+        if (grow((void **)&c->rec_ids, &c->cap_rec, c->n_rec, sizeof *c->rec_ids)) return ERR_NOMEM;
+        memcpy(c->rec_ids[c->n_rec++], id, sizeof id);
+        return 0;
+    }
+    if (grow((void **)&c->tags, &c->cap, c->n, sizeof *c->tags)) return ERR_NOMEM;
+    HistoryTag *t = &c->tags[c->n++];
+    memcpy(t->history, id, sizeof id);
+    snprintf(t->name, sizeof t->name, "%s", name);
+    return 0;
+}
+
+/* Reads a small object fully (at most cap - 1 bytes, NUL-terminated). */
+static int read_small(Store *s, const char *key, char *buf, size_t cap, size_t *len) {
+    IoReader *r = NULL;
+    int rc = s->drv->vt->open_read(s->drv, key, &r);
+    if (rc) return rc;
+    size_t got = 0;
+    rc = io_read_full(r, buf, cap - 1, &got);
+    if (!rc && got == cap - 1) rc = err_set(ERR_CORRUPT, "%s: larger than %zu bytes", key, cap - 2);
+    io_reader_free(r);
+    buf[got] = '\0';
+    *len = got;
+    return rc;
+}
+
+int store_list_ex(Store *s, int include_abandoned, Snapshot **out, size_t *n_out,
+                  HistoryRecord **recs_out, size_t *n_recs_out) {
+    *out = NULL;
+    *n_out = 0;
+    if (recs_out) *recs_out = NULL;
+    if (n_recs_out) *n_recs_out = 0;
+    Snapshot *v = NULL;
+    size_t n = 0;
+    TagCtx t = {0};
+    HistoryRecord *recs = NULL;
+    size_t n_recs = 0;
+    int rc = list_snapshots(s, &v, &n);
+    if (rc) return rc;
+    char *kp = prefixed(s, HISTORY_DIR);
+    if (!kp) {
+        rc = err_set(ERR_NOMEM, "store list: out of memory");
+        goto done;
+    }
+    t.skip = strlen(kp);
+    rc = s->drv->vt->list(s->drv, kp, tag_cb, &t);
+    if (rc) {
+        err_wrap(rc, "listing the history tags under %s", kp);
+        goto done;
+    }
+    recs = calloc(t.n_rec ? t.n_rec : 1, sizeof *recs);
+    if (!recs) {
+        rc = err_set(ERR_NOMEM, "store list: out of memory");
+        goto done;
+    }
+    for (size_t i = 0; i < t.n_rec; i++) {
+        char key[600], buf[8192];
+        size_t len = 0;
+        snprintf(key, sizeof key, "%s%s/" HISTORY_RECORD, kp, t.rec_ids[i]);
+        int r = read_small(s, key, buf, sizeof buf, &len);
+        if (!r) r = history_record_parse(buf, len, &recs[n_recs]);
+        if (!r && strcmp(recs[n_recs].id, t.rec_ids[i]) != 0)
+            r = err_set(ERR_CORRUPT, "names history %s", recs[n_recs].id);
+        if (r) {
+            log_warn("store %s: history record %s ignored: %s", s->describe, key, err_msg());
+            continue;
+        }
+        n_recs++;
+    }
+    history_annotate(v, n, t.tags, t.n, recs, n_recs);
+    if (!include_abandoned) {
+        size_t k = 0;
+        for (size_t i = 0; i < n; i++)
+            if (!v[i].abandoned) v[k++] = v[i];
+        n = k;
+    }
+    *out = v;
+    *n_out = n;
+    v = NULL;
+    if (recs_out) {
+        *recs_out = recs;
+        *n_recs_out = n_recs;
+        recs = NULL;
+    }
+done:
+    free(kp);
+    free(t.tags);
+    free(t.rec_ids);
+    free(recs);
+    free(v);
+    return rc;
+}
+
+int store_list(Store *s, Snapshot **out, size_t *n_out) {
+    return store_list_ex(s, 0, out, n_out, NULL, NULL);
+}
+
+/* Writes a small object under key; ERR_EXISTS when it is there already. */
+static int put_small(Store *s, const char *key, const void *data, size_t len) {
+    StoreDriverWriter *w = NULL;
+    int64_t size = 0;
+    int rc = s->drv->vt->stat(s->drv, key, &size);
+    if (rc == 0) return ERR_EXISTS;
+    if (rc != ERR_NOT_FOUND) return rc;
+    rc = s->drv->vt->open_write(s->drv, key, &w);
+    if (rc) return rc;
+    IoWriter *io = w->vt->io(w);
+    rc = len ? io_write(io, data, len) : 0;
+    if (!rc) rc = io_finish(io);
+    if (rc) {
+        w->vt->abort(w);
+        return rc;
+    }
+    return w->vt->commit(w);
+}
+
+int store_history_put_record(Store *s, const HistoryRecord *r) {
+    char rest[128];
+    snprintf(rest, sizeof rest, HISTORY_DIR "%s/" HISTORY_RECORD, r->id);
+    char *key = prefixed(s, rest);
+    char *json = NULL;
+    size_t len = 0;
+    int rc = key ? history_record_format(r, &json, &len) : err_set(ERR_NOMEM, "out of memory");
+    if (!rc) rc = put_small(s, key, json, len);
+    if (rc == ERR_EXISTS) rc = 0;
+    if (rc) err_wrap(rc, "writing history record %s in %s", key ? key : "", s->describe);
+    free(json);
+    free(key);
+    return rc;
+}
+
+int store_history_tag(Store *s, const char *history, const char *snap_name) {
+    if (!history_id_valid(history) || !snap_name || !*snap_name || strchr(snap_name, '/'))
+        return err_set(ERR_INVALID, "history tag: bad history or name");
+    char rest[400];
+    snprintf(rest, sizeof rest, HISTORY_DIR "%s/%s", history, snap_name);
+    char *key = prefixed(s, rest);
+    if (!key) return err_set(ERR_NOMEM, "out of memory");
+    int rc = put_small(s, key, NULL, 0);
+    if (rc == ERR_EXISTS) rc = 0;
+    if (rc) err_wrap(rc, "writing history tag %s in %s", key, s->describe);
+    free(key);
+    return rc;
+}
+
+int store_history_untag(Store *s, const Snapshot *snap) {
+    if (!snap->history[0] || snap->is_chunk || snap->version != 2) return 0;
+    char rest[400];
+    snprintf(rest, sizeof rest, HISTORY_DIR "%s/%s", snap->history, snap->snap_name);
+    char *key = prefixed(s, rest);
+    if (!key) return err_set(ERR_NOMEM, "out of memory");
+    int rc = s->drv->vt->remove(s->drv, key);
+    if (rc == ERR_NOT_FOUND) rc = 0;
+    free(key);
     return rc;
 }
 

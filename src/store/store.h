@@ -6,6 +6,7 @@
 #define ETCDBR_STORE_H
 
 #include "../codec/io.h"
+#include "history.h"
 #include "snapname.h"
 
 #include <stddef.h>
@@ -29,9 +30,28 @@ void store_free(Store *s);
 const char *store_describe(const Store *s);
 
 /* Lists every parseable snapshot (v1 and v2, chunks included with is_chunk set), sorted by
- * snapname_sort. Unparseable objects are logged at warn level and skipped. *out is malloc'ed
+ * snapname_sort, each annotated with its history (history.h); objects a newer history abandoned
+ * are left out. Unparseable objects are logged at warn level and skipped. *out is malloc'ed
  * (owned by caller; free()); NULL when *n_out is 0. */
 int store_list(Store *s, Snapshot **out, size_t *n_out);
+
+/* store_list with options: include_abandoned keeps abandoned objects (marked); *recs (may be
+ * NULL) receives the history records (malloc'ed, *n_recs entries; a record that cannot be read
+ * or parsed is logged and left out). One listing of the snapshots plus one of the history tags. */
+int store_list_ex(Store *s, int include_abandoned, Snapshot **out, size_t *n_out,
+                  HistoryRecord **recs, size_t *n_recs);
+
+/* Writes history r's record (<prefix>/etcdbr/history/<id>/record.json). An existing record of
+ * the same id is success (records are written once, before the history's first object). */
+int store_history_put_record(Store *s, const HistoryRecord *r);
+
+/* Tags snap_name (a v2 name as for store_open_write) as an object of history: an empty object
+ * <prefix>/etcdbr/history/<history>/<snap_name>. Written before the object itself, so an object
+ * of ours is never untagged; an existing tag is success. */
+int store_history_tag(Store *s, const char *history, const char *snap_name);
+
+/* Removes the tag of snap (after the object itself was removed). A missing tag is success. */
+int store_history_untag(Store *s, const Snapshot *snap);
 
 /* Opens an object for reading (raw bytes, still compressed). *out owned (io_reader_free). */
 int store_open_read(Store *s, const Snapshot *snap, IoReader **out);
