@@ -1,8 +1,10 @@
 /* fullsnap: see fullsnap.h. Memory: one gRPC message plus fixed copy buffers. */
 #include "fullsnap.h"
+#include "delta.h"
 #include "../codec/sha256.h"
 #include "../common/err.h"
 #include "../common/fsutil.h"
+#include "../common/log.h"
 #include "../common/timeutil.h"
 #include "../format/bbolt.h"
 
@@ -10,6 +12,21 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#define FULLSNAP_TMP_PREFIX "etcdbr-full-"
+
+static void log_stale_removed(void *ctx, const char *path, int64_t bytes) {
+    (void)ctx;
+    log_info("removed %s (%lld bytes), a temp file left by a snapshotter that did not finish", path,
+             (long long)bytes);
+}
+
+void fullsnap_cleanup_stale(const char *temp_dir) {
+    static const char *const prefixes[] = {FULLSNAP_TMP_PREFIX, DELTA_SPOOL_PREFIX};
+    for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
+        if (fs_remove_stale_temp(temp_dir, prefixes[i], log_stale_removed, NULL, NULL) != 0)
+            log_warn("cannot look for stale temp files: %s", err_msg());
+}
 
 typedef struct {
     IoWriter *checker;
@@ -96,7 +113,9 @@ int fullsnap_take(EtcdClient *c, Store *store, const char *temp_dir, CompressKin
     uint64_t payload_len = 0;
     int rc = fs_mkdir_p(temp_dir, 0700);
     if (rc) return rc;
-    int fd = fs_mkstemp(temp_dir, "etcdbr-full-", &path);
+    fullsnap_cleanup_stale(temp_dir);
+    /* locked for its whole life: a cleanup in another process leaves it alone */
+    int fd = fs_mkstemp_locked(temp_dir, FULLSNAP_TMP_PREFIX, &path);
     if (fd < 0) return fd;
     memset(out, 0, sizeof *out);
 
@@ -136,8 +155,8 @@ done:
     io_writer_free(checker);
     io_writer_free(counter);
     io_writer_free(fdw);
+    unlink(path); /* while still locked: no cleanup can take it for stale meanwhile */
     close(fd);
-    unlink(path);
     free(path);
     return rc;
 }

@@ -18,10 +18,16 @@ typedef struct FullSnapshotResult {
     char snap_name[256];   /* object name written */
 } FullSnapshotResult;
 
+/* Removes the temp files snapshotters killed earlier left in temp_dir (--snapstore-temp-directory):
+ * "etcdbr-full-XXXXXX" staging files and "delta-spool-XXXXXX" spool files (regular files only,
+ * only when no live process holds their flock; each removal is logged with its size). Failures
+ * are logged and otherwise ignored. Called by fullsnap_take; call it also when a command starts. */
+void fullsnap_cleanup_stale(const char *temp_dir);
+
 /* Takes a full snapshot of the etcd behind c into store. temp_dir holds the staging file
- * (removed before returning). is_final appends ".final" to the name. On any failure nothing is
- * visible in the store. Errors: ERR_ETCD (stream), ERR_CORRUPT (trailer, size or db check),
- * ERR_IO (temp dir, disk full), store errors. */
+ * (removed before returning; locked while it exists, see fullsnap_cleanup_stale). is_final appends
+ * ".final" to the name. On any failure nothing is visible in the store. Errors: ERR_ETCD (stream),
+ * ERR_CORRUPT (trailer, size or db check), ERR_IO (temp dir, disk full), store errors. */
 int fullsnap_take(EtcdClient *c, Store *store, const char *temp_dir, CompressKind compression,
                   int is_final, FullSnapshotResult *out);
 
