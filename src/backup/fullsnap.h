@@ -25,9 +25,11 @@ typedef struct FullSnapshotResult {
 void fullsnap_cleanup_stale(const char *temp_dir);
 
 /* Takes a full snapshot of the etcd behind c into store. temp_dir holds the staging file
- * (removed before returning; locked while it exists, see fullsnap_cleanup_stale). is_final appends
- * ".final" to the name. On any failure nothing is visible in the store. Errors: ERR_ETCD (stream),
- * ERR_CORRUPT (trailer, size or db check), ERR_IO (temp dir, disk full), store errors. */
+ * (removed before returning; locked while it exists, see fullsnap_cleanup_stale). Progress
+ * (bytes, rate, ETA against etcd's Status dbSize) is reported while it runs, see progress.h.
+ * is_final appends ".final" to the name. On any failure nothing is visible in the store. Errors:
+ * ERR_ETCD (stream), ERR_CORRUPT (trailer, size or db check), ERR_IO (temp dir, disk full), store
+ * errors. */
 int fullsnap_take(EtcdClient *c, Store *store, const char *temp_dir, CompressKind compression,
                   int is_final, FullSnapshotResult *out);
 
