@@ -31,13 +31,15 @@
 /* ---------------------------------------------------------------------------------------------
  * Shared helpers */
 
-/* Creates an unlinked spool file in dir; returns the fd or a negative ERR_*. */
+/* Creates an unlinked spool file in dir; returns the fd or a negative ERR_*. The file is locked
+ * for the instant it has a name, so a stale-file cleanup (fullsnap_cleanup_stale) in another
+ * process never takes it for one a killed process left behind. */
 static int spool_open(const char *dir) {
     if (!dir || !*dir) return err_set(ERR_INVALID, "delta: no spool directory given");
     char *path = NULL;
-    int fd = fs_mkstemp(dir, "delta-spool-", &path);
+    int fd = fs_mkstemp_locked(dir, DELTA_SPOOL_PREFIX, &path);
     if (fd < 0) return fd;
-    if (unlink(path) != 0) {
+    if (unlink(path) != 0 && errno != ENOENT) {
         int rc = err_set(ERR_IO, "unlink delta spool %s: %s", path, strerror(errno));
         close(fd);
         free(path);

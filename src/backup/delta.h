@@ -21,6 +21,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Name prefix of spool files (in the temp dir; unlinked right after creation). */
+#define DELTA_SPOOL_PREFIX "delta-spool-"
+
 typedef struct DeltaWriter DeltaWriter;
 
 /* Creates an empty spool file in spool_dir (0600, unlinked on free). */

@@ -1,26 +1,56 @@
 /* fullsnap: see fullsnap.h. Memory: one gRPC message plus fixed copy buffers. */
 #include "fullsnap.h"
+#include "delta.h"
 #include "../codec/sha256.h"
 #include "../common/err.h"
 #include "../common/fsutil.h"
+#include "../common/log.h"
+#include "../common/progress.h"
 #include "../common/timeutil.h"
 #include "../format/bbolt.h"
 
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#define FULLSNAP_TMP_PREFIX "etcdbr-full-"
+
+static void log_stale_removed(void *ctx, const char *path, int64_t bytes) {
+    (void)ctx;
+    log_info("removed %s (%lld bytes), a temp file left by a snapshotter that did not finish", path,
+             (long long)bytes);
+}
+
+void fullsnap_cleanup_stale(const char *temp_dir) {
+    static const char *const prefixes[] = {FULLSNAP_TMP_PREFIX, DELTA_SPOOL_PREFIX};
+    for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
+        if (fs_remove_stale_temp(temp_dir, prefixes[i], log_stale_removed, NULL, NULL) != 0)
+            log_warn("cannot look for stale temp files: %s", err_msg());
+}
+
 typedef struct {
     IoWriter *checker;
+    const uint64_t *count; /* bytes through the checker */
+    Progress *progress;
 } SinkCtx;
 
 static int snapshot_sink(void *ctx, const void *buf, size_t len) {
-    return io_write(((SinkCtx *)ctx)->checker, buf, len);
+    SinkCtx *s = ctx;
+    int rc = io_write(s->checker, buf, len);
+    progress_set(s->progress, *s->count);
+    return rc;
 }
 
-int fullsnap_store_stream(Store *store, const char *snap_name, CompressKind compression,
-                          IoReader *src, uint64_t *stored_bytes) {
+static int progress_tick(void *ctx, uint64_t n) {
+    progress_set(ctx, n);
+    return 0;
+}
+
+/* fullsnap_store_stream reporting the bytes read from src to progress (may be NULL). */
+static int store_stream(Store *store, const char *snap_name, CompressKind compression,
+                        IoReader *src, uint64_t *stored_bytes, Progress *progress) {
     StoreWriter *sw = NULL;
     IoWriter *counter = NULL, *comp = NULL;
     uint64_t *count = NULL;
@@ -38,7 +68,7 @@ int fullsnap_store_stream(Store *store, const char *snap_name, CompressKind comp
         rc = err_set(ERR_NOMEM, "out of memory");
         goto done;
     }
-    rc = io_copy(src, comp, NULL);
+    rc = io_copy_tick(src, comp, NULL, progress_tick, progress);
     if (!rc) rc = io_finish(comp);
     if (!rc) rc = io_finish(store_writer_io(sw));
     if (rc) goto done;
@@ -59,6 +89,11 @@ done:
     io_writer_free(counter);
     if (sw) store_writer_abort(sw);
     return rc;
+}
+
+int fullsnap_store_stream(Store *store, const char *snap_name, CompressKind compression,
+                          IoReader *src, uint64_t *stored_bytes) {
+    return store_stream(store, snap_name, compression, src, stored_bytes, NULL);
 }
 
 int fullsnap_verify_file(const char *path, IoWriter *checker, uint64_t total,
@@ -95,11 +130,19 @@ int fullsnap_take(EtcdClient *c, Store *store, const char *temp_dir, CompressKin
     IoWriter *counter = NULL;
     uint64_t *count = NULL;
     uint64_t payload_len = 0;
+    Progress *progress = NULL;
+    char what[320];
+    memset(out, 0, sizeof *out);
     int rc = fs_mkdir_p(temp_dir, 0700);
     if (rc) return rc;
-    int fd = fs_mkstemp(temp_dir, "etcdbr-full-", &path);
+    fullsnap_cleanup_stale(temp_dir);
+    /* the size to expect, for the ETA: approximate (the db may grow, the stream adds the 32-byte
+     * trailer); without it progress shows bytes and rate only */
+    EtcdStatus st;
+    uint64_t expect = etcd_status(c, &st) == 0 && st.db_size > 0 ? (uint64_t)st.db_size : 0;
+    /* locked for its whole life: a cleanup in another process leaves it alone */
+    int fd = fs_mkstemp_locked(temp_dir, FULLSNAP_TMP_PREFIX, &path);
     if (fd < 0) return fd;
-    memset(out, 0, sizeof *out);
 
     fdw = io_fd_writer_new(fd);
     counter = fdw ? io_counter_new(fdw, &count) : NULL;
@@ -108,12 +151,19 @@ int fullsnap_take(EtcdClient *c, Store *store, const char *temp_dir, CompressKin
         rc = err_set(ERR_NOMEM, "out of memory");
         goto done;
     }
-    SinkCtx ctx = {checker};
+    snprintf(what, sizeof what, "full snapshot: receiving from %s", etcd_client_endpoint(c));
+    progress = progress_start(what, expect, 1);
+    SinkCtx ctx = {checker, count, progress};
     rc = etcd_snapshot(c, snapshot_sink, &ctx);
+    progress_finish(progress);
+    progress = NULL;
     if (rc) goto done;
     /* no fsync: the staging file is read back at once and removed; the store object is what
      * must be durable */
+    progress = progress_start("full snapshot: checking every db page", 0, 0);
     rc = fullsnap_verify_file(path, checker, *count, 0, 1, &payload_len, &out->revision);
+    progress_finish(progress);
+    progress = NULL;
     if (rc) {
         rc = err_wrap(rc, "full snapshot from %s", etcd_client_endpoint(c));
         goto done;
@@ -134,14 +184,17 @@ int fullsnap_take(EtcdClient *c, Store *store, const char *temp_dir, CompressKin
         rc = err_set(ERR_NOMEM, "out of memory");
         goto done;
     }
-    rc = fullsnap_store_stream(store, out->snap_name, compression, src, &out->stored_bytes);
+    snprintf(what, sizeof what, "full snapshot: compressing and storing %s", out->snap_name);
+    progress = progress_start(what, *count, 1);
+    rc = store_stream(store, out->snap_name, compression, src, &out->stored_bytes, progress);
 done:
+    progress_finish(progress);
     io_reader_free(src);
     io_writer_free(checker);
     io_writer_free(counter);
     io_writer_free(fdw);
+    unlink(path); /* while still locked: no cleanup can take it for stale meanwhile */
     close(fd);
-    unlink(path);
     free(path);
     return rc;
 }

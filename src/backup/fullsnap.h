@@ -18,6 +18,12 @@ typedef struct FullSnapshotResult {
     char snap_name[256];   /* object name written */
 } FullSnapshotResult;
 
+/* Removes the temp files snapshotters killed earlier left in temp_dir (--snapstore-temp-directory):
+ * "etcdbr-full-XXXXXX" staging files and "delta-spool-XXXXXX" spool files (regular files only,
+ * only when no live process holds their flock; each removal is logged with its size). Failures
+ * are logged and otherwise ignored. Called by fullsnap_take; call it also when a command starts. */
+void fullsnap_cleanup_stale(const char *temp_dir);
+
 /* Called once the staged snapshot is verified and named, before anything is written to the
  * store: db_path holds db_bytes of db (then the trailer), revision is the one inside it. A
  * nonzero return (an ERR_* with its message set) stops the snapshot with nothing stored. */
@@ -25,10 +31,12 @@ typedef int (*FullSnapshotHook)(void *ctx, const char *db_path, uint64_t db_byte
                                 const char *snap_name);
 
 /* Takes a full snapshot of the etcd behind c into store. temp_dir holds the staging file
- * (removed before returning). is_final appends ".final" to the name. before_store (may be NULL)
- * is called with hook_ctx before the store write. On any failure nothing is visible in the
- * store. Errors: ERR_ETCD (stream), ERR_CORRUPT (trailer, size or db check), ERR_IO (temp dir,
- * disk full), the hook's error, store errors. */
+ * (removed before returning; locked while it exists, see fullsnap_cleanup_stale). Progress
+ * (bytes, rate, ETA against etcd's Status dbSize) is reported while it runs, see progress.h.
+ * is_final appends ".final" to the name. before_store (may be NULL) is called with hook_ctx
+ * before the store write. On any failure nothing is visible in the store. Errors: ERR_ETCD
+ * (stream), ERR_CORRUPT (trailer, size or db check), ERR_IO (temp dir, disk full), the hook's
+ * error, store errors. */
 int fullsnap_take(EtcdClient *c, Store *store, const char *temp_dir, CompressKind compression,
                   int is_final, FullSnapshotHook before_store, void *hook_ctx,
                   FullSnapshotResult *out);

@@ -2,6 +2,7 @@
  * SIGINT, then a last delta of the pending events and exit 0 (seed-spec §1.8). */
 #include "cmd.h"
 #include "server_common.h"
+#include "../backup/fullsnap.h"
 #include "../backup/snapshotter.h"
 #include "../common/err.h"
 #include "../common/log.h"
@@ -22,6 +23,8 @@ int cmd_snapshot(const Opts *o) {
     code = setup_store(o, 0, &store);
     if (code) return code;
     sc.store = store;
+    /* temp files of snapshotters killed earlier (kill -9, OOM): only unlocked ones of ours */
+    fullsnap_cleanup_stale(sc.temp_dir);
     if (snapshotter_new(&sc, &snap)) {
         log_error("%s", err_msg());
         code = EXIT_FAIL;

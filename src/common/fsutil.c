@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -112,6 +113,87 @@ int fs_mkstemp(const char *dir, const char *prefix, char **path_out) {
     }
     *path_out = p;
     return fd;
+}
+
+int fs_mkstemp_locked(const char *dir, const char *prefix, char **path_out) {
+    for (int attempt = 0; attempt < 8; attempt++) {
+        char *path = NULL;
+        int fd = fs_mkstemp(dir, prefix, &path);
+        if (fd < 0) return fd;
+        struct stat mine, named;
+        int rc;
+        while ((rc = flock(fd, LOCK_EX)) != 0 && errno == EINTR)
+            ;
+        if (rc != 0) {
+            rc = err_set(ERR_IO, "lock temp file %s: %s", path, strerror(errno));
+            close(fd);
+            unlink(path);
+            free(path);
+            return rc;
+        }
+        /* a cleanup that took the lock between mkstemp and flock has removed the name */
+        if (fstat(fd, &mine) == 0 && lstat(path, &named) == 0 && mine.st_dev == named.st_dev &&
+            mine.st_ino == named.st_ino) {
+            *path_out = path;
+            return fd;
+        }
+        close(fd);
+        free(path);
+    }
+    return err_set(ERR_IO, "create temp file in %s: its name kept disappearing", dir);
+}
+
+/* "<prefix>" followed by exactly the six characters mkstemp chooses from. */
+static int is_temp_name(const char *name, const char *prefix) {
+    size_t pl = strlen(prefix);
+    if (strncmp(name, prefix, pl) != 0 || strlen(name) != pl + 6) return 0;
+    for (const char *s = name + pl; *s; s++) {
+        char c = *s;
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))) return 0;
+    }
+    return 1;
+}
+
+int fs_remove_stale_temp(const char *dir, const char *prefix, FsRemovedCb cb, void *ctx,
+                         int *removed) {
+    if (removed) *removed = 0;
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0) {
+        if (errno == ENOENT || errno == ENOTDIR) return 0;
+        return err_set(ERR_IO, "open dir %s: %s", dir, strerror(errno));
+    }
+    DIR *d = fdopendir(dfd);
+    if (!d) {
+        int rc = err_set(ERR_IO, "open dir %s: %s", dir, strerror(errno));
+        close(dfd);
+        return rc;
+    }
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (!is_temp_name(e->d_name, prefix)) continue;
+        /* O_NOFOLLOW: a symlink is not ours; O_NONBLOCK: a FIFO named like ours must not hang
+         * the open (it is skipped below as not a regular file) */
+        int fd = openat(dfd, e->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        if (fd < 0) continue;
+        struct stat held, named;
+        if (fstat(fd, &held) == 0 && S_ISREG(held.st_mode) && flock(fd, LOCK_EX | LOCK_NB) == 0 &&
+            fstatat(dfd, e->d_name, &named, AT_SYMLINK_NOFOLLOW) == 0 &&
+            named.st_dev == held.st_dev && named.st_ino == held.st_ino &&
+            unlinkat(dfd, e->d_name, 0) == 0) {
+            n++;
+            if (cb) {
+                char *path = fs_join(dir, e->d_name);
+                cb(ctx, path ? path : e->d_name, (int64_t)held.st_size);
+                free(path);
+            }
+        }
+        close(fd);
+    }
+    closedir(d);
+    if (n > 0) (void)fs_fsync_dir(dir);
+    if (removed) *removed = n;
+    return 0;
 }
 
 int fs_commit_file(int fd, const char *from, const char *to) {

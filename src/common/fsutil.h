@@ -25,6 +25,24 @@ int fs_dir_nonempty(const char *path);
  * by the caller (free()). Returns the fd or a negative ERR_*. */
 int fs_mkstemp(const char *dir, const char *prefix, char **path_out);
 
+/* fs_mkstemp whose file is held under an exclusive flock for as long as the fd stays open, so
+ * fs_remove_stale_temp in any process leaves it alone (the kernel drops the lock when the owner
+ * exits or is killed). The lock is taken before returning and the path is checked to still name
+ * the file (a cleanup may remove a fresh, not yet locked file; then another name is tried). Use
+ * it for every temp file a crash could leave behind. Returns the fd or a negative ERR_*. */
+int fs_mkstemp_locked(const char *dir, const char *prefix, char **path_out);
+
+/* Called by fs_remove_stale_temp for each removed file (bytes: its size). */
+typedef void (*FsRemovedCb)(void *ctx, const char *path, int64_t bytes);
+
+/* Removes temp files an earlier process left in dir when it was killed: only regular files named
+ * exactly "<prefix>XXXXXX" (the six characters mkstemp puts there) and only when no live process
+ * holds their flock (see fs_mkstemp_locked). Never follows symlinks, never recurses, never
+ * touches anything else. A missing dir is no error. *removed (may be NULL) = files removed.
+ * 0 or ERR_IO when dir cannot be read; a file that cannot be removed is skipped. */
+int fs_remove_stale_temp(const char *dir, const char *prefix, FsRemovedCb cb, void *ctx,
+                         int *removed);
+
 /* fsync(fd), then rename(from, to), then fsync the directory of `to`. 0 or ERR_IO. */
 int fs_commit_file(int fd, const char *from, const char *to);
 

@@ -1,8 +1,11 @@
 /* store_local: the Local driver, objects are files below a root directory (key "a/b" is file
  * "<root>/a/b"). A write goes to a ".etcdbr-tmp-XXXXXX" file in the target directory and becomes
  * visible only by fsync + rename without replace + fsync of the directory, so readers and
- * listings never see partial objects. Names starting with '.' are never listed. Keys with
- * empty, "." or ".." components are refused, so no key reaches outside the root. */
+ * listings never see partial objects. The writer holds an flock on its temp file until commit or
+ * abort; temp files whose owner died (kill -9) are removed the first time a directory is written
+ * to by this driver (only unlocked ".etcdbr-tmp-XXXXXX" regular files, each logged). Names starting
+ * with '.' are never listed. Keys with empty, "." or ".." components are refused, so no key reaches
+ * outside the root. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* renameat2, RENAME_NOREPLACE */
 #endif
@@ -15,6 +18,7 @@
 #include <stddef.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,8 +31,11 @@
 
 typedef struct {
     StoreDriver base;
-    char *root;     /* absolute, no trailing '/' unless it is "/" */
-    char *describe; /* "Local:<root>" */
+    char *root;         /* absolute, no trailing '/' unless it is "/" */
+    char *describe;     /* "Local:<root>" */
+    pthread_mutex_t mu; /* guards swept */
+    char **swept;       /* directories already cleared of stale temp files (owned) */
+    size_t n_swept;
 } LocalDriver;
 
 /* Refuses keys that could name something outside the root or an ambiguous path. A key_prefix
@@ -287,7 +294,7 @@ static IoWriter *lw_io(StoreDriverWriter *dw) {
 
 static int lw_commit(StoreDriverWriter *dw) {
     LocalWriter *w = (LocalWriter *)dw;
-    int rc = 0;
+    int rc = 0, lock_fd = -1;
     if (w->failed) {
         rc = err_set(ERR_IO, "commit %s: an earlier write failed", w->path);
         goto done;
@@ -296,6 +303,9 @@ static int lw_commit(StoreDriverWriter *dw) {
         rc = err_set(ERR_IO, "fsync %s: %s", w->tmp, strerror(errno));
         goto done;
     }
+    /* the duplicate keeps the flock (it belongs to the open file, not the fd) until the rename:
+     * an unlocked temp file may be removed as stale by another process */
+    lock_fd = dup(w->fd);
     int fd = w->fd;
     w->fd = -1;
     if (close(fd) != 0) {
@@ -333,6 +343,7 @@ static int lw_commit(StoreDriverWriter *dw) {
     free(dir);
 done:
     lw_release(w, 1);
+    if (lock_fd >= 0) close(lock_fd);
     return rc;
 }
 
@@ -341,6 +352,35 @@ static void lw_abort(StoreDriverWriter *dw) {
 }
 
 static const StoreDriverWriterVt lw_vt = {lw_io, lw_commit, lw_abort};
+
+static void log_stale_removed(void *ctx, const char *path, int64_t bytes) {
+    (void)ctx;
+    log_info("local store: removed %s (%lld bytes), a temp file left by a writer that did not "
+             "finish",
+             path, (long long)bytes);
+}
+
+/* Removes stale temp files from dir the first time this driver writes there. */
+static void sweep_once(LocalDriver *l, const char *dir) {
+    pthread_mutex_lock(&l->mu);
+    for (size_t i = 0; i < l->n_swept; i++) {
+        if (strcmp(l->swept[i], dir) == 0) {
+            pthread_mutex_unlock(&l->mu);
+            return;
+        }
+    }
+    char **grown = realloc(l->swept, (l->n_swept + 1) * sizeof *grown);
+    char *copy = strdup(dir);
+    if (grown) l->swept = grown;
+    if (grown && copy) {
+        l->swept[l->n_swept++] = copy;
+        copy = NULL;
+    }
+    free(copy);
+    pthread_mutex_unlock(&l->mu);
+    if (fs_remove_stale_temp(dir, LOCAL_TMP_PREFIX, log_stale_removed, NULL, NULL) != 0)
+        log_warn("local store: cannot look for stale temp files: %s", err_msg());
+}
 
 static int local_open_write(StoreDriver *d, const char *key, StoreDriverWriter **out) {
     LocalDriver *l = (LocalDriver *)d;
@@ -363,6 +403,7 @@ static int local_open_write(StoreDriver *d, const char *key, StoreDriverWriter *
     }
     rc = fs_mkdir_p(dir, 0700);
     if (rc != 0) goto done;
+    sweep_once(l, dir);
     if (fs_exists(path)) {
         rc = err_set(ERR_EXISTS, "write %s: object already exists", path);
         goto done;
@@ -375,7 +416,7 @@ static int local_open_write(StoreDriver *d, const char *key, StoreDriverWriter *
     w->base.vt = &lw_vt;
     w->io.vt = &lw_io_vt;
     w->fd = -1;
-    int fd = fs_mkstemp(dir, LOCAL_TMP_PREFIX, &w->tmp);
+    int fd = fs_mkstemp_locked(dir, LOCAL_TMP_PREFIX, &w->tmp);
     if (fd < 0) {
         rc = fd;
         goto done;
@@ -461,6 +502,10 @@ static void local_free(StoreDriver *d) {
     if (!l) return;
     free(l->root);
     free(l->describe);
+    for (size_t i = 0; i < l->n_swept; i++)
+        free(l->swept[i]);
+    free(l->swept);
+    pthread_mutex_destroy(&l->mu);
     free(l);
 }
 
@@ -488,6 +533,7 @@ int store_local_driver_new(const char *container, StoreDriver **out) {
     l = calloc(1, sizeof *l);
     if (!l) return err_set(ERR_NOMEM, "local store: out of memory");
     l->base.vt = &local_vt;
+    pthread_mutex_init(&l->mu, NULL);
     if (container[0] == '/') {
         l->root = strdup(container);
     } else {

@@ -11,9 +11,12 @@
 #include "common/fsutil.h"
 #include "common/timeutil.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 static void test_duration_parses_go_forms(void **state) {
     (void)state;
@@ -149,6 +152,73 @@ static void test_fs_join_and_dirname(void **state) {
     free(p);
 }
 
+static void touch(const char *dir, const char *name) {
+    char *p = fs_join(dir, name);
+    FILE *f = fopen(p, "w");
+    assert_non_null(f);
+    fputs("x", f);
+    fclose(f);
+    free(p);
+}
+
+static int present(const char *dir, const char *name) {
+    char *p = fs_join(dir, name);
+    int r = fs_exists(p);
+    free(p);
+    return r;
+}
+
+static void count_removed(void *ctx, const char *path, int64_t bytes) {
+    (void)path;
+    assert_int_equal(bytes, 1);
+    ++*(int *)ctx;
+}
+
+static void test_fs_remove_stale_temp_removes_only_unlocked_files_of_ours(void **state) {
+    (void)state;
+    char dir[] = "/tmp/etcdbr-ut.XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    touch(dir, "tmp-AbC123"); /* stale: ours, nobody holds it */
+    touch(dir, "tmp-AbC12");  /* 5 characters: not a mkstemp name */
+    touch(dir, "tmp-AbC1234");
+    touch(dir, "tmp-AbC-23"); /* '-' is not among mkstemp's characters */
+    touch(dir, "other");
+    char *sub = fs_join(dir, "tmp-DIR123");
+    assert_int_equal(mkdir(sub, 0700), 0);
+    touch(sub, "tmp-INSIDE"); /* never recursed into */
+    char *target = fs_join(dir, "other");
+    char *link = fs_join(dir, "tmp-LNK123");
+    assert_int_equal(symlink(target, link), 0);
+    char *live = NULL;
+    int fd = fs_mkstemp_locked(dir, "tmp-", &live); /* a live writer (this process) */
+    assert_true(fd >= 0);
+    int removed = -1, logged = 0;
+    assert_int_equal(fs_remove_stale_temp(dir, "tmp-", count_removed, &logged, &removed), 0);
+    assert_int_equal(removed, 1);
+    assert_int_equal(logged, 1);
+    assert_false(present(dir, "tmp-AbC123"));
+    assert_true(fs_exists(live));
+    assert_true(present(dir, "tmp-AbC12"));
+    assert_true(present(dir, "tmp-AbC1234"));
+    assert_true(present(dir, "tmp-AbC-23"));
+    assert_true(present(dir, "other"));
+    assert_true(present(sub, "tmp-INSIDE"));
+    assert_true(fs_exists(link));
+    /* once its owner lets go (closes, or is killed), it is stale */
+    close(fd);
+    assert_int_equal(fs_remove_stale_temp(dir, "tmp-", NULL, NULL, &removed), 0);
+    assert_int_equal(removed, 1);
+    assert_false(fs_exists(live));
+    /* a missing directory holds nothing stale */
+    assert_int_equal(fs_remove_stale_temp("/nonexistent/etcdbr", "tmp-", NULL, NULL, &removed), 0);
+    assert_int_equal(removed, 0);
+    free(live);
+    free(link);
+    free(target);
+    free(sub);
+    assert_int_equal(fs_remove_tree(dir), 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_duration_parses_go_forms),
@@ -160,6 +230,7 @@ int main(void) {
         cmocka_unit_test(test_opts_parse_pflag_forms_and_defaults),
         cmocka_unit_test(test_opts_rejects_unknown_flag_and_bad_values),
         cmocka_unit_test(test_fs_join_and_dirname),
+        cmocka_unit_test(test_fs_remove_stale_temp_removes_only_unlocked_files_of_ours),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
