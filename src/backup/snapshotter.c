@@ -70,7 +70,11 @@ int snapshotter_new(const SnapshotterConfig *cfg, Snapshotter **out) {
     if (s->cfg.stop_drain_ms <= 0) s->cfg.stop_drain_ms = 5000;
     pthread_mutex_init(&s->mu, NULL);
     pthread_mutex_init(&s->req_mu, NULL);
-    pthread_cond_init(&s->cv, NULL);
+    pthread_condattr_t ca; /* request deadlines are monotonic: a wall-clock step moves none */
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&s->cv, &ca);
+    pthread_condattr_destroy(&ca);
     int rc = fs_mkdir_p(cfg->temp_dir, 0700); /* as the Go tool: created if missing */
     if (!rc) rc = etcd_client_new(&cfg->etcd, &s->client);
     if (!rc) rc = delta_writer_new(cfg->temp_dir, &s->spool);
@@ -613,14 +617,21 @@ int snapshotter_request(Snapshotter *s, SnapshotRequestKind kind, int64_t timeou
     if (kind == SNAP_REQ_DELTA && !deltas_enabled(s))
         return err_set(ERR_UNSUPPORTED, "delta snapshots are disabled (--delta-snapshot-period)");
     struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
+    clock_gettime(CLOCK_MONOTONIC, &until);
     until.tv_sec += timeout_ms / 1000;
     until.tv_nsec += (timeout_ms % 1000) * 1000000;
     if (until.tv_nsec >= 1000000000) until.tv_sec++, until.tv_nsec -= 1000000000;
-    if (pthread_mutex_timedlock(&s->req_mu, &until))
-        return err_set(ERR_TIMEOUT, "other snapshot requests did not finish within %lld ms",
-                       (long long)timeout_ms);
+    /* one requester at a time: req_mu is taken without blocking under mu, and waited for on cv
+     * (monotonic; pthread_mutex_timedlock only knows CLOCK_REALTIME); its holder broadcasts cv
+     * after releasing it */
     pthread_mutex_lock(&s->mu);
+    while (pthread_mutex_trylock(&s->req_mu) != 0) {
+        if (pthread_cond_timedwait(&s->cv, &s->mu, &until)) {
+            pthread_mutex_unlock(&s->mu);
+            return err_set(ERR_TIMEOUT, "other snapshot requests did not finish within %lld ms",
+                           (long long)timeout_ms);
+        }
+    }
     int rc = 0;
     if (!s->status.active) {
         rc = err_set(ERR_CANCELED, "snapshotter is not active");
@@ -652,8 +663,9 @@ int snapshotter_request(Snapshotter *s, SnapshotRequestKind kind, int64_t timeou
         if (none) *none = s->req.none;
     }
 done:
-    pthread_mutex_unlock(&s->mu);
     pthread_mutex_unlock(&s->req_mu);
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
     return rc;
 }
 

@@ -4,6 +4,7 @@
 #include "etcd_config.h"
 #include "../common/err.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -256,4 +257,132 @@ done:
     free(o.buf);
     yaml_document_delete(&doc);
     return rc;
+}
+
+/* ---------- run mode: the client URLs of etcd's own command line ---------- */
+
+/* The value of flag name in etcd's argv (Go flag syntax: -name=v, --name=v, -name v, --name v;
+ * the last one wins), or NULL. Borrowed. */
+static const char *etcd_flag(char *const *argv, const char *name) {
+    const char *v = NULL;
+    size_t len = strlen(name);
+    for (char *const *a = argv + 1; *a; a++) {
+        const char *p = *a;
+        if (!strcmp(p, "--")) break;
+        if (p[0] != '-') continue;
+        p += p[1] == '-' ? 2 : 1;
+        if (strncmp(p, name, len)) continue;
+        if (p[len] == '=')
+            v = p + len + 1;
+        else if (p[len] == '\0' && a[1])
+            v = *++a;
+    }
+    return v;
+}
+
+/* A top-level scalar of the etcd config file at path, malloc'ed, or NULL (absent or empty). */
+static int file_scalar(const char *path, const char *key, char **out) {
+    *out = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f) return err_set(ERR_IO, "etcd --config-file %s: %s", path, strerror(errno));
+    yaml_parser_t parser;
+    yaml_document_t doc;
+    if (!yaml_parser_initialize(&parser)) {
+        fclose(f);
+        return err_set(ERR_NOMEM, "out of memory");
+    }
+    yaml_parser_set_input_file(&parser, f);
+    int loaded = yaml_parser_load(&parser, &doc);
+    fclose(f);
+    if (!loaded) {
+        int rc =
+            err_set(ERR_INVALID, "etcd --config-file %s: %s at line %zu", path,
+                    parser.problem ? parser.problem : "invalid YAML", parser.problem_mark.line + 1);
+        yaml_parser_delete(&parser);
+        return rc;
+    }
+    yaml_parser_delete(&parser);
+    int rc = 0;
+    yaml_node_t *v = lookup(&doc, yaml_document_get_root_node(&doc), key);
+    if (v && v->type == YAML_SCALAR_NODE && v->data.scalar.length) {
+        *out = strndup((const char *)v->data.scalar.value, v->data.scalar.length);
+        if (!*out) rc = err_set(ERR_NOMEM, "out of memory");
+    }
+    yaml_document_delete(&doc);
+    return rc;
+}
+
+/* urls ("a,b") with wildcard hosts made loopback and unix:// URLs left out; malloc'ed. */
+static char *connectable(const char *urls) {
+    Out o = {0};
+    const char *p = urls;
+    while (*p) {
+        size_t n = strcspn(p, ",");
+        const char *u = p, *end = p + n;
+        p = *end ? end + 1 : end;
+        while (u < end && (*u == ' ' || *u == '\t'))
+            u++;
+        if (u == end || (end - u >= 7 && !strncmp(u, "unix://", 7)) ||
+            (end - u >= 8 && !strncmp(u, "unixs://", 8)))
+            continue;
+        const char *host = strstr(u, "://");
+        host = host && host < end ? host + 3 : u;
+        if (o.len) put(&o, ",", 1);
+        put(&o, u, (size_t)(host - u));
+        size_t rest = (size_t)(end - host);
+        if (rest >= 7 && !strncmp(host, "0.0.0.0", 7) && (rest == 7 || host[7] == ':')) {
+            puts_(&o, "127.0.0.1");
+            host += 7;
+        } else if (rest >= 4 && !strncmp(host, "[::]", 4)) {
+            puts_(&o, "[::1]");
+            host += 4;
+        } else if (rest && host[0] == ':') {
+            puts_(&o, "127.0.0.1");
+        }
+        put(&o, host, (size_t)(end - host));
+    }
+    if (o.oom) {
+        free(o.buf);
+        return NULL;
+    }
+    return o.buf ? o.buf : strdup("");
+}
+
+int etcd_client_urls(char *const *argv, char **out, const char **source) {
+    *out = NULL;
+    *source = NULL;
+    static const char *const keys[] = {"listen-client-urls", "advertise-client-urls"};
+    static const char *const envs[] = {"ETCD_LISTEN_CLIENT_URLS", "ETCD_ADVERTISE_CLIENT_URLS"};
+    char *found = NULL;
+    const char *cfg = etcd_flag(argv, "config-file");
+    if (!cfg) cfg = getenv("ETCD_CONFIG_FILE");
+    for (size_t k = 0; k < 2 && !found; k++) {
+        if (cfg && *cfg) { /* etcd then ignores its other flags and environment */
+            int rc = file_scalar(cfg, keys[k], &found);
+            if (rc) return rc;
+            if (found)
+                *source = k ? "advertise-client-urls of etcd's --config-file"
+                            : "listen-client-urls of etcd's --config-file";
+            continue;
+        }
+        const char *v = etcd_flag(argv, keys[k]);
+        if (v && *v) {
+            *source = k ? "etcd's --advertise-client-urls" : "etcd's --listen-client-urls";
+        } else if ((v = getenv(envs[k])) && *v) {
+            *source = envs[k];
+        } else {
+            continue;
+        }
+        if (!(found = strdup(v))) return err_set(ERR_NOMEM, "out of memory");
+    }
+    if (!found) return 0;
+    *out = connectable(found);
+    free(found);
+    if (!*out) return err_set(ERR_NOMEM, "out of memory");
+    if (!**out) {
+        free(*out);
+        *out = NULL;
+        return err_set(ERR_INVALID, "%s has no TCP client URL", *source);
+    }
+    return 0;
 }

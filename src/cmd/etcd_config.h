@@ -20,4 +20,14 @@
 int etcd_config_render(const char *yaml, size_t len, const char *pod_name,
                        const EtcdMember *members, size_t n, char **text);
 
+/* Run mode: the client URLs of the etcd that argv starts (argv[0] the binary, NULL-terminated),
+ * for --endpoints when it is not given. From etcd's --config-file (or ETCD_CONFIG_FILE), whose
+ * listen-client-urls, else advertise-client-urls, count alone as etcd ignores its flags then;
+ * otherwise --listen-client-urls, else --advertise-client-urls, else ETCD_LISTEN_CLIENT_URLS,
+ * else ETCD_ADVERTISE_CLIENT_URLS. Wildcard hosts (0.0.0.0, [::], none) become loopback;
+ * unix:// URLs are left out. *out: malloc'ed "url,url", NULL when etcd was given none (its
+ * default http://localhost:2379 applies); *source (static) names where they came from.
+ * 0, ERR_IO / ERR_INVALID (config file unreadable, no TCP URL) or ERR_NOMEM. */
+int etcd_client_urls(char *const *argv, char **out, const char **source);
+
 #endif

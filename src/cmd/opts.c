@@ -76,8 +76,9 @@ static const OptDef opt_table[] = {
     {"key", 0, OPT_STRING, "", NULL, ETCD, 0, "client key for etcd", ACTIVE},
     /* STORE (seed-spec §1.2) */
     {"storage-provider", 0, OPT_STRING, "", NULL, STORE, 0,
-     "snapshot store provider (empty = Local); a provider this build does not support yet is "
-     "refused at start",
+     "snapshot store provider (empty = Local; server, run and initialize then have no store, "
+     "and take no backups, only when --store-container is empty too); a provider this build "
+     "does not support yet is refused at start",
      ACTIVE, ONE_OF(PROVIDERS)},
     {"store-container", 0, OPT_STRING, "", "STORAGE_CONTAINER", STORE, 0,
      "bucket/container; Local: directory (relative = relative to $HOME; default default.bkp)",

@@ -162,10 +162,12 @@ int setup_restore_config(const Opts *o, RestoreConfig *rc, char **peer_urls_owne
 int setup_store(const Opts *o, int allow_none, Store **out) {
     *out = NULL;
     const char *provider = opt_str(o, "storage-provider");
-    if (allow_none && !*provider) return EXIT_OK;
+    const char *container = opt_str(o, "store-container");
+    /* a container alone means Local, as the help says and as `snapshot` and `restore` take it */
+    if (allow_none && !*provider && !*container) return EXIT_OK;
     StoreConfig stc = {
-        .provider = provider,
-        .container = opt_str(o, "store-container"),
+        .provider = *provider ? provider : "Local",
+        .container = container,
         .prefix = opt_str(o, "store-prefix"),
         .temp_dir = opt_str(o, "snapstore-temp-directory"),
     };
@@ -204,9 +206,44 @@ int server_setup(const Opts *o, ServerSetup *s) {
     return EXIT_OK;
 }
 
+int server_take_etcd_client_urls(ServerSetup *s, char *const *etcd_argv) {
+    const char *source = NULL;
+    char *urls = NULL;
+    int rc = etcd_client_urls(etcd_argv, &urls, &source);
+    if (rc) return err_wrap(rc, "--endpoints from the etcd command line");
+    if (!urls) {
+        log_info("etcd's command line names no client URL: endpoints %s (etcd's default)",
+                 s->snap.etcd.endpoints[0]);
+        return 0;
+    }
+    size_t n = 1;
+    for (const char *p = urls; *p; p++)
+        n += *p == ',';
+    const char **list = calloc(n, sizeof *list);
+    if (!list) {
+        free(urls);
+        return err_set(ERR_NOMEM, "out of memory");
+    }
+    n = 0;
+    for (char *save = NULL, *t = strtok_r(urls, ",", &save); t; t = strtok_r(NULL, ",", &save))
+        list[n++] = t;
+    free(s->client_url_list);
+    free(s->client_urls);
+    s->client_urls = urls;
+    s->client_url_list = list;
+    s->snap.etcd.endpoints = list;
+    s->snap.etcd.n_endpoints = n;
+    log_info("endpoints from %s: %s%s", source, list[0], n > 1 ? " (and more)" : "");
+    return 0;
+}
+
 void server_teardown(ServerSetup *s) {
     store_free(s->store);
     s->store = NULL;
+    free(s->client_url_list);
+    s->client_url_list = NULL;
+    free(s->client_urls);
+    s->client_urls = NULL;
     free(s->peer_urls);
     s->peer_urls = NULL;
 }
@@ -232,6 +269,17 @@ void server_register_age_metrics(void) {
     metrics_register_func(metrics_default(), METRIC_GAUGE, "etcdbr_delta_snapshot_age_seconds",
                           "Seconds since the last successful delta snapshot (NaN: none yet).",
                           snapshot_age, (void *)(intptr_t)1, NULL);
+}
+
+void server_register_store_metric(int configured) {
+    Metric *m = metrics_find(metrics_default(), "etcdbr_snapshotter_store_configured");
+    if (!m) {
+        MetricOpts mo = {.name = "etcdbr_snapshotter_store_configured",
+                         .help = "1 when a snapshot store is configured; 0: none is (no "
+                                 "--storage-provider or --store-container), no backups are taken."};
+        if (metrics_register(metrics_default(), METRIC_GAUGE, &mo, &m)) return;
+    }
+    metrics_gauge_set(m, NULL, configured ? 1 : 0);
 }
 
 void server_on_snapshotter_event(void *ctx, const SnapshotterEvent *ev) {

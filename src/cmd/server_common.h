@@ -12,7 +12,7 @@
 #include <jansson.h>
 
 typedef struct ServerSetup {
-    Store *store; /* owned; NULL when no --storage-provider is configured (server) */
+    Store *store; /* owned; NULL when neither --storage-provider nor --store-container is set */
     int has_store;
     SnapshotterConfig snap;    /* etcd, store, schedule... (borrows from opts and this) */
     CronSchedule defrag;       /* storage for snap.defrag_schedule */
@@ -21,24 +21,34 @@ typedef struct ServerSetup {
     int64_t leader_timeout_ms; /* Status timeout of the leader check */
     const char *const *service_endpoints; /* --service-endpoints (borrowed) */
     size_t service_endpoints_n;
+    char *client_urls;            /* owned: run mode's endpoints taken from etcd's flags */
+    const char **client_url_list; /* owned array into client_urls */
 } ServerSetup;
 
 /* Parts, each logging a clear error and returning an EXIT_* code. */
 int setup_etcd_config(const Opts *o, EtcdConfig *out);
 int setup_snapshotter_config(const Opts *o, SnapshotterConfig *out, CronSchedule *defrag);
 int setup_restore_config(const Opts *o, RestoreConfig *out, char **peer_urls_owned);
-/* Opens the store; with allow_none, an empty --storage-provider gives *out = NULL (server). */
+/* Opens the store. A --store-container (or STORAGE_CONTAINER) without --storage-provider is the
+ * Local store. With allow_none, neither given gives *out = NULL (server, initialize). */
 int setup_store(const Opts *o, int allow_none, Store **out);
 
 /* Everything the server needs; EXIT_OK or EXIT_USAGE/EXIT_FAIL. server_teardown frees. */
 int server_setup(const Opts *o, ServerSetup *out);
 void server_teardown(ServerSetup *s);
 
+/* Run mode without --endpoints: the snapshotter, leader check and restore talk to the client URLs
+ * of the etcd command line etcd_argv (etcd_client_urls), when it names any; logged. 0 or ERR_*. */
+int server_take_etcd_client_urls(ServerSetup *s, char *const *etcd_argv);
+
 /* Snapshotter observer: updates metrics (snapshot_duration, latest revision, failures...). */
 void server_on_snapshotter_event(void *ctx, const SnapshotterEvent *ev);
 /* Registers etcdbr_full_snapshot_age_seconds and etcdbr_delta_snapshot_age_seconds (gauges,
  * seconds since the last successful snapshot of this process, NaN before the first). */
 void server_register_age_metrics(void);
+/* Registers etcdbr_snapshotter_store_configured (gauge): 1 when a snapshot store is configured,
+ * 0 when none is and so no backups are taken. */
+void server_register_store_metric(int configured);
 
 /* The Go tool's Snapshot JSON object (seed-spec §2; field names exactly, including the
  * misspelled "immutabilityExpriyTime"). New reference. */

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `etcdbrctl run -- etcd ...` end to end: the data dir is initialized, etcd runs as a child and
-# is backed up; kill -9 of the etcd child gets it re-validated and restarted with no data lost;
+# is backed up through the client URL of etcd's own --listen-client-urls (no --endpoints given); kill -9 of the etcd child gets it re-validated and restarted with no data lost;
 # SIGTERM stops the snapshotter (last delta) and etcd, exit 0; a restore of the store afterwards
 # equals the keyspace.
 source "$(dirname "$0")/lib.sh"
@@ -9,7 +9,7 @@ CPORT=$(free_port)
 PPORT=$(free_port)
 EP=http://127.0.0.1:$CPORT
 PORT=$(free_port)
-"$ETCDBR_BIN" run --endpoints="$EP" --storage-provider=Local --store-container="$WORK/store" \
+"$ETCDBR_BIN" run --storage-provider=Local --store-container="$WORK/store" \
     --snapstore-temp-directory="$WORK/snaptmp" --server-port="$PORT" \
     --restoration-temp-snapshots-dir="$WORK/restore.tmp" --delta-snapshot-period=1s \
     --schedule='0 0 1 1 *' --reelection-period=2s --garbage-collection-period=0s \
@@ -21,6 +21,7 @@ RUN_PID=$!
 PIDS+=("$RUN_PID")
 ETCD_EP=$EP
 wait_for_log "$WORK/run.log" "full snapshot Full-" 60
+grep -q "endpoints from etcd's --listen-client-urls: $EP" "$WORK/run.log" || fail "endpoints not taken from etcd's --listen-client-urls"
 for i in $(seq 1 40); do ectl put "/k/a$i" "v$i" >/dev/null; done
 child=$(pgrep -P "$RUN_PID" -x etcd)
 [ -n "$child" ] || fail "no etcd child"

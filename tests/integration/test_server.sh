@@ -75,17 +75,6 @@ expect 200 "$H/snapshot/delta"
 echo "$BODY" | jq -e ".kind == \"Incr\" and .startRevision == $((full_rev + 1)) and .lastRevision == $((full_rev + 5))" >/dev/null || fail "delta JSON: $BODY"
 expect 200 "$H/snapshot/latest"
 echo "$BODY" | jq -e ".fullSnapshot.lastRevision == $full_rev and (.deltaSnapshots | length) == 1 and .deltaSnapshots[0].lastRevision == $((full_rev + 5))" >/dev/null || fail "latest: $BODY"
-# concurrent requests each get their own snapshot, and the next one is not stuck behind them
-cpids=()
-for j in $(seq 1 8); do
-    curl -s -m 60 -o /dev/null -w '%{http_code}\n' "$H/snapshot/full" >>"$WORK/concurrent" &
-    cpids+=("$!")
-done
-wait "${cpids[@]}"
-[ "$(grep -c '^200$' "$WORK/concurrent")" = 8 ] || fail "concurrent /snapshot/full: $(sort "$WORK/concurrent" | uniq -c | tr '\n' ' ')"
-t0=$(date +%s)
-expect 200 -m 30 "$H/snapshot/full"
-[ $(($(date +%s) - t0)) -le 10 ] || fail "a request after a burst took too long"
 expect 200 "$H/snapshot/full?final=true"
 echo "$BODY" | jq -e '.isFinal == true and (.snapName | endswith(".gz.final"))' >/dev/null || fail "final: $BODY"
 ls "$WORK/store/v2" | grep -q '\.final$' || fail "no .final object in the store"
@@ -102,7 +91,41 @@ grep -qx 'etcdbr_cluster_size 1' "$WORK/body" || fail "cluster size metric: $(gr
 grep -qE '^process_resident_memory_bytes [1-9]' "$WORK/body" || fail "process_resident_memory_bytes missing or 0"
 grep -qE '^process_open_fds [1-9]' "$WORK/body" || fail "process_open_fds missing or 0"
 
-# writes after the final full, then the data dir is lost while etcd is down
+# concurrent requests each get their own snapshot: 8 parallel /snapshot/full while a writer puts
+# keys, so every full snapshot taken for them is at a new revision; each response must name a
+# different snapshot (name and revision), newer than the ones before, and each must be in the store
+# (one curl process sends 500 puts over one connection: a put every millisecond or two)
+for i in $(seq 1 500); do
+    printf 'url = "%s/v3/kv/put"\ndata = "{\\"key\\":\\"%s\\",\\"value\\":\\"%s\\"}"\noutput = "/dev/null"\nnext\n' \
+        "$EP" "$(b64 /registry/w)" "$(b64 "w$i")"
+done | sed '$d' >"$WORK/puts.curl" # no "next" after the last one
+( while [ ! -e "$WORK/writer.stop" ]; do curl -s -K "$WORK/puts.curl" || true; done ) &
+writer=$!
+PIDS+=("$writer")
+for i in $(seq 1 50); do [ "$(current_revision "$EP")" -gt "$((full_rev + 5))" ] && break; sleep 0.05; done
+cpids=()
+for j in $(seq 1 8); do
+    curl -s -m 60 -o "$WORK/concurrent.$j" -w '%{http_code}\n' "$H/snapshot/full" >>"$WORK/concurrent" &
+    cpids+=("$!")
+done
+wait "${cpids[@]}"
+touch "$WORK/writer.stop"
+wait "$writer"
+[ "$(grep -c '^200$' "$WORK/concurrent")" = 8 ] || fail "concurrent /snapshot/full: $(sort "$WORK/concurrent" | uniq -c | tr '\n' ' ')"
+jq -s -e "length == 8 and all(.kind == \"Full\" and .lastRevision > $((full_rev + 5))) and
+    ([.[].snapName] | unique | length) == 8 and ([.[].lastRevision] | unique | length) == 8" \
+    "$WORK"/concurrent.[1-8] >/dev/null ||
+    fail "concurrent /snapshot/full did not return 8 different snapshots: $(jq -c '[.snapName, .lastRevision]' "$WORK"/concurrent.[1-8] | tr '\n' ' ')"
+for name in $(jq -r .snapName "$WORK"/concurrent.[1-8]); do
+    [ -e "$WORK/store/v2/$name" ] || fail "concurrent /snapshot/full returned $name, which is not in the store"
+done
+echo "concurrent /snapshot/full: 8 requests, 8 different snapshots at revisions $(jq -s -c '[.[].lastRevision] | sort' "$WORK"/concurrent.[1-8])"
+# and the next request is not stuck behind them
+t0=$(date +%s)
+expect 200 -m 30 "$H/snapshot/full"
+[ $(($(date +%s) - t0)) -le 10 ] || fail "a request after a burst took too long"
+
+# more writes, then the data dir is lost while etcd is down
 for i in $(seq 1 20); do ectl put "/registry/c/$i" "v$i" >/dev/null; done
 ectl del /registry/a/1 >/dev/null
 sleep 2.5 # a delta period
