@@ -271,7 +271,10 @@ void server_register_age_metrics(void) {
                           snapshot_age, (void *)(intptr_t)1, NULL);
 }
 
+static void set_store_conflict(int conflict);
+
 void server_register_store_metric(int configured) {
+    set_store_conflict(0);
     Metric *m = metrics_find(metrics_default(), "etcdbr_snapshotter_store_configured");
     if (!m) {
         MetricOpts mo = {.name = "etcdbr_snapshotter_store_configured",
@@ -280,6 +283,20 @@ void server_register_store_metric(int configured) {
         if (metrics_register(metrics_default(), METRIC_GAUGE, &mo, &m)) return;
     }
     metrics_gauge_set(m, NULL, configured ? 1 : 0);
+}
+
+/* etcdbr_snapshotter_store_conflict: 1 while snapshots are refused because the store holds
+ * another backup history (docs/store-history.md), 0 once one is stored. */
+static void set_store_conflict(int conflict) {
+    Metric *m = metrics_find(metrics_default(), "etcdbr_snapshotter_store_conflict");
+    if (!m) {
+        MetricOpts mo = {.name = "etcdbr_snapshotter_store_conflict",
+                         .help = "1 while no snapshot is stored because the store's latest "
+                                 "backups belong to another etcd cluster or a newer history "
+                                 "(docs/store-history.md); 0 otherwise."};
+        if (metrics_register(metrics_default(), METRIC_GAUGE, &mo, &m)) return;
+    }
+    metrics_gauge_set(m, NULL, conflict);
 }
 
 void server_on_snapshotter_event(void *ctx, const SnapshotterEvent *ev) {
@@ -299,6 +316,7 @@ void server_on_snapshotter_event(void *ctx, const SnapshotterEvent *ev) {
             etcdbr_metrics_record_error(ev->kind == SNAP_EVENT_FULL ? ETCDBR_OP_FULL_SNAPSHOT
                                                                     : ETCDBR_OP_DELTA_SNAPSHOT,
                                         etcdbr_metrics_error_class(ev->rc));
+        if (ev->ok || ev->rc == ERR_CONFLICT) set_store_conflict(ev->rc == ERR_CONFLICT);
         break;
     }
     case SNAP_EVENT_EVENTS: {

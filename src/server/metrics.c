@@ -1262,6 +1262,8 @@ const char *etcdbr_metrics_error_class(int err_code) {
         return "canceled";
     case ERR_GAP:
         return "gap";
+    case ERR_CONFLICT:
+        return "store_conflict";
     default:
         return "other";
     }

@@ -97,6 +97,27 @@ grep -q "Refusing to write" "$WORK/c1.log" || fail "the fresh cluster's refusal 
 [ "$(ls "$S1/v2" | wc -l)" = "$objects_before" ] || fail "the fresh cluster wrote into the store"
 echo "1. another cluster (ahead and behind) is refused with both named; nothing written"
 
+# the server: /healthz 503 and etcdbr_snapshotter_store_conflict 1 while refusing
+PORT=$(free_port)
+HOME=$WORK/home "$ETCDBR_BIN" server --endpoints="$EP_C" --storage-provider=Local \
+    --store-container="$S1" --snapstore-temp-directory="$WORK/snaptmp" --server-port="$PORT" \
+    --delta-snapshot-period=1s --schedule='0 0 1 1 *' --garbage-collection-period=0s \
+    >"$WORK/c-server.log" 2>&1 &
+SERVER_PID=$!
+PIDS+=("$SERVER_PID")
+wait_for_log "$WORK/c-server.log" "Refusing to write"
+for i in $(seq 1 50); do
+    curl -s "http://127.0.0.1:$PORT/metrics" | grep -q "^etcdbr_snapshotter_store_conflict 1" && break
+    sleep 0.2
+done
+curl -s "http://127.0.0.1:$PORT/metrics" | grep -q "^etcdbr_snapshotter_store_conflict 1" ||
+    fail "server refusing the store: etcdbr_snapshotter_store_conflict is not 1"
+code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/healthz")
+[ "$code" = 503 ] || fail "server refusing the store: /healthz $code, want 503"
+stop_pid "$SERVER_PID"
+[ "$(ls "$S1/v2" | wc -l)" = "$objects_before" ] || fail "the refusing server wrote into the store"
+echo "1b. the server refusing the store: /healthz 503, etcdbr_snapshotter_store_conflict 1"
+
 # --- 4. --abandon-other-histories ---------------------------------------------------------------
 ETCD_EP=$EP_B
 snap_run "$S1" "$WORK/b4.log" --abandon-other-histories
