@@ -13,6 +13,7 @@
 #include "../common/log.h"
 #include "../common/timeutil.h"
 
+#include <stdatomic.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -757,7 +758,7 @@ int64_t snapshotter_backoff_next(const SnapshotterConfig *cfg, int64_t *delay_ms
     return *delay_ms;
 }
 
-int snapshotter_run(Snapshotter *s, volatile sig_atomic_t *stop, int fail_fast) {
+int snapshotter_run(Snapshotter *s, atomic_int *stop, int fail_fast) {
     s->next_gc_ms = now_mono_ms() + s->cfg.gc_period_ms; /* first run after one period */
     if (s->cfg.defrag_schedule) s->next_defrag_s = cron_next(s->cfg.defrag_schedule, now_unix_s());
     int64_t delay = 1000, attempt = 0, backoff = 0; /* backoff: the wait before the next retry */

@@ -13,6 +13,7 @@
 #include "../store/store.h"
 #include "gc.h"
 
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdint.h>
 
@@ -85,7 +86,7 @@ void snapshotter_free(Snapshotter *s);
  * logged and retried with backoff. Events are never dropped without a snapshot covering them.
  * On stop, pending events (drained up to the revision current at the stop) are stored as a last
  * delta. Returns 0 after a clean stop. */
-int snapshotter_run(Snapshotter *s, volatile sig_atomic_t *stop, int fail_fast);
+int snapshotter_run(Snapshotter *s, atomic_int *stop, int fail_fast);
 
 typedef enum { SNAP_REQ_FULL, SNAP_REQ_FULL_FINAL, SNAP_REQ_DELTA } SnapshotRequestKind;
 

@@ -7,6 +7,7 @@
 
 #include "opts.h"
 
+#include <stdatomic.h>
 #include <signal.h>
 
 enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2, EXIT_EXISTS = 3, EXIT_NO_SNAPSHOT = 4 };
@@ -26,6 +27,6 @@ int cmd_setup_logging(const Opts *o);
 
 /* SIGTERM/SIGINT set the returned flag (a clean stop: last delta, child etcd stopped); a second
  * one exits at once with 1, as the Go tool does. SIGPIPE is ignored. */
-volatile sig_atomic_t *cmd_install_stop_signals(void);
+atomic_int *cmd_install_stop_signals(void);
 
 #endif

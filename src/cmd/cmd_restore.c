@@ -8,13 +8,14 @@
 #include "../common/proc.h"
 #include "../restore/restorer.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 
 int cmd_restore(const Opts *o) {
     Store *store = NULL;
     char *peer_urls = NULL;
     RestoreConfig rc;
-    volatile sig_atomic_t *stop = cmd_install_stop_signals(); /* stop, clean up, say so */
+    atomic_int *stop = cmd_install_stop_signals(); /* stop, clean up, say so */
     int code = setup_restore_config(o, &rc, &peer_urls);
     if (code) return code;
     opts_log_effective(o, "restore");

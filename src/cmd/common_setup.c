@@ -3,6 +3,7 @@
 #include "../common/err.h"
 #include "../common/log.h"
 
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -23,7 +24,8 @@ int cmd_setup_logging(const Opts *o) {
     return EXIT_OK;
 }
 
-static volatile sig_atomic_t stop_requested;
+/* lock-free atomic_int: C11 7.14.1.1 allows it in a signal handler */
+static atomic_int stop_requested;
 
 static void on_stop_signal(int sig) {
     (void)sig;
@@ -31,7 +33,7 @@ static void on_stop_signal(int sig) {
     stop_requested = 1;
 }
 
-volatile sig_atomic_t *cmd_install_stop_signals(void) {
+atomic_int *cmd_install_stop_signals(void) {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_stop_signal;

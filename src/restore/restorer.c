@@ -15,6 +15,7 @@
 #include "../format/bbolt_writer.h"
 #include "../format/mvcc.h"
 
+#include <stdatomic.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <dirent.h>
@@ -382,7 +383,7 @@ static int find_time_cut(DeltaReader *dr, const Snapshot *snap, int64_t time_ns,
 }
 /* ---------- helpers ---------- */
 
-static int run_tool(char *const argv[], const char *log_path, volatile sig_atomic_t *stop) {
+static int run_tool(char *const argv[], const char *log_path, atomic_int *stop) {
     pid_t pid = fork();
     if (pid < 0) return err_set(ERR_IO, "fork: %s", strerror(errno));
     if (pid == 0) {

@@ -11,6 +11,7 @@
 
 #include "../store/store.h"
 
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdint.h>
 
@@ -36,7 +37,7 @@ typedef struct RestoreConfig {
     int64_t quota_bytes;     /* a db larger than this is reported (etcd's backend quota) */
     /* borrowed, may be NULL: set (by a signal handler) to stop; the restore then ends with
      * ERR_CANCELED, its tool child stopped and everything it created removed */
-    volatile sig_atomic_t *stop;
+    atomic_int *stop;
 } RestoreConfig;
 
 typedef struct RestoreResult {
