@@ -10,6 +10,7 @@
 #include "cmd.h"
 #include "config_file.h"
 #include "server_common.h"
+#include "../backup/fullsnap.h"
 #include "../backup/snapshotter.h"
 #include "../common/err.h"
 #include "../common/log.h"
@@ -552,6 +553,8 @@ static int server_main(const Opts *o, char **etcd_argv) {
     etcdbr_metrics_init();
     server_register_age_metrics();
     server_register_store_metric(sv.setup.has_store);
+    /* temp files of a killed run go now, not at this member's first full snapshot as leader */
+    if (sv.setup.has_store) fullsnap_cleanup_stale(sv.setup.snap.temp_dir);
     HttpServer *http = NULL;
     const char *cert = opt_str(o, "server-cert"), *key = opt_str(o, "server-key");
     /* the HTTP threads (and the threads they start) inherit a mask without stop signals */
