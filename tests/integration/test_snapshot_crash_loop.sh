@@ -15,8 +15,8 @@ seed=${ETCDBR_SEED:-$(($(date +%s) % 32768))}
 echo "seed=$seed"
 RANDOM=$seed
 start_etcd src "$WORK/src.etcd" --auto-compaction-retention=0
-# ~25 MB of random values: a full snapshot (receive, check, gzip, store) takes a while
-"$LOADGEN" "$ETCD_EP" puts 8000 3000 /big/ 64 >/dev/null
+# ~100 MB of random values: a full snapshot (receive, check, gzip, store) takes seconds
+"$LOADGEN" "$ETCD_EP" puts 32000 3000 /big/ 64 >/dev/null
 STORE=$WORK/store
 
 snap_bg() { # LOG: the binary itself in the background (kill -9 reaches it); sets SNAP_PID
@@ -56,7 +56,7 @@ full_stored_in_trial=0
 for trial in $(seq 1 8); do
     rev_start=$(current_revision "$ETCD_EP")
     delay_ms=$((dur_ms * 50 / 100 + RANDOM % (dur_ms * 40 / 100 + 1)))
-    [ "$delay_ms" -ge 700 ] || delay_ms=700 # at least the time to store the catch-up delta
+    [ "$delay_ms" -ge 1000 ] || delay_ms=1000 # at least the time to store the catch-up delta
     snap_bg "$WORK/t$trial.log"
     sleep_ms "$delay_ms"
     kill -9 "$SNAP_PID"
