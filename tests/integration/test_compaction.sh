@@ -22,7 +22,10 @@ rev=$(current_revision "$SRC_EP")
 [ "$rev" -gt "$last" ] || fail "no writes after the last snapshot"
 ectl compaction "$rev" >/dev/null
 
-start_snapshotter "$WORK/store" "$WORK/snap2.log" --delta-snapshot-period=1s
+# the first retry after the store fails comes 8 s later: the store is back and etcd compacted by
+# then, so the retry meets the compacted revision (a retry before the compaction would reopen the
+# watch in time and see no hole)
+start_snapshotter "$WORK/store" "$WORK/snap2.log" --delta-snapshot-period=1s --backoff-multiplier=8
 wait_for_log "$WORK/snap2.log" "full snapshot Full-"
 for i in $(seq 1 10); do ectl put "/k/d$i" "v$i" >/dev/null; done
 wait_for_log "$WORK/snap2.log" "delta snapshot Incr-"
@@ -37,9 +40,14 @@ ectl del /k/e1 >/dev/null
 ectl compaction "$(current_revision "$SRC_EP")" >/dev/null
 rm "$WORK/store/v2"
 mv "$WORK/store/v2.saved" "$WORK/store/v2"
-wait_for_log "$WORK/snap2.log" "compacted" 60
 n_before=$(grep -c "full snapshot Full-" "$WORK/snap2.log")
-wait_for_log "$WORK/snap2.log" "taking a full snapshot instead" 60
+wait_for_log "$WORK/snap2.log" "watch from revision [0-9]*: compacted at [0-9]*: taking a full snapshot instead" 60
+# stop only once that full snapshot is stored: a stop while one is still needed exits 1
+for i in $(seq 1 300); do
+    [ "$(grep -c "full snapshot Full-" "$WORK/snap2.log")" -gt "$n_before" ] && break
+    sleep 0.1
+done
+[ "$(grep -c "full snapshot Full-" "$WORK/snap2.log")" -gt "$n_before" ] || fail "no full snapshot after the compacted revision"
 for i in $(seq 1 10); do ectl put "/k/g$i" "v$i" >/dev/null; done
 stop_snapshotter
 n_full=$(ls "$WORK/store/v2" | grep -c '^Full-')
