@@ -932,6 +932,135 @@ static void test_run_on_local_store_with_revisions_wider_than_8_digits(void **st
     }
 }
 
+/* ---------- GC scoped to one history (docs/store-history.md) ---------- */
+
+#define GH_MINE "1111111111111111"
+#define GH_OTHER "2222222222222222"
+
+/* put() after tagging the name with hist ("" = untagged), as the snapshotter writes. */
+static void put_h(Store *s, const char *hist, SnapKind kind, int64_t start, int64_t last,
+                  int64_t created) {
+    if (hist[0]) {
+        char name[200];
+        assert_int_equal(snapname_format(kind, start, last, created, ".gz", 0, name, sizeof name),
+                         0);
+        assert_int_equal(store_history_tag(s, hist, name), 0);
+    }
+    put(s, kind, start, last, created);
+}
+
+static int has_tag(const char *dir, const char *hist, SnapKind kind, int64_t start, int64_t last,
+                   int64_t t) {
+    char name[200], rel[300];
+    assert_int_equal(snapname_format(kind, start, last, t, ".gz", 0, name, sizeof name), 0);
+    snprintf(rel, sizeof rel, "etcd-main/etcdbr/history/%s/%s", hist, name);
+    return exists_rel(dir, rel);
+}
+
+/* untagged: F10 I20; mine: F30 I40 F50 I60; other: F70 I80 F90 (newer fulls than mine). */
+static void fill_histories(Store *s) {
+    put_h(s, "", SNAP_FULL, 0, 10, T0);
+    put_h(s, "", SNAP_INCR, 11, 20, T0 + HOUR);
+    put_h(s, GH_MINE, SNAP_FULL, 0, 30, T0 + 2 * HOUR);
+    put_h(s, GH_MINE, SNAP_INCR, 31, 40, T0 + 3 * HOUR);
+    put_h(s, GH_MINE, SNAP_FULL, 0, 50, T0 + 4 * HOUR);
+    put_h(s, GH_MINE, SNAP_INCR, 51, 60, T0 + 5 * HOUR);
+    put_h(s, GH_OTHER, SNAP_FULL, 0, 70, T0 + 6 * HOUR);
+    put_h(s, GH_OTHER, SNAP_INCR, 71, 80, T0 + 7 * HOUR);
+    put_h(s, GH_OTHER, SNAP_FULL, 0, 90, T0 + 8 * HOUR);
+}
+
+static void test_run_scoped_removes_only_its_own_history(void **state) {
+    (void)state;
+    /* LimitBased 1 now, and Exponential two months on (it keeps only the newest full then):
+     * both would remove every full but F90 if the scope were ignored. */
+    for (GcPolicy p = GC_EXPONENTIAL; p <= GC_LIMIT_BASED; p++) {
+        int64_t now = p == GC_LIMIT_BASED ? NOW0 : NOW0 + 60 * DAY;
+        char *dir = make_tmpdir();
+        Store *s = open_store(dir, NULL, NULL);
+        fill_histories(s);
+        GcScope mine = {GH_MINE, 0};
+        GcStats st;
+        assert_int_equal(gc_run_scoped(s, &mine, p, 1, 0, now, 0, &st), 0);
+        assert_int_equal(st.listed, 9);
+        assert_int_equal(st.full_removed, 1);
+        assert_int_equal(st.incr_removed, 1);
+        assert_false(has_v2(dir, SNAP_FULL, 0, 30, T0 + 2 * HOUR));
+        assert_false(has_v2(dir, SNAP_INCR, 31, 40, T0 + 3 * HOUR));
+        /* the newest full of the scope stays although another history has newer ones */
+        assert_true(has_v2(dir, SNAP_FULL, 0, 50, T0 + 4 * HOUR));
+        assert_true(has_v2(dir, SNAP_INCR, 51, 60, T0 + 5 * HOUR));
+        /* untagged and the other history's objects stay */
+        assert_true(has_v2(dir, SNAP_FULL, 0, 10, T0));
+        assert_true(has_v2(dir, SNAP_INCR, 11, 20, T0 + HOUR));
+        assert_true(has_v2(dir, SNAP_FULL, 0, 70, T0 + 6 * HOUR));
+        assert_true(has_v2(dir, SNAP_INCR, 71, 80, T0 + 7 * HOUR));
+        assert_true(has_v2(dir, SNAP_FULL, 0, 90, T0 + 8 * HOUR));
+        /* the tags of what was removed went with it; the others stay */
+        assert_false(has_tag(dir, GH_MINE, SNAP_FULL, 0, 30, T0 + 2 * HOUR));
+        assert_false(has_tag(dir, GH_MINE, SNAP_INCR, 31, 40, T0 + 3 * HOUR));
+        assert_true(has_tag(dir, GH_MINE, SNAP_FULL, 0, 50, T0 + 4 * HOUR));
+        assert_true(has_tag(dir, GH_MINE, SNAP_INCR, 51, 60, T0 + 5 * HOUR));
+        assert_true(has_tag(dir, GH_OTHER, SNAP_FULL, 0, 70, T0 + 6 * HOUR));
+
+        /* with include_untagged (a history that adopted them) the untagged ones go too */
+        mine.include_untagged = 1;
+        assert_int_equal(gc_run_scoped(s, &mine, p, 1, 0, now, 0, &st), 0);
+        assert_int_equal(st.listed, 7);
+        assert_int_equal(st.full_removed, 1);
+        assert_int_equal(st.incr_removed, 1);
+        assert_false(has_v2(dir, SNAP_FULL, 0, 10, T0));
+        assert_false(has_v2(dir, SNAP_INCR, 11, 20, T0 + HOUR));
+        assert_true(has_v2(dir, SNAP_FULL, 0, 50, T0 + 4 * HOUR));
+        assert_true(has_v2(dir, SNAP_INCR, 51, 60, T0 + 5 * HOUR));
+        assert_true(has_v2(dir, SNAP_FULL, 0, 70, T0 + 6 * HOUR));
+        assert_true(has_v2(dir, SNAP_INCR, 71, 80, T0 + 7 * HOUR));
+        assert_true(has_v2(dir, SNAP_FULL, 0, 90, T0 + 8 * HOUR));
+
+        /* the other history's own scope removes its older stream, never mine */
+        GcScope other = {GH_OTHER, 0};
+        assert_int_equal(gc_run_scoped(s, &other, p, 1, 0, now, 0, &st), 0);
+        assert_int_equal(st.full_removed, 1);
+        assert_int_equal(st.incr_removed, 1);
+        assert_false(has_v2(dir, SNAP_FULL, 0, 70, T0 + 6 * HOUR));
+        assert_false(has_tag(dir, GH_OTHER, SNAP_FULL, 0, 70, T0 + 6 * HOUR));
+        assert_true(has_v2(dir, SNAP_FULL, 0, 50, T0 + 4 * HOUR));
+        assert_true(has_v2(dir, SNAP_FULL, 0, 90, T0 + 8 * HOUR));
+        store_free(s);
+        rm_tmpdir(dir);
+    }
+}
+
+static void test_run_scoped_never_collects_abandoned_objects(void **state) {
+    (void)state;
+    /* mine forked from other at 80: other's F90 (after 80) is abandoned, F70 I80 are not; GC
+     * (even unscoped) never sees F90, so the newest full it keeps is F70 */
+    char *dir = make_tmpdir();
+    Store *s = open_store(dir, NULL, NULL);
+    fill_histories(s);
+    HistoryRecord r;
+    memset(&r, 0, sizeof r);
+    snprintf(r.id, sizeof r.id, GH_MINE);
+    snprintf(r.reason, sizeof r.reason, "fork");
+    r.n_abandons = 1;
+    snprintf(r.abandons[0].history, sizeof r.abandons[0].history, GH_OTHER);
+    r.abandons[0].after_revision = 80;
+    assert_int_equal(store_history_put_record(s, &r), 0);
+    GcStats st;
+    assert_int_equal(gc_run(s, GC_LIMIT_BASED, 1, 0, NOW0, 0, &st), 0);
+    assert_int_equal(st.listed, 8);
+    assert_true(has_v2(dir, SNAP_FULL, 0, 90, T0 + 8 * HOUR));  /* abandoned: kept */
+    assert_true(has_v2(dir, SNAP_INCR, 71, 80, T0 + 7 * HOUR)); /* latest set without F90 */
+    assert_true(has_v2(dir, SNAP_FULL, 0, 70, T0 + 6 * HOUR));
+    assert_true(has_tag(dir, GH_OTHER, SNAP_FULL, 0, 90, T0 + 8 * HOUR));
+    assert_false(has_v2(dir, SNAP_FULL, 0, 50, T0 + 4 * HOUR));
+    assert_false(has_v2(dir, SNAP_FULL, 0, 10, T0));
+    assert_int_equal(st.full_removed, 3);
+    assert_int_equal(st.incr_removed, 3);
+    store_free(s);
+    rm_tmpdir(dir);
+}
+
 int main(void) {
     log_setup(LOG_ERROR, 0); /* gc_run logs every removal at info */
     const struct CMUnitTest tests[] = {
@@ -958,6 +1087,8 @@ int main(void) {
         cmocka_unit_test(test_run_keeps_full_whose_delta_could_not_be_removed),
         cmocka_unit_test(test_run_counts_already_removed_objects_as_removed),
         cmocka_unit_test(test_run_on_local_store_with_revisions_wider_than_8_digits),
+        cmocka_unit_test(test_run_scoped_removes_only_its_own_history),
+        cmocka_unit_test(test_run_scoped_never_collects_abandoned_objects),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -445,6 +445,83 @@ static void test_latest_set_without_full_returns_all_deltas(void **state) {
     assert_int_equal(nd, 0);
 }
 
+/* ---------- latest set with histories (history.h) ---------- */
+
+#define HA "aaaaaaaaaaaaaaaa"
+#define HB "bbbbbbbbbbbbbbbb"
+
+static Snapshot mk_h(SnapKind kind, int64_t start, int64_t last, int64_t ts, const char *hist) {
+    Snapshot s = mk(kind, start, last, ts, 0);
+    snprintf(s.history, sizeof s.history, "%s", hist);
+    return s;
+}
+
+/* The last revisions of the set, e.g. "F100 110 130" (F = the full, then the deltas). */
+static void set_str(const Snapshot *v, ptrdiff_t full, const size_t *idx, size_t nd, char *out,
+                    size_t cap) {
+    size_t o =
+        (size_t)snprintf(out, cap, "F%lld", full >= 0 ? (long long)v[full].last_revision : -1LL);
+    for (size_t k = 0; k < nd; k++)
+        o += (size_t)snprintf(out + o, cap - o, " %lld", (long long)v[idx[k]].last_revision);
+}
+
+static void test_latest_set_leaves_out_deltas_of_another_history_after_a_tagged_full(void **state) {
+    (void)state;
+    Snapshot v[6];
+    v[0] = mk_h(SNAP_FULL, 0, 90, 1, HB);
+    v[1] = mk_h(SNAP_FULL, 0, 100, 2, HA);
+    v[2] = mk_h(SNAP_INCR, 101, 110, 3, HA);
+    v[3] = mk_h(SNAP_INCR, 91, 120, 4, HB); /* the other history's line goes on */
+    v[4] = mk_h(SNAP_INCR, 111, 130, 5, HA);
+    v[5] = mk_h(SNAP_INCR, 121, 140, 6, HB);
+    snapname_sort(v, 6);
+    ptrdiff_t full;
+    size_t idx[6], nd;
+    char got[128];
+    snapname_latest_set(v, 6, &full, idx, &nd);
+    set_str(v, full, idx, nd, got, sizeof got);
+    assert_string_equal(got, "F100 110 130");
+    assert_string_equal(v[full].history, HA);
+    /* a point in time before HA's full: HB's full and only HB's deltas */
+    snapname_set_at(v, 6, 95, 0, &full, idx, &nd);
+    set_str(v, full, idx, nd, got, sizeof got);
+    assert_string_equal(got, "F90 120 140");
+}
+
+static void test_latest_set_takes_untagged_deltas_after_a_tagged_full(void **state) {
+    (void)state;
+    Snapshot v[4];
+    v[0] = mk_h(SNAP_FULL, 0, 100, 1, HA);
+    v[1] = mk_h(SNAP_INCR, 101, 110, 2, "");
+    v[2] = mk_h(SNAP_INCR, 111, 120, 3, HB);
+    v[3] = mk_h(SNAP_INCR, 111, 130, 4, "");
+    snapname_sort(v, 4);
+    ptrdiff_t full;
+    size_t idx[4], nd;
+    char got[128];
+    snapname_latest_set(v, 4, &full, idx, &nd);
+    set_str(v, full, idx, nd, got, sizeof got);
+    assert_string_equal(got, "F100 110 130");
+}
+
+static void test_latest_set_takes_every_delta_after_an_untagged_full(void **state) {
+    (void)state;
+    Snapshot v[5];
+    v[0] = mk_h(SNAP_FULL, 0, 90, 1, HB);
+    v[1] = mk_h(SNAP_FULL, 0, 100, 2, "");
+    v[2] = mk_h(SNAP_INCR, 101, 110, 3, HA);
+    v[3] = mk_h(SNAP_INCR, 111, 120, 4, "");
+    v[4] = mk_h(SNAP_INCR, 121, 130, 5, HB);
+    snapname_sort(v, 5);
+    ptrdiff_t full;
+    size_t idx[5], nd;
+    char got[128];
+    snapname_latest_set(v, 5, &full, idx, &nd);
+    set_str(v, full, idx, nd, got, sizeof got);
+    assert_string_equal(got, "F100 110 120 130");
+    assert_string_equal(v[full].history, "");
+}
+
 /* ---------- Local store ---------- */
 
 static void test_local_write_commit_list_read_back(void **state) {
@@ -868,6 +945,214 @@ static void test_store_open_rejects_bad_config(void **state) {
     rm_tmpdir(dir);
 }
 
+/* ---------- history records and tags in a Local store ---------- */
+
+/* Writes name into s after tagging it with hist ("" = untagged), as the snapshotter does. */
+static void put_tagged(Store *s, const char *hist, const char *name) {
+    if (hist[0]) assert_int_equal(store_history_tag(s, hist, name), 0);
+    put_object(s, name, name, strlen(name));
+}
+
+static HistoryRecord mk_rec(const char *id, uint64_t cluster, const char *reason) {
+    HistoryRecord r;
+    memset(&r, 0, sizeof r);
+    snprintf(r.id, sizeof r.id, "%s", id);
+    r.cluster_id = cluster;
+    r.member_id = 7;
+    r.created_s = 1700000000;
+    snprintf(r.reason, sizeof r.reason, "%s", reason);
+    return r;
+}
+
+static const Snapshot *by_name(const Snapshot *v, size_t n, const char *name) {
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(v[i].snap_name, name) == 0) return &v[i];
+    return NULL;
+}
+
+#define HF100 "Full-00000000-00000100-1700000000.gz"
+#define HI150 "Incr-00000101-00000150-1700000100.gz"
+#define HI200 "Incr-00000151-00000200-1700000200.gz"
+#define HF150 "Full-00000000-00000150-1700000500.gz"
+#define HI170 "Incr-00000151-00000170-1700000600.gz"
+#define HF50 "Full-00000000-00000050-1600000000.gz"
+
+/* HA: F100 I150 I200; HB (a fork at 150): F150 I170; untagged: F50. */
+static void fill_histories(Store *s) {
+    assert_int_equal(store_history_put_record(s, &(HistoryRecord){0}), ERR_INVALID);
+    HistoryRecord a = mk_rec(HA, 0xc1, "new");
+    HistoryRecord b = mk_rec(HB, 0xc1, "fork");
+    b.n_abandons = 1;
+    snprintf(b.abandons[0].history, sizeof b.abandons[0].history, "%s", HA);
+    b.abandons[0].after_revision = 150;
+    assert_int_equal(store_history_put_record(s, &a), 0);
+    assert_int_equal(store_history_put_record(s, &b), 0);
+    put_tagged(s, "", HF50);
+    put_tagged(s, HA, HF100);
+    put_tagged(s, HA, HI150);
+    put_tagged(s, HA, HI200);
+    put_tagged(s, HB, HF150);
+    put_tagged(s, HB, HI170);
+}
+
+static void test_local_list_ex_annotates_histories_and_drops_abandoned(void **state) {
+    (void)state;
+    char *dir = make_tmpdir();
+    Store *s = open_local(dir, "etcd-main");
+    fill_histories(s);
+
+    Snapshot *v = NULL;
+    size_t n = 0;
+    HistoryRecord *recs = NULL;
+    size_t nr = 0;
+    assert_int_equal(store_list_ex(s, 1, &v, &n, &recs, &nr), 0);
+    assert_int_equal(n, 6);
+    assert_string_equal(by_name(v, n, HF50)->history, "");
+    assert_string_equal(by_name(v, n, HF100)->history, HA);
+    assert_string_equal(by_name(v, n, HI150)->history, HA);
+    assert_string_equal(by_name(v, n, HI200)->history, HA);
+    assert_string_equal(by_name(v, n, HF150)->history, HB);
+    assert_string_equal(by_name(v, n, HI170)->history, HB);
+    for (size_t i = 0; i < n; i++)
+        assert_int_equal(v[i].abandoned, strcmp(v[i].snap_name, HI200) == 0);
+    assert_int_equal(nr, 2);
+    const HistoryRecord *ra = history_find(recs, nr, HA), *rb = history_find(recs, nr, HB);
+    assert_non_null(ra);
+    assert_non_null(rb);
+    assert_int_equal(ra->cluster_id, 0xc1);
+    assert_int_equal(ra->member_id, 7);
+    assert_string_equal(ra->reason, "new");
+    assert_int_equal(ra->n_abandons, 0);
+    assert_int_equal(ra->effective, 1);
+    assert_string_equal(rb->reason, "fork");
+    assert_int_equal(rb->n_abandons, 1);
+    assert_string_equal(rb->abandons[0].history, HA);
+    assert_int_equal(rb->abandons[0].after_revision, 150);
+    assert_int_equal(rb->effective, 1);
+    free(v);
+    free(recs);
+
+    /* without include_abandoned (and as store_list): HA's I200 is left out */
+    for (int k = 0; k < 2; k++) {
+        v = NULL;
+        n = 0;
+        if (k == 0)
+            assert_int_equal(store_list_ex(s, 0, &v, &n, NULL, NULL), 0);
+        else
+            assert_int_equal(store_list(s, &v, &n), 0);
+        assert_int_equal(n, 5);
+        assert_null(by_name(v, n, HI200));
+        assert_non_null(by_name(v, n, HI150));
+        for (size_t i = 0; i < n; i++)
+            assert_int_equal(v[i].abandoned, 0);
+        free(v);
+    }
+    /* the abandoned object is kept in the store */
+    char p[PATH_MAX];
+    snprintf(p, sizeof p, "%s/etcd-main/v2/" HI200, dir);
+    assert_true(fs_exists(p));
+    store_free(s);
+    rm_tmpdir(dir);
+}
+
+static void test_local_history_untag_removes_the_tag(void **state) {
+    (void)state;
+    char *dir = make_tmpdir();
+    Store *s = open_local(dir, "etcd-main");
+    put_tagged(s, HA, HF100);
+    char p[PATH_MAX];
+    snprintf(p, sizeof p, "%s/etcd-main/etcdbr/history/" HA "/" HF100, dir);
+    assert_true(fs_exists(p));
+    Snapshot *v = NULL;
+    size_t n = 0;
+    assert_int_equal(store_list(s, &v, &n), 0);
+    assert_int_equal(n, 1);
+    assert_string_equal(v[0].history, HA);
+    assert_int_equal(store_history_untag(s, &v[0]), 0);
+    assert_false(fs_exists(p));
+    assert_int_equal(store_history_untag(s, &v[0]), 0); /* already gone: success */
+    free(v);
+    assert_int_equal(store_list(s, &v, &n), 0);
+    assert_int_equal(n, 1);
+    assert_string_equal(v[0].history, "");
+    free(v);
+    store_free(s);
+    rm_tmpdir(dir);
+}
+
+static void test_local_history_tags_and_records_are_not_snapshots(void **state) {
+    (void)state;
+    char *dir = make_tmpdir();
+    Store *s = open_local(dir, ""); /* tags at etcdbr/history/..., beside v1/ and v2/ */
+    HistoryRecord a = mk_rec(HA, 0xc1, "new");
+    assert_int_equal(store_history_put_record(s, &a), 0);
+    assert_int_equal(store_history_tag(s, HA, HF100), 0);
+    assert_int_equal(store_history_tag(s, HA, HI150), 0); /* a tag without its object (yet) */
+    assert_int_equal(store_history_tag(s, HA, HF100), 0); /* an existing tag is success */
+    assert_int_equal(store_history_tag(s, "nothex", HF100), ERR_INVALID);
+    assert_int_equal(store_history_tag(s, HA, "a/b"), ERR_INVALID);
+    /* an existing record is success and is not replaced */
+    HistoryRecord again = mk_rec(HA, 0xc2, "takeover");
+    assert_int_equal(store_history_put_record(s, &again), 0);
+    Snapshot *v = NULL;
+    size_t n = 0;
+    HistoryRecord *recs = NULL;
+    size_t nr = 0;
+    assert_int_equal(store_list_ex(s, 1, &v, &n, &recs, &nr), 0);
+    assert_int_equal(n, 0);
+    assert_null(v);
+    assert_int_equal(nr, 1);
+    assert_int_equal(recs[0].cluster_id, 0xc1);
+    assert_string_equal(recs[0].reason, "new");
+    assert_int_equal(recs[0].effective, 0); /* no object stored yet */
+    free(recs);
+    put_object(s, HF100, "x", 1);
+    assert_int_equal(store_list(s, &v, &n), 0);
+    assert_int_equal(n, 1);
+    assert_string_equal(v[0].key, "v2/" HF100);
+    assert_string_equal(v[0].history, HA);
+    free(v);
+    store_free(s);
+    rm_tmpdir(dir);
+}
+
+static void test_local_list_ex_skips_a_malformed_record(void **state) {
+    (void)state;
+    char *dir = make_tmpdir();
+    Store *s = open_local(dir, "etcd-main");
+    fill_histories(s);
+    char p[PATH_MAX];
+    /* HB's record overwritten with junk: its abandons no longer apply */
+    snprintf(p, sizeof p, "%s/etcd-main/etcdbr/history/" HB "/record.json", dir);
+    write_raw(p, "{\"history\":", 11);
+    /* a record in the wrong directory names another history */
+    snprintf(p, sizeof p, "%s/etcd-main/etcdbr/history/cccccccccccccccc/record.json", dir);
+    HistoryRecord a = mk_rec(HA, 0xc2, "new");
+    char *json = NULL;
+    size_t len = 0;
+    assert_int_equal(history_record_format(&a, &json, &len), 0);
+    write_raw(p, json, len);
+    free(json);
+    Snapshot *v = NULL;
+    size_t n = 0;
+    HistoryRecord *recs = NULL;
+    size_t nr = 0;
+    assert_int_equal(store_list_ex(s, 1, &v, &n, &recs, &nr), 0);
+    assert_int_equal(n, 6);
+    assert_int_equal(nr, 1);
+    assert_string_equal(recs[0].id, HA);
+    assert_int_equal(recs[0].cluster_id, 0xc1);
+    /* the tags still count */
+    assert_string_equal(by_name(v, n, HF150)->history, HB);
+    assert_string_equal(by_name(v, n, HI200)->history, HA);
+    for (size_t i = 0; i < n; i++)
+        assert_int_equal(v[i].abandoned, 0);
+    free(v);
+    free(recs);
+    store_free(s);
+    rm_tmpdir(dir);
+}
+
 int main(void) {
     log_setup(LOG_ERROR, 0); /* the foreign-file tests would otherwise print skip warnings */
     const struct CMUnitTest tests[] = {
@@ -890,6 +1175,9 @@ int main(void) {
         cmocka_unit_test(test_latest_set_takes_deltas_after_newest_full),
         cmocka_unit_test(test_latest_set_full_only_and_newest_full_last),
         cmocka_unit_test(test_latest_set_without_full_returns_all_deltas),
+        cmocka_unit_test(test_latest_set_leaves_out_deltas_of_another_history_after_a_tagged_full),
+        cmocka_unit_test(test_latest_set_takes_untagged_deltas_after_a_tagged_full),
+        cmocka_unit_test(test_latest_set_takes_every_delta_after_an_untagged_full),
         cmocka_unit_test(test_local_write_commit_list_read_back),
         cmocka_unit_test(test_local_abort_leaves_nothing),
         cmocka_unit_test(test_local_write_in_progress_is_not_listed),
@@ -902,6 +1190,10 @@ int main(void) {
         cmocka_unit_test(test_local_lists_go_fixtures),
         cmocka_unit_test(test_local_relative_container_is_under_home),
         cmocka_unit_test(test_store_open_rejects_bad_config),
+        cmocka_unit_test(test_local_list_ex_annotates_histories_and_drops_abandoned),
+        cmocka_unit_test(test_local_history_untag_removes_the_tag),
+        cmocka_unit_test(test_local_history_tags_and_records_are_not_snapshots),
+        cmocka_unit_test(test_local_list_ex_skips_a_malformed_record),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
