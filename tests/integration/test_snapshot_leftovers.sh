@@ -21,10 +21,12 @@ STORE=$WORK/store
 TMPD=$WORK/snaptmp
 mkdir -p "$STORE/v2" "$TMPD"
 
+# a full snapshot is due at every start (@every 1s: the newest one is always older than that), so
+# each run takes one even though the snapshotter resumes from the store's latest set
 snap_bg() { # LOG: the binary itself in the background (kill -9 reaches it); sets SNAP_PID
     "$ETCDBR_BIN" snapshot --endpoints="$ETCD_EP" --storage-provider=Local \
         --store-container="$STORE" --snapstore-temp-directory="$TMPD" \
-        --schedule='0 0 1 1 *' --garbage-collection-period=0s --delta-snapshot-period=1s \
+        --schedule='@every 1s' --garbage-collection-period=0s --delta-snapshot-period=1s \
         >"$1" 2>&1 &
     SNAP_PID=$!
     PIDS+=("$SNAP_PID")
