@@ -30,11 +30,18 @@ static void hex64(uint64_t v, char out[17]) {
     snprintf(out, 17, "%016llx", (unsigned long long)v);
 }
 
+/* 1-16 hex digits exactly (no sign, blank or 0x prefix, which strtoull would take). */
 static int parse_hex64(const char *s, uint64_t *out) {
     if (!s || !*s || strlen(s) > 16) return -1;
-    char *end = NULL;
-    unsigned long long v = strtoull(s, &end, 16);
-    if (*end) return -1;
+    uint64_t v = 0;
+    for (const char *p = s; *p; p++) {
+        int d = *p >= '0' && *p <= '9'   ? *p - '0'
+                : *p >= 'a' && *p <= 'f' ? *p - 'a' + 10
+                : *p >= 'A' && *p <= 'F' ? *p - 'A' + 10
+                                         : -1;
+        if (d < 0) return -1;
+        v = v << 4 | (uint64_t)d;
+    }
     *out = v;
     return 0;
 }
@@ -279,6 +286,18 @@ void history_decide(const Snapshot *snaps, size_t n, const HistoryRecord *recs, 
     if (fi >= 0) last = nd ? (ptrdiff_t)idx[nd - 1] : fi;
     for (size_t i = n; last < 0 && i-- > 0;) /* no full snapshot (or no memory): newest object */
         if (!snaps[i].is_chunk && !snaps[i].abandoned) last = (ptrdiff_t)i;
+    /* the histories the latest set is made of: its full snapshot's and its deltas' (an untagged
+     * full continued by an adopting history has two, "" and the adopter's) */
+    char line[HISTORY_MAX_ABANDONS][HISTORY_ID_LEN + 1];
+    size_t n_line = 0;
+    for (size_t k = 0; fi >= 0 && idx && k <= nd; k++) {
+        const char *hk = k == 0 ? snaps[fi].history : snaps[idx[k - 1]].history;
+        int seen = 0;
+        for (size_t j = 0; j < n_line && !seen; j++)
+            seen = strcmp(line[j], hk) == 0;
+        if (!seen && n_line < HISTORY_MAX_ABANDONS)
+            snprintf(line[n_line++], sizeof line[0], "%s", hk);
+    }
     free(idx);
     if (last < 0) {
         out->action = HISTORY_NEW;
@@ -294,24 +313,33 @@ void history_decide(const Snapshot *snaps, size_t n, const HistoryRecord *recs, 
     char who[256];
     describe_history(h, rec, who, sizeof who);
 
-    if (mark && mark->present && strcmp(mark->from_history, h) == 0 &&
-        strcmp(mark->new_history, h) != 0) {
-        /* etcd's db was restored from this history: objects of it stored before the restore
-         * and after the restored revision belong to the abandoned line */
+    if (n_line == 0) snprintf(line[n_line++], sizeof line[0], "%s", h);
+    int from_line = 0, new_in_line = 0;
+    for (size_t j = 0; mark && mark->present && j < n_line; j++) {
+        from_line |= strcmp(mark->from_history, line[j]) == 0;
+        new_in_line |= strcmp(mark->new_history, line[j]) == 0;
+    }
+    if (from_line && !new_in_line) {
+        /* etcd's db was restored from this line: its objects stored before the restore and
+         * after the restored revision belong to the abandoned line */
         int abandoned_exist = 0;
-        for (size_t i = 0; i < n && !abandoned_exist; i++)
-            abandoned_exist = !snaps[i].abandoned && strcmp(snaps[i].history, h) == 0 &&
-                              snaps[i].last_revision > mark->revision &&
-                              snaps[i].created_on <= mark->time_s;
+        for (size_t i = 0; i < n && !abandoned_exist; i++) {
+            if (snaps[i].abandoned || snaps[i].last_revision <= mark->revision ||
+                snaps[i].created_on > mark->time_s)
+                continue;
+            for (size_t j = 0; j < n_line && !abandoned_exist; j++)
+                abandoned_exist = strcmp(snaps[i].history, line[j]) == 0;
+        }
         int other_cluster = rec && rec->cluster_id && rec->cluster_id != cluster_id;
         if (abandoned_exist || other_cluster || ls->last_revision > etcd_revision) {
             new_record(out, mark->new_history, cluster_id, member_id, now, "fork");
             out->action = HISTORY_FORK;
-            out->record.adopts_untagged = !h[0];
-            out->record.n_abandons = 1;
-            snprintf(out->record.abandons[0].history, sizeof out->record.abandons[0].history, "%s",
-                     h);
-            out->record.abandons[0].after_revision = mark->revision;
+            for (size_t j = 0; j < n_line; j++) {
+                HistoryAbandon *a = &out->record.abandons[out->record.n_abandons++];
+                memcpy(a->history, line[j], sizeof a->history);
+                a->after_revision = mark->revision;
+                if (!line[j][0]) out->record.adopts_untagged = 1;
+            }
             snprintf(out->why, sizeof out->why,
                      "etcd was restored from %s at revision %lld; its backups after that "
                      "revision are abandoned (kept, never restored or collected) and new ones go "

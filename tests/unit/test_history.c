@@ -279,10 +279,9 @@ static void test_record_parse_rejects_malformed_json_and_ids(void **state) {
 /* BUG: parse_hex64 in history.c uses strtoull(s, &end, 16), which also takes leading blanks, a
  * sign and a "0x" prefix, so a cluster_id or member_id of "-1" reads as ffffffffffffffff, " c1"
  * and "0xc1" as c1. history_record_format always writes 16 hex digits; anything else in a record
- * is not ours and should be ERR_CORRUPT. Skipped until history.c is fixed. */
+ * is not ours and should be ERR_CORRUPT. (Found by this test; fixed.) */
 static void test_record_parse_rejects_signed_or_prefixed_cluster_ids(void **state) {
     (void)state;
-    skip();
     const char *bad[] = {
         "{\"history\":\"" H1 "\",\"cluster_id\":\"-1\"}",
         "{\"history\":\"" H1 "\",\"cluster_id\":\"+c1\"}",
@@ -995,10 +994,10 @@ static void test_decide_after_a_fork_continues_the_fork(void **state) {
  * forks when mark->from_history equals the latest set's history, so with etcd at 130 it REFUSEs
  * (NEED_DB without the mark), where docs/store-history.md promises a fork after any deliberate
  * restore. Expected: FORK to the mark's new_history whose record abandons the untagged objects
- * after 120 and H1's objects after 120. Skipped until history.c is fixed. */
+ * after 120 and H1's objects after 120. (Found by this test; fixed: the fork takes a mark
+ * from any history the latest set is made of.) */
 static void test_decide_forks_after_a_restore_inside_adopted_untagged_deltas(void **state) {
     (void)state;
-    skip();
     const Obj objs[] = {
         {FULL("00000100", "1700000000"), ""},
         {INCR("00000101", "00000150", "1700000100"), ""},
