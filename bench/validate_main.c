@@ -24,7 +24,8 @@ int main(int argc, char **argv) {
     char root[] = "/tmp/validate_main.XXXXXX";
     if (argc > 3) {
         if (!mkdtemp(root)) return 1;
-        StoreConfig cfg = {"Local", root, "bench", "/tmp"};
+        StoreConfig cfg = {
+            .provider = "Local", .container = root, .prefix = "bench", .temp_dir = "/tmp"};
         char name[128];
         StoreWriter *w = NULL;
         if (store_open(&cfg, &store) != 0 ||

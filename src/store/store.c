@@ -101,27 +101,39 @@ done:
     return rc;
 }
 
+static int local_open(const StoreConfig *cfg, StoreDriver **out) {
+    return store_local_driver_new(cfg->container, out);
+}
+
+/* The registry: every provider name the Go tool accepts, and its driver (NULL: not yet). */
+static const struct {
+    const char *name;
+    StoreDriverOpen open;
+} providers[] = {
+    {"Local", local_open}, {"S3", NULL},  {"ABS", NULL}, {"GCS", NULL},
+    {"Swift", NULL},       {"OSS", NULL}, {"ECS", NULL}, {"OCS", NULL},
+};
+
+const char *store_providers(void) {
+    return "Local (or empty), S3, ABS, GCS, Swift, OSS, ECS and OCS";
+}
+
 int store_open(const StoreConfig *cfg, Store **out) {
     *out = NULL;
     if (!cfg) return err_set(ERR_INVALID, "store: no configuration");
-    const char *provider = cfg->provider ? cfg->provider : "";
-    StoreDriver *drv = NULL;
-    int rc;
-    if (provider[0] == '\0' || strcmp(provider, "Local") == 0) {
-        rc = store_local_driver_new(cfg->container, &drv);
-    } else {
-        static const char *const later[] = {"S3", "ABS", "GCS", "Swift", "OSS", "ECS", "OCS"};
-        for (size_t i = 0; i < sizeof later / sizeof later[0]; i++)
-            if (strcmp(provider, later[i]) == 0)
-                return err_set(ERR_UNSUPPORTED, "storage provider %s is not supported yet",
-                               provider);
-        return err_set(ERR_INVALID,
-                       "unknown storage provider \"%s\": valid are Local (or empty), S3, ABS, "
-                       "GCS, Swift, OSS, ECS and OCS (names are case-sensitive)",
-                       provider);
+    const char *provider = cfg->provider && cfg->provider[0] ? cfg->provider : "Local";
+    for (size_t i = 0; i < sizeof providers / sizeof providers[0]; i++) {
+        if (strcmp(provider, providers[i].name) != 0) continue;
+        if (!providers[i].open)
+            return err_set(ERR_UNSUPPORTED, "storage provider %s is not supported yet", provider);
+        StoreDriver *drv = NULL;
+        int rc = providers[i].open(cfg, &drv);
+        if (rc != 0) return rc;
+        return store_new_with_driver(drv, cfg->prefix, out);
     }
-    if (rc != 0) return rc;
-    return store_new_with_driver(drv, cfg->prefix, out);
+    return err_set(ERR_INVALID,
+                   "unknown storage provider \"%s\": valid are %s (names are case-sensitive)",
+                   provider, store_providers());
 }
 
 void store_free(Store *s) {
@@ -234,7 +246,7 @@ static int tag_cb(void *ctx, const char *key, int64_t size) {
 /* Reads a small object fully (at most cap - 1 bytes, NUL-terminated). */
 static int read_small(Store *s, const char *key, char *buf, size_t cap, size_t *len) {
     IoReader *r = NULL;
-    int rc = s->drv->vt->open_read(s->drv, key, &r);
+    int rc = s->drv->vt->open_read(s->drv, key, 0, &r);
     if (rc) return rc;
     size_t got = 0;
     rc = io_read_full(r, buf, cap - 1, &got);
@@ -376,10 +388,14 @@ int store_history_untag(Store *s, const Snapshot *snap) {
     return rc;
 }
 
-int store_open_read(Store *s, const Snapshot *snap, IoReader **out) {
+int store_open_read_at(Store *s, const Snapshot *snap, uint64_t offset, IoReader **out) {
     *out = NULL;
     if (!snap || !snap->key[0]) return err_set(ERR_INVALID, "store read: no snapshot key");
-    return s->drv->vt->open_read(s->drv, snap->key, out);
+    return s->drv->vt->open_read(s->drv, snap->key, offset, out);
+}
+
+int store_open_read(Store *s, const Snapshot *snap, IoReader **out) {
+    return store_open_read_at(s, snap, 0, out);
 }
 
 int store_snapshot_for_name(const Store *s, const char *snap_name, Snapshot *out) {

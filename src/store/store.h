@@ -15,12 +15,27 @@
 typedef struct Store Store;
 
 typedef struct StoreConfig {
-    const char *provider;  /* "Local" (or "" = Local); others: ERR_UNSUPPORTED for now */
+    const char *provider;  /* "Local" (or "" = Local), "S3", "ABS", "GCS", "Swift", "OSS", "ECS",
+                              "OCS" (the Go tool's names, case-sensitive); see store_providers */
     const char *container; /* Local: directory; relative = relative to $HOME, like the Go tool.
-                              NULL/"" = $STORAGE_CONTAINER, else "default.bkp" */
+                              NULL/"" = $STORAGE_CONTAINER, else "default.bkp". Object stores:
+                              the bucket or container */
     const char *prefix;    /* --store-prefix ("" allowed) */
     const char *temp_dir;  /* --snapstore-temp-directory */
+    /* object stores (seed-spec §1.2, §12); NULL/0 = the provider's default */
+    const char *endpoint_override;  /* --store-endpoint-override: scheme://host[:port] */
+    const char *region;             /* overrides the credentials' region */
+    const char *credentials;        /* a credentials file or directory; NULL = the provider's
+                                       environment variable (e.g. AWS_APPLICATION_CREDENTIALS) */
+    const char *ca_file;            /* PEM bundle trusted for the endpoint; NULL = system */
+    int insecure_skip_verify;       /* do not verify the endpoint's TLS certificate */
+    int64_t min_chunk_size;         /* --min-chunk-size: bytes per part (>= 5 MiB) */
+    int max_parallel_chunk_uploads; /* --max-parallel-chunk-uploads (>= 1) */
+    int64_t timeout_ms;             /* per request; 0 = 180 s (the Go tool's chunk timeout) */
 } StoreConfig;
+
+/* The providers a StoreConfig may name, for messages: "Local (or empty), S3, ..." (static). */
+const char *store_providers(void);
 
 /* 0 or ERR_INVALID/ERR_UNSUPPORTED/ERR_IO. Local creates the root directory (0700). */
 int store_open(const StoreConfig *cfg, Store **out);
@@ -55,6 +70,9 @@ int store_history_untag(Store *s, const Snapshot *snap);
 
 /* Opens an object for reading (raw bytes, still compressed). *out owned (io_reader_free). */
 int store_open_read(Store *s, const Snapshot *snap, IoReader **out);
+
+/* store_open_read from byte offset (to resume an interrupted download). */
+int store_open_read_at(Store *s, const Snapshot *snap, uint64_t offset, IoReader **out);
 
 typedef struct StoreWriter StoreWriter;
 

@@ -39,9 +39,10 @@ typedef struct StoreDriverVt {
      * write in progress holds (temp files, uncommitted uploads) are not reported. A prefix with
      * nothing under it is success. 0 or ERR_IO (message names the path/endpoint). */
     int (*list)(StoreDriver *d, const char *key_prefix, StoreDriverListCb cb, void *ctx);
-    /* Opens key for reading from its first byte. *out owned by the caller (io_reader_free).
-     * ERR_NOT_FOUND if absent, ERR_IO otherwise. */
-    int (*open_read)(StoreDriver *d, const char *key, IoReader **out);
+    /* Opens key for reading from byte offset (0 = the first; an offset at or past the end gives
+     * an empty stream), so an interrupted download resumes instead of restarting. *out owned by
+     * the caller (io_reader_free). ERR_NOT_FOUND if absent, ERR_IO otherwise. */
+    int (*open_read)(StoreDriver *d, const char *key, uint64_t offset, IoReader **out);
     /* Starts writing key. Nothing is visible under key until commit succeeds. ERR_EXISTS if key
      * already exists (drivers that can tell), ERR_INVALID for a key the backend cannot hold. */
     int (*open_write)(StoreDriver *d, const char *key, StoreDriverWriter **out);
@@ -85,6 +86,11 @@ static inline void store_driver_free(StoreDriver *d) {
  * components dropped, ".." rejected). Lets tests and new drivers run through the generic layer.
  * 0, ERR_INVALID (bad prefix) or ERR_NOMEM. */
 int store_new_with_driver(StoreDriver *drv, const char *prefix, Store **out);
+
+/* A provider's driver constructor: opens the backend cfg names (container, prefix handled by the
+ * generic layer; endpoint, credentials, part sizes are the driver's). Drivers are found by
+ * provider name in store.c's registry table. 0 or ERR_*. */
+typedef int (*StoreDriverOpen)(const StoreConfig *cfg, StoreDriver **out);
 
 /* Local driver: objects are files below root. container: absolute path, or relative to $HOME
  * (like the Go tool); NULL/"" = $STORAGE_CONTAINER, else "default.bkp". Creates the root

@@ -200,7 +200,7 @@ static void lr_free(IoReader *r) {
 
 static const IoReaderVt lr_vt = {lr_read, lr_free};
 
-static int local_open_read(StoreDriver *d, const char *key, IoReader **out) {
+static int local_open_read(StoreDriver *d, const char *key, uint64_t offset, IoReader **out) {
     LocalDriver *l = (LocalDriver *)d;
     *out = NULL;
     char *path = NULL;
@@ -218,6 +218,12 @@ static int local_open_read(StoreDriver *d, const char *key, IoReader **out) {
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         rc = err_set(ERR_IO, "open %s: not a regular file", path);
+        goto done;
+    }
+    if (offset > 0 &&
+        lseek(fd, offset > (uint64_t)st.st_size ? st.st_size : (off_t)offset, SEEK_SET) < 0) {
+        rc = err_set(ERR_IO, "seek %s to %llu: %s", path, (unsigned long long)offset,
+                     strerror(errno));
         goto done;
     }
     lr = calloc(1, sizeof *lr);

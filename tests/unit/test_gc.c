@@ -679,9 +679,9 @@ static int fd_list(StoreDriver *d, const char *p, StoreDriverListCb cb, void *ct
     FailDrv *f = (FailDrv *)d;
     return f->inner->vt->list(f->inner, p, cb, ctx);
 }
-static int fd_open_read(StoreDriver *d, const char *key, IoReader **out) {
+static int fd_open_read(StoreDriver *d, const char *key, uint64_t offset, IoReader **out) {
     FailDrv *f = (FailDrv *)d;
-    return f->inner->vt->open_read(f->inner, key, out);
+    return f->inner->vt->open_read(f->inner, key, offset, out);
 }
 static int fd_open_write(StoreDriver *d, const char *key, StoreDriverWriter **out) {
     FailDrv *f = (FailDrv *)d;

@@ -50,7 +50,8 @@ static void write_raw(const char *path, const void *data, size_t len) {
 }
 
 static Store *open_local(const char *container, const char *prefix) {
-    StoreConfig cfg = {"Local", container, prefix, "/tmp"};
+    StoreConfig cfg = {
+        .provider = "Local", .container = container, .prefix = prefix, .temp_dir = "/tmp"};
     Store *s = NULL;
     int rc = store_open(&cfg, &s);
     if (rc != 0) fail_msg("store_open: %s", err_msg());
@@ -904,7 +905,7 @@ static void test_local_relative_container_is_under_home(void **state) {
 
     /* no usable HOME for a relative container */
     unsetenv("HOME");
-    StoreConfig cfg = {"Local", "rel", "", NULL};
+    StoreConfig cfg = {.provider = "Local", .container = "rel", .prefix = "", .temp_dir = NULL};
     Store *bad = NULL;
     assert_int_equal(store_open(&cfg, &bad), ERR_INVALID);
     assert_null(bad);
@@ -924,7 +925,7 @@ static void test_store_open_rejects_bad_config(void **state) {
     (void)state;
     char *dir = make_tmpdir();
     Store *s = NULL;
-    StoreConfig cfg = {"S3", "bucket", "p", NULL};
+    StoreConfig cfg = {.provider = "S3", .container = "bucket", .prefix = "p", .temp_dir = NULL};
     assert_int_equal(store_open(&cfg, &s), ERR_UNSUPPORTED);
     assert_null(s);
     cfg.provider = "Dropbox";

@@ -298,7 +298,8 @@ static Store *make_store(const char *name) {
     char root[512];
     path_in(root, sizeof root, name);
     fs_remove_tree(root);
-    StoreConfig cfg = {"Local", root, "etcd-main", "/tmp"};
+    StoreConfig cfg = {
+        .provider = "Local", .container = root, .prefix = "etcd-main", .temp_dir = "/tmp"};
     Store *s = NULL;
     if (store_open(&cfg, &s) != 0) fail_msg("store_open %s: %s", root, err_msg());
     return s;
