@@ -1,6 +1,7 @@
 /* fullsnap: see fullsnap.h. Memory: one gRPC message plus fixed copy buffers. */
 #include "fullsnap.h"
 #include "delta.h"
+#include "../codec/filter_group.h"
 #include "../codec/sha256.h"
 #include "../common/err.h"
 #include "../common/fsutil.h"
@@ -52,8 +53,7 @@ static int progress_tick(void *ctx, uint64_t n) {
 static int store_stream(Store *store, const char *snap_name, CompressKind compression,
                         IoReader *src, uint64_t *stored_bytes, Progress *progress) {
     StoreWriter *sw = NULL;
-    IoWriter *counter = NULL, *comp = NULL;
-    uint64_t *count = NULL;
+    IoFilterGroup *g = NULL;
     int rc = store_open_write(store, snap_name, &sw);
     if (rc == ERR_EXISTS) {
         /* the name fixes kind, revisions and the second: an object already stored under it
@@ -62,20 +62,21 @@ static int store_stream(Store *store, const char *snap_name, CompressKind compre
         return 0;
     }
     if (rc) return rc;
-    counter = io_counter_new(store_writer_io(sw), &count);
-    comp = counter ? compress_writer_new(compression, counter) : NULL;
-    if (!comp) {
-        rc = err_set(ERR_NOMEM, "out of memory");
-        goto done;
-    }
-    rc = io_copy_tick(src, comp, NULL, progress_tick, progress);
-    if (!rc) rc = io_finish(comp);
+    g = io_filter_group_new(store_writer_io(sw));
+    if (!g) rc = err_set(ERR_NOMEM, "out of memory");
+    if (!rc) rc = io_filter_group_add_compress(g, compression);
+    if (!rc) rc = io_filter_group_add_count(g, "stored");
+    IoWriter *in = rc ? NULL : io_filter_group_io(g);
+    if (!rc && !in) rc = err_set(ERR_NOMEM, "out of memory");
+    if (!rc) rc = io_copy_tick(src, in, NULL, progress_tick, progress);
+    if (!rc) rc = io_filter_group_finish(g);
     if (!rc) rc = io_finish(store_writer_io(sw));
     if (rc) goto done;
-    if (stored_bytes) *stored_bytes = *count;
-    io_writer_free(comp);
-    io_writer_free(counter);
-    comp = counter = NULL;
+    uint64_t n = 0;
+    io_filter_group_count(g, "stored", &n);
+    if (stored_bytes) *stored_bytes = n;
+    io_filter_group_free(g);
+    g = NULL;
     rc = store_writer_commit(sw);
     sw = NULL;
     if (rc == ERR_EXISTS) {
@@ -85,8 +86,7 @@ static int store_stream(Store *store, const char *snap_name, CompressKind compre
         rc = 0;
     }
 done:
-    io_writer_free(comp);
-    io_writer_free(counter);
+    io_filter_group_free(g);
     if (sw) store_writer_abort(sw);
     return rc;
 }

@@ -36,7 +36,7 @@ static int store_has_full(Store *store, int *has_full) {
     return 0;
 }
 
-int initializer_run(const InitConfig *cfg, InitResult *out) {
+static int run(const InitConfig *cfg, InitResult *out) {
     memset(out, 0, sizeof *out);
     const char *dd = cfg->restore.data_dir;
     ValidationResult vr;
@@ -140,4 +140,12 @@ int initializer_run(const InitConfig *cfg, InitResult *out) {
              dd, data_dir_status_name(vr.status), store_describe(cfg->restore.store),
              (long long)rr.revision, rr.base_name, rr.deltas_applied, out->restore_seconds);
     return 0;
+}
+
+int initializer_run(const InitConfig *cfg, InitResult *out) {
+    /* validation, the has-a-full check and the restore share one listing of the store */
+    if (cfg->restore.store) store_pin_listing(cfg->restore.store);
+    int rc = run(cfg, out);
+    if (cfg->restore.store) store_unpin_listing(cfg->restore.store);
+    return rc;
 }

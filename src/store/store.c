@@ -9,15 +9,75 @@
 #include "snapname.h"
 #include "store_driver.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 struct Store {
     StoreDriver *drv;
-    char *prefix;   /* cleaned: "" or "a/b" (no leading, trailing or duplicate '/') */
-    char *describe; /* "<driver describe>[/<prefix>]" */
+    char *prefix;       /* cleaned: "" or "a/b" (no leading, trailing or duplicate '/') */
+    char *describe;     /* "<driver describe>[/<prefix>]" */
+    pthread_mutex_t mu; /* the pinned listing; every driver call of a driver without
+                           STORE_FEAT_THREAD_SAFE (the feature bit enforced) */
+    int serialize;      /* the driver is not thread-safe */
+    int pins;           /* store_pin_listing depth */
+    int pinned_valid;   /* pinned_* hold the listing made while pinned */
+    Snapshot *pinned;   /* every object, abandoned ones included, annotated */
+    size_t n_pinned;
+    HistoryRecord *pinned_recs;
+    size_t n_pinned_recs;
 };
+
+/* Driver calls through the feature bits: serialized for a driver that is not thread-safe. */
+static void drv_lock(Store *s) {
+    if (s->serialize) pthread_mutex_lock(&s->mu);
+}
+static void drv_unlock(Store *s) {
+    if (s->serialize) pthread_mutex_unlock(&s->mu);
+}
+static int drv_list(Store *s, const char *kp, StoreDriverListCb cb, void *ctx) {
+    drv_lock(s);
+    int rc = s->drv->vt->list(s->drv, kp, cb, ctx);
+    drv_unlock(s);
+    return rc;
+}
+static int drv_open_read(Store *s, const char *key, uint64_t offset, IoReader **out) {
+    drv_lock(s);
+    int rc = s->drv->vt->open_read(s->drv, key, offset, out);
+    drv_unlock(s);
+    return rc;
+}
+static int drv_open_write(Store *s, const char *key, StoreDriverWriter **out) {
+    drv_lock(s);
+    int rc = s->drv->vt->open_write(s->drv, key, out);
+    drv_unlock(s);
+    return rc;
+}
+static int drv_stat(Store *s, const char *key, int64_t *size) {
+    drv_lock(s);
+    int rc = s->drv->vt->stat(s->drv, key, size);
+    drv_unlock(s);
+    return rc;
+}
+static int drv_remove(Store *s, const char *key) {
+    drv_lock(s);
+    int rc = s->drv->vt->remove(s->drv, key);
+    drv_unlock(s);
+    return rc;
+}
+
+/* Anything written or removed makes a pinned listing stale. */
+static void unpin_cache(Store *s) {
+    pthread_mutex_lock(&s->mu);
+    free(s->pinned);
+    free(s->pinned_recs);
+    s->pinned = NULL;
+    s->pinned_recs = NULL;
+    s->n_pinned = s->n_pinned_recs = 0;
+    s->pinned_valid = 0;
+    pthread_mutex_unlock(&s->mu);
+}
 
 struct StoreWriter {
     StoreDriverWriter *dw;
@@ -78,6 +138,8 @@ int store_new_with_driver(StoreDriver *drv, const char *prefix, Store **out) {
         rc = err_set(ERR_NOMEM, "store: out of memory");
         goto done;
     }
+    pthread_mutex_init(&s->mu, NULL);
+    s->serialize = !(drv->vt->features & STORE_FEAT_THREAD_SAFE);
     s->drv = drv;
     drv = NULL;
     rc = clean_prefix(prefix, &s->prefix);
@@ -141,7 +203,29 @@ void store_free(Store *s) {
     store_driver_free(s->drv);
     free(s->prefix);
     free(s->describe);
+    free(s->pinned);
+    free(s->pinned_recs);
+    pthread_mutex_destroy(&s->mu);
     free(s);
+}
+
+void store_pin_listing(Store *s) {
+    pthread_mutex_lock(&s->mu);
+    s->pins++;
+    pthread_mutex_unlock(&s->mu);
+}
+
+void store_unpin_listing(Store *s) {
+    pthread_mutex_lock(&s->mu);
+    if (s->pins > 0 && --s->pins == 0) {
+        free(s->pinned);
+        free(s->pinned_recs);
+        s->pinned = NULL;
+        s->pinned_recs = NULL;
+        s->n_pinned = s->n_pinned_recs = 0;
+        s->pinned_valid = 0;
+    }
+    pthread_mutex_unlock(&s->mu);
 }
 
 const char *store_describe(const Store *s) {
@@ -185,7 +269,7 @@ static int list_snapshots(Store *s, Snapshot **out, size_t *n_out) {
             rc = err_set(ERR_NOMEM, "store list: out of memory");
             goto done;
         }
-        rc = s->drv->vt->list(s->drv, kp, list_cb, &c);
+        rc = drv_list(s, kp, list_cb, &c);
         free(kp);
         if (rc != 0) goto done;
     }
@@ -246,7 +330,7 @@ static int tag_cb(void *ctx, const char *key, int64_t size) {
 /* Reads a small object fully (at most cap - 1 bytes, NUL-terminated). */
 static int read_small(Store *s, const char *key, char *buf, size_t cap, size_t *len) {
     IoReader *r = NULL;
-    int rc = s->drv->vt->open_read(s->drv, key, 0, &r);
+    int rc = drv_open_read(s, key, 0, &r);
     if (rc) return rc;
     size_t got = 0;
     rc = io_read_full(r, buf, cap - 1, &got);
@@ -257,12 +341,9 @@ static int read_small(Store *s, const char *key, char *buf, size_t cap, size_t *
     return rc;
 }
 
-int store_list_ex(Store *s, int include_abandoned, Snapshot **out, size_t *n_out,
-                  HistoryRecord **recs_out, size_t *n_recs_out) {
-    *out = NULL;
-    *n_out = 0;
-    if (recs_out) *recs_out = NULL;
-    if (n_recs_out) *n_recs_out = 0;
+/* One listing: every object (abandoned ones marked) and the records. */
+static int list_fresh(Store *s, Snapshot **out, size_t *n_out, HistoryRecord **recs_out,
+                      size_t *n_recs_out) {
     Snapshot *v = NULL;
     size_t n = 0;
     TagCtx t = {0};
@@ -276,7 +357,7 @@ int store_list_ex(Store *s, int include_abandoned, Snapshot **out, size_t *n_out
         goto done;
     }
     t.skip = strlen(kp);
-    rc = s->drv->vt->list(s->drv, kp, tag_cb, &t);
+    rc = drv_list(s, kp, tag_cb, &t);
     if (rc) {
         err_wrap(rc, "listing the history tags under %s", kp);
         goto done;
@@ -301,20 +382,12 @@ int store_list_ex(Store *s, int include_abandoned, Snapshot **out, size_t *n_out
         n_recs++;
     }
     history_annotate(v, n, t.tags, t.n, recs, n_recs);
-    if (!include_abandoned) {
-        size_t k = 0;
-        for (size_t i = 0; i < n; i++)
-            if (!v[i].abandoned) v[k++] = v[i];
-        n = k;
-    }
     *out = v;
     *n_out = n;
     v = NULL;
-    if (recs_out) {
-        *recs_out = recs;
-        *n_recs_out = n_recs;
-        recs = NULL;
-    }
+    *recs_out = recs;
+    *n_recs_out = n_recs;
+    recs = NULL;
 done:
     free(kp);
     free(t.tags);
@@ -322,6 +395,78 @@ done:
     free(recs);
     free(v);
     return rc;
+}
+
+static void *dup_array(const void *v, size_t n, size_t elem) {
+    void *d = malloc(n ? n * elem : 1);
+    if (d && n) memcpy(d, v, n * elem);
+    return d;
+}
+
+int store_list_ex(Store *s, int include_abandoned, Snapshot **out, size_t *n_out,
+                  HistoryRecord **recs_out, size_t *n_recs_out) {
+    *out = NULL;
+    *n_out = 0;
+    if (recs_out) *recs_out = NULL;
+    if (n_recs_out) *n_recs_out = 0;
+    Snapshot *v = NULL;
+    HistoryRecord *recs = NULL;
+    size_t n = 0, n_recs = 0;
+    int rc = 0;
+    pthread_mutex_lock(&s->mu);
+    int pinned = s->pins > 0, cached = s->pinned_valid;
+    if (cached) {
+        v = dup_array(s->pinned, s->n_pinned, sizeof *v);
+        recs = dup_array(s->pinned_recs, s->n_pinned_recs, sizeof *recs);
+        n = s->n_pinned;
+        n_recs = s->n_pinned_recs;
+    }
+    pthread_mutex_unlock(&s->mu);
+    if (cached && (!v || !recs)) rc = err_set(ERR_NOMEM, "store list: out of memory");
+    if (!cached && !rc) {
+        rc = list_fresh(s, &v, &n, &recs, &n_recs);
+        if (!rc && pinned) { /* keep a copy for the next calls while pinned */
+            Snapshot *cv = dup_array(v, n, sizeof *v);
+            HistoryRecord *cr = dup_array(recs, n_recs, sizeof *recs);
+            pthread_mutex_lock(&s->mu);
+            if (cv && cr && s->pins > 0 && !s->pinned_valid) {
+                s->pinned = cv;
+                s->pinned_recs = cr;
+                s->n_pinned = n;
+                s->n_pinned_recs = n_recs;
+                s->pinned_valid = 1;
+                cv = NULL;
+                cr = NULL;
+            }
+            pthread_mutex_unlock(&s->mu);
+            free(cv);
+            free(cr);
+        }
+    }
+    if (rc) {
+        free(v);
+        free(recs);
+        return rc;
+    }
+    if (!include_abandoned) {
+        size_t k = 0;
+        for (size_t i = 0; i < n; i++)
+            if (!v[i].abandoned) v[k++] = v[i];
+        n = k;
+    }
+    if (n == 0) {
+        free(v);
+        v = NULL;
+    }
+    *out = v;
+    *n_out = n;
+    if (recs_out) {
+        *recs_out = recs;
+        *n_recs_out = n_recs;
+    } else {
+        free(recs);
+    }
+    return 0;
 }
 
 int store_list(Store *s, Snapshot **out, size_t *n_out) {
@@ -332,10 +477,11 @@ int store_list(Store *s, Snapshot **out, size_t *n_out) {
 static int put_small(Store *s, const char *key, const void *data, size_t len) {
     StoreDriverWriter *w = NULL;
     int64_t size = 0;
-    int rc = s->drv->vt->stat(s->drv, key, &size);
+    unpin_cache(s);
+    int rc = drv_stat(s, key, &size);
     if (rc == 0) return ERR_EXISTS;
     if (rc != ERR_NOT_FOUND) return rc;
-    rc = s->drv->vt->open_write(s->drv, key, &w);
+    rc = drv_open_write(s, key, &w);
     if (rc) return rc;
     IoWriter *io = w->vt->io(w);
     rc = len ? io_write(io, data, len) : 0;
@@ -382,7 +528,8 @@ int store_history_untag(Store *s, const Snapshot *snap) {
     snprintf(rest, sizeof rest, HISTORY_DIR "%s/%s", snap->history, snap->snap_name);
     char *key = prefixed(s, rest);
     if (!key) return err_set(ERR_NOMEM, "out of memory");
-    int rc = s->drv->vt->remove(s->drv, key);
+    unpin_cache(s);
+    int rc = drv_remove(s, key);
     if (rc == ERR_NOT_FOUND) rc = 0;
     free(key);
     return rc;
@@ -391,7 +538,7 @@ int store_history_untag(Store *s, const Snapshot *snap) {
 int store_open_read_at(Store *s, const Snapshot *snap, uint64_t offset, IoReader **out) {
     *out = NULL;
     if (!snap || !snap->key[0]) return err_set(ERR_INVALID, "store read: no snapshot key");
-    return s->drv->vt->open_read(s->drv, snap->key, offset, out);
+    return drv_open_read(s, snap->key, offset, out);
 }
 
 int store_open_read(Store *s, const Snapshot *snap, IoReader **out) {
@@ -434,7 +581,8 @@ int store_open_write(Store *s, const char *snap_name, StoreWriter **out) {
         err_wrap(rc, "store write");
         goto done;
     }
-    rc = s->drv->vt->stat(s->drv, key, &size);
+    unpin_cache(s);
+    rc = drv_stat(s, key, &size);
     if (rc == 0) {
         rc = err_set(ERR_EXISTS, "store write %s: object %s already exists (%lld bytes)",
                      s->describe, key, (long long)size);
@@ -446,7 +594,7 @@ int store_open_write(Store *s, const char *snap_name, StoreWriter **out) {
         rc = err_set(ERR_NOMEM, "store write: out of memory");
         goto done;
     }
-    rc = s->drv->vt->open_write(s->drv, key, &w->dw);
+    rc = drv_open_write(s, key, &w->dw);
     if (rc != 0) goto done;
     *out = w;
     w = NULL;
@@ -482,7 +630,8 @@ static void prune_dir(Store *s, const char *dir_key) {
 
 int store_remove(Store *s, const Snapshot *snap) {
     if (!snap || !snap->key[0]) return err_set(ERR_INVALID, "store remove: no snapshot key");
-    int rc = s->drv->vt->remove(s->drv, snap->key);
+    unpin_cache(s);
+    int rc = drv_remove(s, snap->key);
     if (rc != 0) return rc;
     if (!(s->drv->vt->features & STORE_FEAT_DIRECTORIES)) return 0;
     /* Leave no empty chunk directory or v1 Backup-<ts> directory behind (as the Go tool does

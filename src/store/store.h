@@ -56,6 +56,14 @@ int store_list(Store *s, Snapshot **out, size_t *n_out);
 int store_list_ex(Store *s, int include_abandoned, Snapshot **out, size_t *n_out,
                   HistoryRecord **recs, size_t *n_recs);
 
+/* While pinned, store_list and store_list_ex answer from one listing, made at the first call
+ * after the pin (a copy each time): a restore or an initialization that asks several times lists
+ * the store once (three paginated listings on S3 before). Pins nest; the listing is dropped
+ * when the last pin goes or when anything is written or removed through this Store.
+ * Thread-safe. */
+void store_pin_listing(Store *s);
+void store_unpin_listing(Store *s);
+
 /* Writes history r's record (<prefix>/etcdbr/history/<id>/record.json). An existing record of
  * the same id is success (records are written once, before the history's first object). */
 int store_history_put_record(Store *s, const HistoryRecord *r);

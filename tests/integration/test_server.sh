@@ -72,7 +72,14 @@ expect 200 "$H/snapshot/delta"
 [ "$BODY" = null ] || fail "delta with no events: $BODY"
 for i in $(seq 1 5); do ectl put "/registry/b/$i" "v$i" >/dev/null; done
 expect 200 "$H/snapshot/delta"
-echo "$BODY" | jq -e ".kind == \"Incr\" and .startRevision == $((full_rev + 1)) and .lastRevision == $((full_rev + 5))" >/dev/null || fail "delta JSON: $BODY"
+# the periodic delta (every second) may have stored the first of the 5 revisions meanwhile: the
+# requested one then starts later, but always ends at the last put (or, if the periodic one took
+# all 5, is null and the store already holds a delta ending there)
+if [ "$BODY" = null ]; then
+    ls "$WORK/store/v2" | grep -q "^Incr-[0-9]*-0*$((full_rev + 5))-" || fail "delta: null, and no stored delta ends at $((full_rev + 5))"
+else
+    echo "$BODY" | jq -e ".kind == \"Incr\" and .startRevision >= $((full_rev + 1)) and .startRevision <= $((full_rev + 5)) and .lastRevision == $((full_rev + 5))" >/dev/null || fail "delta JSON: $BODY"
+fi
 expect 200 "$H/snapshot/latest"
 echo "$BODY" | jq -e ".fullSnapshot.lastRevision == $full_rev and (.deltaSnapshots | length) == 1 and .deltaSnapshots[0].lastRevision == $((full_rev + 5))" >/dev/null || fail "latest: $BODY"
 expect 200 "$H/snapshot/full?final=true"

@@ -11,6 +11,7 @@
 #include "support/testutil.h"
 
 #include "codec/compress.h"
+#include "codec/filter_group.h"
 #include "codec/io.h"
 #include "codec/lzw.h"
 #include "codec/sha256.h"
@@ -745,6 +746,59 @@ static void test_trailer_checker_rejects_too_short_input(void **state) {
     assert_non_null(strstr(err_msg(), "trailer"));
 }
 
+/* A filter group (plain SHA-256, gzip, stored-byte count) gives the same bytes as the
+ * hand-wired chain, the plain digest, the count of what reached the sink, and refuses misuse. */
+static void test_filter_group_hashes_compresses_and_counts_in_order(void **state) {
+    (void)state;
+    size_t len = 300000;
+    uint8_t *data = malloc(len);
+    assert_non_null(data);
+    fill_text(data, len);
+    MemSink sink;
+    sink_init(&sink);
+    IoFilterGroup *g = io_filter_group_new(&sink.base);
+    assert_non_null(g);
+    assert_int_equal(io_filter_group_add_sha256(g, "plain"), 0);
+    assert_int_equal(io_filter_group_add_compress(g, COMPRESS_GZIP), 0);
+    assert_int_equal(io_filter_group_add_count(g, "stored"), 0);
+    assert_int_equal(io_filter_group_add_count(g, "stored"), ERR_INVALID); /* duplicate name */
+    IoWriter *w = io_filter_group_io(g);
+    assert_non_null(w);
+    assert_int_equal(io_filter_group_add_count(g, "late"), ERR_INVALID); /* after the build */
+    assert_int_equal(io_write(w, data, len / 3), 0);
+    assert_int_equal(io_write(w, data + len / 3, len - len / 3), 0);
+    uint64_t n = 0;
+    assert_int_equal(io_filter_group_count(g, "stored", &n), ERR_INVALID); /* not finished */
+    assert_int_equal(io_filter_group_finish(g), 0);
+    assert_int_equal(io_filter_group_count(g, "stored", &n), 0);
+    assert_int_equal(n, sink.len);
+    assert_true(sink.len < len);                                            /* compressed */
+    assert_int_equal(io_filter_group_count(g, "plain", &n), ERR_NOT_FOUND); /* a sha256 */
+    assert_int_equal(io_filter_group_count(g, "nope", &n), ERR_NOT_FOUND);
+    uint8_t got[SHA256_LEN], want[SHA256_LEN];
+    assert_int_equal(io_filter_group_sha256(g, "plain", got), 0);
+    Sha256 *h = sha256_new();
+    sha256_update(h, data, len);
+    sha256_final(h, want);
+    sha256_free(h);
+    assert_memory_equal(got, want, SHA256_LEN);
+    MemSink plain;
+    sink_init(&plain);
+    assert_int_equal(decompress_buf(COMPRESS_GZIP, sink.buf, sink.len, &plain), 0);
+    assert_int_equal(plain.len, len);
+    assert_memory_equal(plain.buf, data, len);
+    MemSink direct; /* the same bytes as the hand-wired compressor */
+    sink_init(&direct);
+    assert_int_equal(compress_buf(COMPRESS_GZIP, data, len, &direct, 0), 0);
+    assert_int_equal(direct.len, sink.len);
+    assert_memory_equal(direct.buf, sink.buf, sink.len);
+    io_filter_group_free(g);
+    sink_release(&sink);
+    sink_release(&plain);
+    sink_release(&direct);
+    free(data);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gzip_round_trips_empty_small_and_3mib),
@@ -777,6 +831,7 @@ int main(void) {
         cmocka_unit_test(test_trailer_checker_accepts_good_trailer),
         cmocka_unit_test(test_trailer_checker_rejects_flipped_byte),
         cmocka_unit_test(test_trailer_checker_rejects_too_short_input),
+        cmocka_unit_test(test_filter_group_hashes_compresses_and_counts_in_order),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -17,6 +17,8 @@
 #include "store/store_driver.h"
 
 #include <dirent.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1154,6 +1156,173 @@ static void test_local_list_ex_skips_a_malformed_record(void **state) {
     rm_tmpdir(dir);
 }
 
+/* A Local driver behind a wrapper that counts list calls and declares itself not thread-safe;
+ * it fails the test if two calls are ever inside it at once (the generic layer must serialize a
+ * driver without STORE_FEAT_THREAD_SAFE). */
+typedef struct {
+    StoreDriver base;
+    StoreDriver *inner;
+    StoreDriverVt vt;
+    atomic_int inside, lists, overlaps;
+} CountDrv;
+
+static void cd_enter(CountDrv *c) {
+    if (atomic_fetch_add(&c->inside, 1) != 0) atomic_fetch_add(&c->overlaps, 1);
+    usleep(200); /* widen the window in which an overlap would be seen */
+}
+static void cd_leave(CountDrv *c) {
+    atomic_fetch_sub(&c->inside, 1);
+}
+static int cd_list(StoreDriver *d, const char *p, StoreDriverListCb cb, void *ctx) {
+    CountDrv *c = (CountDrv *)d;
+    cd_enter(c);
+    atomic_fetch_add(&c->lists, 1);
+    int rc = c->inner->vt->list(c->inner, p, cb, ctx);
+    cd_leave(c);
+    return rc;
+}
+static int cd_open_read(StoreDriver *d, const char *key, uint64_t off, IoReader **out) {
+    CountDrv *c = (CountDrv *)d;
+    cd_enter(c);
+    int rc = c->inner->vt->open_read(c->inner, key, off, out);
+    cd_leave(c);
+    return rc;
+}
+static int cd_open_write(StoreDriver *d, const char *key, StoreDriverWriter **out) {
+    CountDrv *c = (CountDrv *)d;
+    cd_enter(c);
+    int rc = c->inner->vt->open_write(c->inner, key, out);
+    cd_leave(c);
+    return rc;
+}
+static int cd_remove(StoreDriver *d, const char *key) {
+    CountDrv *c = (CountDrv *)d;
+    cd_enter(c);
+    int rc = c->inner->vt->remove(c->inner, key);
+    cd_leave(c);
+    return rc;
+}
+static int cd_stat(StoreDriver *d, const char *key, int64_t *size) {
+    CountDrv *c = (CountDrv *)d;
+    cd_enter(c);
+    int rc = c->inner->vt->stat(c->inner, key, size);
+    cd_leave(c);
+    return rc;
+}
+static const char *cd_describe(const StoreDriver *d) {
+    const CountDrv *c = (const CountDrv *)d;
+    return c->inner->vt->describe(c->inner);
+}
+static void cd_free(StoreDriver *d) {
+    CountDrv *c = (CountDrv *)d;
+    store_driver_free(c->inner);
+    free(c);
+}
+
+static Store *open_counting(const char *dir, CountDrv **out) {
+    StoreDriver *local = NULL;
+    assert_int_equal(store_local_driver_new(dir, &local), 0);
+    CountDrv *c = calloc(1, sizeof *c);
+    assert_non_null(c);
+    c->inner = local;
+    c->vt = *local->vt;
+    c->vt.features = 0; /* not thread-safe, no directories */
+    c->vt.remove_dir = NULL;
+    c->vt.list = cd_list;
+    c->vt.open_read = cd_open_read;
+    c->vt.open_write = cd_open_write;
+    c->vt.remove = cd_remove;
+    c->vt.stat = cd_stat;
+    c->vt.describe = cd_describe;
+    c->vt.free = cd_free;
+    c->base.vt = &c->vt;
+    Store *s = NULL;
+    assert_int_equal(store_new_with_driver(&c->base, "p", &s), 0);
+    *out = c;
+    return s;
+}
+
+/* Pinned, several listings cost one (its driver list calls: v2/, v1/ and the history tags); a
+ * write drops the pinned listing; unpinned, every call lists. */
+static void test_pinned_listing_lists_the_store_once(void **state) {
+    (void)state;
+    char *dir = make_tmpdir();
+    CountDrv *c = NULL;
+    Store *s = open_counting(dir, &c);
+    put_object(s, "Full-00000000-00000010-1700000000", "a", 1);
+    put_object(s, "Incr-00000011-00000012-1700000001", "b", 1);
+    Snapshot *l = NULL;
+    size_t n = 0;
+    assert_int_equal(store_list(s, &l, &n), 0);
+    free(l);
+    int per_listing = atomic_load(&c->lists);
+    assert_true(per_listing >= 2);
+    store_pin_listing(s);
+    atomic_store(&c->lists, 0);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(store_list(s, &l, &n), 0);
+        assert_int_equal(n, 2);
+        assert_string_equal(l[1].snap_name, "Incr-00000011-00000012-1700000001");
+        free(l);
+    }
+    HistoryRecord *recs = NULL;
+    size_t nr = 0;
+    assert_int_equal(store_list_ex(s, 1, &l, &n, &recs, &nr), 0);
+    assert_int_equal(n, 2);
+    free(l);
+    free(recs);
+    assert_int_equal(atomic_load(&c->lists), per_listing);
+    put_object(s, "Incr-00000013-00000014-1700000002", "c", 1); /* drops the pinned listing */
+    assert_int_equal(store_list(s, &l, &n), 0);
+    assert_int_equal(n, 3);
+    free(l);
+    assert_int_equal(atomic_load(&c->lists), 2 * per_listing);
+    store_unpin_listing(s);
+    atomic_store(&c->lists, 0);
+    assert_int_equal(store_list(s, &l, &n), 0);
+    free(l);
+    assert_int_equal(store_list(s, &l, &n), 0);
+    free(l);
+    assert_int_equal(atomic_load(&c->lists), 2 * per_listing);
+    store_free(s);
+    fs_remove_tree(dir);
+    free(dir);
+}
+
+static void *list_many(void *arg) {
+    Store *s = arg;
+    for (int i = 0; i < 20; i++) {
+        Snapshot *l = NULL;
+        size_t n = 0;
+        if (store_list(s, &l, &n) != 0 || n != 2) return (void *)1;
+        free(l);
+    }
+    return NULL;
+}
+
+/* A driver without STORE_FEAT_THREAD_SAFE is never entered by two threads at once. */
+static void test_driver_without_thread_safe_bit_is_serialized(void **state) {
+    (void)state;
+    char *dir = make_tmpdir();
+    CountDrv *c = NULL;
+    Store *s = open_counting(dir, &c);
+    put_object(s, "Full-00000000-00000010-1700000000", "a", 1);
+    put_object(s, "Incr-00000011-00000012-1700000001", "b", 1);
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(pthread_create(&t[i], NULL, list_many, s), 0);
+    for (int i = 0; i < 4; i++) {
+        void *ret = NULL;
+        pthread_join(t[i], &ret);
+        assert_null(ret);
+    }
+    assert_int_equal(atomic_load(&c->overlaps), 0);
+    assert_true(atomic_load(&c->lists) >= 4 * 20 * 2);
+    store_free(s);
+    fs_remove_tree(dir);
+    free(dir);
+}
+
 int main(void) {
     log_setup(LOG_ERROR, 0); /* the foreign-file tests would otherwise print skip warnings */
     const struct CMUnitTest tests[] = {
@@ -1195,6 +1364,8 @@ int main(void) {
         cmocka_unit_test(test_local_history_untag_removes_the_tag),
         cmocka_unit_test(test_local_history_tags_and_records_are_not_snapshots),
         cmocka_unit_test(test_local_list_ex_skips_a_malformed_record),
+        cmocka_unit_test(test_pinned_listing_lists_the_store_once),
+        cmocka_unit_test(test_driver_without_thread_safe_bit_is_serialized),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

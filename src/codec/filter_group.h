@@ -1,0 +1,51 @@
+/* filter_group: a named chain of write filters in front of a sink, modelled on pgBackRest's
+ * IoFilterGroup: filters are added in processing order (the first added sees the bytes first),
+ * the chain is built from the sink back at the first write, io_filter_group_finish finishes them
+ * all in order (each flushes into the next), and results are read by name afterwards: a byte
+ * count, a SHA-256. Compression, hashing and (later) encryption of snapshot objects go through
+ * one group instead of hand-wired chains.
+ *
+ *   IoFilterGroup *g = io_filter_group_new(store_io);
+ *   io_filter_group_add_sha256(g, "plain-sha256");
+ *   io_filter_group_add_compress(g, COMPRESS_GZIP);
+ *   io_filter_group_add_count(g, "stored-bytes");
+ *   io_copy(src, io_filter_group_io(g), NULL); io_filter_group_finish(g);
+ *   io_filter_group_count(g, "stored-bytes", &n);
+ *
+ * Not thread-safe (one stream, one thread). */
+#ifndef ETCDBR_FILTER_GROUP_H
+#define ETCDBR_FILTER_GROUP_H
+
+#include "compress.h"
+#include "io.h"
+#include "sha256.h"
+
+#include <stdint.h>
+
+typedef struct IoFilterGroup IoFilterGroup;
+
+/* A group writing into sink (borrowed; the group never finishes or frees it). NULL on ENOMEM. */
+IoFilterGroup *io_filter_group_new(IoWriter *sink);
+
+/* Filters, in processing order; only before the first write. name (copied, unique within the
+ * group) is how results are read. 0, ERR_INVALID (after the first write, a duplicate name, more
+ * than 8 filters) or ERR_NOMEM. */
+int io_filter_group_add_count(IoFilterGroup *g, const char *name);
+int io_filter_group_add_sha256(IoFilterGroup *g, const char *name);
+int io_filter_group_add_compress(IoFilterGroup *g, CompressKind kind);
+
+/* The stream to write into (borrowed; valid until io_filter_group_free). The chain is built at
+ * the first call; NULL if building it failed (ENOMEM). */
+IoWriter *io_filter_group_io(IoFilterGroup *g);
+
+/* Finishes every filter in processing order (not the sink). 0 or the first filter's error. */
+int io_filter_group_finish(IoFilterGroup *g);
+
+/* Results after io_filter_group_finish: the bytes a count filter saw, a SHA-256 filter's digest.
+ * 0, or ERR_NOT_FOUND (no such filter of that kind) / ERR_INVALID (not finished). */
+int io_filter_group_count(const IoFilterGroup *g, const char *name, uint64_t *out);
+int io_filter_group_sha256(const IoFilterGroup *g, const char *name, uint8_t out[SHA256_LEN]);
+
+void io_filter_group_free(IoFilterGroup *g);
+
+#endif
