@@ -72,6 +72,8 @@ const char *err_name(int code) {
         return "ERR_GAP";
     case ERR_CONFLICT:
         return "ERR_CONFLICT";
+    case ERR_IMMUTABLE:
+        return "ERR_IMMUTABLE";
     default:
         return "ERR_UNKNOWN";
     }

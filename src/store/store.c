@@ -7,6 +7,7 @@
 #include "../common/err.h"
 #include "../common/log.h"
 #include "snapname.h"
+#include "store_abs.h"
 #include "store_driver.h"
 
 #include <pthread.h>
@@ -172,7 +173,7 @@ static const struct {
     const char *name;
     StoreDriverOpen open;
 } providers[] = {
-    {"Local", local_open}, {"S3", NULL},  {"ABS", NULL}, {"GCS", NULL},
+    {"Local", local_open}, {"S3", NULL},  {"ABS", store_abs_driver_new}, {"GCS", NULL},
     {"Swift", NULL},       {"OSS", NULL}, {"ECS", NULL}, {"OCS", NULL},
 };
 

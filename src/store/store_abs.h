@@ -1,0 +1,71 @@
+/* store_abs: the Azure Blob Storage driver ("ABS"), on objhttp. Block blobs, SharedKey auth (or a
+ * SAS token), path-style URLs for emulators (azurite). The pure parts (credentials parsing,
+ * string-to-sign, signature, block ids, listing XML) are declared here so unit tests can pin
+ * them; the driver itself is reached through store_abs_driver_new or store_open("ABS"). */
+#ifndef ETCDBR_STORE_ABS_H
+#define ETCDBR_STORE_ABS_H
+
+#include "store_driver.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The storage service version every request names (x-ms-version). */
+#define ABS_API_VERSION "2021-08-06"
+
+/* Credentials of one storage account. Strings owned (abs_creds_clear wipes and frees them). */
+typedef struct AbsCreds {
+    char *account;      /* storageAccount / AccountName */
+    unsigned char *key; /* storageKey / AccountKey, base64-decoded; NULL with a SAS only */
+    size_t key_len;
+    char *domain;        /* "blob.core.windows.net" unless given */
+    char *sas;           /* SAS token without a leading '?'; NULL if none */
+    char *blob_endpoint; /* connection string BlobEndpoint (scheme://host[:port][/path]) */
+} AbsCreds;
+
+/* Loads credentials as the Go tool does from path: a JSON file (fields storageAccount,
+ * storageKey, domain, sasToken; bucketName ignored) or a directory: its first "*.json" file (in
+ * directory order) as JSON, else one file per field, contents verbatim (base64 line breaks in
+ * the key are ignored, as Go's decoder does). storageKey or sasToken is required with
+ * storageAccount. 0, ERR_NOT_FOUND (path missing), ERR_INVALID (message names the field, never
+ * its value) or ERR_NOMEM. */
+int abs_creds_load(const char *path, AbsCreds *out);
+
+/* Parses a connection string ("AccountName=..;AccountKey=..;BlobEndpoint=..;EndpointSuffix=..;
+ * SharedAccessSignature=.."). 0 or ERR_INVALID/ERR_NOMEM. */
+int abs_creds_from_connection_string(const char *cs, AbsCreds *out);
+
+/* Wipes and frees what c holds and zeroes it (NULL-safe). */
+void abs_creds_clear(AbsCreds *c);
+
+/* The SharedKey string-to-sign (version 2015-02-21 and later) of a request: method, body length
+ * (0 = empty field), headers as "Name: value" lines (the standard ones it names and every
+ * x-ms-* one, x-ms-date included), the account, the request path as percent-encoded in the
+ * URL ("/<container>/<blob>", or "/<account>/<container>/<blob>" path-style, which then names
+ * the account twice) and the query parameters (raw values). Owned, NULL on allocation failure. */
+char *abs_string_to_sign(const char *method, uint64_t content_length, const char *const *headers,
+                         size_t n_headers, const char *account, const char *path,
+                         const char *const *qnames, const char *const *qvalues, size_t nq);
+
+/* base64(HMAC-SHA256(key, sts)) into out (cap >= 45). 0 or ERR_INVALID. */
+int abs_sign(const unsigned char *key, size_t key_len, const char *sts, char *out, size_t cap);
+
+/* The id of block n (1-based) as the Go tool makes it: base64 of "%010d" (16 chars + NUL). */
+void abs_block_id(int n, char out[24]);
+
+/* Parses one List Blobs response page: cb(ctx, name, size) per <Blob> (names entity-decoded, or
+ * percent-decoded when Encoded="true"); *next_marker gets the NextMarker (owned; NULL when it is
+ * empty or absent: the last page). 0, ERR_CORRUPT (malformed), ERR_NOMEM or cb's nonzero. */
+int abs_parse_list(const char *xml, size_t len, StoreDriverListCb cb, void *ctx,
+                   char **next_marker);
+
+/* The ABS driver for cfg (container, endpoint_override, credentials, ca_file,
+ * insecure_skip_verify, min_chunk_size, max_parallel_chunk_uploads, timeout_ms). Credentials:
+ * cfg->credentials, else $AZURE_APPLICATION_CREDENTIALS_JSON, else $AZURE_APPLICATION_CREDENTIALS,
+ * else $AZURE_STORAGE_CONNECTION_STRING; $AZURE_STORAGE_SAS_TOKEN supplies a SAS token when the
+ * credentials carry none. Checks that the container exists. *out owned (store_driver_free).
+ * 0, ERR_INVALID (no or bad credentials, no container), ERR_NOT_FOUND (container missing) or
+ * ERR_IO (the check failed: message names the URL and status, 403 explained). */
+int store_abs_driver_new(const StoreConfig *cfg, StoreDriver **out);
+
+#endif
