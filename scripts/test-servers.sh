@@ -6,7 +6,7 @@
 set -euo pipefail
 CACHE=${ETCDBR_NPM_CACHE:-$HOME/.cache/etcdbr/npm}
 # name@version; the directory under node_modules that proves it is installed
-PKGS=("@20minutes/s3rver@4.0.4")
+PKGS=("@20minutes/s3rver@4.0.4" "azurite@3.35.0")
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
     echo "test-servers: node/npm not found: object-store integration tests will skip" >&2
     exit 0
