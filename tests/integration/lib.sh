@@ -342,3 +342,66 @@ start_s3rver() {
     done
     fail "s3rver: no free port after 5 attempts"
 }
+
+# start_azurite [CONTAINER]: starts azurite-blob 3.35.0 (installed by scripts/test-servers.sh into
+# $ETCDBR_NPM_CACHE) on 127.0.0.1, a free port, with its data under $WORK/azurite, never
+# telemetry, and creates CONTAINER (default etcdbr-test; 3-63 chars) with a SharedKey request
+# signed here by curl + openssl (independent of the driver's signing). Sets AZ_ENDPOINT
+# (http://127.0.0.1:PORT), AZ_ACCOUNT/AZ_KEY (azurite's well-known account), AZ_CONTAINER,
+# AZ_PID and AZ_CREDS_JSON (an AZURE_APPLICATION_CREDENTIALS_JSON file). Exits 77 (skip) when
+# azurite is not installed, unless ETCDBR_REQUIRE_TOOLS=1.
+start_azurite() {
+    local container=${1:-etcdbr-test} port attempt i log bin
+    bin=$ETCDBR_NPM_CACHE/node_modules/.bin/azurite-blob
+    if [ ! -x "$bin" ] || ! command -v node >/dev/null; then
+        [ "${ETCDBR_REQUIRE_TOOLS:-0}" = 1 ] && fail "azurite not installed in $ETCDBR_NPM_CACHE (run scripts/test-servers.sh)"
+        echo "SKIP: azurite not installed in $ETCDBR_NPM_CACHE (run scripts/test-servers.sh)" >&2
+        exit 77
+    fi
+    mkdir -p "$WORK/azurite"
+    log=$WORK/azurite.log
+    for attempt in 1 2 3 4 5; do
+        port=$(free_port)
+        "$bin" --blobHost 127.0.0.1 --blobPort "$port" -l "$WORK/azurite" \
+            --disableTelemetry --skipApiVersionCheck --loose --silent >>"$log" 2>&1 &
+        AZ_PID=$!
+        PIDS+=("$AZ_PID")
+        for i in $(seq 1 200); do
+            if curl -s -o /dev/null "http://127.0.0.1:$port/devstoreaccount1?comp=list"; then
+                AZ_ENDPOINT=http://127.0.0.1:$port
+                AZ_ACCOUNT=devstoreaccount1
+                AZ_KEY='Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=='
+                AZ_CONTAINER=$container
+                AZ_CREDS_JSON=$WORK/azure-creds.json
+                printf '{"storageAccount":"%s","storageKey":"%s","bucketName":"ignored"}\n' \
+                    "$AZ_ACCOUNT" "$AZ_KEY" >"$AZ_CREDS_JSON"
+                az_create_container "$container"
+                return 0
+            fi
+            if ! kill -0 "$AZ_PID" 2>/dev/null; then
+                if grep -q EADDRINUSE "$log"; then continue 2; fi
+                cat "$log" >&2
+                fail "azurite exited"
+            fi
+            sleep 0.05
+        done
+        fail "azurite not ready: $(tail -5 "$log")"
+    done
+    fail "azurite: no free port after 5 attempts"
+}
+
+# az_create_container NAME: Create Container on the azurite of start_azurite (201 expected).
+az_create_container() {
+    local name=$1 date sts sig hexkey code
+    date=$(LC_ALL=C TZ=GMT date '+%a, %d %b %Y %H:%M:%S GMT')
+    hexkey=$(printf '%s' "$AZ_KEY" | base64 -d | od -An -tx1 -v | tr -d ' \n')
+    # PUT, 11 empty standard headers, x-ms-* headers, then /account + path (account twice)
+    sts=$(printf 'PUT\n\n\n\n\n\n\n\n\n\n\n\nx-ms-date:%s\nx-ms-version:2021-08-06\n/%s/%s/%s\nrestype:container' \
+        "$date" "$AZ_ACCOUNT" "$AZ_ACCOUNT" "$name")
+    sig=$(printf '%s' "$sts" | openssl dgst -sha256 -mac HMAC -macopt "hexkey:$hexkey" -binary | base64 -w0)
+    code=$(curl -s -o "$WORK/az-create.out" -w '%{http_code}' -X PUT -H 'Content-Length: 0' \
+        -H "x-ms-date: $date" -H 'x-ms-version: 2021-08-06' \
+        -H "Authorization: SharedKey $AZ_ACCOUNT:$sig" \
+        "$AZ_ENDPOINT/$AZ_ACCOUNT/$name?restype=container")
+    [ "$code" = 201 ] || fail "azurite: create container $name: HTTP $code: $(cat "$WORK/az-create.out")"
+}
