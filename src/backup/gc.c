@@ -20,6 +20,9 @@
  *     against max-backups and Exponential may delete it as a "full" regardless of retention.
  *   - Chunks are left alone (Go deletes those of finished uploads: §6.1). No immutability
  *     expiry is known for a Snapshot, so none is checked (Local has none).
+ *   - An immutable object (ERR_IMMUTABLE, ABS BlobImmutableDueToPolicy) is skipped and not
+ *     counted as a failure, as Go does; unlike Go, the full of a stream keeps as long as one
+ *     of its deltas is immutable, so no delta is left without the full it applies to.
  *   - gc_run removes nothing after a failed snapshot attempt, stops a cycle after 5 failed
  *     removals of any kind (Go: 5 delta errors per stream), keeps a full whose delta failed
  *     (as Go), and treats an object already gone as removed. */
@@ -220,6 +223,12 @@ static int remove_one(RunCtx *c, const Snapshot *s) {
             c->st->incr_removed++;
         return 0;
     }
+    if (rc == ERR_IMMUTABLE) {
+        /* seed-spec §6.4: skipped until its immutability period ends; not a failure */
+        log_info("GC: %s snapshot %s is immutable, skipped: %s", kind, s->key, err_msg());
+        c->st->immutable_skipped++;
+        return rc;
+    }
     log_warn("GC: failed to remove %s snapshot %s: %s", kind, s->key, err_msg());
     if (s->kind == SNAP_FULL)
         c->st->full_failed++;
@@ -290,15 +299,22 @@ int gc_run_scoped(Store *store, const GcScope *scope, GcPolicy policy, int max_b
         size_t b = a + (is_full(&snaps[a]) ? 1 : 0);
         while (b < n && !is_full(&snaps[b]))
             b++;
-        int stream_failed = 0;
+        int stream_failed = 0, stream_immutable = 0;
         for (size_t i = b; i-- > a && c.errors < GC_MAX_REMOVE_ERRORS;) {
             if (!remove[i] || !is_delta(&snaps[i])) continue;
-            if (remove_one(&c, &snaps[i]) != 0) stream_failed = 1;
+            int r = remove_one(&c, &snaps[i]);
+            if (r == ERR_IMMUTABLE)
+                stream_immutable = 1;
+            else if (r != 0)
+                stream_failed = 1;
         }
         if (is_full(&snaps[a]) && remove[a] && c.errors < GC_MAX_REMOVE_ERRORS) {
             if (stream_failed)
                 log_warn("GC: keeping full snapshot %s this cycle: a delta after it could not be "
                          "removed",
+                         snaps[a].key);
+            else if (stream_immutable) /* its deltas stay: so does the full they apply to */
+                log_info("GC: keeping full snapshot %s this cycle: a delta after it is immutable",
                          snaps[a].key);
             else
                 remove_one(&c, &snaps[a]);

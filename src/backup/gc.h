@@ -47,6 +47,7 @@ typedef struct GcStats {
     size_t listed; /* entries listed, chunks included */
     size_t full_removed, incr_removed;
     size_t full_failed, incr_failed; /* store_remove errors */
+    size_t immutable_skipped;        /* ERR_IMMUTABLE: skipped, not failures (seed-spec §6.4) */
     int skipped;                     /* 1: newest_attempt_failed, nothing was listed or removed */
     int stopped;                     /* 1: GC_MAX_REMOVE_ERRORS reached, the cycle was cut short */
 } GcStats;

@@ -888,6 +888,29 @@ static void test_run_keeps_full_whose_delta_could_not_be_removed(void **state) {
     rm_tmpdir(dir);
 }
 
+static void test_run_skips_immutable_objects_without_counting_failures(void **state) {
+    (void)state;
+    /* ABS BlobImmutableDueToPolicy (seed-spec §6.4): skipped, not a failure; the full whose
+     * delta is immutable stays with it, the other streams go as planned. */
+    char *dir = make_tmpdir();
+    FailDrv *fd = NULL;
+    Store *s = open_store(dir, "Incr-00000011-", &fd);
+    fd->fail_rc = ERR_IMMUTABLE;
+    fill_store(dir, s);
+    GcStats st;
+    assert_int_equal(gc_run(s, GC_LIMIT_BASED, 1, 0, NOW0, 0, &st), 0);
+    assert_int_equal(st.immutable_skipped, 1);
+    assert_int_equal(st.full_failed + st.incr_failed, 0);
+    assert_false(st.stopped);
+    assert_true(has_v2(dir, SNAP_FULL, 0, 10, T0));
+    assert_true(has_v2(dir, SNAP_INCR, 11, 20, T0 + HOUR));
+    assert_false(has_v2(dir, SNAP_FULL, 0, 30, T0 + 2 * HOUR));
+    assert_false(has_v2(dir, SNAP_INCR, 31, 40, T0 + 3 * HOUR));
+    assert_true(has_v2(dir, SNAP_FULL, 0, 50, T0 + 4 * HOUR));
+    store_free(s);
+    rm_tmpdir(dir);
+}
+
 static void test_run_counts_already_removed_objects_as_removed(void **state) {
     (void)state;
     /* Another GC (or an eventually consistent listing) got there first: not a failure, so
@@ -1085,6 +1108,7 @@ int main(void) {
         cmocka_unit_test(test_run_removes_nothing_when_newest_attempt_failed),
         cmocka_unit_test(test_run_stops_after_five_failed_removals),
         cmocka_unit_test(test_run_keeps_full_whose_delta_could_not_be_removed),
+        cmocka_unit_test(test_run_skips_immutable_objects_without_counting_failures),
         cmocka_unit_test(test_run_counts_already_removed_objects_as_removed),
         cmocka_unit_test(test_run_on_local_store_with_revisions_wider_than_8_digits),
         cmocka_unit_test(test_run_scoped_removes_only_its_own_history),
