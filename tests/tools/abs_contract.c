@@ -337,6 +337,29 @@ static void check_wrong_key_missing_container_rotation(void) {
            "re-read on change\n");
 }
 
+static void check_connection_string(void) {
+    /* AccountName/AccountKey/BlobEndpoint as azurite documents it, no other credentials */
+    char cs[1024];
+    snprintf(cs, sizeof cs,
+             "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=%s;"
+             "BlobEndpoint=%s/devstoreaccount1;",
+             "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/"
+             "KBHBeksoGMGw==",
+             g_endpoint);
+    setenv("AZURE_STORAGE_CONNECTION_STRING", cs, 1);
+    StoreConfig c = {.provider = "ABS", .container = g_container};
+    StoreDriver *d = NULL;
+    int rc = store_abs_driver_new(&c, &d);
+    unsetenv("AZURE_STORAGE_CONNECTION_STRING");
+    CHECK(rc == 0, "open with a connection string");
+    CHECK(put(d, "cs/1", "abc", 3) == 0, "put");
+    int64_t sz;
+    CHECK(d->vt->stat(d, "cs/1", &sz) == 0 && sz == 3, "stat");
+    CHECK(d->vt->remove(d, "cs/1") == 0, "remove");
+    store_driver_free(d);
+    printf("ok connection string (AccountName, AccountKey, BlobEndpoint)\n");
+}
+
 static void check_store_api(void) {
     StoreConfig c = {.provider = "ABS",
                      .container = g_container,
@@ -385,6 +408,7 @@ int main(int argc, char **argv) {
     check_large_multi_block();
     check_odd_keys();
     check_wrong_key_missing_container_rotation();
+    check_connection_string();
     check_store_api();
     printf(g_failed ? "FAILED\n" : "all checks passed\n");
     return g_failed ? 1 : 0;
