@@ -99,7 +99,17 @@ static void *fetcher_main(void *arg) {
 
 /* ---------- cancellation and progress ---------- */
 
-#define PROGRESS_EVERY_MS 5000
+/* Milliseconds between progress lines: 5000, or ETCDBR_PROGRESS_EVERY_MS (10-600000) for
+ * operators who want them more or less often, and for tests. */
+static int64_t progress_every_ms(void) {
+    static int64_t every;
+    if (every) return every;
+    const char *e = getenv("ETCDBR_PROGRESS_EVERY_MS");
+    long long v = e && *e ? strtoll(e, NULL, 10) : 0;
+    every = v >= 10 && v <= 600000 ? v : 5000;
+    return every;
+}
+#define PROGRESS_EVERY_MS progress_every_ms()
 
 static int stopped(const RestoreConfig *cfg) {
     if (cfg->stop && *cfg->stop) return err_set(ERR_CANCELED, "restore stopped by a signal");
@@ -110,6 +120,7 @@ typedef struct {
     const RestoreConfig *cfg;
     const char *what;
     int64_t next_log_ms;
+    int64_t start_ms;
 } FetchTick;
 
 static int fetch_tick(void *ctx, uint64_t n) {
@@ -118,7 +129,9 @@ static int fetch_tick(void *ctx, uint64_t n) {
     if (rc) return rc;
     int64_t now = now_mono_ms();
     if (now >= t->next_log_ms) {
-        log_info("downloading %s: %.1f MiB so far", t->what, (double)n / 1048576.0);
+        double secs = (double)(now - t->start_ms) / 1000.0;
+        log_info("downloading %s: %.1f MiB so far, %.1f MiB/s", t->what, (double)n / 1048576.0,
+                 secs > 0 ? (double)n / 1048576.0 / secs : 0.0);
         t->next_log_ms = now + PROGRESS_EVERY_MS;
     }
     return 0;
@@ -175,11 +188,13 @@ static int builder_tick(Builder *b) {
     if (now < b->next_log_ms) return 0;
     b->next_log_ms = now + PROGRESS_EVERY_MS;
     double secs = (double)(now - b->start_ms) / 1000.0;
+    double rate = secs > 0 ? (double)b->out->revisions_applied / secs : 0.0;
     if (b->out->revisions_applied)
-        log_info("building the db: revision %lld of %lld, %llu revisions from deltas (%.0f/s)",
+        log_info("building the db: revision %lld of %lld, %llu revisions from deltas (%.0f/s, "
+                 "ETA %.0fs)",
                  (long long)b->rev, (long long)b->last_rev,
-                 (unsigned long long)b->out->revisions_applied,
-                 secs > 0 ? (double)b->out->revisions_applied / secs : 0.0);
+                 (unsigned long long)b->out->revisions_applied, rate,
+                 rate > 0 && b->last_rev > b->rev ? (double)(b->last_rev - b->rev) / rate : 0.0);
     else
         log_info("building the db: %llu items of the full snapshot copied (%.0f/s)",
                  (unsigned long long)b->ticks, secs > 0 ? (double)b->ticks / secs : 0.0);
@@ -473,7 +488,7 @@ static int fetch_full(const RestoreConfig *cfg, const Snapshot *snap, const char
         rc = err_set(ERR_NOMEM, "out of memory");
         goto done;
     }
-    FetchTick tick = {cfg, snap->key, now_mono_ms() + PROGRESS_EVERY_MS};
+    FetchTick tick = {cfg, snap->key, now_mono_ms() + PROGRESS_EVERY_MS, now_mono_ms()};
     rc = io_copy_tick(dec, checker, NULL, fetch_tick, &tick);
     if (rc) goto done;
     rc = fullsnap_verify_file(path, checker, *count, cfg->skip_hash_check, 0, db_len, revision);

@@ -396,15 +396,14 @@ static int setup(ObjHttp *h, Xfer *x, struct curl_slist **hl) {
         if (!t) goto nomem;
         l = t;
     }
-    /* no "Expect: 100-continue" round trip, no form content type on POST */
-    struct curl_slist *t = curl_slist_append(l, "Expect:");
-    if (!t) goto nomem;
-    l = t;
+    /* POST gets a content type of ours, not curl's form default. Headers are never removed
+     * with an empty "Name:" line: curl 7.88's SigV4 signs such a line and then drops it, and
+     * the signature no longer matches (so "Expect: 100-continue" stays on large bodies). */
     int has_ct = 0;
     for (size_t i = 0; i < r->n_headers; i++)
         if (strncasecmp(r->headers[i], "content-type:", 13) == 0) has_ct = 1;
     if (!has_ct && strcmp(r->method, "POST") == 0) {
-        t = curl_slist_append(l, "Content-Type:");
+        struct curl_slist *t = curl_slist_append(l, "Content-Type: application/octet-stream");
         if (!t) goto nomem;
         l = t;
     }

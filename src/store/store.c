@@ -173,8 +173,14 @@ static const struct {
     const char *name;
     StoreDriverOpen open;
 } providers[] = {
-    {"Local", local_open}, {"S3", NULL},  {"ABS", store_abs_driver_new}, {"GCS", NULL},
-    {"Swift", NULL},       {"OSS", NULL}, {"ECS", NULL}, {"OCS", NULL},
+    {"Local", local_open},
+    {"S3", store_s3_driver_new},
+    {"ABS", store_abs_driver_new},
+    {"GCS", NULL},
+    {"Swift", NULL},
+    {"OSS", NULL},
+    {"ECS", store_s3_driver_new},
+    {"OCS", store_s3_driver_new},
 };
 
 const char *store_providers(void) {

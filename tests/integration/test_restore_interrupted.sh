@@ -33,6 +33,15 @@ check_exact() { # DATA_DIR LABEL
     stop_pid "$ETCD_PID"
 }
 
+# progress (issue 7 item 12): lines while downloading and building, with rate and ETA; every
+# 5 s by default, every 20 ms here (ETCDBR_PROGRESS_EVERY_MS) so that a short restore shows them
+ETCDBR_PROGRESS_EVERY_MS=20 restore_store "$WORK/store" "$WORK/p.etcd" >"$WORK/progress.log" 2>&1 ||
+    { tail "$WORK/progress.log"; fail "restore with progress failed"; }
+grep -q "building the db: revision [0-9]* of $src_rev, [0-9]* revisions from deltas ([0-9]*/s, ETA [0-9]*s)" "$WORK/progress.log" ||
+    { grep -i "building\|download" "$WORK/progress.log" | tail -3; fail "no build progress line with rate and ETA"; }
+rm -rf "$WORK/p.etcd" "$WORK/p.etcd.tmp"
+echo "progress: $(grep -c 'building the db' "$WORK/progress.log") build progress lines with rate and ETA"
+
 # how long one restore takes (the shorter of two, page cache warm): kill points are drawn from
 # [0, 90% of that] so that most trials interrupt it
 dur_ms=0

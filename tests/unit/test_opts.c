@@ -291,7 +291,8 @@ static void test_unimplemented_and_ignored_flags_warn_once_at_start(void **state
     fprintf(stderr, "%s", log);
     assert_non_null(
         strstr(log, "--enable-profiling=true (command line): not implemented yet: ignored"));
-    assert_non_null(strstr(log, "--secondary-min-chunk-size=5242880 (command line): not implemented yet"));
+    assert_non_null(
+        strstr(log, "--secondary-min-chunk-size=5242880 (command line): not implemented yet"));
     assert_non_null(strstr(log, "--max-txn-ops=5 (command line): ignored: restore builds the db "
                                 "offline and starts no etcd"));
     assert_non_null(
@@ -334,6 +335,10 @@ static void test_help_shows_status_ranges_and_allowed_values(void **state) {
     assert_non_null(strstr(line, "(not implemented yet: ignored)"));
     assert_non_null(line_of(help, "--secondary-min-chunk-size ", line, sizeof line));
     assert_non_null(strstr(line, "(not implemented yet: ignored)"));
+    assert_non_null(strstr(line, "(at least 5242880)"));
+    /* the S3 driver honours the object-store flags */
+    assert_non_null(line_of(help, "--min-chunk-size ", line, sizeof line));
+    assert_null(strstr(line, "not implemented"));
     assert_non_null(strstr(line, "(at least 5242880)"));
     assert_non_null(line_of(help, "--compression-policy ", line, sizeof line));
     assert_non_null(strstr(line, "(one of gzip, zlib, lzw, zstd)"));
