@@ -1,6 +1,6 @@
 /* store_contract: the store-driver contract (STYLE.md "one contract suite runs against every
  * store driver"), run against any provider:
- *   store_contract --provider Local|S3|ECS|OCS --container C [--endpoint URL] [--prefix P]
+ *   store_contract --provider Local|S3|ECS|OCS|ABS --container C [--endpoint URL] [--prefix P]
  *                  [--min-chunk BYTES] [--parallel N] [--list-count N]
  * Credentials come from the provider's usual environment (AWS_APPLICATION_CREDENTIALS_JSON...).
  * Every key lives under "<prefix>/contract-<pid>-<time>/", removed at the end. Checks: put/get,
@@ -13,6 +13,7 @@
  * 0 when all pass, 1 on the first failure (the message on stderr), 2 on usage. */
 #include "codec/sha256.h"
 #include "common/err.h"
+#include "store/store_abs.h"
 #include "store/store_driver.h"
 
 #include <curl/curl.h>
@@ -168,6 +169,8 @@ int main(int argc, char **argv) {
     curl_global_init(CURL_GLOBAL_DEFAULT);
     if (strcmp(cfg.provider, "Local") == 0)
         OK(store_local_driver_new(cfg.container, &drv), "open Local");
+    else if (strcmp(cfg.provider, "ABS") == 0)
+        OK(store_abs_driver_new(&cfg, &drv), "open ABS");
     else
         OK(store_s3_driver_new(&cfg, &drv), "open");
     snprintf(base, sizeof base, "%s%scontract-%d-%lld/", prefix, prefix[0] ? "/" : "",
