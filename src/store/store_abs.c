@@ -86,10 +86,6 @@ static int creds_fill(AbsCreds *out, char *account, char *key, char *domain, cha
         rc = err_set(ERR_INVALID, "ABS credentials %s: storageAccount is missing", where);
         goto done;
     }
-    if ((!key || !key[0]) && (!sas || !sas[0])) {
-        rc = err_set(ERR_INVALID, "ABS credentials %s: storageKey (or sasToken) is missing", where);
-        goto done;
-    }
     if (key && key[0]) {
         rc = b64_decode(key, &out->key, &out->key_len);
         if (rc == ERR_INVALID)
@@ -1456,7 +1452,8 @@ int store_abs_driver_new(const StoreConfig *cfg, StoreDriver **out) {
     }
     if (rc) goto done;
     if (!d->creds.key && !d->creds.sas && !d->env_sas) {
-        rc = err_set(ERR_INVALID, "ABS: credentials without storageKey nor SAS token");
+        rc = err_set(ERR_INVALID, "ABS: the credentials have neither storageKey nor sasToken, "
+                                  "and AZURE_STORAGE_SAS_TOKEN is not set");
         goto done;
     }
     ObjHttpConfig hc = {

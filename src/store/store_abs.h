@@ -26,9 +26,9 @@ typedef struct AbsCreds {
 /* Loads credentials as the Go tool does from path: a JSON file (fields storageAccount,
  * storageKey, domain, sasToken; bucketName ignored) or a directory: its first "*.json" file (in
  * directory order) as JSON, else one file per field, contents verbatim (base64 line breaks in
- * the key are ignored, as Go's decoder does). storageKey or sasToken is required with
- * storageAccount. 0, ERR_NOT_FOUND (path missing), ERR_INVALID (message names the field, never
- * its value) or ERR_NOMEM. */
+ * the key are ignored, as Go's decoder does). storageAccount is required; the driver also needs
+ * storageKey, sasToken or $AZURE_STORAGE_SAS_TOKEN. 0, ERR_NOT_FOUND (path missing), ERR_INVALID
+ * (message names the field, never its value) or ERR_NOMEM. */
 int abs_creds_load(const char *path, AbsCreds *out);
 
 /* Parses a connection string ("AccountName=..;AccountKey=..;BlobEndpoint=..;EndpointSuffix=..;

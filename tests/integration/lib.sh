@@ -405,3 +405,15 @@ az_create_container() {
         "$AZ_ENDPOINT/$AZ_ACCOUNT/$name?restype=container")
     [ "$code" = 201 ] || fail "azurite: create container $name: HTTP $code: $(cat "$WORK/az-create.out")"
 }
+
+# az_account_sas: prints an account SAS token (blob service, all resource types, rwdlac, valid
+# until 2030, http allowed) for the azurite of start_azurite, signed here with openssl
+# (string-to-sign of version 2020-12-06 and later: the encryption-scope line included).
+az_account_sas() {
+    local hexkey sig
+    hexkey=$(printf '%s' "$AZ_KEY" | base64 -d | od -An -tx1 -v | tr -d ' \n')
+    sig=$(printf '%s\nrwdlac\nb\nsco\n\n2030-01-01T00:00:00Z\n\nhttps,http\n2021-08-06\n\n' "$AZ_ACCOUNT" |
+        openssl dgst -sha256 -mac HMAC -macopt "hexkey:$hexkey" -binary | base64 -w0 |
+        sed 's/+/%2B/g; s#/#%2F#g; s/=/%3D/g')
+    printf 'sv=2021-08-06&ss=b&srt=sco&sp=rwdlac&se=2030-01-01T00:00:00Z&spr=https,http&sig=%s' "$sig"
+}
