@@ -85,7 +85,8 @@ static const OptDef opt_table[] = {
      ACTIVE},
     {"store-endpoint-override", 0, OPT_STRING, "", NULL, STORE, 0,
      "object store endpoint URL (scheme://host[:port]); honoured by S3 (then path-style) and ABS "
-     "(then <endpoint>/<account>/<container>, as for azurite)", ACTIVE},
+     "(then <endpoint>/<account>/<container>, as for azurite)",
+     ACTIVE},
     {"store-prefix", 0, OPT_STRING, "", NULL, STORE, 0,
      "key prefix; objects are written under <prefix>/v2/", ACTIVE},
     {"max-parallel-chunk-uploads", 0, OPT_INT, "5", NULL, STORE, 0,
