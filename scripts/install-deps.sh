@@ -17,3 +17,5 @@ if [ ${#missing[@]} -gt 0 ]; then
     $SUDO apt-get update
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends "${missing[@]}"
 fi
+# object-store test servers (npm, into ~/.cache/etcdbr/npm, only when missing)
+"$(dirname "$0")/test-servers.sh"

@@ -83,15 +83,18 @@ static const OptDef opt_table[] = {
     {"store-container", 0, OPT_STRING, "", "STORAGE_CONTAINER", STORE, 0,
      "bucket/container; Local: directory (relative = relative to $HOME; default default.bkp)",
      ACTIVE},
-    {"store-endpoint-override", 0, OPT_STRING, "", NULL, STORE, 0, "object store endpoint URL",
-     UNIMPLEMENTED},
+    {"store-endpoint-override", 0, OPT_STRING, "", NULL, STORE, 0,
+     "object store endpoint URL (scheme://host[:port]); honoured by S3 (then path-style)", ACTIVE},
     {"store-prefix", 0, OPT_STRING, "", NULL, STORE, 0,
      "key prefix; objects are written under <prefix>/v2/", ACTIVE},
     {"max-parallel-chunk-uploads", 0, OPT_INT, "5", NULL, STORE, 0,
-     "parallel part uploads to an object store", UNIMPLEMENTED, AT_LEAST(1)},
+     "parts of one object store upload in flight at once (S3, ECS, OCS); memory is about "
+     "(this + 1) x the part size",
+     ACTIVE, AT_LEAST(1)},
     {"min-chunk-size", 0, OPT_INT, "5242880", NULL, STORE, 0,
-     "minimum part size in bytes of an object store upload", UNIMPLEMENTED,
-     AT_LEAST(MIN_CHUNK_SIZE)},
+     "part size in bytes of an object store multipart upload (S3, ECS, OCS), doubled after "
+     "every 1000 parts; smaller objects go in one request",
+     ACTIVE, AT_LEAST(MIN_CHUNK_SIZE)},
     {"snapstore-temp-directory", 0, OPT_STRING, "/tmp", NULL, STORE, 0,
      "staging directory for snapshot and delta spool files", ACTIVE},
     /* SNAPSHOTTER (seed-spec §1.3) */

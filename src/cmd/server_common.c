@@ -170,6 +170,9 @@ int setup_store(const Opts *o, int allow_none, Store **out) {
         .container = container,
         .prefix = opt_str(o, "store-prefix"),
         .temp_dir = opt_str(o, "snapstore-temp-directory"),
+        .endpoint_override = opt_str(o, "store-endpoint-override"),
+        .min_chunk_size = opt_int(o, "min-chunk-size"),
+        .max_parallel_chunk_uploads = (int)opt_int(o, "max-parallel-chunk-uploads"),
     };
     int rc = store_open(&stc, out);
     if (rc) {

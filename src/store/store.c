@@ -172,8 +172,14 @@ static const struct {
     const char *name;
     StoreDriverOpen open;
 } providers[] = {
-    {"Local", local_open}, {"S3", NULL},  {"ABS", NULL}, {"GCS", NULL},
-    {"Swift", NULL},       {"OSS", NULL}, {"ECS", NULL}, {"OCS", NULL},
+    {"Local", local_open},
+    {"S3", store_s3_driver_new},
+    {"ABS", NULL},
+    {"GCS", NULL},
+    {"Swift", NULL},
+    {"OSS", NULL},
+    {"ECS", store_s3_driver_new},
+    {"OCS", store_s3_driver_new},
 };
 
 const char *store_providers(void) {

@@ -100,4 +100,11 @@ typedef int (*StoreDriverOpen)(const StoreConfig *cfg, StoreDriver **out);
  * 0, ERR_INVALID (no HOME for a relative container) or ERR_IO. */
 int store_local_driver_new(const char *container, StoreDriver **out);
 
+/* S3-compatible drivers: cfg->provider "S3" (AWS or any S3 API behind --store-endpoint-override),
+ * "ECS" (Dell ECS: ECS_* environment) or "OCS" (OpenShift: OPENSHIFT_APPLICATION_CREDENTIALS*).
+ * Credentials as the Go tool reads them (store_s3.h, docs/stores.md). Thread-safe. *out owned.
+ * 0, ERR_INVALID (missing bucket, credentials or region), ERR_UNSUPPORTED (web identity) or
+ * ERR_NOMEM. No request is sent here. */
+int store_s3_driver_new(const StoreConfig *cfg, StoreDriver **out);
+
 #endif

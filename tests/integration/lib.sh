@@ -297,3 +297,48 @@ wait_backed_up() {
     done
     fail "the store does not reach revision $rev (latest: $got)"
 }
+
+# start_s3rver: starts @20minutes/s3rver (installed by scripts/test-servers.sh into
+# $ETCDBR_NPM_CACHE) on 127.0.0.1, a free port, with a data dir under $WORK and one bucket.
+# Sets S3_ENDPOINT (http://127.0.0.1:PORT), S3_BUCKET, S3_PID, S3_ACCESS_KEY/S3_SECRET_KEY
+# (S3RVER/S3RVER; SigV4 is verified) and S3_CREDS_JSON (an AWS_APPLICATION_CREDENTIALS_JSON
+# file). Exits 77 (skip) when the server is not installed, unless ETCDBR_REQUIRE_TOOLS=1.
+ETCDBR_NPM_CACHE=${ETCDBR_NPM_CACHE:-$HOME/.cache/etcdbr/npm}
+start_s3rver() {
+    local bucket=${1:-etcdbr-test} port attempt i log
+    if [ ! -f "$ETCDBR_NPM_CACHE/node_modules/@20minutes/s3rver/package.json" ] || ! command -v node >/dev/null; then
+        [ "${ETCDBR_REQUIRE_TOOLS:-0}" = 1 ] && fail "s3rver not installed in $ETCDBR_NPM_CACHE (run scripts/test-servers.sh)"
+        echo "SKIP: s3rver not installed in $ETCDBR_NPM_CACHE (run scripts/test-servers.sh)" >&2
+        exit 77
+    fi
+    mkdir -p "$WORK/s3rver"
+    log=$WORK/s3rver.log
+    for attempt in 1 2 3 4 5; do
+        port=$(free_port)
+        NODE_PATH=$ETCDBR_NPM_CACHE/node_modules NODE_OPTIONS=--openssl-legacy-provider \
+            node "$ETCDBR_SOURCE_DIR/tests/servers/s3rver.js" "$port" "$WORK/s3rver" "$bucket" \
+            >>"$log" 2>&1 &
+        S3_PID=$!
+        PIDS+=("$S3_PID")
+        for i in $(seq 1 200); do
+            if grep -q "listening 127.0.0.1:$port" "$log"; then
+                S3_ENDPOINT=http://127.0.0.1:$port
+                S3_BUCKET=$bucket
+                S3_ACCESS_KEY=S3RVER
+                S3_SECRET_KEY=S3RVER
+                S3_CREDS_JSON=$WORK/s3-creds.json
+                printf '{"region":"us-east-1","accessKeyID":"%s","secretAccessKey":"%s","s3ForcePathStyle":true}\n' \
+                    "$S3_ACCESS_KEY" "$S3_SECRET_KEY" >"$S3_CREDS_JSON"
+                return 0
+            fi
+            if ! kill -0 "$S3_PID" 2>/dev/null; then
+                if grep -q EADDRINUSE "$log"; then continue 2; fi
+                cat "$log" >&2
+                fail "s3rver exited"
+            fi
+            sleep 0.05
+        done
+        fail "s3rver not ready: $(tail -5 "$log")"
+    done
+    fail "s3rver: no free port after 5 attempts"
+}

@@ -277,7 +277,7 @@ static void test_unimplemented_and_ignored_flags_warn_once_at_start(void **state
     setenv("ETCDBR_ETCD_BIN", "/usr/bin/etcd", 1);
     Opts *o = NULL;
     assert_int_equal(parse(CMD_SERVER, &o, "--enable-profiling", "--max-txn-ops=5",
-                           "--store-prefix=p", "--min-chunk-size=5242880", NULL),
+                           "--store-prefix=p", "--secondary-min-chunk-size=5242880", NULL),
                      0);
     assert_int_equal(opts_set_from_config(o, "use-etcd-wrapper", "true"), 0);
     assert_int_equal(opts_set_from_config(o, "secondary-store-prefix", "s"), 0);
@@ -291,7 +291,8 @@ static void test_unimplemented_and_ignored_flags_warn_once_at_start(void **state
     fprintf(stderr, "%s", log);
     assert_non_null(
         strstr(log, "--enable-profiling=true (command line): not implemented yet: ignored"));
-    assert_non_null(strstr(log, "--min-chunk-size=5242880 (command line): not implemented yet"));
+    assert_non_null(
+        strstr(log, "--secondary-min-chunk-size=5242880 (command line): not implemented yet"));
     assert_non_null(strstr(log, "--max-txn-ops=5 (command line): ignored: restore builds the db "
                                 "offline and starts no etcd"));
     assert_non_null(
@@ -332,8 +333,12 @@ static void test_help_shows_status_ranges_and_allowed_values(void **state) {
     char line[1024];
     assert_non_null(line_of(help, "--enable-profiling ", line, sizeof line));
     assert_non_null(strstr(line, "(not implemented yet: ignored)"));
-    assert_non_null(line_of(help, "--min-chunk-size ", line, sizeof line));
+    assert_non_null(line_of(help, "--secondary-min-chunk-size ", line, sizeof line));
     assert_non_null(strstr(line, "(not implemented yet: ignored)"));
+    assert_non_null(strstr(line, "(at least 5242880)"));
+    /* the S3 driver honours the object-store flags */
+    assert_non_null(line_of(help, "--min-chunk-size ", line, sizeof line));
+    assert_null(strstr(line, "not implemented"));
     assert_non_null(strstr(line, "(at least 5242880)"));
     assert_non_null(line_of(help, "--compression-policy ", line, sizeof line));
     assert_non_null(strstr(line, "(one of gzip, zlib, lzw, zstd)"));

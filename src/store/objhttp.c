@@ -1,0 +1,767 @@
+/* objhttp: libcurl requests for the object-store drivers (objhttp.h). Buffered requests run on
+ * pooled easy handles with curl_easy_perform; streamed downloads drive one easy handle through a
+ * private multi handle from the reader's read(), pausing the transfer while our buffer is full,
+ * so memory stays bounded whatever the object size. */
+#include "objhttp.h"
+#include "../common/err.h"
+#include "../common/log.h"
+
+#include <ctype.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define POOL_MAX 16
+#define DEFAULT_MAX_BODY ((size_t)1 << 20)
+#define ERR_BODY_MAX ((size_t)16 << 10)
+#define STREAM_BUF ((size_t)256 << 10)
+
+struct ObjHttp {
+    char *what;
+    char *ca_file;
+    char *ca_pem;
+    int insecure;
+    int64_t timeout_ms;
+    RetryPolicy retry;
+    RetryClassifyHook classify;
+    void *classify_ctx;
+    pthread_mutex_t mu; /* guards pool */
+    CURL *pool[POOL_MAX];
+    int n_pool;
+};
+
+int objhttp_new(const ObjHttpConfig *cfg, ObjHttp **out) {
+    *out = NULL;
+    ObjHttp *h = calloc(1, sizeof *h);
+    if (!h) return err_set(ERR_NOMEM, "object store http: out of memory");
+    pthread_mutex_init(&h->mu, NULL);
+    h->what = strdup(cfg->what ? cfg->what : "object store");
+    h->ca_file = cfg->ca_file && cfg->ca_file[0] ? strdup(cfg->ca_file) : NULL;
+    h->ca_pem = cfg->ca_pem && cfg->ca_pem[0] ? strdup(cfg->ca_pem) : NULL;
+    h->insecure = cfg->insecure_skip_verify;
+    h->timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : 180000;
+    RetryPolicy def = RETRY_POLICY_DEFAULT;
+    h->retry = cfg->retry.attempts > 0 ? cfg->retry : def;
+    h->classify = cfg->classify;
+    h->classify_ctx = cfg->classify_ctx;
+    if (!h->what || (cfg->ca_file && cfg->ca_file[0] && !h->ca_file) ||
+        (cfg->ca_pem && cfg->ca_pem[0] && !h->ca_pem)) {
+        objhttp_free(h);
+        return err_set(ERR_NOMEM, "object store http: out of memory");
+    }
+    *out = h;
+    return 0;
+}
+
+void objhttp_free(ObjHttp *h) {
+    if (!h) return;
+    for (int i = 0; i < h->n_pool; i++)
+        curl_easy_cleanup(h->pool[i]);
+    pthread_mutex_destroy(&h->mu);
+    free(h->what);
+    free(h->ca_file);
+    free(h->ca_pem);
+    free(h);
+}
+
+static CURL *pool_get(ObjHttp *h) {
+    CURL *c = NULL;
+    pthread_mutex_lock(&h->mu);
+    if (h->n_pool > 0) c = h->pool[--h->n_pool];
+    pthread_mutex_unlock(&h->mu);
+    if (c) {
+        curl_easy_reset(c); /* keeps the connection cache */
+        return c;
+    }
+    return curl_easy_init();
+}
+
+static void pool_put(ObjHttp *h, CURL *c) {
+    if (!c) return;
+    pthread_mutex_lock(&h->mu);
+    if (h->n_pool < POOL_MAX) {
+        h->pool[h->n_pool++] = c;
+        c = NULL;
+    }
+    pthread_mutex_unlock(&h->mu);
+    if (c) curl_easy_cleanup(c);
+}
+
+void objhttp_response_clear(ObjHttpResponse *r) {
+    if (!r) return;
+    free(r->body);
+    free(r->headers);
+    memset(r, 0, sizeof *r);
+}
+
+const char *objhttp_response_header(const ObjHttpResponse *r, const char *name, char *buf,
+                                    size_t cap) {
+    if (!r || !r->headers || cap == 0) return NULL;
+    size_t nl = strlen(name);
+    const char *p = r->headers;
+    while (*p) {
+        const char *e = strstr(p, "\r\n");
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len > nl && p[nl] == ':' && strncasecmp(p, name, nl) == 0) {
+            const char *v = p + nl + 1, *ve = p + len;
+            while (v < ve && (*v == ' ' || *v == '\t'))
+                v++;
+            while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t'))
+                ve--;
+            size_t vl = (size_t)(ve - v);
+            if (vl >= cap) vl = cap - 1;
+            memcpy(buf, v, vl);
+            buf[vl] = '\0';
+            return buf;
+        }
+        if (!e) break;
+        p = e + 2;
+    }
+    return NULL;
+}
+
+/* ---- percent-encoding, queries, redaction ---- */
+
+static int unreserved(unsigned char c) {
+    return isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~';
+}
+
+char *objhttp_pct_encode(const char *s, int keep_slash) {
+    static const char hex[] = "0123456789ABCDEF";
+    size_t n = strlen(s);
+    char *o = malloc(3 * n + 1), *p = o;
+    if (!o) return NULL;
+    for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+        if ((*c < 0x80 && unreserved(*c)) || (keep_slash && *c == '/')) {
+            *p++ = (char)*c;
+        } else {
+            *p++ = '%';
+            *p++ = hex[*c >> 4];
+            *p++ = hex[*c & 15];
+        }
+    }
+    *p = '\0';
+    return o;
+}
+
+typedef struct {
+    char *name, *value;
+} QPair;
+
+static int qpair_cmp(const void *a, const void *b) {
+    const QPair *x = a, *y = b;
+    int c = strcmp(x->name, y->name);
+    return c ? c : strcmp(x->value, y->value);
+}
+
+char *objhttp_query(const char *const *names, const char *const *values, size_t n) {
+    QPair *q = calloc(n ? n : 1, sizeof *q);
+    char *out = NULL;
+    if (!q) return NULL;
+    size_t total = 1;
+    for (size_t i = 0; i < n; i++) {
+        q[i].name = objhttp_pct_encode(names[i], 0);
+        q[i].value = objhttp_pct_encode(values[i] ? values[i] : "", 0);
+        if (!q[i].name || !q[i].value) goto done;
+        total += strlen(q[i].name) + strlen(q[i].value) + 2;
+    }
+    qsort(q, n, sizeof *q, qpair_cmp);
+    out = malloc(total);
+    if (!out) goto done;
+    char *p = out;
+    for (size_t i = 0; i < n; i++)
+        p += sprintf(p, "%s%s=%s", i ? "&" : "", q[i].name, q[i].value);
+    *p = '\0';
+done:
+    for (size_t i = 0; i < n; i++) {
+        free(q[i].name);
+        free(q[i].value);
+    }
+    free(q);
+    return out;
+}
+
+static int secret_param(const char *name, size_t len) {
+    static const char *const words[] = {"sig", "credential", "token", "secret", "password"};
+    for (size_t w = 0; w < sizeof words / sizeof words[0]; w++) {
+        size_t wl = strlen(words[w]);
+        for (size_t i = 0; i + wl <= len; i++)
+            if (strncasecmp(name + i, words[w], wl) == 0) return 1;
+    }
+    return 0;
+}
+
+char *objhttp_redact_url(const char *url) {
+    size_t n = strlen(url);
+    char *o = malloc(n + 1 + 16 * (n / 2 + 1)), *p = o;
+    if (!o) return NULL;
+    const char *s = url;
+    /* scheme://[userinfo@]host... : drop userinfo */
+    const char *sch = strstr(s, "://");
+    if (sch) {
+        const char *auth = sch + 3;
+        size_t alen = strcspn(auth, "/?#");
+        const char *at = memchr(auth, '@', alen);
+        memcpy(p, s, (size_t)(auth - s));
+        p += auth - s;
+        s = at ? at + 1 : auth;
+    }
+    const char *q = strchr(s, '?');
+    size_t head = q ? (size_t)(q - s) : strlen(s);
+    memcpy(p, s, head);
+    p += head;
+    if (q) {
+        s = q + 1;
+        *p++ = '?';
+        while (*s) {
+            size_t plen = strcspn(s, "&#");
+            const char *eq = memchr(s, '=', plen);
+            size_t nlen = eq ? (size_t)(eq - s) : plen;
+            memcpy(p, s, nlen);
+            p += nlen;
+            if (eq) {
+                if (secret_param(s, nlen)) {
+                    p += sprintf(p, "=REDACTED");
+                } else {
+                    memcpy(p, eq, plen - nlen);
+                    p += plen - nlen;
+                }
+            }
+            s += plen;
+            if (*s == '&') {
+                *p++ = '&';
+                s++;
+            } else {
+                break; /* '#' or end: a fragment is never sent */
+            }
+        }
+    }
+    *p = '\0';
+    return o;
+}
+
+/* ---- one attempt ---- */
+
+typedef struct {
+    char *data;
+    size_t len, cap, max;
+    int truncated;
+} Buf;
+
+static void buf_add(Buf *b, const void *d, size_t n) {
+    if (b->len + n > b->max) {
+        b->truncated = 1;
+        n = b->max > b->len ? b->max - b->len : 0;
+    }
+    if (n == 0) return;
+    if (b->len + n + 1 > b->cap) {
+        size_t nc = b->cap ? b->cap : 4096;
+        while (nc < b->len + n + 1)
+            nc *= 2;
+        char *g = realloc(b->data, nc);
+        if (!g) {
+            b->truncated = 1;
+            return;
+        }
+        b->data = g;
+        b->cap = nc;
+    }
+    memcpy(b->data + b->len, d, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+}
+
+typedef struct {
+    CURL *curl;
+    const ObjHttpRequest *req;
+    /* request body */
+    size_t body_off;
+    int reader_failed;
+    /* response */
+    Buf hdr;
+    Buf body;
+    int headers_done; /* the final (non-1xx) header block ended */
+    long status;
+    int consumer_rc;
+    /* stream mode */
+    int streaming;
+    Buf sbuf; /* unread body bytes (data[off..len)) */
+    size_t soff;
+    int paused;
+} Xfer;
+
+static size_t header_cb(char *ptr, size_t size, size_t n, void *ud) {
+    Xfer *x = ud;
+    size_t len = size * n;
+    if (len >= 5 && strncmp(ptr, "HTTP/", 5) == 0) {
+        /* a new header block (after 100 Continue or a redirect): keep only the last */
+        x->hdr.len = 0;
+        x->headers_done = 0;
+        if (x->hdr.data) x->hdr.data[0] = '\0';
+    }
+    if (len == 2 && ptr[0] == '\r' && ptr[1] == '\n') {
+        long st = 0;
+        curl_easy_getinfo(x->curl, CURLINFO_RESPONSE_CODE, &st);
+        if (st >= 200) {
+            x->status = st;
+            x->headers_done = 1;
+        }
+        return len;
+    }
+    buf_add(&x->hdr, ptr, len);
+    return len;
+}
+
+static size_t write_cb(char *ptr, size_t size, size_t n, void *ud) {
+    Xfer *x = ud;
+    size_t len = size * n;
+    long st = x->status;
+    if (!st) curl_easy_getinfo(x->curl, CURLINFO_RESPONSE_CODE, &st);
+    if (st < 200 || st >= 300) { /* an error document: keep an excerpt */
+        buf_add(&x->body, ptr, len);
+        return len;
+    }
+    if (x->streaming) {
+        if (x->soff > 0 && x->soff == x->sbuf.len) x->soff = x->sbuf.len = 0;
+        if (x->sbuf.len + len > x->sbuf.max) {
+            if (x->soff > 0) { /* compact */
+                memmove(x->sbuf.data, x->sbuf.data + x->soff, x->sbuf.len - x->soff);
+                x->sbuf.len -= x->soff;
+                x->soff = 0;
+            }
+            if (x->sbuf.len + len > x->sbuf.max && x->sbuf.len > 0) {
+                x->paused = 1;
+                return CURL_WRITEFUNC_PAUSE;
+            }
+        }
+        size_t before = x->sbuf.len;
+        size_t save_max = x->sbuf.max;
+        if (len > x->sbuf.max) x->sbuf.max = len; /* one oversized chunk into an empty buffer */
+        buf_add(&x->sbuf, ptr, len);
+        x->sbuf.max = save_max;
+        return x->sbuf.len - before == len ? len : 0;
+    }
+    if (x->req->consume) {
+        int rc = x->req->consume(x->req->consume_ctx, ptr, len);
+        if (rc != 0) {
+            x->consumer_rc = rc;
+            return 0;
+        }
+        return len;
+    }
+    buf_add(&x->body, ptr, len);
+    if (x->body.truncated) return 0; /* a buffered 2xx body must be complete */
+    return len;
+}
+
+static size_t read_cb(char *buf, size_t size, size_t n, void *ud) {
+    Xfer *x = ud;
+    size_t cap = size * n;
+    const ObjHttpRequest *r = x->req;
+    if (x->body_off >= r->body_len) return 0;
+    size_t want = r->body_len - x->body_off;
+    if (want > cap) want = cap;
+    if (r->body_reader) {
+        size_t got = 0;
+        if (io_read(r->body_reader, buf, want, &got) != 0 || got == 0) {
+            x->reader_failed = 1;
+            return CURL_READFUNC_ABORT;
+        }
+        want = got;
+    } else {
+        memcpy(buf, (const char *)r->body + x->body_off, want);
+    }
+    x->body_off += want;
+    return want;
+}
+
+static int seek_cb(void *ud, curl_off_t off, int origin) {
+    Xfer *x = ud;
+    if (x->req->body_reader || origin != SEEK_SET || off < 0 || (size_t)off > x->req->body_len)
+        return CURL_SEEKFUNC_CANTSEEK;
+    x->body_off = (size_t)off;
+    return CURL_SEEKFUNC_OK;
+}
+
+/* Sets up x->curl for one attempt; *hl receives the header list to free after it. */
+static int setup(ObjHttp *h, Xfer *x, struct curl_slist **hl) {
+    CURL *c = x->curl;
+    const ObjHttpRequest *r = x->req;
+    *hl = NULL;
+    struct curl_slist *l = NULL;
+    for (size_t i = 0; i < r->n_headers; i++) {
+        struct curl_slist *t = curl_slist_append(l, r->headers[i]);
+        if (!t) goto nomem;
+        l = t;
+    }
+    /* POST gets a content type of ours, not curl's form default. Headers are never removed
+     * with an empty "Name:" line: curl 7.88's SigV4 signs such a line and then drops it, and
+     * the signature no longer matches (so "Expect: 100-continue" stays on large bodies). */
+    int has_ct = 0;
+    for (size_t i = 0; i < r->n_headers; i++)
+        if (strncasecmp(r->headers[i], "content-type:", 13) == 0) has_ct = 1;
+    if (!has_ct && strcmp(r->method, "POST") == 0) {
+        struct curl_slist *t = curl_slist_append(l, "Content-Type: application/octet-stream");
+        if (!t) goto nomem;
+        l = t;
+    }
+    curl_easy_setopt(c, CURLOPT_URL, r->url);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, header_cb);
+    curl_easy_setopt(c, CURLOPT_HEADERDATA, x);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, write_cb);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, x);
+    int has_body = r->body_len > 0 || r->body_reader;
+    if (strcmp(r->method, "GET") == 0) {
+        curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
+    } else if (strcmp(r->method, "HEAD") == 0) {
+        curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+    } else if (strcmp(r->method, "PUT") == 0) {
+        curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
+        curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, (curl_off_t)r->body_len);
+    } else if (strcmp(r->method, "POST") == 0) {
+        curl_easy_setopt(c, CURLOPT_POST, 1L);
+        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->body_len);
+    } else {
+        curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, r->method);
+        if (has_body) {
+            curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
+            curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, (curl_off_t)r->body_len);
+        }
+    }
+    if (has_body || strcmp(r->method, "PUT") == 0 || strcmp(r->method, "POST") == 0) {
+        curl_easy_setopt(c, CURLOPT_READFUNCTION, read_cb);
+        curl_easy_setopt(c, CURLOPT_READDATA, x);
+        curl_easy_setopt(c, CURLOPT_SEEKFUNCTION, seek_cb);
+        curl_easy_setopt(c, CURLOPT_SEEKDATA, x);
+    }
+    int64_t tmo = r->timeout_ms > 0 ? r->timeout_ms : h->timeout_ms;
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)(tmo < 30000 ? tmo : 30000));
+    if (x->streaming || r->consume) {
+        /* a body of any size: no total limit, but a stall of tmo fails the transfer */
+        curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
+        curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, (long)((tmo + 999) / 1000));
+    } else {
+        curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)tmo);
+    }
+    if (h->ca_file) curl_easy_setopt(c, CURLOPT_CAINFO, h->ca_file);
+    if (h->ca_pem) {
+        struct curl_blob blob = {h->ca_pem, strlen(h->ca_pem), CURL_BLOB_COPY};
+        curl_easy_setopt(c, CURLOPT_CAINFO_BLOB, &blob);
+    }
+    if (h->insecure) {
+        curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 0L);
+        curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 0L);
+    }
+    if (r->auth) {
+        int rc = r->auth(r->auth_ctx, c, &l);
+        if (rc != 0) {
+            curl_slist_free_all(l);
+            return rc;
+        }
+    }
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, l);
+    *hl = l;
+    return 0;
+nomem:
+    curl_slist_free_all(l);
+    return err_set(ERR_NOMEM, "%s %s: out of memory", h->what, r->method);
+}
+
+/* "<Code>: <Message>" of an XML error document, or the start of the body, squeezed onto one
+ * line, into out. */
+static void body_excerpt(const char *body, char *out, size_t cap) {
+    out[0] = '\0';
+    if (!body || !body[0]) return;
+    const char *code = strstr(body, "<Code>");
+    if (code) {
+        code += 6;
+        const char *ce = strstr(code, "</Code>");
+        const char *msg = strstr(body, "<Message>");
+        const char *me = msg ? strstr(msg, "</Message>") : NULL;
+        if (ce) {
+            if (msg && me)
+                snprintf(out, cap, "%.*s: %.*s", (int)(ce - code), code, (int)(me - msg - 9),
+                         msg + 9);
+            else
+                snprintf(out, cap, "%.*s", (int)(ce - code), code);
+            return;
+        }
+    }
+    size_t o = 0;
+    for (const char *p = body; *p && o + 1 < cap && o < 200; p++)
+        out[o++] = (*p == '\n' || *p == '\r' || *p == '\t') ? ' ' : *p;
+    out[o] = '\0';
+}
+
+/* Message and code for a finished attempt that failed; sets *retryable. */
+static int attempt_error(ObjHttp *h, const Xfer *x, CURLcode cc, const char *curl_err,
+                         int *retryable) {
+    const ObjHttpRequest *r = x->req;
+    char *url = objhttp_redact_url(r->url);
+    const char *u = url ? url : "(url)";
+    const char *body = x->body.data ? x->body.data : "";
+    RetryVerdict v = RETRY_DEFAULT;
+    if (h->classify) v = h->classify(h->classify_ctx, x->status, (int)cc, body);
+    if (v == RETRY_DEFAULT) v = retry_classify_http(x->status, (int)cc);
+    *retryable = v == RETRY_YES && !r->body_reader && !r->no_retry;
+    int rc;
+    if (cc != CURLE_OK) {
+        rc = cc == CURLE_OPERATION_TIMEDOUT ? ERR_TIMEOUT : ERR_IO;
+        err_set(rc, "%s %s %s: %s", h->what, r->method, u,
+                curl_err && curl_err[0] ? curl_err : curl_easy_strerror(cc));
+    } else {
+        char ex[256];
+        body_excerpt(body, ex, sizeof ex);
+        rc = x->status == 404 ? ERR_NOT_FOUND : ERR_IO;
+        err_set(rc, "%s %s %s: HTTP %ld%s%s", h->what, r->method, u, x->status, ex[0] ? ": " : "",
+                ex);
+    }
+    free(url);
+    return rc;
+}
+
+static void xfer_release(Xfer *x) {
+    free(x->hdr.data);
+    free(x->body.data);
+    free(x->sbuf.data);
+    memset(x, 0, sizeof *x);
+}
+
+static void fill_response(Xfer *x, ObjHttpResponse *resp) {
+    if (!resp) return;
+    objhttp_response_clear(resp);
+    resp->status = x->status;
+    resp->body = x->body.data ? x->body.data : strdup("");
+    resp->body_len = x->body.data ? x->body.len : 0;
+    resp->headers = x->hdr.data ? x->hdr.data : strdup("");
+    x->body.data = x->hdr.data = NULL;
+}
+
+static void log_retry(ObjHttp *h, const ObjHttpRequest *r, int attempt, int64_t delay) {
+    log_warn("%s: retrying (try %d of %d) in %lld ms after: %s", h->what, attempt + 1,
+             h->retry.attempts, (long long)delay, err_msg());
+    (void)r;
+}
+
+int objhttp_do(ObjHttp *h, const ObjHttpRequest *req, ObjHttpResponse *resp) {
+    int rc = 0;
+    for (int attempt = 1;; attempt++) {
+        Xfer x = {0};
+        x.req = req;
+        x.body.max = req->max_body ? req->max_body : DEFAULT_MAX_BODY;
+        x.hdr.max = 64 << 10;
+        x.curl = pool_get(h);
+        if (!x.curl) return err_set(ERR_NOMEM, "%s: curl_easy_init failed", h->what);
+        struct curl_slist *hl = NULL;
+        char curl_err[CURL_ERROR_SIZE] = "";
+        rc = setup(h, &x, &hl);
+        if (rc != 0) {
+            pool_put(h, x.curl);
+            xfer_release(&x);
+            return rc;
+        }
+        curl_easy_setopt(x.curl, CURLOPT_ERRORBUFFER, curl_err);
+        CURLcode cc = curl_easy_perform(x.curl);
+        curl_easy_setopt(x.curl, CURLOPT_ERRORBUFFER, NULL);
+        curl_easy_getinfo(x.curl, CURLINFO_RESPONSE_CODE, &x.status);
+        curl_slist_free_all(hl);
+        pool_put(h, x.curl);
+        x.curl = NULL;
+        int retryable = 0;
+        if (x.consumer_rc != 0) {
+            rc = x.consumer_rc;
+        } else if (x.reader_failed) {
+            rc = err_set(ERR_IO, "%s %s: reading the request body failed", h->what, req->method);
+        } else if (cc == CURLE_OK && x.status >= 200 && x.status < 300) {
+            rc = 0;
+        } else if (cc == CURLE_WRITE_ERROR && x.body.truncated) {
+            char *url = objhttp_redact_url(req->url);
+            rc = err_set(ERR_IO, "%s %s %s: response larger than %zu bytes", h->what, req->method,
+                         url ? url : "(url)", x.body.max);
+            free(url);
+        } else {
+            rc = attempt_error(h, &x, cc, curl_err, &retryable);
+        }
+        fill_response(&x, resp);
+        xfer_release(&x);
+        if (rc == 0 || !retryable || attempt >= h->retry.attempts) return rc;
+        int64_t delay = retry_delay_ms(&h->retry, attempt, retry_random());
+        log_retry(h, req, attempt, delay);
+        retry_sleep_ms(delay);
+    }
+}
+
+/* ---- streams ---- */
+
+struct ObjHttpStream {
+    ObjHttp *h;
+    ObjHttpRequest req; /* url copied */
+    char *url;
+    Xfer x;
+    CURLM *multi;
+    struct curl_slist *hl;
+    char curl_err[CURL_ERROR_SIZE];
+    int done;
+    CURLcode result;
+};
+
+static void stream_release(ObjHttpStream *s) {
+    if (s->multi) {
+        if (s->x.curl) curl_multi_remove_handle(s->multi, s->x.curl);
+        curl_multi_cleanup(s->multi);
+        s->multi = NULL;
+    }
+    if (s->x.curl) curl_easy_cleanup(s->x.curl); /* its connection lived in the multi anyway */
+    curl_slist_free_all(s->hl);
+    s->hl = NULL;
+    xfer_release(&s->x);
+}
+
+/* Runs the transfer until until(s) holds or it finishes. */
+static int stream_pump(ObjHttpStream *s, int (*until)(const ObjHttpStream *)) {
+    while (!s->done && !until(s)) {
+        int running = 0;
+        CURLMcode mc = curl_multi_perform(s->multi, &running);
+        if (mc != CURLM_OK)
+            return err_set(ERR_IO, "%s: curl_multi_perform: %s", s->h->what,
+                           curl_multi_strerror(mc));
+        CURLMsg *m;
+        int q;
+        while ((m = curl_multi_info_read(s->multi, &q))) {
+            if (m->msg == CURLMSG_DONE) {
+                s->done = 1;
+                s->result = m->data.result;
+            }
+        }
+        if (s->done || until(s)) break;
+        mc = curl_multi_poll(s->multi, NULL, 0, 1000, NULL);
+        if (mc != CURLM_OK)
+            return err_set(ERR_IO, "%s: curl_multi_poll: %s", s->h->what, curl_multi_strerror(mc));
+    }
+    return 0;
+}
+
+static int until_headers(const ObjHttpStream *s) {
+    /* headers of a 2xx are enough; an error document is read to its end */
+    return s->x.headers_done && s->x.status >= 200 && s->x.status < 300;
+}
+
+static int until_data(const ObjHttpStream *s) {
+    return s->x.sbuf.len > s->x.soff;
+}
+
+static int stream_start(ObjHttpStream *s) {
+    memset(&s->x, 0, sizeof s->x);
+    s->done = 0;
+    s->result = CURLE_OK;
+    s->curl_err[0] = '\0';
+    s->x.req = &s->req;
+    s->x.streaming = 1;
+    s->x.body.max = ERR_BODY_MAX;
+    s->x.hdr.max = 64 << 10;
+    s->x.sbuf.max = STREAM_BUF;
+    s->x.curl = curl_easy_init();
+    s->multi = curl_multi_init();
+    if (!s->x.curl || !s->multi) return err_set(ERR_NOMEM, "%s: curl init failed", s->h->what);
+    int rc = setup(s->h, &s->x, &s->hl);
+    if (rc != 0) return rc;
+    curl_easy_setopt(s->x.curl, CURLOPT_ERRORBUFFER, s->curl_err);
+    if (curl_multi_add_handle(s->multi, s->x.curl) != CURLM_OK)
+        return err_set(ERR_IO, "%s: curl_multi_add_handle failed", s->h->what);
+    return 0;
+}
+
+int objhttp_stream_open(ObjHttp *h, const ObjHttpRequest *req, ObjHttpResponse *resp,
+                        ObjHttpStream **out) {
+    *out = NULL;
+    ObjHttpStream *s = calloc(1, sizeof *s);
+    if (!s) return err_set(ERR_NOMEM, "%s: out of memory", h->what);
+    s->h = h;
+    s->req = *req;
+    s->url = strdup(req->url);
+    if (!s->url) {
+        free(s);
+        return err_set(ERR_NOMEM, "%s: out of memory", h->what);
+    }
+    s->req.url = s->url;
+    s->req.headers = NULL; /* copied into the curl list by setup before req goes out of scope */
+    s->req.n_headers = 0;
+    s->req.body = NULL;
+    s->req.body_len = 0;
+    s->req.body_reader = NULL;
+    s->req.consume = NULL;
+    int rc = 0;
+    for (int attempt = 1;; attempt++) {
+        /* the caller's headers are valid during this call */
+        s->req.headers = req->headers;
+        s->req.n_headers = req->n_headers;
+        rc = stream_start(s);
+        s->req.headers = NULL;
+        s->req.n_headers = 0;
+        if (rc == 0) rc = stream_pump(s, until_headers);
+        int retryable = 0;
+        if (rc == 0) {
+            if (s->done && s->result != CURLE_OK) {
+                rc = attempt_error(h, &s->x, s->result, s->curl_err, &retryable);
+            } else if (s->x.status < 200 || s->x.status >= 300) {
+                rc = attempt_error(h, &s->x, CURLE_OK, s->curl_err, &retryable);
+            }
+        }
+        if (resp) {
+            objhttp_response_clear(resp);
+            resp->status = s->x.status;
+            resp->headers = strdup(s->x.hdr.data ? s->x.hdr.data : "");
+            resp->body = strdup(s->x.body.data ? s->x.body.data : "");
+            resp->body_len = resp->body ? strlen(resp->body) : 0;
+        }
+        if (rc == 0) break;
+        stream_release(s);
+        if (!retryable || attempt >= h->retry.attempts || req->no_retry) {
+            free(s->url);
+            free(s);
+            return rc;
+        }
+        int64_t delay = retry_delay_ms(&h->retry, attempt, retry_random());
+        log_retry(h, req, attempt, delay);
+        retry_sleep_ms(delay);
+    }
+    *out = s;
+    return 0;
+}
+
+int objhttp_stream_read(ObjHttpStream *s, void *buf, size_t cap, size_t *got) {
+    *got = 0;
+    if (cap == 0) return 0;
+    if (!until_data(s) && !s->done) {
+        if (s->x.paused) {
+            s->x.paused = 0;
+            curl_easy_pause(s->x.curl, CURLPAUSE_CONT); /* may call write_cb right away */
+        }
+        int rc = stream_pump(s, until_data);
+        if (rc != 0) return rc;
+    }
+    size_t avail = s->x.sbuf.len - s->x.soff;
+    if (avail > 0) {
+        size_t n = avail < cap ? avail : cap;
+        memcpy(buf, s->x.sbuf.data + s->x.soff, n);
+        s->x.soff += n;
+        *got = n;
+        return 0;
+    }
+    if (s->result != CURLE_OK) {
+        int retryable;
+        return attempt_error(s->h, &s->x, s->result, s->curl_err, &retryable);
+    }
+    return 0; /* done, nothing buffered: end of body */
+}
+
+void objhttp_stream_free(ObjHttpStream *s) {
+    if (!s) return;
+    stream_release(s);
+    free(s->url);
+    free(s);
+}

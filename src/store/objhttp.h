@@ -1,0 +1,117 @@
+/* objhttp: the HTTP layer every object-store driver (S3, and later Azure, GCS, Swift, OSS) sends
+ * its requests through, on libcurl. It owns TLS settings, timeouts, retries (retry.h, every
+ * retry logged at warn), bounded response buffering, streamed downloads with bounded memory, and
+ * error messages that name method, URL (query values that look like credentials redacted) and
+ * status with an excerpt of the error body. Drivers own authentication: a per-attempt hook sets
+ * curl options (SigV4) or adds headers (shared-key signatures) on the handle.
+ * Thread-safe: one ObjHttp serves any number of threads; idle curl handles (with their open
+ * connections) are kept in a small pool and reused. */
+#ifndef ETCDBR_OBJHTTP_H
+#define ETCDBR_OBJHTTP_H
+
+#include "../codec/io.h"
+#include "../common/retry.h"
+
+#include <curl/curl.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct ObjHttp ObjHttp;
+
+typedef struct ObjHttpConfig {
+    const char *what;           /* provider name for messages ("S3"); borrowed during new */
+    const char *ca_file;        /* PEM bundle file to trust; NULL = system store */
+    const char *ca_pem;         /* PEM bundle in memory (e.g. S3 trustedCaCert); NULL = none */
+    int insecure_skip_verify;   /* do not verify the peer certificate nor its name */
+    int64_t timeout_ms;         /* whole-request timeout of buffered requests, and the stall
+                                   limit (no byte for that long) of streamed ones; 0 = 180 s */
+    RetryPolicy retry;          /* attempts == 0: RETRY_POLICY_DEFAULT */
+    RetryClassifyHook classify; /* NULL = retry_classify_http */
+    void *classify_ctx;
+} ObjHttpConfig;
+
+/* 0 or ERR_NOMEM/ERR_INVALID. *out owned (objhttp_free). */
+int objhttp_new(const ObjHttpConfig *cfg, ObjHttp **out);
+void objhttp_free(ObjHttp *h);
+
+/* Called before every attempt on the handle the request uses (options and headers are already
+ * set): the driver's authentication. *headers may be appended to (curl_slist_append); the list
+ * is freed by objhttp after the attempt. Nonzero (an ERR_* with err_set) fails the request. */
+typedef int (*ObjHttpAuthHook)(void *ctx, CURL *curl, struct curl_slist **headers);
+
+/* A consumer of a response body (2xx responses only): nonzero stops the transfer and is returned
+ * by objhttp_do unchanged (no retry). */
+typedef int (*ObjHttpConsumer)(void *ctx, const void *buf, size_t len);
+
+typedef struct ObjHttpRequest {
+    const char *method;         /* "GET", "HEAD", "PUT", "POST", "DELETE" */
+    const char *url;            /* full URL, path and query already percent-encoded */
+    const char *const *headers; /* "Name: value" lines (borrowed), n_headers of them */
+    size_t n_headers;
+    const void *body; /* request body in memory (borrowed), body_len bytes */
+    size_t body_len;
+    IoReader *body_reader;   /* or a streamed body of exactly body_len bytes (borrowed);
+                                such a request is tried once: a stream cannot be replayed */
+    size_t max_body;         /* bound of a buffered response body; 0 = 1 MiB */
+    ObjHttpConsumer consume; /* NULL: a 2xx body is buffered into the response */
+    void *consume_ctx;
+    ObjHttpAuthHook auth; /* may be NULL (anonymous) */
+    void *auth_ctx;
+    int no_retry;       /* try once (e.g. a non-idempotent call the caller handles) */
+    int64_t timeout_ms; /* 0 = the client's */
+} ObjHttpRequest;
+
+typedef struct ObjHttpResponse {
+    long status; /* last HTTP status, 0 if no response */
+    char *body;  /* owned, NUL-terminated (empty string if none); bounded by max_body */
+    size_t body_len;
+    char *headers; /* owned: the final response's header lines, "\r\n"-separated */
+} ObjHttpResponse;
+
+/* Frees what a response holds and zeroes it (NULL-safe, idempotent). */
+void objhttp_response_clear(ObjHttpResponse *r);
+
+/* The value of response header name (case-insensitive), trimmed, copied into buf (cap bytes,
+ * truncated); buf on success, NULL if absent. */
+const char *objhttp_response_header(const ObjHttpResponse *r, const char *name, char *buf,
+                                    size_t cap);
+
+/* Performs req, retrying retryable failures (memory bodies only) with backoff. resp (may be NULL)
+ * receives the last attempt's status, headers and (bounded) body; clear it afterwards.
+ * 0 on a 2xx status; ERR_NOT_FOUND on 404; ERR_TIMEOUT when the last attempt timed out; ERR_IO
+ * otherwise (other statuses: check resp->status), each with a message naming method, URL and
+ * status or curl error; a consumer's own nonzero return as is. */
+int objhttp_do(ObjHttp *h, const ObjHttpRequest *req, ObjHttpResponse *resp);
+
+/* A streamed response body, pulled by the caller: memory stays bounded by curl's buffer plus
+ * ours (the transfer pauses while the reader does not read). */
+typedef struct ObjHttpStream ObjHttpStream;
+
+/* Sends req (no body, no consumer) and waits for the response headers, retrying failures before
+ * any body byte arrived. On 2xx, *out (owned, objhttp_stream_free) yields the body; resp (may be
+ * NULL) gets status and headers. Errors as objhttp_do (the error body read first). */
+int objhttp_stream_open(ObjHttp *h, const ObjHttpRequest *req, ObjHttpResponse *resp,
+                        ObjHttpStream **out);
+/* Up to cap bytes into buf; *got == 0 at the end of the body. ERR_IO/ERR_TIMEOUT if the transfer
+ * broke (the caller may reopen from its offset). */
+int objhttp_stream_read(ObjHttpStream *s, void *buf, size_t cap, size_t *got);
+void objhttp_stream_free(ObjHttpStream *s);
+
+/* RFC 3986 percent-encoding: every byte but ALPHA / DIGIT / "-" / "." / "_" / "~" becomes %XX
+ * (upper-case hex); '/' is kept when keep_slash (object keys in a path). Owned result, NULL on
+ * allocation failure. */
+char *objhttp_pct_encode(const char *s, int keep_slash);
+
+/* A canonical query string from n name/value pairs (names[i], values[i]; a NULL value counts as
+ * ""): pairs sorted by encoded name (then value), both encoded as objhttp_pct_encode(.., 0),
+ * always "name=value" joined with '&'. SigV4 signs the query verbatim, so it must be built this
+ * way. Owned result ("" for n == 0), NULL on allocation failure. */
+char *objhttp_query(const char *const *names, const char *const *values, size_t n);
+
+/* The URL with the values of query parameters that can carry credentials (names containing
+ * "sig", "credential", "token", "secret" or "password", case-insensitive) replaced by
+ * "REDACTED"; userinfo
+ * dropped. Owned, NULL on allocation failure. For messages and logs. */
+char *objhttp_redact_url(const char *url);
+
+#endif

@@ -1,0 +1,1405 @@
+/* store_s3: the S3 driver (also Dell ECS and OpenShift OCS, which speak the S3 API), over objhttp.
+ * Requests are signed with libcurl's SigV4 (CURLOPT_AWS_SIGV4); curl 7.88 does not add
+ * x-amz-content-sha256, so every request carries the hex SHA-256 of its body: all our bodies are
+ * in memory (parts are buffered, listings and XML are small), so the payload is always signed and
+ * UNSIGNED-PAYLOAD is never needed. Keys are percent-encoded per RFC 3986 ('/' kept) and queries
+ * are sorted and encoded (curl signs both verbatim). Writes buffer up to one part; an object that
+ * fits is one PUT, a larger one a multipart upload with up to max_parallel parts in flight, each
+ * on its own thread (memory: (parallel + 1) x part size). Credentials files are re-read when
+ * their mtime changes (checked before each write and listing). Secrets never reach messages. */
+#include "store_s3.h"
+#include "../codec/sha256.h"
+#include "../common/err.h"
+#include "../common/log.h"
+#include "objhttp.h"
+#include "store_driver.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <jansson.h>
+#include <openssl/evp.h>
+#include <openssl/md5.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+
+#define S3_MAX_PARTS 10000
+#define S3_EMPTY_SHA256 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+
+/* ---- credentials ---- */
+
+static void wipe_free(char *s) {
+    if (!s) return;
+    volatile char *v = s;
+    while (*v)
+        *v++ = 0;
+    free(s);
+}
+
+void s3_creds_clear(S3Creds *c) {
+    if (!c) return;
+    free(c->region);
+    wipe_free(c->access_key);
+    wipe_free(c->secret_key);
+    wipe_free(c->session_token);
+    free(c->endpoint);
+    free(c->trusted_ca_cert);
+    wipe_free(c->sse_key);
+    free(c->sse_algo);
+    free(c->role_arn);
+    memset(c, 0, sizeof *c);
+}
+
+typedef enum { F_STR, F_BOOL } FieldType;
+
+static const struct {
+    const char *name;
+    FieldType type;
+    size_t off;
+} fields[] = {
+    {"region", F_STR, offsetof(S3Creds, region)},
+    {"accessKeyID", F_STR, offsetof(S3Creds, access_key)},
+    {"secretAccessKey", F_STR, offsetof(S3Creds, secret_key)},
+    {"endpoint", F_STR, offsetof(S3Creds, endpoint)},
+    {"trustedCaCert", F_STR, offsetof(S3Creds, trusted_ca_cert)},
+    {"sseCustomerKey", F_STR, offsetof(S3Creds, sse_key)},
+    {"sseCustomerAlgorithm", F_STR, offsetof(S3Creds, sse_algo)},
+    {"roleARN", F_STR, offsetof(S3Creds, role_arn)},
+    {"s3ForcePathStyle", F_BOOL, offsetof(S3Creds, force_path_style)},
+    {"insecureSkipVerify", F_BOOL, offsetof(S3Creds, insecure_skip_verify)},
+    {"disableSSL", F_BOOL, offsetof(S3Creds, disable_ssl)},
+};
+
+static int parse_bool(const char *s, size_t len, int *out) {
+    while (len > 0 &&
+           (s[len - 1] == '\n' || s[len - 1] == '\r' || s[len - 1] == ' ' || s[len - 1] == '\t'))
+        len--;
+    static const char *const t[] = {"1", "t", "T", "true", "TRUE", "True"};
+    static const char *const f[] = {"0", "f", "F", "false", "FALSE", "False"};
+    for (size_t i = 0; i < 6; i++) {
+        if (strlen(t[i]) == len && memcmp(s, t[i], len) == 0) return *out = 1, 0;
+        if (strlen(f[i]) == len && memcmp(s, f[i], len) == 0) return *out = 0, 0;
+    }
+    return -1;
+}
+
+static int set_field(S3Creds *c, size_t i, const char *val, size_t len, const char *path) {
+    if (fields[i].type == F_BOOL) {
+        if (parse_bool(val, len, (int *)((char *)c + fields[i].off)) != 0)
+            return err_set(ERR_INVALID, "credentials %s: %s is not a boolean", path,
+                           fields[i].name);
+        return 0;
+    }
+    char **slot = (char **)((char *)c + fields[i].off);
+    char *v = malloc(len + 1);
+    if (!v) return err_set(ERR_NOMEM, "credentials %s: out of memory", path);
+    memcpy(v, val, len);
+    v[len] = '\0';
+    wipe_free(*slot);
+    *slot = v;
+    return 0;
+}
+
+static int creds_from_json(const char *path, S3Creds *c) {
+    json_error_t je;
+    json_t *root = json_load_file(path, 0, &je);
+    if (!root) {
+        if (errno == ENOENT && je.line < 0)
+            return err_set(ERR_NOT_FOUND, "credentials %s: no such file", path);
+        return err_set(ERR_INVALID, "credentials %s: invalid JSON at line %d: %s", path, je.line,
+                       je.text);
+    }
+    int rc = 0;
+    if (!json_is_object(root)) {
+        rc = err_set(ERR_INVALID, "credentials %s: not a JSON object", path);
+        goto done;
+    }
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0] && rc == 0; i++) {
+        json_t *v = json_object_get(root, fields[i].name);
+        if (!v || json_is_null(v)) continue;
+        if (json_is_string(v)) {
+            rc = set_field(c, i, json_string_value(v), json_string_length(v), path);
+        } else if (json_is_boolean(v) && fields[i].type == F_BOOL) {
+            *(int *)((char *)c + fields[i].off) = json_is_true(v);
+        } else {
+            rc = err_set(ERR_INVALID, "credentials %s: %s has the wrong JSON type", path,
+                         fields[i].name);
+        }
+    }
+    /* the web-identity form names a token file: "tokenPath" in JSON */
+done:
+    json_decref(root);
+    return rc;
+}
+
+static int read_whole(const char *path, char **out, size_t *len) {
+    *out = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f) return err_set(ERR_IO, "credentials %s: %s", path, strerror(errno));
+    size_t cap = 256, n = 0;
+    char *b = malloc(cap);
+    int rc = 0;
+    while (b) {
+        if (n == cap) {
+            if (cap > (1u << 20)) {
+                rc = err_set(ERR_INVALID, "credentials %s: larger than 1 MiB", path);
+                break;
+            }
+            char *g = realloc(b, cap * 2);
+            if (!g) break;
+            b = g;
+            cap *= 2;
+        }
+        size_t r = fread(b + n, 1, cap - n, f);
+        n += r;
+        if (r == 0) break;
+    }
+    if (!b)
+        rc = err_set(ERR_NOMEM, "credentials %s: out of memory", path);
+    else if (rc == 0 && ferror(f))
+        rc = err_set(ERR_IO, "credentials %s: read error", path);
+    fclose(f);
+    if (rc != 0) {
+        if (b) memset(b, 0, cap);
+        free(b);
+        return rc;
+    }
+    *out = b;
+    *len = n;
+    return 0;
+}
+
+static int creds_from_dir(const char *dir, S3Creds *c) {
+    DIR *d = opendir(dir);
+    if (!d) return err_set(ERR_IO, "credentials %s: %s", dir, strerror(errno));
+    int rc = 0;
+    char path[4096];
+    /* a *.json file in the directory wins: the first in directory order, as the Go tool */
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        size_t n = strlen(e->d_name);
+        if (e->d_name[0] != '.' && n > 5 && strcmp(e->d_name + n - 5, ".json") == 0) {
+            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+            closedir(d);
+            return creds_from_json(path, c);
+        }
+    }
+    closedir(d);
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0] && rc == 0; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, fields[i].name);
+        struct stat st;
+        if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) continue;
+        char *buf = NULL;
+        size_t len = 0;
+        rc = read_whole(path, &buf, &len);
+        if (rc == 0) rc = set_field(c, i, buf, len, path);
+        if (buf) memset(buf, 0, len);
+        free(buf);
+    }
+    return rc;
+}
+
+int s3_creds_read(const char *path, S3Creds *out) {
+    memset(out, 0, sizeof *out);
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return err_set(errno == ENOENT ? ERR_NOT_FOUND : ERR_IO, "credentials %s: %s", path,
+                       strerror(errno));
+    int rc = S_ISDIR(st.st_mode) ? creds_from_dir(path, out) : creds_from_json(path, out);
+    if (rc == 0 && (!out->sse_key) != (!out->sse_algo))
+        rc = err_set(ERR_INVALID,
+                     "credentials %s: sseCustomerKey and sseCustomerAlgorithm go together", path);
+    if (rc != 0) s3_creds_clear(out);
+    return rc;
+}
+
+static int64_t ts_ns(const struct stat *st) {
+    return (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+}
+
+int64_t s3_creds_mtime(const char *path) {
+    struct stat st;
+    if (stat(path, &st) != 0) return -1;
+    int64_t m = ts_ns(&st);
+    if (!S_ISDIR(st.st_mode)) return m;
+    DIR *d = opendir(path);
+    if (!d) return m;
+    struct dirent *e;
+    char p[4096];
+    while ((e = readdir(d))) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+        snprintf(p, sizeof p, "%s/%s", path, e->d_name);
+        if (stat(p, &st) == 0 && ts_ns(&st) > m) m = ts_ns(&st);
+    }
+    closedir(d);
+    return m;
+}
+
+int64_t s3_part_size(int64_t min_chunk, int64_t known_size, int part_no) {
+    if (min_chunk <= 0) min_chunk = 5 << 20;
+    if (known_size >= 0) {
+        int64_t s = (known_size + S3_MAX_PARTS - 2) / (S3_MAX_PARTS - 1);
+        return s > min_chunk ? s : min_chunk;
+    }
+    int shift = part_no > 0 ? (part_no - 1) / 1000 : 0;
+    return min_chunk << shift;
+}
+
+/* ---- listing parser ---- */
+
+/* Decodes XML text s[0..n) into an owned string; NULL on a bad entity or allocation failure. */
+static char *xml_text(const char *s, size_t n) {
+    char *o = malloc(n + 1), *p = o;
+    if (!o) return NULL;
+    for (size_t i = 0; i < n;) {
+        if (s[i] != '&') {
+            *p++ = s[i++];
+            continue;
+        }
+        const char *semi = memchr(s + i, ';', n - i);
+        if (!semi || semi - (s + i) > 12) goto bad;
+        size_t el = (size_t)(semi - (s + i)) + 1;
+        const char *ent = s + i;
+        if (el == 5 && memcmp(ent, "&amp;", 5) == 0)
+            *p++ = '&';
+        else if (el == 4 && memcmp(ent, "&lt;", 4) == 0)
+            *p++ = '<';
+        else if (el == 4 && memcmp(ent, "&gt;", 4) == 0)
+            *p++ = '>';
+        else if (el == 6 && memcmp(ent, "&quot;", 6) == 0)
+            *p++ = '"';
+        else if (el == 6 && memcmp(ent, "&apos;", 6) == 0)
+            *p++ = '\'';
+        else if (el > 3 && ent[1] == '#') {
+            char num[16];
+            int hexa = ent[2] == 'x' || ent[2] == 'X';
+            size_t dl = el - 3 - (size_t)hexa;
+            if (dl == 0 || dl >= sizeof num) goto bad;
+            memcpy(num, ent + 2 + hexa, dl);
+            num[dl] = '\0';
+            char *end;
+            unsigned long cp = strtoul(num, &end, hexa ? 16 : 10);
+            if (*end || num[0] == '-' || num[0] == '+' || cp == 0 || cp > 0x10FFFF) goto bad;
+            if (cp < 0x80) {
+                *p++ = (char)cp;
+            } else if (cp < 0x800) { /* a multi-byte entity is never longer than its text */
+                *p++ = (char)(0xC0 | (cp >> 6));
+                *p++ = (char)(0x80 | (cp & 0x3F));
+            } else if (cp < 0x10000) {
+                *p++ = (char)(0xE0 | (cp >> 12));
+                *p++ = (char)(0x80 | ((cp >> 6) & 0x3F));
+                *p++ = (char)(0x80 | (cp & 0x3F));
+            } else {
+                *p++ = (char)(0xF0 | (cp >> 18));
+                *p++ = (char)(0x80 | ((cp >> 12) & 0x3F));
+                *p++ = (char)(0x80 | ((cp >> 6) & 0x3F));
+                *p++ = (char)(0x80 | (cp & 0x3F));
+            }
+        } else {
+            goto bad;
+        }
+        i += el;
+    }
+    *p = '\0';
+    return o;
+bad:
+    free(o);
+    return NULL;
+}
+
+/* The text between <tag> and </tag> within [s, e), or NULL; *n its length. */
+static const char *xml_find(const char *s, const char *e, const char *tag, size_t *n) {
+    char open[64], close[64];
+    snprintf(open, sizeof open, "<%s>", tag);
+    snprintf(close, sizeof close, "</%s>", tag);
+    size_t ol = strlen(open), cl = strlen(close);
+    for (const char *p = s; p + ol <= e; p++) {
+        if (memcmp(p, open, ol) != 0) continue;
+        const char *v = p + ol;
+        for (const char *q = v; q + cl <= e; q++) {
+            if (memcmp(q, close, cl) == 0) {
+                *n = (size_t)(q - v);
+                return v;
+            }
+        }
+        return NULL;
+    }
+    return NULL;
+}
+
+int s3_list_parse(const char *xml, size_t len, S3ListCb cb, void *ctx, int *truncated,
+                  char **next_token) {
+    *truncated = 0;
+    *next_token = NULL;
+    const char *end = xml + len;
+    if (!memmem(xml, len, "<ListBucketResult", 17))
+        return err_set(ERR_CORRUPT, "S3 listing: no ListBucketResult element");
+    const char *p = xml;
+    for (;;) {
+        size_t n;
+        const char *c = xml_find(p, end, "Contents", &n);
+        if (!c) break;
+        const char *ce = c + n;
+        size_t kn, sn;
+        const char *k = xml_find(c, ce, "Key", &kn);
+        if (!k) return err_set(ERR_CORRUPT, "S3 listing: an entry without a Key");
+        char *key = xml_text(k, kn);
+        if (!key) return err_set(ERR_CORRUPT, "S3 listing: a Key with a bad XML entity");
+        int64_t size = -1;
+        const char *sz = xml_find(c, ce, "Size", &sn);
+        if (sz && sn > 0 && sn < 20) {
+            char num[24];
+            memcpy(num, sz, sn);
+            num[sn] = '\0';
+            char *e2;
+            long long v = strtoll(num, &e2, 10);
+            if (*e2 || v < 0) {
+                free(key);
+                return err_set(ERR_CORRUPT, "S3 listing: bad Size");
+            }
+            size = v;
+        }
+        int rc = cb(ctx, key, size);
+        free(key);
+        if (rc != 0) return rc;
+        p = ce + strlen("</Contents>");
+        if (p > end) break;
+    }
+    size_t tn;
+    const char *t = xml_find(xml, end, "IsTruncated", &tn);
+    *truncated = t && tn == 4 && memcmp(t, "true", 4) == 0;
+    const char *nt = xml_find(xml, end, "NextContinuationToken", &tn);
+    if (nt && tn > 0) {
+        *next_token = xml_text(nt, tn);
+        if (!*next_token) return err_set(ERR_CORRUPT, "S3 listing: bad NextContinuationToken");
+    }
+    if (*truncated && !*next_token)
+        return err_set(ERR_CORRUPT, "S3 listing: truncated without a NextContinuationToken");
+    return 0;
+}
+
+/* ---- the driver ---- */
+
+typedef struct {
+    StoreDriver base;
+    char *provider; /* "S3", "ECS" or "OCS" */
+    char *bucket;
+    char *describe;   /* "<provider>:<bucket>" */
+    char *bucket_url; /* scheme://host[:port][/path]/bucket or scheme://bucket.host[:port] */
+    int path_style;
+    char *region;
+    ObjHttp *http;
+    int64_t part_min;
+    int parallel;
+    int list_page;
+    char *sse_algo, *sse_key_b64, *sse_md5_b64; /* SSE-C headers' values; NULL = none */
+    /* credentials: keys may be swapped by a reload; guarded by mu */
+    pthread_mutex_t mu;
+    char *access_key, *secret_key, *session_token;
+    char *cred_path; /* file or directory re-read on mtime change; NULL = environment */
+    int64_t cred_mtime;
+} S3Driver;
+
+/* Keys for one request (a snapshot: a reload on another thread does not pull them away). */
+typedef struct {
+    char *user, *pass, *token;
+    const char *sigv4;
+    char sigv4_buf[160];
+} S3Auth;
+
+static void auth_clear(S3Auth *a) {
+    wipe_free(a->user);
+    wipe_free(a->pass);
+    wipe_free(a->token);
+    memset(a, 0, sizeof *a);
+}
+
+static int auth_take(S3Driver *d, S3Auth *a) {
+    memset(a, 0, sizeof *a);
+    pthread_mutex_lock(&d->mu);
+    a->user = strdup(d->access_key);
+    a->pass = strdup(d->secret_key);
+    a->token = d->session_token ? strdup(d->session_token) : NULL;
+    int bad = !a->user || !a->pass || (d->session_token && !a->token);
+    pthread_mutex_unlock(&d->mu);
+    snprintf(a->sigv4_buf, sizeof a->sigv4_buf, "aws:amz:%s:s3", d->region);
+    a->sigv4 = a->sigv4_buf;
+    if (bad) {
+        auth_clear(a);
+        return err_set(ERR_NOMEM, "%s: out of memory", d->provider);
+    }
+    return 0;
+}
+
+static int s3_auth_hook(void *ctx, CURL *curl, struct curl_slist **headers) {
+    S3Auth *a = ctx;
+    curl_easy_setopt(curl, CURLOPT_AWS_SIGV4, a->sigv4);
+    curl_easy_setopt(curl, CURLOPT_USERNAME, a->user);
+    curl_easy_setopt(curl, CURLOPT_PASSWORD, a->pass);
+    if (a->token) {
+        size_t n = strlen(a->token) + 32;
+        char *h = malloc(n);
+        if (!h) return err_set(ERR_NOMEM, "S3: out of memory");
+        snprintf(h, n, "x-amz-security-token: %s", a->token);
+        struct curl_slist *t = curl_slist_append(*headers, h);
+        wipe_free(h);
+        if (!t) return err_set(ERR_NOMEM, "S3: out of memory");
+        *headers = t;
+    }
+    return 0;
+}
+
+/* Re-reads the credentials file when its mtime changed; a file that cannot be read now keeps
+ * the keys in use (logged), as a secret being rotated may be briefly incomplete. */
+static void creds_refresh(S3Driver *d) {
+    if (!d->cred_path) return;
+    int64_t m = s3_creds_mtime(d->cred_path);
+    pthread_mutex_lock(&d->mu);
+    int changed = m != d->cred_mtime;
+    pthread_mutex_unlock(&d->mu);
+    if (!changed) return;
+    S3Creds c;
+    int rc = s3_creds_read(d->cred_path, &c);
+    if (rc == 0 && (!c.access_key || !c.secret_key))
+        rc = err_set(ERR_INVALID, "credentials %s: accessKeyID or secretAccessKey missing",
+                     d->cred_path);
+    if (rc != 0) {
+        log_warn("%s: credentials changed but cannot be read (keeping the previous keys): %s",
+                 d->provider, err_msg());
+        s3_creds_clear(&c);
+        return;
+    }
+    pthread_mutex_lock(&d->mu);
+    wipe_free(d->access_key);
+    wipe_free(d->secret_key);
+    d->access_key = c.access_key;
+    d->secret_key = c.secret_key;
+    c.access_key = c.secret_key = NULL;
+    d->cred_mtime = m;
+    pthread_mutex_unlock(&d->mu);
+    s3_creds_clear(&c);
+    log_info("%s: credentials re-read from %s", d->provider, d->cred_path);
+}
+
+/* URL of key (NULL = the bucket itself: "/bucket" path-style, as s3rver signs it, "/" for a
+ * virtual host) with an optional canonical query. Owned. */
+static char *s3_url(const S3Driver *d, const char *key, const char *query) {
+    char *ek = key ? objhttp_pct_encode(key, 1) : NULL;
+    if (key && !ek) return NULL;
+    size_t n = strlen(d->bucket_url) + (ek ? strlen(ek) : 0) + (query ? strlen(query) : 0) + 4;
+    char *u = malloc(n);
+    if (u)
+        snprintf(u, n, "%s%s%s%s%s", d->bucket_url, ek || !d->path_style ? "/" : "", ek ? ek : "",
+                 query && query[0] ? "?" : "", query ? query : "");
+    free(ek);
+    return u;
+}
+
+static void hex_sha256(const void *buf, size_t len, char out[65]) {
+    if (len == 0) {
+        memcpy(out, S3_EMPTY_SHA256, 65);
+        return;
+    }
+    uint8_t dg[SHA256_LEN];
+    unsigned int dl = 0;
+    EVP_Digest(buf, len, dg, &dl, EVP_sha256(), NULL);
+    for (int i = 0; i < SHA256_LEN; i++)
+        sprintf(out + 2 * i, "%02x", dg[i]);
+}
+
+#define MAX_HDRS 12
+
+/* One signed request. sse: add the SSE-C headers. extra: more "Name: value" lines. */
+static int s3_call(S3Driver *d, const char *method, const char *key, const char *query, int sse,
+                   const char *const *extra, size_t n_extra, const void *body, size_t len,
+                   ObjHttpResponse *resp, int64_t timeout_ms) {
+    char sha[65], h_sha[100], h_a[200], h_k[300], h_m[100];
+    const char *hdrs[MAX_HDRS];
+    size_t nh = 0;
+    hex_sha256(body, len, sha);
+    snprintf(h_sha, sizeof h_sha, "x-amz-content-sha256: %s", sha);
+    hdrs[nh++] = h_sha;
+    if (sse && d->sse_algo) {
+        snprintf(h_a, sizeof h_a, "x-amz-server-side-encryption-customer-algorithm: %s",
+                 d->sse_algo);
+        snprintf(h_k, sizeof h_k, "x-amz-server-side-encryption-customer-key: %s", d->sse_key_b64);
+        snprintf(h_m, sizeof h_m, "x-amz-server-side-encryption-customer-key-MD5: %s",
+                 d->sse_md5_b64);
+        hdrs[nh++] = h_a;
+        hdrs[nh++] = h_k;
+        hdrs[nh++] = h_m;
+    }
+    for (size_t i = 0; i < n_extra && nh < MAX_HDRS; i++)
+        hdrs[nh++] = extra[i];
+    char *url = s3_url(d, key, query);
+    S3Auth a;
+    int rc = url ? auth_take(d, &a) : err_set(ERR_NOMEM, "%s: out of memory", d->provider);
+    if (rc == 0) {
+        ObjHttpRequest req = {
+            .method = method,
+            .url = url,
+            .headers = hdrs,
+            .n_headers = nh,
+            .body = body,
+            .body_len = len,
+            .auth = s3_auth_hook,
+            .auth_ctx = &a,
+            .timeout_ms = timeout_ms,
+        };
+        rc = objhttp_do(d->http, &req, resp);
+        auth_clear(&a);
+    }
+    memset(h_k, 0, sizeof h_k);
+    free(url);
+    return rc;
+}
+
+/* ---- list ---- */
+
+typedef struct {
+    const char *prefix;
+    StoreDriverListCb cb;
+    void *ctx;
+} ListCtx;
+
+static int list_entry(void *ctx, const char *key, int64_t size) {
+    ListCtx *l = ctx;
+    /* the server filters by prefix; a key outside it (a sibling prefix) is never passed on */
+    if (strncmp(key, l->prefix, strlen(l->prefix)) != 0) return 0;
+    return l->cb(l->ctx, key, size);
+}
+
+static int s3_list(StoreDriver *drv, const char *key_prefix, StoreDriverListCb cb, void *ctx) {
+    S3Driver *d = (S3Driver *)drv;
+    creds_refresh(d);
+    char page[16];
+    snprintf(page, sizeof page, "%d", d->list_page);
+    char *token = NULL;
+    int rc = 0;
+    ListCtx lc = {key_prefix, cb, ctx};
+    for (int pages = 0;; pages++) {
+        const char *names[4] = {"list-type", "prefix", "max-keys", "continuation-token"};
+        const char *values[4] = {"2", key_prefix, page, token};
+        char *q = objhttp_query(names, values, token ? 4 : 3);
+        if (!q) {
+            rc = err_set(ERR_NOMEM, "%s list: out of memory", d->provider);
+            break;
+        }
+        ObjHttpResponse resp = {0};
+        rc = s3_call(d, "GET", NULL, q, 0, NULL, 0, NULL, 0, &resp, 0);
+        free(q);
+        if (rc == ERR_NOT_FOUND)
+            rc = err_wrap(ERR_IO, "%s list %s: bucket %s not found", d->provider, key_prefix,
+                          d->bucket);
+        if (rc == 0) {
+            int truncated = 0;
+            free(token);
+            token = NULL;
+            rc = s3_list_parse(resp.body, resp.body_len, list_entry, &lc, &truncated, &token);
+            if (rc == ERR_CORRUPT)
+                rc = err_wrap(ERR_IO, "%s list %s (page %d)", d->provider, key_prefix, pages + 1);
+            if (rc == 0 && !truncated) {
+                objhttp_response_clear(&resp);
+                break;
+            }
+        }
+        objhttp_response_clear(&resp);
+        if (rc != 0) break;
+    }
+    free(token);
+    return rc;
+}
+
+/* ---- stat, remove ---- */
+
+static int s3_stat(StoreDriver *drv, const char *key, int64_t *size) {
+    S3Driver *d = (S3Driver *)drv;
+    ObjHttpResponse resp = {0};
+    int rc = s3_call(d, "HEAD", key, NULL, 1, NULL, 0, NULL, 0, &resp, 0);
+    if (rc == 0) {
+        char v[32];
+        char *e = NULL;
+        const char *cl = objhttp_response_header(&resp, "content-length", v, sizeof v);
+        long long n = cl ? strtoll(cl, &e, 10) : -1;
+        if (!cl || *e || n < 0)
+            rc = err_set(ERR_IO, "%s stat %s: no Content-Length in the answer", d->provider, key);
+        else
+            *size = n;
+    }
+    objhttp_response_clear(&resp);
+    return rc;
+}
+
+static int s3_remove(StoreDriver *drv, const char *key) {
+    S3Driver *d = (S3Driver *)drv;
+    /* S3 answers 204 to a DELETE of a missing key: ask first, so a missing key is reported */
+    ObjHttpResponse resp = {0};
+    int rc = s3_call(d, "HEAD", key, NULL, 1, NULL, 0, NULL, 0, &resp, 0);
+    if (rc == ERR_IO && resp.status == 400 && d->sse_algo) rc = 0; /* not ours to judge */
+    objhttp_response_clear(&resp);
+    if (rc != 0) return rc;
+    rc = s3_call(d, "DELETE", key, NULL, 0, NULL, 0, NULL, 0, &resp, 0);
+    objhttp_response_clear(&resp);
+    return rc;
+}
+
+/* ---- read ---- */
+
+typedef struct {
+    IoReader base;
+    S3Driver *d;
+    char *key;
+    uint64_t off;
+    ObjHttpStream *st;
+    int eof;
+    int reopens;
+} S3Reader;
+
+/* Opens the body of key from r->off; 416 (offset at or past the end) is an empty stream. */
+static int reader_open(S3Reader *r) {
+    S3Driver *d = r->d;
+    char range[64], sha[100], h_a[200], h_k[300], h_m[100];
+    const char *hdrs[5];
+    size_t nh = 0;
+    snprintf(sha, sizeof sha, "x-amz-content-sha256: %s", S3_EMPTY_SHA256);
+    hdrs[nh++] = sha;
+    if (r->off > 0) {
+        snprintf(range, sizeof range, "Range: bytes=%llu-", (unsigned long long)r->off);
+        hdrs[nh++] = range;
+    }
+    if (d->sse_algo) {
+        snprintf(h_a, sizeof h_a, "x-amz-server-side-encryption-customer-algorithm: %s",
+                 d->sse_algo);
+        snprintf(h_k, sizeof h_k, "x-amz-server-side-encryption-customer-key: %s", d->sse_key_b64);
+        snprintf(h_m, sizeof h_m, "x-amz-server-side-encryption-customer-key-MD5: %s",
+                 d->sse_md5_b64);
+        hdrs[nh++] = h_a;
+        hdrs[nh++] = h_k;
+        hdrs[nh++] = h_m;
+    }
+    char *url = s3_url(d, r->key, NULL);
+    S3Auth a;
+    int rc = url ? auth_take(d, &a) : err_set(ERR_NOMEM, "%s: out of memory", d->provider);
+    if (rc == 0) {
+        ObjHttpRequest req = {.method = "GET",
+                              .url = url,
+                              .headers = hdrs,
+                              .n_headers = nh,
+                              .auth = s3_auth_hook,
+                              .auth_ctx = &a};
+        ObjHttpResponse resp = {0};
+        rc = objhttp_stream_open(d->http, &req, &resp, &r->st);
+        if (rc == ERR_IO && resp.status == 416) {
+            rc = 0;
+            r->eof = 1;
+        }
+        objhttp_response_clear(&resp);
+        auth_clear(&a);
+    }
+    memset(h_k, 0, sizeof h_k);
+    free(url);
+    return rc;
+}
+
+static int s3r_read(IoReader *ior, void *buf, size_t cap, size_t *got) {
+    S3Reader *r = (S3Reader *)ior;
+    *got = 0;
+    for (;;) {
+        if (r->eof) return 0;
+        if (!r->st) {
+            int rc = reader_open(r);
+            if (rc != 0) return rc;
+            continue;
+        }
+        int rc = objhttp_stream_read(r->st, buf, cap, got);
+        if (rc == 0) {
+            if (*got == 0) r->eof = 1;
+            r->off += *got;
+            return 0;
+        }
+        /* the connection broke mid-body: resume from the offset reached (objects are
+         * immutable, so the rest is the same bytes) */
+        objhttp_stream_free(r->st);
+        r->st = NULL;
+        if (++r->reopens >= 6) return rc;
+        log_warn("%s: download of %s broke at byte %llu, resuming (%d of 5): %s", r->d->provider,
+                 r->key, (unsigned long long)r->off, r->reopens, err_msg());
+        retry_sleep_ms(
+            retry_delay_ms(&(RetryPolicy)RETRY_POLICY_DEFAULT, r->reopens, retry_random()));
+    }
+}
+
+static void s3r_free(IoReader *ior) {
+    S3Reader *r = (S3Reader *)ior;
+    if (!r) return;
+    objhttp_stream_free(r->st);
+    free(r->key);
+    free(r);
+}
+
+static const IoReaderVt s3r_vt = {s3r_read, s3r_free};
+
+static int s3_open_read(StoreDriver *drv, const char *key, uint64_t offset, IoReader **out) {
+    S3Driver *d = (S3Driver *)drv;
+    *out = NULL;
+    S3Reader *r = calloc(1, sizeof *r);
+    if (!r || !(r->key = strdup(key))) {
+        free(r);
+        return err_set(ERR_NOMEM, "%s read %s: out of memory", d->provider, key);
+    }
+    r->base.vt = &s3r_vt;
+    r->d = d;
+    r->off = offset;
+    int rc = reader_open(r);
+    if (rc != 0) {
+        s3r_free(&r->base);
+        return rc;
+    }
+    *out = &r->base;
+    return 0;
+}
+
+/* ---- write ---- */
+
+typedef struct S3Writer S3Writer;
+
+typedef struct {
+    S3Writer *w;
+    pthread_t th;
+    int busy; /* a thread was started and not yet joined */
+    int done; /* ... and has finished */
+    int part_no;
+    char *buf;
+    size_t len, cap;
+} PartSlot;
+
+struct S3Writer {
+    StoreDriverWriter base;
+    IoWriter io;
+    S3Driver *d;
+    char *key;
+    char *cur; /* the part being filled */
+    size_t cur_len, cur_cap;
+    int next_part; /* number the part being filled will get */
+    char *upload_id;
+    PartSlot *slots;
+    int n_slots;
+    pthread_mutex_t mu; /* guards etags, failed, fail_*, slots' done */
+    pthread_cond_t cv;
+    char **etags; /* [part_no - 1], owned */
+    int n_etags;
+    int failed;
+    int fail_rc;
+    char *fail_msg;
+};
+
+static S3Writer *w_of_io(IoWriter *io) {
+    return (S3Writer *)((char *)io - offsetof(S3Writer, io));
+}
+
+static void w_fail(S3Writer *w, int rc, const char *msg) {
+    pthread_mutex_lock(&w->mu);
+    if (!w->failed) {
+        w->failed = 1;
+        w->fail_rc = rc;
+        w->fail_msg = strdup(msg);
+    }
+    pthread_mutex_unlock(&w->mu);
+}
+
+static int w_failed_rc(S3Writer *w) {
+    pthread_mutex_lock(&w->mu);
+    int f = w->failed, rc = w->fail_rc;
+    char *m = f && w->fail_msg ? strdup(w->fail_msg) : NULL;
+    pthread_mutex_unlock(&w->mu);
+    if (!f) return 0;
+    err_set(rc ? rc : ERR_IO, "%s", m ? m : "upload failed");
+    free(m);
+    return rc ? rc : ERR_IO;
+}
+
+static void *part_thread(void *arg) {
+    PartSlot *s = arg;
+    S3Writer *w = s->w;
+    char pn[16];
+    snprintf(pn, sizeof pn, "%d", s->part_no);
+    const char *names[2] = {"partNumber", "uploadId"};
+    const char *values[2] = {pn, w->upload_id};
+    char *q = objhttp_query(names, values, 2);
+    ObjHttpResponse resp = {0};
+    int rc = q ? s3_call(w->d, "PUT", w->key, q, 1, NULL, 0, s->buf, s->len, &resp, 0)
+               : err_set(ERR_NOMEM, "out of memory");
+    free(q);
+    char etag[256];
+    if (rc == 0 && !objhttp_response_header(&resp, "etag", etag, sizeof etag))
+        rc = err_set(ERR_IO, "%s upload part %d of %s: no ETag in the answer", w->d->provider,
+                     s->part_no, w->key);
+    objhttp_response_clear(&resp);
+    if (rc != 0) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s upload part %d of %s: %s", w->d->provider, s->part_no, w->key,
+                 err_msg());
+        w_fail(w, rc, msg);
+    }
+    pthread_mutex_lock(&w->mu);
+    if (rc == 0) {
+        char *e = strdup(etag);
+        if (!e) {
+            w->failed = 1;
+            w->fail_rc = ERR_NOMEM;
+        } else {
+            free(w->etags[s->part_no - 1]);
+            w->etags[s->part_no - 1] = e;
+        }
+    }
+    s->done = 1;
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    return NULL;
+}
+
+/* Joins every running part upload. */
+static void wait_all(S3Writer *w) {
+    for (int i = 0; i < w->n_slots; i++) {
+        if (w->slots[i].busy) {
+            pthread_join(w->slots[i].th, NULL);
+            w->slots[i].busy = 0;
+        }
+    }
+}
+
+static int start_upload(S3Writer *w) {
+    S3Driver *d = w->d;
+    ObjHttpResponse resp = {0};
+    int rc = s3_call(d, "POST", w->key, "uploads=", 1, NULL, 0, NULL, 0, &resp, 0);
+    if (rc == 0) {
+        size_t n;
+        const char *id = xml_find(resp.body, resp.body + resp.body_len, "UploadId", &n);
+        w->upload_id = id && n > 0 ? xml_text(id, n) : NULL;
+        if (!w->upload_id)
+            rc = err_set(ERR_IO, "%s create multipart upload %s: no UploadId in the answer",
+                         d->provider, w->key);
+    } else {
+        err_wrap(rc, "create multipart upload");
+    }
+    objhttp_response_clear(&resp);
+    return rc;
+}
+
+/* Hands the filled part to an upload thread, waiting for a free slot (bounds memory). */
+static int dispatch_part(S3Writer *w) {
+    S3Driver *d = w->d;
+    if (w->next_part > S3_MAX_PARTS)
+        return err_set(ERR_INVALID, "%s write %s: more than %d parts", d->provider, w->key,
+                       S3_MAX_PARTS);
+    if (!w->upload_id) {
+        int rc = start_upload(w);
+        if (rc != 0) return rc;
+    }
+    pthread_mutex_lock(&w->mu);
+    PartSlot *s = NULL;
+    for (;;) {
+        for (int i = 0; i < w->n_slots && !s; i++)
+            if (!w->slots[i].busy || w->slots[i].done) s = &w->slots[i];
+        if (s) break;
+        pthread_cond_wait(&w->cv, &w->mu);
+    }
+    pthread_mutex_unlock(&w->mu);
+    if (s->busy) {
+        pthread_join(s->th, NULL);
+        s->busy = 0;
+    }
+    int rc = w_failed_rc(w);
+    if (rc != 0) return rc;
+    /* swap buffers: the slot takes the filled part, we refill the slot's old buffer */
+    char *old = s->buf;
+    size_t old_cap = s->cap;
+    s->buf = w->cur;
+    s->cap = w->cur_cap;
+    s->len = w->cur_len;
+    s->part_no = w->next_part++;
+    s->done = 0;
+    s->w = w;
+    size_t want = (size_t)s3_part_size(d->part_min, -1, w->next_part);
+    if (old && old_cap != want) {
+        free(old);
+        old = NULL;
+    }
+    w->cur = old ? old : malloc(want);
+    w->cur_cap = want;
+    w->cur_len = 0;
+    if (!w->cur) {
+        w->cur_cap = 0;
+        return err_set(ERR_NOMEM, "%s write %s: out of memory for a part", d->provider, w->key);
+    }
+    if (pthread_create(&s->th, NULL, part_thread, s) != 0) {
+        s->done = 1;
+        return err_set(ERR_IO, "%s write %s: cannot start an upload thread", d->provider, w->key);
+    }
+    s->busy = 1;
+    return 0;
+}
+
+static int s3w_write(IoWriter *io, const void *buf, size_t len) {
+    S3Writer *w = w_of_io(io);
+    int rc = w_failed_rc(w);
+    if (rc != 0) return rc;
+    const char *p = buf;
+    while (len > 0) {
+        if (w->cur_len == w->cur_cap) {
+            /* full, and more bytes follow: this is a part of a multipart upload */
+            rc = dispatch_part(w);
+            if (rc != 0) {
+                w_fail(w, rc, err_msg());
+                return rc;
+            }
+        }
+        size_t n = w->cur_cap - w->cur_len;
+        if (n > len) n = len;
+        memcpy(w->cur + w->cur_len, p, n);
+        w->cur_len += n;
+        p += n;
+        len -= n;
+    }
+    return 0;
+}
+
+static int s3w_finish(IoWriter *io) {
+    (void)io;
+    return 0; /* the last part goes out in commit */
+}
+
+static void s3w_io_free(IoWriter *io) {
+    (void)io;
+}
+
+static const IoWriterVt s3w_io_vt = {s3w_write, s3w_finish, s3w_io_free};
+
+static void abort_upload(S3Writer *w) {
+    if (!w->upload_id) return;
+    const char *names[1] = {"uploadId"};
+    const char *values[1] = {w->upload_id};
+    char *q = objhttp_query(names, values, 1);
+    ObjHttpResponse resp = {0};
+    int rc = q ? s3_call(w->d, "DELETE", w->key, q, 0, NULL, 0, NULL, 0, &resp, 0) : ERR_NOMEM;
+    if (rc != 0) {
+        if (resp.status == 405 || resp.status == 501)
+            log_warn("%s: the server does not abort multipart uploads (HTTP %ld): the parts of "
+                     "the unfinished upload of %s stay until its lifecycle rules remove them",
+                     w->d->provider, resp.status, w->key);
+        else
+            log_warn("%s: cannot abort the multipart upload of %s: %s", w->d->provider, w->key,
+                     err_msg());
+    }
+    objhttp_response_clear(&resp);
+    free(q);
+}
+
+static void w_release(S3Writer *w) {
+    if (!w) return;
+    wait_all(w);
+    for (int i = 0; i < w->n_slots; i++)
+        free(w->slots[i].buf);
+    free(w->slots);
+    for (int i = 0; i < w->n_etags; i++)
+        free(w->etags[i]);
+    free(w->etags);
+    free(w->cur);
+    free(w->upload_id);
+    free(w->fail_msg);
+    free(w->key);
+    pthread_mutex_destroy(&w->mu);
+    pthread_cond_destroy(&w->cv);
+    free(w);
+}
+
+static IoWriter *s3w_io(StoreDriverWriter *dw) {
+    return &((S3Writer *)dw)->io;
+}
+
+/* 412 to If-None-Match: * means another writer got there first. */
+static int exists_or(int rc, const ObjHttpResponse *resp, const S3Writer *w) {
+    if (rc == ERR_IO && resp->status == 412)
+        return err_set(ERR_EXISTS, "%s commit %s: object already exists", w->d->provider, w->key);
+    return rc;
+}
+
+static int complete_upload(S3Writer *w) {
+    int n_parts = w->next_part - 1;
+    size_t cap = 64 + (size_t)n_parts * 400;
+    char *xml = malloc(cap);
+    if (!xml) return err_set(ERR_NOMEM, "%s commit %s: out of memory", w->d->provider, w->key);
+    size_t o = (size_t)snprintf(xml, cap, "<CompleteMultipartUpload>");
+    for (int i = 0; i < n_parts; i++) {
+        const char *e = w->etags[i];
+        if (!e) {
+            free(xml);
+            return err_set(ERR_IO, "%s commit %s: part %d has no ETag", w->d->provider, w->key,
+                           i + 1);
+        }
+        o += (size_t)snprintf(xml + o, cap - o, "<Part><PartNumber>%d</PartNumber><ETag>", i + 1);
+        for (; *e && o + 8 < cap; e++) {
+            if (*e == '"')
+                o += (size_t)snprintf(xml + o, cap - o, "&quot;");
+            else if (*e == '&')
+                o += (size_t)snprintf(xml + o, cap - o, "&amp;");
+            else if (*e == '<')
+                o += (size_t)snprintf(xml + o, cap - o, "&lt;");
+            else
+                xml[o++] = *e;
+        }
+        o += (size_t)snprintf(xml + o, cap - o, "</ETag></Part>");
+    }
+    o += (size_t)snprintf(xml + o, cap - o, "</CompleteMultipartUpload>");
+    const char *names[1] = {"uploadId"};
+    const char *values[1] = {w->upload_id};
+    char *q = objhttp_query(names, values, 1);
+    const char *extra[2] = {"If-None-Match: *", "Content-Type: application/xml"};
+    ObjHttpResponse resp = {0};
+    /* the Go tool gives complete 30 s; a large object may need the server to work longer */
+    int rc = q ? s3_call(w->d, "POST", w->key, q, 0, extra, 2, xml, o, &resp, 0)
+               : err_set(ERR_NOMEM, "out of memory");
+    rc = exists_or(rc, &resp, w);
+    /* S3 may answer 200 and put the error in the body */
+    if (rc == 0 && resp.body && strstr(resp.body, "<Error>"))
+        rc = err_set(ERR_IO, "%s complete multipart upload %s: %.200s", w->d->provider, w->key,
+                     resp.body);
+    objhttp_response_clear(&resp);
+    free(q);
+    free(xml);
+    return rc;
+}
+
+static int s3w_commit(StoreDriverWriter *dw) {
+    S3Writer *w = (S3Writer *)dw;
+    S3Driver *d = w->d;
+    int rc = w_failed_rc(w);
+    if (rc == 0 && !w->upload_id) {
+        /* it fits in one part: one PUT, refused if the key appeared meanwhile (where the
+         * server supports conditional writes) */
+        const char *extra[1] = {"If-None-Match: *"};
+        ObjHttpResponse resp = {0};
+        rc = s3_call(d, "PUT", w->key, NULL, 1, extra, 1, w->cur, w->cur_len, &resp, 0);
+        rc = exists_or(rc, &resp, w);
+        objhttp_response_clear(&resp);
+    } else if (rc == 0) {
+        if (w->cur_len > 0) rc = dispatch_part(w);
+        wait_all(w);
+        if (rc == 0) rc = w_failed_rc(w);
+        if (rc == 0) rc = complete_upload(w);
+        if (rc != 0) {
+            char *m = strdup(err_msg());
+            abort_upload(w);
+            if (m) err_set(rc, "%s", m);
+            free(m);
+        }
+    } else {
+        wait_all(w);
+        abort_upload(w);
+        err_set(rc, "%s", w->fail_msg ? w->fail_msg : "upload failed");
+    }
+    w_release(w);
+    return rc;
+}
+
+static void s3w_abort(StoreDriverWriter *dw) {
+    S3Writer *w = (S3Writer *)dw;
+    if (!w) return;
+    wait_all(w);
+    abort_upload(w);
+    w_release(w);
+}
+
+static const StoreDriverWriterVt s3w_vt = {s3w_io, s3w_commit, s3w_abort};
+
+static int s3_open_write(StoreDriver *drv, const char *key, StoreDriverWriter **out) {
+    S3Driver *d = (S3Driver *)drv;
+    *out = NULL;
+    if (!key[0] || strlen(key) > 1024)
+        return err_set(ERR_INVALID, "%s write: invalid key \"%s\"", d->provider, key);
+    creds_refresh(d);
+    S3Writer *w = calloc(1, sizeof *w);
+    if (!w) return err_set(ERR_NOMEM, "%s write %s: out of memory", d->provider, key);
+    pthread_mutex_init(&w->mu, NULL);
+    pthread_cond_init(&w->cv, NULL);
+    w->base.vt = &s3w_vt;
+    w->io.vt = &s3w_io_vt;
+    w->d = d;
+    w->next_part = 1;
+    w->n_slots = d->parallel;
+    w->key = strdup(key);
+    w->slots = calloc((size_t)d->parallel, sizeof *w->slots);
+    w->etags = calloc(S3_MAX_PARTS, sizeof *w->etags);
+    w->n_etags = S3_MAX_PARTS;
+    w->cur_cap = (size_t)s3_part_size(d->part_min, -1, 1);
+    w->cur = malloc(w->cur_cap);
+    if (!w->key || !w->slots || !w->etags || !w->cur) {
+        w_release(w);
+        return err_set(ERR_NOMEM, "%s write %s: out of memory", d->provider, key);
+    }
+    *out = &w->base;
+    return 0;
+}
+
+/* ---- open, free ---- */
+
+static const char *s3_describe(const StoreDriver *drv) {
+    return ((const S3Driver *)drv)->describe;
+}
+
+static void s3_free(StoreDriver *drv) {
+    S3Driver *d = (S3Driver *)drv;
+    if (!d) return;
+    objhttp_free(d->http);
+    free(d->provider);
+    free(d->bucket);
+    free(d->describe);
+    free(d->bucket_url);
+    free(d->region);
+    free(d->sse_algo);
+    wipe_free(d->sse_key_b64);
+    free(d->sse_md5_b64);
+    wipe_free(d->access_key);
+    wipe_free(d->secret_key);
+    wipe_free(d->session_token);
+    free(d->cred_path);
+    pthread_mutex_destroy(&d->mu);
+    free(d);
+}
+
+static const StoreDriverVt s3_vt = {
+    .name = "S3",
+    .features = STORE_FEAT_THREAD_SAFE,
+    .list = s3_list,
+    .open_read = s3_open_read,
+    .open_write = s3_open_write,
+    .remove = s3_remove,
+    .stat = s3_stat,
+    .remove_dir = NULL,
+    .describe = s3_describe,
+    .free = s3_free,
+};
+
+static char *dup_env(const char *name) {
+    const char *v = getenv(name);
+    return v && v[0] ? strdup(v) : NULL;
+}
+
+static int env_bool(const char *name, int *out) {
+    const char *v = getenv(name);
+    *out = 0;
+    if (!v || !v[0]) return 0;
+    if (parse_bool(v, strlen(v), out) != 0)
+        return err_set(ERR_INVALID, "%s=\"%s\" is not a boolean", name, v);
+    return 0;
+}
+
+static char *b64(const unsigned char *in, size_t n) {
+    char *o = malloc(4 * ((n + 2) / 3) + 1);
+    if (o) EVP_EncodeBlock((unsigned char *)o, in, (int)n);
+    return o;
+}
+
+/* Loads the provider's credentials into c; *path gets the file to watch (owned, NULL = env). */
+static int load_creds(const StoreConfig *cfg, const char *prov, S3Creds *c, char **path) {
+    *path = NULL;
+    memset(c, 0, sizeof *c);
+    if (strcmp(prov, "ECS") == 0) {
+        c->endpoint = dup_env("ECS_ENDPOINT");
+        c->access_key = dup_env("ECS_ACCESS_KEY_ID");
+        c->secret_key = dup_env("ECS_SECRET_ACCESS_KEY");
+        c->region = strdup("US-Standard");
+        int rc = env_bool("ECS_DISABLE_SSL", &c->disable_ssl);
+        if (rc == 0) rc = env_bool("ECS_INSECURE_SKIP_VERIFY", &c->insecure_skip_verify);
+        if (rc == 0 && (!c->endpoint || !c->access_key || !c->secret_key))
+            rc = err_set(ERR_INVALID, "ECS: ECS_ENDPOINT, ECS_ACCESS_KEY_ID and "
+                                      "ECS_SECRET_ACCESS_KEY must be set");
+        return rc;
+    }
+    const char *json_env = strcmp(prov, "OCS") == 0 ? "OPENSHIFT_APPLICATION_CREDENTIALS_JSON"
+                                                    : "AWS_APPLICATION_CREDENTIALS_JSON";
+    const char *dir_env = strcmp(prov, "OCS") == 0 ? "OPENSHIFT_APPLICATION_CREDENTIALS"
+                                                   : "AWS_APPLICATION_CREDENTIALS";
+    const char *p = cfg->credentials && cfg->credentials[0] ? cfg->credentials : NULL;
+    if (!p) p = getenv(json_env) && getenv(json_env)[0] ? getenv(json_env) : NULL;
+    if (!p) p = getenv(dir_env) && getenv(dir_env)[0] ? getenv(dir_env) : NULL;
+    if (p) {
+        int rc = s3_creds_read(p, c);
+        if (rc != 0) return rc;
+        if (c->role_arn)
+            return err_set(ERR_UNSUPPORTED,
+                           "%s credentials %s: roleARN (web identity) is not supported yet", prov,
+                           p);
+        if (!c->access_key || !c->secret_key)
+            return err_set(ERR_INVALID,
+                           "%s credentials %s: accessKeyID and secretAccessKey are "
+                           "required",
+                           prov, p);
+        if (strcmp(prov, "OCS") == 0 && (!c->endpoint || !c->region))
+            return err_set(ERR_INVALID, "OCS credentials %s: endpoint and region are required", p);
+        *path = strdup(p);
+        if (!*path) return err_set(ERR_NOMEM, "%s: out of memory", prov);
+        return 0;
+    }
+    if (strcmp(prov, "OCS") == 0)
+        return err_set(ERR_INVALID, "OCS: set OPENSHIFT_APPLICATION_CREDENTIALS_JSON (a JSON file) "
+                                    "or OPENSHIFT_APPLICATION_CREDENTIALS (a directory)");
+    /* the AWS SDK's environment: the part of its default chain we implement */
+    c->access_key = dup_env("AWS_ACCESS_KEY_ID");
+    c->secret_key = dup_env("AWS_SECRET_ACCESS_KEY");
+    c->session_token = dup_env("AWS_SESSION_TOKEN");
+    c->region = dup_env("AWS_REGION");
+    if (!c->region) c->region = dup_env("AWS_DEFAULT_REGION");
+    if (!c->access_key || !c->secret_key)
+        return err_set(ERR_INVALID,
+                       "S3: no credentials: set AWS_APPLICATION_CREDENTIALS_JSON (a JSON file), "
+                       "AWS_APPLICATION_CREDENTIALS (a directory) or AWS_ACCESS_KEY_ID and "
+                       "AWS_SECRET_ACCESS_KEY");
+    return 0;
+}
+
+int store_s3_driver_new(const StoreConfig *cfg, StoreDriver **out) {
+    *out = NULL;
+    const char *prov = cfg->provider && cfg->provider[0] ? cfg->provider : "S3";
+    S3Creds c;
+    char *cred_path = NULL;
+    int rc = load_creds(cfg, prov, &c, &cred_path);
+    S3Driver *d = NULL;
+    if (rc != 0) goto done;
+    const char *bucket =
+        cfg->container && cfg->container[0] ? cfg->container : getenv("STORAGE_CONTAINER");
+    if (!bucket || !bucket[0]) {
+        rc = err_set(ERR_INVALID, "%s: no bucket: give --store-container or STORAGE_CONTAINER",
+                     prov);
+        goto done;
+    }
+    const char *region = cfg->region && cfg->region[0] ? cfg->region : c.region;
+    if (!region || !region[0]) {
+        rc = err_set(ERR_INVALID, "%s: no region: set \"region\" in the credentials or AWS_REGION",
+                     prov);
+        goto done;
+    }
+    if (strpbrk(region, ":/ \r\n")) {
+        rc = err_set(ERR_INVALID, "%s: invalid region \"%s\"", prov, region);
+        goto done;
+    }
+    d = calloc(1, sizeof *d);
+    if (!d) {
+        rc = err_set(ERR_NOMEM, "%s: out of memory", prov);
+        goto done;
+    }
+    d->base.vt = &s3_vt;
+    pthread_mutex_init(&d->mu, NULL);
+    d->provider = strdup(prov);
+    d->bucket = strdup(bucket);
+    d->region = strdup(region);
+    d->part_min = cfg->min_chunk_size > 0 ? cfg->min_chunk_size : (int64_t)5 << 20;
+    d->parallel = cfg->max_parallel_chunk_uploads > 0 ? cfg->max_parallel_chunk_uploads : 5;
+    d->list_page = 1000;
+    const char *ps = getenv("ETCDBR_S3_LIST_PAGE_SIZE");
+    if (ps && ps[0]) {
+        int v = atoi(ps);
+        if (v < 1 || v > 1000) {
+            rc = err_set(ERR_INVALID, "ETCDBR_S3_LIST_PAGE_SIZE=%s: not in 1..1000", ps);
+            goto done;
+        }
+        d->list_page = v;
+    }
+    d->access_key = c.access_key;
+    d->secret_key = c.secret_key;
+    d->session_token = c.session_token;
+    c.access_key = c.secret_key = c.session_token = NULL;
+    d->cred_path = cred_path;
+    cred_path = NULL;
+    if (d->cred_path) d->cred_mtime = s3_creds_mtime(d->cred_path);
+
+    /* endpoint: the flag (S3 only: the Go tool ignores it for OCS and ECS), the credentials'
+     * endpoint, or AWS's regional one */
+    const char *ep = NULL;
+    int ep_override = 0;
+    if (strcmp(prov, "S3") == 0 && cfg->endpoint_override && cfg->endpoint_override[0]) {
+        ep = cfg->endpoint_override;
+        ep_override = 1;
+    } else if (c.endpoint && c.endpoint[0]) {
+        ep = c.endpoint;
+        ep_override = 1;
+    }
+    char aws_host[128];
+    if (!ep) {
+        snprintf(aws_host, sizeof aws_host, "https://s3.%s.amazonaws.com", region);
+        ep = aws_host;
+    }
+    const char *scheme = "https";
+    const char *hostpart = ep;
+    const char *sep = strstr(ep, "://");
+    if (sep) {
+        if ((size_t)(sep - ep) == 4 && strncasecmp(ep, "http", 4) == 0)
+            scheme = "http";
+        else if ((size_t)(sep - ep) == 5 && strncasecmp(ep, "https", 5) == 0)
+            scheme = "https";
+        else {
+            rc =
+                err_set(ERR_INVALID, "%s: endpoint %s: the scheme must be http or https", prov, ep);
+            goto done;
+        }
+        hostpart = sep + 3;
+    } else if (c.disable_ssl) {
+        scheme = "http";
+    }
+    size_t hl = strlen(hostpart);
+    while (hl > 0 && hostpart[hl - 1] == '/')
+        hl--;
+    if (hl == 0 || memchr(hostpart, '?', hl) || memchr(hostpart, '@', hl)) {
+        rc = err_set(ERR_INVALID, "%s: invalid endpoint %s", prov, ep);
+        goto done;
+    }
+    d->path_style = c.force_path_style || ep_override || strcmp(prov, "S3") != 0;
+    char *ebucket = objhttp_pct_encode(bucket, 0);
+    size_t un = hl + (ebucket ? strlen(ebucket) : 0) + 16;
+    d->bucket_url = malloc(un);
+    if (d->bucket_url && ebucket) {
+        if (d->path_style)
+            snprintf(d->bucket_url, un, "%s://%.*s/%s", scheme, (int)hl, hostpart, ebucket);
+        else
+            snprintf(d->bucket_url, un, "%s://%s.%.*s", scheme, ebucket, (int)hl, hostpart);
+    }
+    free(ebucket);
+    size_t dn = strlen(prov) + strlen(bucket) + 2;
+    d->describe = malloc(dn);
+    if (d->describe) snprintf(d->describe, dn, "%s:%s", prov, bucket);
+    if (c.sse_key) {
+        unsigned char md5[16];
+        unsigned int ml = 0;
+        EVP_Digest(c.sse_key, strlen(c.sse_key), md5, &ml, EVP_md5(), NULL);
+        d->sse_algo = strdup(c.sse_algo);
+        d->sse_key_b64 = b64((const unsigned char *)c.sse_key, strlen(c.sse_key));
+        d->sse_md5_b64 = b64(md5, 16);
+        if (!d->sse_algo || !d->sse_key_b64 || !d->sse_md5_b64) {
+            rc = err_set(ERR_NOMEM, "%s: out of memory", prov);
+            goto done;
+        }
+    }
+    if (!d->provider || !d->bucket || !d->region || !d->bucket_url || !d->describe) {
+        rc = err_set(ERR_NOMEM, "%s: out of memory", prov);
+        goto done;
+    }
+    ObjHttpConfig hc = {
+        .what = prov,
+        .ca_file = cfg->ca_file,
+        .ca_pem = c.trusted_ca_cert,
+        .insecure_skip_verify = cfg->insecure_skip_verify || c.insecure_skip_verify,
+        .timeout_ms = cfg->timeout_ms,
+    };
+    rc = objhttp_new(&hc, &d->http);
+    if (rc != 0) goto done;
+    *out = &d->base;
+    d = NULL;
+done:
+    s3_free(d ? &d->base : NULL);
+    free(cred_path);
+    s3_creds_clear(&c);
+    return rc;
+}
