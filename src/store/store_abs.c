@@ -480,7 +480,7 @@ static char *xml_text(const char *s, size_t n, int pct) {
     size_t k = 0;
     if (!o) return NULL;
     for (size_t i = 0; i < n;) {
-        if (pct && s[i] == '%' && i + 2 < n + 0 && hexval(s[i + 1]) >= 0 && hexval(s[i + 2]) >= 0) {
+        if (pct && s[i] == '%' && i + 2 < n && hexval(s[i + 1]) >= 0 && hexval(s[i + 2]) >= 0) {
             o[k++] = (char)(hexval(s[i + 1]) * 16 + hexval(s[i + 2]));
             i += 3;
             continue;
