@@ -28,5 +28,11 @@ if [ "$missing" = 1 ]; then
     # all of them in one install, recorded in the cache's own package.json, so none is pruned
     echo "== npm install ${PKGS[*]} into $CACHE"
     [ -f "$CACHE/package.json" ] || echo '{"private": true}' >"$CACHE/package.json"
-    npm install --no-audit --no-fund --prefix "$CACHE" "${PKGS[@]}" >/dev/null
+    # a transient registry or network error is retried (3 tries, 10 s apart)
+    for try in 1 2 3; do
+        if npm install --no-audit --no-fund --prefix "$CACHE" "${PKGS[@]}" >/dev/null; then break; fi
+        [ "$try" = 3 ] && { echo "test-servers: npm install failed 3 times" >&2; exit 1; }
+        echo "test-servers: npm install failed (try $try); retrying in 10 s" >&2
+        sleep 10
+    done
 fi

@@ -1264,6 +1264,8 @@ const char *etcdbr_metrics_error_class(int err_code) {
         return "gap";
     case ERR_CONFLICT:
         return "store_conflict";
+    case ERR_IMMUTABLE:
+        return "immutable";
     default:
         return "other";
     }
