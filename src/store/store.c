@@ -68,15 +68,20 @@ static int drv_remove(Store *s, const char *key) {
     return rc;
 }
 
-/* Anything written or removed makes a pinned listing stale. */
-static void unpin_cache(Store *s) {
-    pthread_mutex_lock(&s->mu);
+/* Drops the pinned listing; caller holds mu. */
+static void drop_pinned_locked(Store *s) {
     free(s->pinned);
     free(s->pinned_recs);
     s->pinned = NULL;
     s->pinned_recs = NULL;
     s->n_pinned = s->n_pinned_recs = 0;
     s->pinned_valid = 0;
+}
+
+/* Anything written or removed makes a pinned listing stale. */
+static void unpin_cache(Store *s) {
+    pthread_mutex_lock(&s->mu);
+    drop_pinned_locked(s);
     pthread_mutex_unlock(&s->mu);
 }
 
@@ -224,14 +229,7 @@ void store_pin_listing(Store *s) {
 
 void store_unpin_listing(Store *s) {
     pthread_mutex_lock(&s->mu);
-    if (s->pins > 0 && --s->pins == 0) {
-        free(s->pinned);
-        free(s->pinned_recs);
-        s->pinned = NULL;
-        s->pinned_recs = NULL;
-        s->n_pinned = s->n_pinned_recs = 0;
-        s->pinned_valid = 0;
-    }
+    if (s->pins > 0 && --s->pins == 0) drop_pinned_locked(s);
     pthread_mutex_unlock(&s->mu);
 }
 
