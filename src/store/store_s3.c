@@ -512,26 +512,39 @@ static void hex_sha256(const void *buf, size_t len, char out[65]) {
 
 #define MAX_HDRS 12
 
+/* The SSE-C header lines (seed-spec §12: algorithm, base64 key, base64 MD5 of the key), kept in the
+ * caller's storage for the request's life. */
+typedef struct {
+    char alg[200], key[300], md5[100];
+} SseHeaders;
+
+/* Appends the SSE-C headers to hdrs (3 slots needed) when the credentials set them; no-op
+ * otherwise. */
+static void add_sse_headers(const S3Driver *d, SseHeaders *h, const char **hdrs, size_t *nh) {
+    if (!d->sse_algo) return;
+    snprintf(h->alg, sizeof h->alg, "x-amz-server-side-encryption-customer-algorithm: %s",
+             d->sse_algo);
+    snprintf(h->key, sizeof h->key, "x-amz-server-side-encryption-customer-key: %s",
+             d->sse_key_b64);
+    snprintf(h->md5, sizeof h->md5, "x-amz-server-side-encryption-customer-key-MD5: %s",
+             d->sse_md5_b64);
+    hdrs[(*nh)++] = h->alg;
+    hdrs[(*nh)++] = h->key;
+    hdrs[(*nh)++] = h->md5;
+}
+
 /* One signed request. sse: add the SSE-C headers. extra: more "Name: value" lines. */
 static int s3_call(S3Driver *d, const char *method, const char *key, const char *query, int sse,
                    const char *const *extra, size_t n_extra, const void *body, size_t len,
                    ObjHttpResponse *resp, int64_t timeout_ms) {
-    char sha[65], h_sha[100], h_a[200], h_k[300], h_m[100];
+    char sha[65], h_sha[100];
+    SseHeaders sh;
     const char *hdrs[MAX_HDRS];
     size_t nh = 0;
     hex_sha256(body, len, sha);
     snprintf(h_sha, sizeof h_sha, "x-amz-content-sha256: %s", sha);
     hdrs[nh++] = h_sha;
-    if (sse && d->sse_algo) {
-        snprintf(h_a, sizeof h_a, "x-amz-server-side-encryption-customer-algorithm: %s",
-                 d->sse_algo);
-        snprintf(h_k, sizeof h_k, "x-amz-server-side-encryption-customer-key: %s", d->sse_key_b64);
-        snprintf(h_m, sizeof h_m, "x-amz-server-side-encryption-customer-key-MD5: %s",
-                 d->sse_md5_b64);
-        hdrs[nh++] = h_a;
-        hdrs[nh++] = h_k;
-        hdrs[nh++] = h_m;
-    }
+    if (sse) add_sse_headers(d, &sh, hdrs, &nh);
     for (size_t i = 0; i < n_extra && nh < MAX_HDRS; i++)
         hdrs[nh++] = extra[i];
     char *url = s3_url(d, key, query);
@@ -552,7 +565,7 @@ static int s3_call(S3Driver *d, const char *method, const char *key, const char 
         rc = objhttp_do(d->http, &req, resp);
         auth_clear(&a);
     }
-    memset(h_k, 0, sizeof h_k);
+    memset(&sh, 0, sizeof sh); /* the key does not outlive the request */
     free(url);
     return rc;
 }
@@ -661,7 +674,8 @@ typedef struct {
 /* Opens the body of key from r->off; 416 (offset at or past the end) is an empty stream. */
 static int reader_open(S3Reader *r) {
     S3Driver *d = r->d;
-    char range[64], sha[100], h_a[200], h_k[300], h_m[100];
+    char range[64], sha[100];
+    SseHeaders sh;
     const char *hdrs[5];
     size_t nh = 0;
     snprintf(sha, sizeof sha, "x-amz-content-sha256: %s", S3_EMPTY_SHA256);
@@ -670,16 +684,7 @@ static int reader_open(S3Reader *r) {
         snprintf(range, sizeof range, "Range: bytes=%llu-", (unsigned long long)r->off);
         hdrs[nh++] = range;
     }
-    if (d->sse_algo) {
-        snprintf(h_a, sizeof h_a, "x-amz-server-side-encryption-customer-algorithm: %s",
-                 d->sse_algo);
-        snprintf(h_k, sizeof h_k, "x-amz-server-side-encryption-customer-key: %s", d->sse_key_b64);
-        snprintf(h_m, sizeof h_m, "x-amz-server-side-encryption-customer-key-MD5: %s",
-                 d->sse_md5_b64);
-        hdrs[nh++] = h_a;
-        hdrs[nh++] = h_k;
-        hdrs[nh++] = h_m;
-    }
+    add_sse_headers(d, &sh, hdrs, &nh);
     char *url = s3_url(d, r->key, NULL);
     S3Auth a;
     int rc = url ? auth_take(d, &a) : err_set(ERR_NOMEM, "%s: out of memory", d->provider);
@@ -699,7 +704,7 @@ static int reader_open(S3Reader *r) {
         objhttp_response_clear(&resp);
         auth_clear(&a);
     }
-    memset(h_k, 0, sizeof h_k);
+    memset(&sh, 0, sizeof sh); /* the key does not outlive the request */
     free(url);
     return rc;
 }
