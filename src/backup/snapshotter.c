@@ -718,9 +718,14 @@ static int check_history(Snapshotter *s) {
 static int maybe_gc(Snapshotter *s, int failing) {
     if (s->cfg.gc_period_ms <= 1000 || now_mono_ms() < s->next_gc_ms) return 0;
     s->next_gc_ms = now_mono_ms() + s->cfg.gc_period_ms;
+    /* the history check and the GC plan share one listing of the store */
+    store_pin_listing(s->cfg.store);
     if (!failing && s->history[0]) {
         int rc = check_history(s);
-        if (rc) return rc;
+        if (rc) {
+            store_unpin_listing(s->cfg.store);
+            return rc;
+        }
     }
     GcStats st;
     memset(&st, 0, sizeof st);
@@ -729,6 +734,7 @@ static int maybe_gc(Snapshotter *s, int failing) {
     int rc = gc_run_scoped(s->cfg.store, s->history[0] ? &scope : NULL, s->cfg.gc_policy,
                            s->cfg.max_backups, s->cfg.delta_retention_s, now_unix_s(),
                            failing || !s->history[0], &st);
+    store_unpin_listing(s->cfg.store);
     if (rc) log_error("garbage collection: %s", err_msg());
     emit(s, &(SnapshotterEvent){.kind = SNAP_EVENT_GC,
                                 .ok = rc == 0,
