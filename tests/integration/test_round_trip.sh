@@ -57,7 +57,7 @@ round_trip() {
     [ "$n_deltas" -ge 3 ] || fail "etcd $v: expected at least 3 deltas, got $n_deltas: $(ls "$WORK/store/v2")"
     n_full=$(count_objects "$WORK/store" Full)
     [ "$n_full" = 1 ] || fail "etcd $v: expected 1 full snapshot, got $n_full"
-    ls "$WORK/store/v2" | grep -q '\.gz$' || fail "gzip is the default compression"
+    ls "$WORK/store/v2" | grep '\.gz$' >/dev/null || fail "gzip is the default compression"
 
     restore_store "$WORK/store" "$WORK/restored.etcd" >"$WORK/restore.log" 2>&1 || {
         cat "$WORK/restore.log"

@@ -76,7 +76,7 @@ expect 200 "$H/snapshot/delta"
 # requested one then starts later, but always ends at the last put (or, if the periodic one took
 # all 5, is null and the store already holds a delta ending there)
 if [ "$BODY" = null ]; then
-    ls "$WORK/store/v2" | grep -q "^Incr-[0-9]*-0*$((full_rev + 5))-" || fail "delta: null, and no stored delta ends at $((full_rev + 5))"
+    ls "$WORK/store/v2" | grep "^Incr-[0-9]*-0*$((full_rev + 5))-" >/dev/null || fail "delta: null, and no stored delta ends at $((full_rev + 5))"
 else
     echo "$BODY" | jq -e ".kind == \"Incr\" and .startRevision >= $((full_rev + 1)) and .startRevision <= $((full_rev + 5)) and .lastRevision == $((full_rev + 5))" >/dev/null || fail "delta JSON: $BODY"
 fi
@@ -84,7 +84,7 @@ expect 200 "$H/snapshot/latest"
 echo "$BODY" | jq -e ".fullSnapshot.lastRevision == $full_rev and (.deltaSnapshots | length) == 1 and .deltaSnapshots[0].lastRevision == $((full_rev + 5))" >/dev/null || fail "latest: $BODY"
 expect 200 "$H/snapshot/full?final=true"
 echo "$BODY" | jq -e '.isFinal == true and (.snapName | endswith(".gz.final"))' >/dev/null || fail "final: $BODY"
-ls "$WORK/store/v2" | grep -q '\.final$' || fail "no .final object in the store"
+ls "$WORK/store/v2" | grep '\.final$' >/dev/null || fail "no .final object in the store"
 
 expect 200 "$H/metrics"
 for m in etcdbr_snapshot_duration_seconds_bucket etcdbr_snapshot_latest_revision etcdbr_snapshot_gc_total \

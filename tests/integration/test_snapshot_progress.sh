@@ -16,7 +16,7 @@ trap 'kill -CONT "$ETCD_PID" 2>/dev/null || true; cleanup' EXIT
 # etcd for SECONDS, continues it
 stall_stream() {
     local tmpd=$1 secs=$2 end=$((SECONDS + 60))
-    until find "$tmpd" -maxdepth 1 -name 'etcdbr-full-*' -size +2M 2>/dev/null | grep -q .; do
+    until find "$tmpd" -maxdepth 1 -name 'etcdbr-full-*' -size +2M 2>/dev/null | grep . >/dev/null; do
         [ "$SECONDS" -lt "$end" ] || fail "no full snapshot started in 60 s"
     done
     kill -STOP "$ETCD_PID"

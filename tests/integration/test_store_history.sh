@@ -64,7 +64,7 @@ rev_a=$(current_revision "$EP_A")
 wait_stored "$WORK/a1.log" "$rev_a"
 stop_snapshotter
 dump_keys "$EP_A" >"$WORK/a.jsonl"
-ls -R "$S1" | grep -q "record.json" || fail "no history record written"
+ls -R "$S1" | grep "record.json" >/dev/null || fail "no history record written"
 [ "$(find "$S1/etcdbr/history" -type f -name 'Full-*' | wc -l)" = "$(count_objects "$S1" Full)" ] ||
     fail "not every full snapshot is tagged"
 [ "$(find "$S1/etcdbr/history" -type f -name 'Incr-*' | wc -l)" = "$(count_objects "$S1" Incr)" ] ||
@@ -107,10 +107,10 @@ SERVER_PID=$!
 PIDS+=("$SERVER_PID")
 wait_for_log "$WORK/c-server.log" "Refusing to write"
 for i in $(seq 1 50); do
-    curl -s "http://127.0.0.1:$PORT/metrics" | grep -q "^etcdbr_snapshotter_store_conflict 1" && break
+    curl -s "http://127.0.0.1:$PORT/metrics" | grep "^etcdbr_snapshotter_store_conflict 1" >/dev/null && break
     sleep 0.2
 done
-curl -s "http://127.0.0.1:$PORT/metrics" | grep -q "^etcdbr_snapshotter_store_conflict 1" ||
+curl -s "http://127.0.0.1:$PORT/metrics" | grep "^etcdbr_snapshotter_store_conflict 1" >/dev/null ||
     fail "server refusing the store: etcdbr_snapshotter_store_conflict is not 1"
 code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$PORT/healthz")
 [ "$code" = 503 ] || fail "server refusing the store: /healthz $code, want 503"
