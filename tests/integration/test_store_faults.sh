@@ -71,6 +71,9 @@ if grep -q "retrying (try 7" "$WORK/dead.log"; then fail "a request was tried mo
 if grep -q "full snapshot Full-.* stored" "$WORK/dead.log"; then fail "a full snapshot is reported stored"; fi
 grep -q "^req DELETE /$S3_BUCKET/dead/v2/Full-[^ ]*uploadId=" "$PROXY_LOG" ||
     fail "the failed multipart upload was not aborted: $(grep -v '^status' "$PROXY_LOG" | tail -5)"
+# the tag written before the object (docs/store-history.md) is removed with the failed upload
+[ -z "$(find "$WORK/s3rver/$S3_BUCKET/dead/etcdbr/history" -name 'Full-*._S3rver_object')" ] ||
+    fail "the failed full snapshot's history tag was left behind"
 [ -z "$(find "$WORK/s3rver/$S3_BUCKET/dead/v2" -name '*._S3rver_object' 2>/dev/null)" ] ||
     fail "a snapshot was stored although part 2 failed: $(find "$WORK/s3rver/$S3_BUCKET/dead/v2")"
 echo "part 2 failing: $(grep -c retrying "$WORK/dead.log") retries, then: $(grep level=error "$WORK/dead.log" | head -1 | cut -c1-200)"
