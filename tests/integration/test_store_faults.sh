@@ -2,7 +2,8 @@
 # Retries and resumed downloads against real store servers behind a fault-injecting proxy
 # (tests/servers/fault_proxy.py): S3 on s3rver and ABS on azurite each get 503s on uploads, a 500
 # on a read and downloads cut mid-body; the round trip must still be exact, every retry logged
-# with its cause, every cut download resumed at the byte reached (not restarted). Then a store
+# with its cause, every cut download resumed at the byte reached (not restarted). S3 again with
+# every third request failing and a cut download: exact, every retry logged. Then a store
 # that fails every upload of one part of a multipart upload: the snapshotter gives up after the
 # bounded tries, says so at level=error with the status and request, aborts the upload, exits 1
 # and stores nothing.
@@ -37,6 +38,20 @@ check_faults S3 "$WORK/rt-s3-faults"
 # the restore read the full snapshot once: a restart of a cut download would read > its size
 full_bytes=$(find "$WORK/s3rver/$S3_BUCKET/etcd/v2" -name 'Full-*._S3rver_object' -printf '%s')
 grep -q "after 1048576 of $full_bytes bytes" "$PROXY_LOG" || fail "S3: the cut was not on the full snapshot ($full_bytes bytes): $(cat "$PROXY_LOG")"
+stop_pid "$PROXY_PID"
+
+# every third request of any kind fails, and a download is cut mid-body: still exact
+start_fault_proxy "$S3_ENDPOINT" --every 3:503 --cut GET:1048576:1
+store_round_trip s3-every-third --storage-provider=S3 --store-container="$S3_BUCKET" \
+    --store-prefix=third --store-endpoint-override="$PROXY_EP" --min-chunk-size=5242880 \
+    --max-parallel-chunk-uploads=2
+n=$(grep -c "^status 503" "$PROXY_LOG" || true)
+[ "$n" -ge 20 ] || fail "every third request: only $n failures injected"
+grep -q "retrying (try 2 of 6) in [0-9]* ms after: .*HTTP 503" "$WORK/rt-s3-every-third/snap.log" ||
+    fail "every third request: the backup's log does not say what was retried"
+grep -q "retrying (try 2 of 6) in [0-9]* ms after: .*HTTP 503" "$WORK/rt-s3-every-third/restore.log" ||
+    fail "every third request: the restore's log does not say what was retried"
+echo "every third request failing: $n failures, $(grep -c retrying "$WORK/rt-s3-every-third/snap.log") retries while backing up, $(grep -c retrying "$WORK/rt-s3-every-third/restore.log") while restoring"
 stop_pid "$PROXY_PID"
 
 start_azurite faults

@@ -9,6 +9,10 @@ cover it still verify upstream), and the upstream response is passed back, unles
                                 the first COUNT requests with METHOD (and TEXT in the path and
                                 query, if given) are answered STATUS (with an S3/Azure-style XML
                                 error body) without reaching the upstream
+  --every N:STATUS              every Nth request (any method, counted from 1) is answered STATUS
+  --outage FILE:STATUS:METHODS  while FILE exists, requests whose method is in METHODS (comma-
+                                separated, e.g. PUT,POST) are answered STATUS: a store outage
+                                the test starts and ends by creating and removing FILE
   --cut METHOD:BYTES:COUNT      the first COUNT responses to METHOD whose body is longer than
                                 BYTES: the headers and BYTES of the body are sent, then the
                                 connection is closed (a download broken mid-body)
@@ -19,6 +23,7 @@ proxy accepts connections. Standard library only; bodies are buffered (test obje
 """
 import argparse
 import http.client
+import os
 import http.server
 import socketserver
 import sys
@@ -29,8 +34,14 @@ HOP = {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te"
 
 
 class Rules:
-    def __init__(self, status, cut, log):
+    def __init__(self, status, cut, log, every, outage):
         self.lock = threading.Lock()
+        self.requests = 0
+        self.every = [(int(n), int(st)) for n, st in (r.split(":") for r in every)]
+        self.outage = []
+        for r in outage:
+            path, st, methods = r.rsplit(":", 2)
+            self.outage.append((path, int(st), methods.upper().split(",")))
         self.status = []
         for r in status:
             f = r.split(":", 3)
@@ -44,6 +55,15 @@ class Rules:
 
     def take_status(self, method, path):
         with self.lock:
+            self.requests += 1
+            for n, st in self.every:
+                if self.requests % n == 0:
+                    self.note(f"status {st} {method} {path} (request {self.requests})")
+                    return st
+            for fpath, st, methods in self.outage:
+                if method in methods and os.path.exists(fpath):
+                    self.note(f"outage {st} {method} {path}")
+                    return st
             for r in self.status:
                 if r[0] == method and r[2] > 0 and r[3] in path:
                     r[2] -= 1
@@ -141,13 +161,14 @@ def main():
     p.add_argument("--log", required=True)
     p.add_argument("--status", action="append", default=[])
     p.add_argument("--cut", action="append", default=[])
+    p.add_argument("--every", action="append", default=[])
+    p.add_argument("--outage", action="append", default=[])
     a = p.parse_args()
     srv = Server(("127.0.0.1", 0), Handler)
-    srv.rules = Rules(a.status, a.cut, a.log)
+    srv.rules = Rules(a.status, a.cut, a.log, a.every, a.outage)
     srv.upstream = urllib.parse.urlsplit(a.upstream)
     with open(a.port_file + ".tmp", "w") as f:
         f.write(str(srv.server_address[1]))
-    import os
     os.rename(a.port_file + ".tmp", a.port_file)
     srv.serve_forever()
 
