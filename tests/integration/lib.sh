@@ -493,8 +493,8 @@ store_round_trip() {
 # /etc/swift/swift.conf, the package's default, for its hash suffix). Ports from free_port; every
 # PID is recorded in PIDS. Ready when tempauth answers. Creates CONTAINER (default etcdbr-test).
 # Sets SWIFT_AUTH_URL (http://127.0.0.1:PORT/auth/v1.0), SWIFT_ENDPOINT (http://127.0.0.1:PORT),
-# SWIFT_USER, SWIFT_KEY, SWIFT_STORAGE_URL, SWIFT_TOKEN, SWIFT_CONTAINER and SWIFT_CREDS_JSON (an
-# OPENSTACK_APPLICATION_CREDENTIALS_JSON file). Exits 77 (skip) when Swift is not installed,
+# SWIFT_USER, SWIFT_KEY, SWIFT_STORAGE_URL, SWIFT_TOKEN, SWIFT_CONTAINER, SWIFT_MEMCACHED_PORT and
+# SWIFT_CREDS_JSON (an OPENSTACK_APPLICATION_CREDENTIALS_JSON file). Exits 77 (skip) when Swift is not installed,
 # unless ETCDBR_REQUIRE_TOOLS=1.
 start_swift() {
     local container=${1:-etcdbr-test} sw t port i hdr code
@@ -623,7 +623,22 @@ CONF
         sleep 0.1
     done
     case "$code" in 201 | 202) ;; *) fail "Swift: create container $container: HTTP $code: $(cat "$sw/create.out")" ;; esac
+    SWIFT_MEMCACHED_PORT=${ports[memcached]}
     SWIFT_CREDS_JSON=$WORK/swift-creds.json
     printf '{"authURL":"%s","username":"%s","password":"%s","tenantName":"test","region":"RegionOne"}\n' \
         "$SWIFT_AUTH_URL" "$SWIFT_USER" "$SWIFT_KEY" >"$SWIFT_CREDS_JSON"
+}
+
+# swift_memcached_flush: forgets every tempauth token of the Swift of start_swift (memcached
+# flush_all), so the next request with an old token gets 401. SWIFT_TOKEN is renewed.
+swift_memcached_flush() {
+    local line hdr
+    exec 9<>"/dev/tcp/127.0.0.1/$SWIFT_MEMCACHED_PORT" || fail "memcached: cannot connect"
+    printf 'flush_all\r\n' >&9
+    read -r -t 5 line <&9 || true
+    exec 9>&-
+    [ "${line%$'\r'}" = OK ] || fail "memcached flush_all: \"$line\""
+    hdr=$(curl -s -f -D - -o /dev/null -H "X-Auth-User: $SWIFT_USER" -H "X-Auth-Key: $SWIFT_KEY" \
+        "$SWIFT_AUTH_URL") || fail "Swift: authentication after the flush failed"
+    SWIFT_TOKEN=$(printf '%s' "$hdr" | tr -d '\r' | sed -n 's/^[Xx]-[Aa]uth-[Tt]oken: //p')
 }

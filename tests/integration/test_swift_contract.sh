@@ -16,7 +16,8 @@ C=$SWIFT_CONTAINER
 
 # swift_ls PREFIX: every object name under PREFIX (raw Swift listing, segments included)
 swift_ls() {
-    curl -s -f -H "X-Auth-Token: $SWIFT_TOKEN" "$SWIFT_STORAGE_URL/$C?prefix=$1" || fail "listing $1"
+    curl -s -f -H "X-Auth-Token: $SWIFT_TOKEN" "$SWIFT_STORAGE_URL/$C?prefix=$1" | LC_ALL=C sort ||
+        fail "listing $1"
 }
 
 ETCDBR_SWIFT_LIST_PAGE_SIZE=7 OPENSTACK_APPLICATION_CREDENTIALS_JSON=$SWIFT_CREDS_JSON \
@@ -53,7 +54,60 @@ OPENSTACK_APPLICATION_CREDENTIALS_JSON=$SWIFT_CREDS_JSON "$BUILD/store_contract"
     --container no-such-container --list-count 1 >"$WORK/nocont.log" 2>&1 && fail "a missing container was accepted"
 grep -q "container no-such-container does not exist" "$WORK/nocont.log" || fail "missing container: $(cat "$WORK/nocont.log")"
 
-# the layout, through the snapshot store: `etcdbrctl` itself is not needed, swift_layout checks it
-"$BUILD/swift_layout" "$SWIFT_CREDS_JSON" "$C" "$SWIFT_STORAGE_URL" "$SWIFT_TOKEN" "$WORK" ||
-    fail "Swift layout checks"
+# The layout (swift_tool drives the driver, curl looks at the container).
+export OPENSTACK_APPLICATION_CREDENTIALS_JSON=$SWIFT_CREDS_JSON
+T=$BUILD/swift_tool
+[ -x "$T" ] || fail "$T not built"
+MiB=1048576
+big=lay/v2/Full-00000000-00000009-1700000000.gz
+sib=lay/v2/Full-00000000-00000009-1700000000.gz.final
+SWIFT_TOOL_MIN_CHUNK=$MiB SWIFT_TOOL_PARALLEL=2 "$T" "$C" put "$big" $((3 * MiB + 1234)) 7 || fail "put $big"
+SWIFT_TOOL_MIN_CHUNK=$MiB "$T" "$C" put "$sib" $((2 * MiB + 5)) 8 || fail "put $sib"
+"$T" "$C" put lay/v2/small 100 9 || fail "put small"
+want=$(printf '%s\n' "$big" "$big/0000000001" "$big/0000000002" "$big/0000000003" "$big/0000000004" \
+    "$sib" "$sib/0000000001" "$sib/0000000002" "$sib/0000000003" lay/v2/small | LC_ALL=C sort)
+[ "$(swift_ls lay/)" = "$want" ] || fail "segments: got $(swift_ls lay/ | tr '\n' ' '), want $(echo $want)"
+manifest=$(curl -s -I -H "X-Auth-Token: $SWIFT_TOKEN" "$SWIFT_STORAGE_URL/$C/$big" | tr -d '\r' |
+    sed -n 's/^[Xx]-[Oo]bject-[Mm]anifest: //p')
+[ "$manifest" = "$C/$big/" ] || fail "X-Object-Manifest is \"$manifest\", want \"$C/$big/\""
+[ "$(curl -s -H "X-Auth-Token: $SWIFT_TOKEN" "$SWIFT_STORAGE_URL/$C/lay/v2/small" | wc -c)" = 100 ] ||
+    fail "a small object is not one plain object"
+# the listing hides segments; sizes are known for plain objects only (a manifest lists as 0 bytes)
+got=$("$T" "$C" ls lay/ | LC_ALL=C sort) || fail "ls"
+[ "$got" = "$(printf '%s -1\n%s -1\nlay/v2/small 100\n' "$big" "$sib" | LC_ALL=C sort)" ] || fail "driver listing: $got"
+[ "$("$T" "$C" stat "$big")" = $((3 * MiB + 1234)) ] || fail "stat of a manifest"
+# whole and ranged reads of the manifest (the offset inside segment 3)
+[ "$("$T" "$C" sha "$big" 0)" = "$("$T" "$C" gen $((3 * MiB + 1234)) 7 0)" ] || fail "read of $big"
+[ "$("$T" "$C" sha "$big" $((2 * MiB + 77)))" = "$("$T" "$C" gen $((3 * MiB + 1234)) 7 $((2 * MiB + 77)))" ] ||
+    fail "ranged read of $big"
+# remove takes the manifest and exactly its segments; the sibling .final keeps all of its own
+"$T" "$C" rm "$big" || fail "rm $big"
+want=$(printf '%s\n' "$sib" "$sib/0000000001" "$sib/0000000002" "$sib/0000000003" lay/v2/small | LC_ALL=C sort)
+[ "$(swift_ls lay/)" = "$want" ] || fail "after rm: $(swift_ls lay/ | tr '\n' ' ')"
+[ "$("$T" "$C" sha "$sib" 0)" = "$("$T" "$C" gen $((2 * MiB + 5)) 8 0)" ] || fail "the sibling changed"
+# an aborted upload leaves no segment; a killed one's extra segments are not concatenated into a
+# later upload of the same key
+SWIFT_TOOL_MIN_CHUNK=$MiB "$T" "$C" abort lay/v2/aborted $((3 * MiB)) 3 || fail "abort"
+[ -z "$(swift_ls lay/v2/aborted)" ] || fail "abort left: $(swift_ls lay/v2/aborted)"
+for i in 1 2 3 4; do
+    curl -s -f -X PUT -H "X-Auth-Token: $SWIFT_TOKEN" --data-binary "stale$i" \
+        "$SWIFT_STORAGE_URL/$C/lay/v2/again/000000000$i" >/dev/null || fail "stale segment"
+done
+SWIFT_TOOL_MIN_CHUNK=$MiB "$T" "$C" put lay/v2/again $((MiB + 3)) 4 || fail "put again"
+[ "$("$T" "$C" sha lay/v2/again 0)" = "$("$T" "$C" gen $((MiB + 3)) 4 0)" ] || fail "stale segments were concatenated"
+[ "$(swift_ls lay/v2/again/)" = "$(printf 'lay/v2/again/0000000001\nlay/v2/again/0000000002')" ] ||
+    fail "stale segments stayed: $(swift_ls lay/v2/again/)"
+# a revoked token (tempauth keeps tokens in memcached: flush_all forgets them all) is refused with
+# 401; the driver authenticates again, once, and the call goes through
+"$T" "$C" reauth lay/v2/reauth "$WORK/ready" "$WORK/go" >"$WORK/reauth.log" 2>&1 &
+tool_pid=$!
+PIDS+=("$tool_pid")
+for i in $(seq 1 600); do [ -e "$WORK/ready" ] && break; sleep 0.1; done
+[ -e "$WORK/ready" ] || fail "swift_tool reauth did not start: $(cat "$WORK/reauth.log")"
+swift_memcached_flush
+touch "$WORK/go"
+wait "$tool_pid" || fail "no re-authentication after a 401: $(cat "$WORK/reauth.log")"
+grep -q "authenticating again" "$WORK/reauth.log" || fail "the token was not refused: $(cat "$WORK/reauth.log")"
+for k in "$sib" lay/v2/small lay/v2/again lay/v2/reauth; do "$T" "$C" rm "$k" || fail "rm $k"; done
+[ -z "$(swift_ls lay/)" ] || fail "left behind: $(swift_ls lay/)"
 echo "PASS: store contract on Swift (tempauth)"

@@ -7,6 +7,9 @@
  *   swift_tool CONTAINER ls PREFIX            the listed keys and sizes, one "key size" a line
  *   swift_tool CONTAINER rm KEY               remove
  *   swift_tool CONTAINER stat KEY             the size
+ *   swift_tool CONTAINER reauth KEY READY GO  open (authenticate), create file READY, wait up to
+ *                                             60 s for file GO (the test revokes the token
+ *                                             meanwhile), then write and read back KEY
  * Credentials from the usual environment (OPENSTACK_APPLICATION_CREDENTIALS_JSON...);
  * SWIFT_TOOL_MIN_CHUNK (bytes per segment) and SWIFT_TOOL_PARALLEL set the writer's knobs.
  * Exit 0 on success, 1 with the error on stderr, 2 on usage. */
@@ -18,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static void die(const char *what, int rc) {
     fprintf(stderr, "swift_tool: %s: %s (%s)\n", what, err_msg(), err_name(rc));
@@ -124,6 +128,18 @@ int main(int argc, char **argv) {
         int64_t size;
         if ((rc = drv->vt->stat(drv, argv[3], &size)) != 0) die("stat", rc);
         printf("%lld\n", (long long)size);
+    } else if (strcmp(cmd, "reauth") == 0 && argc == 6) {
+        FILE *f = fopen(argv[4], "w");
+        if (!f) return 1;
+        fclose(f);
+        for (int i = 0; i < 600 && access(argv[5], F_OK) != 0; i++)
+            usleep(100000);
+        StoreDriverWriter *w = NULL;
+        if ((rc = drv->vt->open_write(drv, argv[3], &w)) != 0) die("open_write", rc);
+        if ((rc = io_write(w->vt->io(w), "0123456789", 10)) != 0) die("write", rc);
+        if ((rc = w->vt->commit(w)) != 0) die("commit after the token was revoked", rc);
+        int64_t size = 0;
+        if ((rc = drv->vt->stat(drv, argv[3], &size)) != 0 || size != 10) die("stat", rc);
     } else {
         fprintf(stderr, "usage: see the comment at the top of swift_tool.c\n");
         return 2;
