@@ -12,7 +12,9 @@
  *                                             meanwhile), then write and read back KEY
  * Credentials from the usual environment (OPENSTACK_APPLICATION_CREDENTIALS_JSON...);
  * SWIFT_TOOL_MIN_CHUNK (bytes per segment) and SWIFT_TOOL_PARALLEL set the writer's knobs.
- * Exit 0 on success, 1 with the error on stderr, 2 on usage. */
+ * SWIFT_TOOL_PROVIDER=S3 drives the S3 driver instead (Swift's s3api;
+ * AWS_APPLICATION_CREDENTIALS_JSON, SWIFT_TOOL_ENDPOINT the endpoint override). Exit 0 on success,
+ * 1 with the error on stderr, 2 on usage. */
 #include "codec/sha256.h"
 #include "common/err.h"
 #include "store/store_driver.h"
@@ -61,7 +63,9 @@ int main(int argc, char **argv) {
     }
     curl_global_init(CURL_GLOBAL_DEFAULT);
     StoreConfig cfg = {0};
-    cfg.provider = "Swift";
+    const char *prov = getenv("SWIFT_TOOL_PROVIDER");
+    cfg.provider = prov && prov[0] ? prov : "Swift";
+    cfg.endpoint_override = getenv("SWIFT_TOOL_ENDPOINT");
     cfg.container = argv[1];
     const char *mc = getenv("SWIFT_TOOL_MIN_CHUNK"), *par = getenv("SWIFT_TOOL_PARALLEL");
     cfg.min_chunk_size = mc ? atoll(mc) : 0;
@@ -69,7 +73,10 @@ int main(int argc, char **argv) {
     const char *cmd = argv[2];
     StoreDriver *drv = NULL;
     int rc;
-    if (strcmp(cmd, "gen") != 0 && (rc = store_swift_driver_new(&cfg, &drv)) != 0) die("open", rc);
+    if (strcmp(cmd, "gen") != 0 &&
+        (rc = strcmp(cfg.provider, "Swift") == 0 ? store_swift_driver_new(&cfg, &drv)
+                                                 : store_s3_driver_new(&cfg, &drv)) != 0)
+        die("open", rc);
     static unsigned char buf[1 << 16];
     if ((strcmp(cmd, "put") == 0 || strcmp(cmd, "abort") == 0) && argc == 6) {
         uint64_t size = strtoull(argv[4], NULL, 10), seed = strtoull(argv[5], NULL, 10);
