@@ -16,8 +16,8 @@ store_round_trip swift "${FLAGS[@]}"
 grep -q "snapshot store: Swift:$C" "$WORK/rt-swift/snap.log" || fail "not on Swift: $(head -3 "$WORK/rt-swift/snap.log")"
 
 # GC, on its own prefix and etcd: a first `snapshot` run stores full snapshot 1 (segmented) and
-# deltas; a second run on the same etcd starts with full snapshot 2 and, with LimitBased
-# --max-backups=1, removes full 1 and its deltas.
+# deltas; a second run on the same etcd (compacted, so it starts with full snapshot 2) removes
+# full 1 and its deltas with LimitBased --max-backups=1.
 GCFLAGS=(--storage-provider=Swift --store-container="$C" --store-prefix=etcd-gc
     --min-chunk-size=5242880 --max-parallel-chunk-uploads=2)
 # swift_names: every object name under etcd-gc/v2/ (raw listing, segments included)
@@ -57,7 +57,11 @@ man=$(curl -s -I -H "X-Auth-Token: $SWIFT_TOKEN" "$SWIFT_STORAGE_URL/$C/$full1" 
 deltas1=$(manifests <"$WORK/before.txt" | grep '/Incr-' || true)
 [ -n "$deltas1" ] || fail "no delta in the first run"
 
+# compacted past the last stored revision, etcd cannot replay the deltas the second run would
+# resume with: it starts with a full snapshot
 ectl put /registry/gc/c 3 >/dev/null
+ectl put /registry/gc/d 4 >/dev/null
+ectl compact "$(current_revision "$ETCD_EP")" >/dev/null
 snap_gc "$WORK/gc2.log" --garbage-collection-period=2s --garbage-collection-policy=LimitBased --max-backups=1
 wait_for_log "$WORK/gc2.log" "GC: removed old full snapshot" 90
 stop_snapshotter
