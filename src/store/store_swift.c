@@ -26,7 +26,7 @@
 #define SWIFT_MAX_KEY 1024
 #define SWIFT_LIST_MAX_BODY ((size_t)64 << 20)
 #define SWIFT_AUTH_MAX_BODY ((size_t)8 << 20)
-#define SWIFT_DEFAULT_PAGE 10000
+#define SWIFT_MAX_PAGE 10000 /* Swift's default container_listing_limit */
 #define SWIFT_READ_RESUMES 5
 
 /* ---- credentials ---- */
@@ -393,7 +393,7 @@ typedef struct SwiftDriver {
                         (or the whole URL when it has a path); NULL = as authentication says */
     int64_t seg_min; /* --min-chunk-size */
     int parallel;
-    int list_page;
+    int list_page; /* ETCDBR_SWIFT_LIST_PAGE_SIZE; 0 = the server's page size */
     SwiftCreds creds;
     char *region;       /* catalog region (Keystone) */
     pthread_mutex_t mu; /* guards token, storage_url, gen; held during authentication */
@@ -665,7 +665,10 @@ static int key_ok(const char *key, const char *op) {
 
 /* ---- list ---- */
 
-/* Lists every object under prefix, segments or not (include_segments), page by page. */
+/* Lists every object under prefix, segments or not (include_segments), page by page until an
+ * empty page (as python-swiftclient does: a page may be shorter than asked when the server's
+ * listing limit is lower). limit is sent only when ETCDBR_SWIFT_LIST_PAGE_SIZE sets one, since a
+ * limit above the server's maximum is refused (412). */
 static int list_prefix(SwiftDriver *d, const char *prefix, int include_segments,
                        StoreDriverListCb cb, void *ctx) {
     char *marker = NULL;
@@ -673,9 +676,15 @@ static int list_prefix(SwiftDriver *d, const char *prefix, int include_segments,
     char page[16];
     snprintf(page, sizeof page, "%d", d->list_page);
     for (;;) {
-        const char *qn[4] = {"format", "limit", "prefix", "marker"};
-        const char *qv[4] = {"json", page, prefix, marker};
-        char *q = objhttp_query(qn, qv, marker ? 4 : 3);
+        const char *qn[4] = {"format", "prefix", "marker", "limit"};
+        const char *qv[4] = {"json", prefix, marker, page};
+        size_t nq = 2;
+        if (marker) nq++;
+        if (d->list_page > 0) {
+            qn[nq] = "limit";
+            qv[nq++] = page;
+        }
+        char *q = objhttp_query(qn, qv, nq);
         if (!q) {
             rc = err_set(ERR_NOMEM, "Swift list: out of memory");
             break;
@@ -695,7 +704,7 @@ static int list_prefix(SwiftDriver *d, const char *prefix, int include_segments,
         objhttp_response_clear(&r);
         free(marker);
         marker = last;
-        if (rc || !marker || n < (size_t)d->list_page) break;
+        if (rc || !marker || n == 0) break;
     }
     free(marker);
     if (rc == ERR_NOT_FOUND)
@@ -960,8 +969,18 @@ static void *uploader(void *arg) {
     return NULL;
 }
 
-/* Hands the filled segment to the uploaders, waiting while `parallel` are in flight. */
+/* Hands the filled segment to the uploaders, waiting while `parallel` are in flight. Before the
+ * first segment: an existing object under the key is ERR_EXISTS, since its segments would be
+ * overwritten before the manifest's If-None-Match could refuse (a writer racing between this
+ * check and the manifest still can: the segment names are the Go tool's, fixed per key). */
 static int dispatch(SwiftWriter *w) {
+    if (w->n_segs == 0) {
+        int64_t size;
+        int rc = swift_stat(&w->d->base, w->key, &size);
+        if (rc == 0)
+            return err_set(ERR_EXISTS, "Swift write %s: the object already exists", w->key);
+        if (rc != ERR_NOT_FOUND) return rc;
+    }
     Seg *s = calloc(1, sizeof *s);
     if (!s) return err_set(ERR_NOMEM, "Swift write %s: out of memory", w->key);
     pthread_mutex_lock(&w->mu);
@@ -1225,13 +1244,12 @@ int store_swift_driver_new(const StoreConfig *cfg, StoreDriver **out) {
     d->seg_min = cfg->min_chunk_size > 0 ? cfg->min_chunk_size : SWIFT_DEFAULT_SEGMENT;
     d->parallel = cfg->max_parallel_chunk_uploads > 0 ? cfg->max_parallel_chunk_uploads
                                                       : SWIFT_DEFAULT_PARALLEL;
-    d->list_page = SWIFT_DEFAULT_PAGE;
     const char *pg = env_nonempty("ETCDBR_SWIFT_LIST_PAGE_SIZE");
     if (pg) {
         d->list_page = atoi(pg);
-        if (d->list_page < 1 || d->list_page > SWIFT_DEFAULT_PAGE) {
+        if (d->list_page < 1 || d->list_page > SWIFT_MAX_PAGE) {
             rc = err_set(ERR_INVALID, "ETCDBR_SWIFT_LIST_PAGE_SIZE=%s: must be 1 to %d", pg,
-                         SWIFT_DEFAULT_PAGE);
+                         SWIFT_MAX_PAGE);
             goto done;
         }
     }

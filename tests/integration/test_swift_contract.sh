@@ -123,6 +123,11 @@ got=$("$T" "$C" ls lay/ | LC_ALL=C sort) || fail "ls"
 [ "$("$T" "$C" sha "$big" 0)" = "$("$T" "$C" gen $((3 * MiB + 1234)) 7 0)" ] || fail "read of $big"
 [ "$("$T" "$C" sha "$big" $((2 * MiB + 77)))" = "$("$T" "$C" gen $((3 * MiB + 1234)) 7 $((2 * MiB + 77)))" ] ||
     fail "ranged read of $big"
+# no replace: a second large write of the key is refused before it touches the segments
+SWIFT_TOOL_MIN_CHUNK=$MiB "$T" "$C" put "$big" $((2 * MiB + 9)) 99 2>"$WORK/replace.log" && fail "an existing object was replaced"
+grep -q ERR_EXISTS "$WORK/replace.log" || fail "replace: $(cat "$WORK/replace.log")"
+[ "$("$T" "$C" sha "$big" 0)" = "$("$T" "$C" gen $((3 * MiB + 1234)) 7 0)" ] || fail "a refused write changed $big"
+"$T" "$C" put lay/v2/small 5 99 2>"$WORK/replace.log" && fail "an existing small object was replaced"
 # remove takes the manifest and exactly its segments; the sibling .final keeps all of its own
 "$T" "$C" rm "$big" || fail "rm $big"
 want=$(printf '%s\n' "$sib" "$sib/0000000001" "$sib/0000000002" "$sib/0000000003" lay/v2/small | LC_ALL=C sort)
