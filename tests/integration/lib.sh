@@ -514,7 +514,7 @@ start_fault_proxy() {
 # proxy with tempauth (user test:tester, key testing, .admin) and s3api (access key test:tester,
 # secret testing) in its pipeline, dlo and slo (s3api multipart needs slo). Everything (config,
 # rings, devices, logs) is under $WORK/swift; nothing in /etc is changed (Swift reads
-# /etc/swift/swift.conf, the package's default, for its hash suffix). Ports from free_port; every
+# /etc/swift/swift.conf, the package's default, for its hash suffix). Free loopback ports; every
 # PID is recorded in PIDS. Ready when tempauth answers. Creates CONTAINER (default etcdbr-test).
 # Sets SWIFT_AUTH_URL (http://127.0.0.1:PORT/auth/v1.0), SWIFT_ENDPOINT (http://127.0.0.1:PORT),
 # SWIFT_USER, SWIFT_KEY, SWIFT_STORAGE_URL, SWIFT_TOKEN, SWIFT_CONTAINER, SWIFT_MEMCACHED_PORT and
