@@ -145,6 +145,22 @@ SWIFT_TOOL_MIN_CHUNK=$MiB "$T" "$C" put lay/v2/again $((MiB + 3)) 4 || fail "put
 [ "$("$T" "$C" sha lay/v2/again 0)" = "$("$T" "$C" gen $((MiB + 3)) 4 0)" ] || fail "stale segments were concatenated"
 [ "$(swift_ls lay/v2/again/)" = "$(printf 'lay/v2/again/0000000001\nlay/v2/again/0000000002')" ] ||
     fail "stale segments stayed: $(swift_ls lay/v2/again/)"
+# faults between the driver and Swift (tests/servers/fault_proxy.py, reached through
+# --store-endpoint-override, which keeps the storage URL's /v1/AUTH_test path): a segment PUT
+# answered 401 (authenticate again, send again), another answered 503 (retried), and a download
+# cut in the middle of segment 2 (resumed from the byte reached, same ETag)
+start_fault_proxy "$SWIFT_ENDPOINT" --status PUT:401:1:0000000002 --status PUT:503:1:0000000003 \
+    --cut GET:1500000:1
+SWIFT_TOOL_ENDPOINT=$PROXY_EP SWIFT_TOOL_MIN_CHUNK=$MiB "$T" "$C" put lay/v2/faults $((3 * MiB + 5)) 11 \
+    >"$WORK/faults.log" 2>&1 || { cat "$WORK/faults.log"; fail "write through the fault proxy"; }
+[ "$(SWIFT_TOOL_ENDPOINT=$PROXY_EP "$T" "$C" sha lay/v2/faults 0 2>>"$WORK/faults.log")" = \
+    "$("$T" "$C" gen $((3 * MiB + 5)) 11 0)" ] || { cat "$WORK/faults.log"; fail "read through the fault proxy"; }
+for f in "status 401 PUT" "status 503 PUT" "cut GET"; do
+    grep -q "$f" "$PROXY_LOG" || fail "fault \"$f\" not injected: $(cat "$PROXY_LOG")"
+done
+grep -q "authenticating again" "$WORK/faults.log" || fail "no re-authentication after the 401: $(cat "$WORK/faults.log")"
+grep -q "resuming at byte 1500000" "$WORK/faults.log" || fail "the cut download was not resumed: $(cat "$WORK/faults.log")"
+
 # a revoked token (tempauth keeps tokens in memcached: flush_all forgets them all) is refused with
 # 401; the driver authenticates again, once, and the call goes through
 "$T" "$C" reauth lay/v2/reauth "$WORK/ready" "$WORK/go" >"$WORK/reauth.log" 2>&1 &
@@ -156,6 +172,6 @@ swift_memcached_flush
 touch "$WORK/go"
 wait "$tool_pid" || fail "no re-authentication after a 401: $(cat "$WORK/reauth.log")"
 grep -q "authenticating again" "$WORK/reauth.log" || fail "the token was not refused: $(cat "$WORK/reauth.log")"
-for k in "$sib" lay/v2/small lay/v2/again lay/v2/reauth; do "$T" "$C" rm "$k" || fail "rm $k"; done
+for k in "$sib" lay/v2/small lay/v2/again lay/v2/reauth lay/v2/faults; do "$T" "$C" rm "$k" || fail "rm $k"; done
 [ -z "$(swift_ls lay/)" ] || fail "left behind: $(swift_ls lay/)"
 echo "PASS: store contract on Swift (tempauth)"
