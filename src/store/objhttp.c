@@ -774,3 +774,67 @@ void objhttp_stream_free(ObjHttpStream *s) {
     free(s->url);
     free(s);
 }
+
+/* ---- credential files (shared by the drivers that read them; Swift first) ---- */
+
+#include <dirent.h>
+#include <openssl/crypto.h>
+
+void objhttp_free_secret(char *s) {
+    if (!s) return;
+    OPENSSL_cleanse(s, strlen(s));
+    free(s);
+}
+
+char *objhttp_read_small_file(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    size_t cap = 4096, n = 0;
+    char *b = malloc(cap);
+    while (b) {
+        size_t got = fread(b + n, 1, cap - n - 1, f);
+        n += got;
+        if (got == 0) break;
+        if (n > ((size_t)1 << 20)) { /* not a credential: refuse rather than truncate */
+            OPENSSL_cleanse(b, n);
+            free(b);
+            b = NULL;
+            break;
+        }
+        if (cap - n - 1 == 0) {
+            char *nb = malloc(cap * 2);
+            if (nb) memcpy(nb, b, n);
+            OPENSSL_cleanse(b, n);
+            free(b);
+            b = nb;
+            cap *= 2;
+        }
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (b && bad) {
+        OPENSSL_cleanse(b, n);
+        free(b);
+        return NULL;
+    }
+    if (b) b[n] = '\0';
+    return b;
+}
+
+char *objhttp_dir_first_json(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return NULL;
+    char *found = NULL;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        size_t l = strlen(e->d_name);
+        if (l > 5 && strcmp(e->d_name + l - 5, ".json") == 0) {
+            size_t n = strlen(dir) + l + 2;
+            found = malloc(n);
+            if (found) snprintf(found, n, "%s/%s", dir, e->d_name);
+            break;
+        }
+    }
+    closedir(d);
+    return found;
+}

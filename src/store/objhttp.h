@@ -114,4 +114,13 @@ char *objhttp_query(const char *const *names, const char *const *values, size_t 
  * dropped. Owned, NULL on allocation failure. For messages and logs. */
 char *objhttp_redact_url(const char *url);
 
+/* Credential files (seed-spec §12), for any driver that reads them: the whole file as a
+ * NUL-terminated string, verbatim (no trimming), at most 1 MiB; owned, NULL if it does not exist
+ * or cannot be read. Free with objhttp_free_secret. */
+char *objhttp_read_small_file(const char *path);
+/* The first "*.json" entry of directory dir in directory order, as an owned path; NULL if none. */
+char *objhttp_dir_first_json(const char *dir);
+/* Wipes (OPENSSL_cleanse) and frees a NUL-terminated secret (NULL-safe). */
+void objhttp_free_secret(char *s);
+
 #endif

@@ -182,7 +182,7 @@ static const struct {
     {"S3", store_s3_driver_new},
     {"ABS", store_abs_driver_new},
     {"GCS", NULL},
-    {"Swift", NULL},
+    {"Swift", store_swift_driver_new},
     {"OSS", NULL},
     {"ECS", store_s3_driver_new},
     {"OCS", store_s3_driver_new},

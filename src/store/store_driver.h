@@ -107,4 +107,11 @@ int store_local_driver_new(const char *container, StoreDriver **out);
  * ERR_NOMEM. No request is sent here. */
 int store_s3_driver_new(const StoreConfig *cfg, StoreDriver **out);
 
+/* OpenStack Swift (cfg->provider "Swift"): credentials from OPENSTACK_APPLICATION_CREDENTIALS_JSON,
+ * OPENSTACK_APPLICATION_CREDENTIALS or the OS_* environment; tempauth v1 or Keystone v3, chosen
+ * by the auth URL (store_swift.h, docs/stores.md). Authenticates and checks the container here.
+ * Thread-safe. *out owned. 0, ERR_INVALID (container, credentials), ERR_NOT_FOUND (container)
+ * or ERR_IO. */
+int store_swift_driver_new(const StoreConfig *cfg, StoreDriver **out);
+
 #endif

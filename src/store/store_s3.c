@@ -485,6 +485,9 @@ typedef struct {
     char *role_arn, *token_path, *sts_url, *session_name;
     int64_t keys_expire;    /* unix seconds */
     pthread_mutex_t sts_mu; /* one renewal at a time */
+    /* the server answered a conditional write (If-None-Match: *) with 501 NotImplemented (Swift's
+     * s3api, older S3 emulators): later writes are sent without it; atomic */
+    int no_conditional;
 } S3Driver;
 
 /* Keys for one request (a snapshot: a reload on another thread does not pull them away). */
@@ -1223,6 +1226,29 @@ static int exists_or(int rc, const ObjHttpResponse *resp, const S3Writer *w) {
     return rc;
 }
 
+/* s3_call with extra[0] and, unless the server refused conditional writes before, extra[1]
+ * (If-None-Match: *). A 501 NotImplemented to the condition is remembered and the call sent again
+ * without it: the generic layer's check before the write is then the only guard. */
+static int conditional_call(S3Writer *w, const char *method, const char *query, int sse,
+                            const char *const extra[2], const void *body, size_t len,
+                            ObjHttpResponse *resp) {
+    S3Driver *d = w->d;
+    int cond = !__atomic_load_n(&d->no_conditional, __ATOMIC_RELAXED);
+    size_t n = extra[0] ? 1 : 0;
+    const char *h[2] = {extra[0] ? extra[0] : extra[1], extra[1]};
+    int rc = s3_call(d, method, w->key, query, sse, h, n + (size_t)cond, body, len, resp, 0);
+    if (rc != 0 && cond && resp->status == 501) {
+        if (!__atomic_exchange_n(&d->no_conditional, 1, __ATOMIC_RELAXED))
+            log_warn("%s: the server does not support conditional writes (If-None-Match: *, "
+                     "HTTP 501); writes no longer refuse to replace an object that appeared "
+                     "after the check before the write",
+                     d->provider);
+        objhttp_response_clear(resp);
+        rc = s3_call(d, method, w->key, query, sse, h, n, body, len, resp, 0);
+    }
+    return rc;
+}
+
 static int complete_upload(S3Writer *w) {
     int n_parts = w->next_part - 1;
     size_t cap = 64 + (size_t)n_parts * 400;
@@ -1253,10 +1279,10 @@ static int complete_upload(S3Writer *w) {
     const char *names[1] = {"uploadId"};
     const char *values[1] = {w->upload_id};
     char *q = objhttp_query(names, values, 1);
-    const char *extra[2] = {"If-None-Match: *", "Content-Type: application/xml"};
+    const char *extra[2] = {"Content-Type: application/xml", "If-None-Match: *"};
     ObjHttpResponse resp = {0};
     /* the Go tool gives complete 30 s; a large object may need the server to work longer */
-    int rc = q ? s3_call(w->d, "POST", w->key, q, 0, extra, 2, xml, o, &resp, 0)
+    int rc = q ? conditional_call(w, "POST", q, 0, extra, xml, o, &resp)
                : err_set(ERR_NOMEM, "out of memory");
     rc = exists_or(rc, &resp, w);
     /* S3 may answer 200 and put the error in the body */
@@ -1271,14 +1297,13 @@ static int complete_upload(S3Writer *w) {
 
 static int s3w_commit(StoreDriverWriter *dw) {
     S3Writer *w = (S3Writer *)dw;
-    S3Driver *d = w->d;
     int rc = w_failed_rc(w);
     if (rc == 0 && !w->upload_id) {
         /* it fits in one part: one PUT, refused if the key appeared meanwhile (where the
          * server supports conditional writes) */
-        const char *extra[1] = {"If-None-Match: *"};
+        const char *extra[2] = {NULL, "If-None-Match: *"};
         ObjHttpResponse resp = {0};
-        rc = s3_call(d, "PUT", w->key, NULL, 1, extra, 1, w->cur, w->cur_len, &resp, 0);
+        rc = conditional_call(w, "PUT", NULL, 1, extra, w->cur, w->cur_len, &resp);
         rc = exists_or(rc, &resp, w);
         objhttp_response_clear(&resp);
     } else if (rc == 0) {

@@ -507,3 +507,162 @@ start_fault_proxy() {
     done
     fail "fault proxy not ready"
 }
+
+# start_swift [CONTAINER]: starts Debian's OpenStack Swift (packages swift, swift-proxy,
+# swift-object, swift-container, swift-account and memcached, installed by
+# scripts/install-deps.sh) on 127.0.0.1: memcached, the object, container and account servers and a
+# proxy with tempauth (user test:tester, key testing, .admin) and s3api (access key test:tester,
+# secret testing) in its pipeline, dlo and slo (s3api multipart needs slo). Everything (config,
+# rings, devices, logs) is under $WORK/swift; nothing in /etc is changed (Swift reads
+# /etc/swift/swift.conf, the package's default, for its hash suffix). Free loopback ports; every
+# PID is recorded in PIDS. Ready when tempauth answers. Creates CONTAINER (default etcdbr-test).
+# Sets SWIFT_AUTH_URL (http://127.0.0.1:PORT/auth/v1.0), SWIFT_ENDPOINT (http://127.0.0.1:PORT),
+# SWIFT_USER, SWIFT_KEY, SWIFT_STORAGE_URL, SWIFT_TOKEN, SWIFT_CONTAINER, SWIFT_MEMCACHED_PORT and
+# SWIFT_CREDS_JSON (an OPENSTACK_APPLICATION_CREDENTIALS_JSON file). Exits 77 (skip) when Swift is not installed,
+# unless ETCDBR_REQUIRE_TOOLS=1.
+start_swift() {
+    local container=${1:-etcdbr-test} sw t port i hdr code
+    local -A ports
+    if [ ! -x /usr/bin/swift-proxy-server ] || [ ! -x /usr/bin/swift-object-server ] ||
+        [ ! -x /usr/bin/swift-ring-builder ] || ! command -v memcached >/dev/null; then
+        [ "${ETCDBR_REQUIRE_TOOLS:-0}" = 1 ] && fail "Swift not installed (run scripts/install-deps.sh)"
+        echo "SKIP: Swift not installed (run scripts/install-deps.sh)" >&2
+        exit 77
+    fi
+    sw=$WORK/swift
+    mkdir -p "$sw/etc" "$sw/srv/d1" "$sw/run"
+    # One run of Debian's python (Swift's own; `python3` may be a slow pyenv shim) picks five free
+    # ports and builds the three rings (4 partitions, 1 replica, one device each): one
+    # interpreter start instead of nine swift-ring-builder runs (~4 s each on a busy machine).
+    cat >"$sw/rings.py" <<'PY'
+import socket
+from swift.common.ring import RingBuilder
+socks = []
+for _ in range(5):
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    socks.append(s)
+ports = [s.getsockname()[1] for s in socks]
+for s in socks:
+    s.close()
+for t, port in zip(("object", "container", "account"), ports):
+    b = RingBuilder(4, 1, 1)
+    b.add_dev({"id": 0, "region": 1, "zone": 1, "ip": "127.0.0.1", "port": port,
+               "device": "d1", "weight": 100})
+    b.rebalance()
+    b.save(t + ".builder")
+    b.get_ring().save(t + ".ring.gz")
+print(*ports)
+PY
+    read -r ports[object] ports[container] ports[account] ports[proxy] ports[memcached] \
+        < <(cd "$sw/etc" && /usr/bin/python3 "$sw/rings.py" 2>"$sw/rings.log") || true
+    [ -n "${ports[memcached]:-}" ] || fail "Swift: building the rings failed: $(cat "$sw/rings.log")"
+    for t in object container account; do
+        cat >"$sw/etc/$t-server.conf" <<CONF
+[DEFAULT]
+user = root
+devices = $sw/srv
+mount_check = false
+swift_dir = $sw/etc
+bind_ip = 127.0.0.1
+bind_port = ${ports[$t]}
+workers = 1
+log_name = $t
+
+[pipeline:main]
+pipeline = $t-server
+
+[app:$t-server]
+use = egg:swift#$t
+CONF
+    done
+    cat >"$sw/etc/proxy-server.conf" <<CONF
+[DEFAULT]
+user = root
+swift_dir = $sw/etc
+bind_ip = 127.0.0.1
+bind_port = ${ports[proxy]}
+workers = 1
+log_name = proxy
+
+[pipeline:main]
+pipeline = catch_errors gatekeeper healthcheck proxy-logging cache s3api tempauth slo dlo proxy-logging proxy-server
+
+[app:proxy-server]
+use = egg:swift#proxy
+account_autocreate = true
+
+[filter:catch_errors]
+use = egg:swift#catch_errors
+[filter:gatekeeper]
+use = egg:swift#gatekeeper
+[filter:healthcheck]
+use = egg:swift#healthcheck
+[filter:proxy-logging]
+use = egg:swift#proxy_logging
+[filter:cache]
+use = egg:swift#memcache
+memcache_servers = 127.0.0.1:${ports[memcached]}
+[filter:s3api]
+use = egg:swift#s3api
+[filter:tempauth]
+use = egg:swift#tempauth
+user_test_tester = testing .admin
+[filter:slo]
+use = egg:swift#slo
+[filter:dlo]
+use = egg:swift#dlo
+CONF
+    memcached -u root -l 127.0.0.1 -p "${ports[memcached]}" -U 0 >>"$sw/memcached.log" 2>&1 &
+    PIDS+=("$!")
+    for t in object container account proxy; do
+        "/usr/bin/swift-$t-server" "$sw/etc/$t-server.conf" -v >>"$sw/$t.log" 2>&1 &
+        PIDS+=("$!")
+        eval "SWIFT_${t^^}_PID=\$!"
+    done
+    SWIFT_ENDPOINT=http://127.0.0.1:${ports[proxy]}
+    SWIFT_AUTH_URL=$SWIFT_ENDPOINT/auth/v1.0
+    SWIFT_USER=test:tester
+    SWIFT_KEY=testing
+    SWIFT_CONTAINER=$container
+    for i in $(seq 1 300); do
+        if hdr=$(curl -s -f -D - -o /dev/null -H "X-Auth-User: $SWIFT_USER" -H "X-Auth-Key: $SWIFT_KEY" \
+            "$SWIFT_AUTH_URL" 2>/dev/null); then
+            SWIFT_TOKEN=$(printf '%s' "$hdr" | tr -d '\r' | sed -n 's/^[Xx]-[Aa]uth-[Tt]oken: //p')
+            SWIFT_STORAGE_URL=$(printf '%s' "$hdr" | tr -d '\r' | sed -n 's/^[Xx]-[Ss]torage-[Uu]rl: //p')
+            break
+        fi
+        for t in OBJECT CONTAINER ACCOUNT PROXY; do
+            eval "port=\$SWIFT_${t}_PID"
+            kill -0 "$port" 2>/dev/null || { tail -20 "$sw/${t,,}.log" >&2; fail "swift-${t,,}-server exited"; }
+        done
+        sleep 0.05
+    done
+    [ -n "${SWIFT_TOKEN:-}" ] || fail "Swift not ready: $(tail -5 "$sw/proxy.log")"
+    # the first container PUT may meet a container server that is not listening yet: retry
+    for i in $(seq 1 100); do
+        code=$(curl -s -o "$sw/create.out" -w '%{http_code}' -X PUT -H "X-Auth-Token: $SWIFT_TOKEN" \
+            "$SWIFT_STORAGE_URL/$container")
+        case "$code" in 201 | 202) break ;; esac
+        sleep 0.1
+    done
+    case "$code" in 201 | 202) ;; *) fail "Swift: create container $container: HTTP $code: $(cat "$sw/create.out")" ;; esac
+    SWIFT_MEMCACHED_PORT=${ports[memcached]}
+    SWIFT_CREDS_JSON=$WORK/swift-creds.json
+    printf '{"authURL":"%s","username":"%s","password":"%s","tenantName":"test","region":"RegionOne"}\n' \
+        "$SWIFT_AUTH_URL" "$SWIFT_USER" "$SWIFT_KEY" >"$SWIFT_CREDS_JSON"
+}
+
+# swift_memcached_flush: forgets every tempauth token of the Swift of start_swift (memcached
+# flush_all), so the next request with an old token gets 401. SWIFT_TOKEN is renewed.
+swift_memcached_flush() {
+    local line hdr
+    exec 9<>"/dev/tcp/127.0.0.1/$SWIFT_MEMCACHED_PORT" || fail "memcached: cannot connect"
+    printf 'flush_all\r\n' >&9
+    read -r -t 5 line <&9 || true
+    exec 9>&-
+    [ "${line%$'\r'}" = OK ] || fail "memcached flush_all: \"$line\""
+    hdr=$(curl -s -f -D - -o /dev/null -H "X-Auth-User: $SWIFT_USER" -H "X-Auth-Key: $SWIFT_KEY" \
+        "$SWIFT_AUTH_URL") || fail "Swift: authentication after the flush failed"
+    SWIFT_TOKEN=$(printf '%s' "$hdr" | tr -d '\r' | sed -n 's/^[Xx]-[Aa]uth-[Tt]oken: //p')
+}
