@@ -181,7 +181,7 @@ static const struct {
     {"Local", local_open},
     {"S3", store_s3_driver_new},
     {"ABS", store_abs_driver_new},
-    {"GCS", NULL},
+    {"GCS", store_gcs_driver_new},
     {"Swift", NULL},
     {"OSS", NULL},
     {"ECS", store_s3_driver_new},
