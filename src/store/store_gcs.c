@@ -433,6 +433,11 @@ int gcs_endpoint_parse(const char *endpoint, char **base, int *emulator) {
                        "GCS: endpoint \"%s\" must be an http:// or https:// URL (or host:port)", e);
     }
     if (!b) return err_set(ERR_NOMEM, "GCS: out of memory");
+    size_t hostoff = (size_t)(strstr(b, "://") - b) + 3;
+    if (!b[hostoff] || b[hostoff] == '/') {
+        free(b);
+        return err_set(ERR_INVALID, "GCS: endpoint \"%s\" has no host", e);
+    }
     size_t l = strlen(b);
     while (l > 0 && b[l - 1] == '/')
         b[--l] = '\0';
@@ -443,11 +448,6 @@ int gcs_endpoint_parse(const char *endpoint, char **base, int *emulator) {
     l = strlen(b);
     while (l > 0 && b[l - 1] == '/')
         b[--l] = '\0';
-    const char *host = strstr(b, "://") + 3;
-    if (!host[0] || host[0] == '/') {
-        free(b);
-        return err_set(ERR_INVALID, "GCS: endpoint \"%s\" has no host", e);
-    }
     *base = b;
     return 0;
 }
