@@ -311,8 +311,11 @@ int gcs_token_parse(const char *json, size_t len, char **token, int64_t *expires
         const char *e = root ? json_string_value(json_object_get(root, "error")) : NULL;
         const char *ed =
             root ? json_string_value(json_object_get(root, "error_description")) : NULL;
-        rc = err_set(ERR_CORRUPT, "no access_token in the token response%s%.80s%s%.200s",
-                     e ? ": " : "", e ? e : "", ed ? ": " : "", ed ? ed : "");
+        if (e)
+            rc =
+                err_set(ERR_CORRUPT, "OAuth2 error %.80s%s%.200s", e, ed ? ": " : "", ed ? ed : "");
+        else
+            rc = err_set(ERR_CORRUPT, "no access_token in the token response");
         goto done;
     }
     json_t *ex = json_object_get(root, "expires_in");
@@ -557,11 +560,12 @@ static int token_fetch_locked(GcsDriver *d) {
             int64_t ex;
             gcs_token_parse(r.body, r.body_len, &tok, &ex); /* sets the OAuth2 error text */
             free_secret(tok);
+            char why[512];
+            snprintf(why, sizeof why, "%s", err_msg());
             rc = err_set(ERR_INVALID,
                          "GCS: the token endpoint %s refused the service account %s (HTTP %ld): "
                          "%s; check that the key in %s is current and belongs to that account",
-                         u ? u : "(token_uri)", d->creds.client_email, r.status, err_msg(),
-                         d->cred_path);
+                         u ? u : "(token_uri)", d->creds.client_email, r.status, why, d->cred_path);
         } else {
             rc = err_wrap(rc, "GCS: getting an access token");
         }

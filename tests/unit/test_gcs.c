@@ -220,7 +220,7 @@ static void test_token_response_parse(void **st) {
                       "Signature.\"}";
     assert_int_equal(gcs_token_parse(err, strlen(err), &t, &ex), ERR_CORRUPT);
     assert_null(t);
-    assert_non_null(strstr(err_msg(), "invalid_grant: Invalid JWT Signature."));
+    assert_non_null(strstr(err_msg(), "OAuth2 error invalid_grant: Invalid JWT Signature."));
     assert_int_equal(gcs_token_parse("nope", 4, &t, &ex), ERR_CORRUPT);
 }
 
