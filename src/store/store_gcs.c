@@ -24,6 +24,7 @@
 #include <openssl/rand.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -476,6 +477,7 @@ typedef struct GcsDriver {
     char *token;              /* secret */
     int64_t token_refresh_at; /* CLOCK_MONOTONIC seconds after which the token is refreshed */
     long token_fetches;       /* for logs and tests */
+    atomic_int sweep;         /* delete chunk leftovers of finished uploads found by listings */
 } GcsDriver;
 
 static int64_t mono_s(void) {
@@ -713,23 +715,79 @@ static int key_ok(const char *key, const char *op) {
 
 /* list */
 
+static int delete_object(GcsDriver *d, const char *key, ObjHttpResponse *r);
+
+#define SWEEP_RECENT 64 /* non-chunk names remembered to find a chunk's parent */
+#define SWEEP_MAX 256   /* chunk objects of finished uploads deleted after one listing */
+
 typedef struct {
     StoreDriverListCb cb;
     void *ctx;
+    char *recent[SWEEP_RECENT]; /* the last non-chunk names listed (a ring) */
+    size_t n_recent;
+    char *sweep[SWEEP_MAX]; /* chunks whose object was listed just before them */
+    size_t n_sweep;
 } ListCtx;
 
 static int list_item(void *ctx, const char *name, int64_t size, int64_t retention_until) {
     ListCtx *l = ctx;
-    (void)retention_until;                /* no slot in StoreDriverListCb yet */
-    if (gcs_is_chunk_key(name)) return 0; /* parts of an upload, never a snapshot */
+    (void)retention_until; /* no slot in StoreDriverListCb yet */
+    size_t n = strlen(name);
+    if (gcs_is_chunk_key(name)) {
+        /* parts of an upload, never a snapshot. If the object itself was listed (names come
+         * sorted, so "<key>" precedes "<key>/0000000001") the upload finished and the chunk is a
+         * leftover: the Go tool leaves them for its GC (seed-spec §6.1) */
+        for (size_t i = 0; i < SWEEP_RECENT && i < l->n_recent && l->n_sweep < SWEEP_MAX; i++) {
+            const char *p = l->recent[i];
+            if (p && strlen(p) == n - 11 && strncmp(p, name, n - 11) == 0) {
+                l->sweep[l->n_sweep] = strdup(name);
+                if (l->sweep[l->n_sweep]) l->n_sweep++;
+                break;
+            }
+        }
+        return 0;
+    }
+    size_t slot = l->n_recent++ % SWEEP_RECENT;
+    free(l->recent[slot]);
+    l->recent[slot] = strdup(name); /* NULL on no memory: only a missed sweep */
     return l->cb(l->ctx, name, size);
+}
+
+/* Deletes the chunk objects of finished uploads a listing found. Best effort: a store we may
+ * only read (403) is remembered and never swept again. */
+static void sweep_chunks(GcsDriver *d, ListCtx *l) {
+    size_t done = 0;
+    for (size_t i = 0; i < l->n_sweep && atomic_load(&d->sweep); i++) {
+        ObjHttpResponse r = {0};
+        int rc = delete_object(d, l->sweep[i], &r);
+        if (rc == 0) {
+            done++;
+        } else if (r.status == 403) {
+            atomic_store(&d->sweep, 0);
+            log_debug("GCS: no permission to delete chunk leftovers (%s); not trying again",
+                      err_msg());
+        } else if (rc != ERR_NOT_FOUND) {
+            log_debug("GCS: deleting chunk leftover %s: %s", l->sweep[i], err_msg());
+        }
+        objhttp_response_clear(&r);
+    }
+    if (done)
+        log_info("GCS: deleted %zu chunk objects of finished uploads (the Go tool leaves them)",
+                 done);
+}
+
+static void list_ctx_free(ListCtx *l) {
+    for (size_t i = 0; i < SWEEP_RECENT; i++)
+        free(l->recent[i]);
+    for (size_t i = 0; i < l->n_sweep; i++)
+        free(l->sweep[i]);
 }
 
 static int gcs_list(StoreDriver *drv, const char *key_prefix, StoreDriverListCb cb, void *ctx) {
     GcsDriver *d = (GcsDriver *)drv;
     char *token = NULL;
     int rc = 0;
-    ListCtx lc = {cb, ctx};
+    ListCtx lc = {.cb = cb, .ctx = ctx};
     char page[16];
     snprintf(page, sizeof page, "%d", d->list_page);
     do {
@@ -762,6 +820,8 @@ static int gcs_list(StoreDriver *drv, const char *key_prefix, StoreDriverListCb 
     } while (rc == 0 && token);
     free(token);
     if (rc == ERR_NOT_FOUND) rc = err_set(ERR_IO, "GCS list: bucket %s does not exist", d->bucket);
+    if (rc == 0 && lc.n_sweep) sweep_chunks(d, &lc);
+    list_ctx_free(&lc);
     return rc;
 }
 
@@ -1444,6 +1504,7 @@ int store_gcs_driver_new(const StoreConfig *cfg, StoreDriver **out) {
     d->parallel = cfg->max_parallel_chunk_uploads > 0 ? cfg->max_parallel_chunk_uploads
                                                       : GCS_DEFAULT_PARALLEL;
     d->batch = GCS_BATCH;
+    atomic_init(&d->sweep, 1);
     if (!d->bucket || !d->ebucket) {
         rc = err_set(ERR_NOMEM, "GCS: out of memory");
         goto done;

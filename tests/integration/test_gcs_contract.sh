@@ -6,7 +6,8 @@
 # composite (ETCDBR_GCS_COMPOSE_BATCH=1, the path of objects over 31 chunks); no chunk object is
 # left in the bucket afterwards; chunk-shaped objects of a killed upload are never listed; a
 # missing bucket is a clear error from etcdbrctl; an external_account key is refused as
-# unsupported; the endpoint from the deprecated storageAPIEndpoint file next to the key.
+# unsupported; the endpoint from the deprecated storageAPIEndpoint file next to the key; chunk
+# objects of a finished upload are deleted by a listing.
 source "$(dirname "$0")/lib.sh"
 BUILD=${ETCDBR_BUILD_DIR:-$(dirname "$ETCDBR_BIN")}
 [ -x "$BUILD/store_contract" ] || fail "$BUILD/store_contract not built"
@@ -51,6 +52,25 @@ set -e
 grep -q "0000000001\|Full-00000000-00000999" "$WORK/chunks.log" && { cat "$WORK/chunks.log"; fail "a chunk object was taken for a snapshot"; }
 [ -d "$WORK/r.etcd/member" ] && fail "restore made a data dir from chunk objects"
 echo "ok chunk objects of a killed upload are not snapshots (restore rc=$rc: $(tail -1 "$WORK/chunks.log"))"
+
+# chunks of a finished upload (the object itself exists: the Go tool leaves them for its GC) are
+# deleted by the next listing; chunks of an upload that never finished are only ignored
+full=sweep/v2/Full-00000000-00000005-1700000000.gz
+put_obj "$full" "composed"
+put_obj "$full.final" "a name sorting between the object and its chunks"
+put_obj "$full/0000000001" "chunk 1"
+put_obj "$full/0000000002" "chunk 2"
+put_obj "sweep/v2/Full-00000000-00000009-1700000100.gz/0000000001" "chunk of a killed upload"
+set +e
+"$ETCDBR_BIN" restore --storage-provider=GCS --store-container="$GCS_BUCKET" --store-prefix=sweep \
+    --store-endpoint-override="$GCS_ENDPOINT" --data-dir="$WORK/s.etcd" \
+    --restoration-temp-snapshots-dir="$WORK/s.tmp" >"$WORK/sweep.log" 2>&1
+set -e
+left=$(gcs_object_names sweep/ | tr '\n' ' ')
+[ "$left" = "$full $full.final sweep/v2/Full-00000000-00000009-1700000100.gz/0000000001 " ] ||
+    { cat "$WORK/sweep.log"; fail "after a listing the bucket holds: $left"; }
+grep -q "deleted 2 chunk objects of finished uploads" "$WORK/sweep.log" || { cat "$WORK/sweep.log"; fail "the sweep was not logged"; }
+echo "ok chunk objects of a finished upload deleted by a listing, those of a killed one kept"
 
 # a missing bucket: a clear error naming it, from the command
 set +e
