@@ -44,6 +44,15 @@ int objhttp_new(const ObjHttpConfig *cfg, ObjHttp **out) {
     h->timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : 180000;
     RetryPolicy def = RETRY_POLICY_DEFAULT;
     h->retry = cfg->retry.attempts > 0 ? cfg->retry : def;
+    /* tests only (tests/integration/test_store_faults.sh): shorter backoff, same attempts */
+    const char *base = getenv("ETCDBR_STORE_RETRY_BASE_MS");
+    if (base && *base) {
+        long long ms = strtoll(base, NULL, 10);
+        if (ms > 0 && ms < h->retry.base_ms) {
+            h->retry.cap_ms = h->retry.cap_ms / h->retry.base_ms * ms;
+            h->retry.base_ms = ms;
+        }
+    }
     h->classify = cfg->classify;
     h->classify_ctx = cfg->classify_ctx;
     if (!h->what || (cfg->ca_file && cfg->ca_file[0] && !h->ca_file) ||

@@ -563,6 +563,14 @@ int store_snapshot_for_name(const Store *s, const char *snap_name, Snapshot *out
     return rc;
 }
 
+int store_snapshot_stat(Store *s, const Snapshot *snap, int64_t *size) {
+    if (!snap || !snap->key[0]) return err_set(ERR_INVALID, "store stat: no snapshot key");
+    int64_t n = 0;
+    int rc = drv_stat(s, snap->key, &n);
+    if (rc == 0 && size) *size = n;
+    return rc;
+}
+
 int store_open_write(Store *s, const char *snap_name, StoreWriter **out) {
     *out = NULL;
     int rc = 0;

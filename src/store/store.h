@@ -97,6 +97,9 @@ void store_writer_abort(StoreWriter *w);
  * touching the store. 0 or ERR_INVALID when snap_name is not a snapshot name. */
 int store_snapshot_for_name(const Store *s, const char *snap_name, Snapshot *out);
 
+/* Whether snap's object is in the store: 0 with *size its bytes, ERR_NOT_FOUND, or ERR_IO. */
+int store_snapshot_stat(Store *s, const Snapshot *snap, int64_t *size);
+
 /* Removes one snapshot object. */
 int store_remove(Store *s, const Snapshot *snap);
 

@@ -6,7 +6,7 @@
  * are sorted and encoded (curl signs both verbatim). Writes buffer up to one part; an object that
  * fits is one PUT, a larger one a multipart upload with up to max_parallel parts in flight, each
  * on its own thread (memory: (parallel + 1) x part size). Credentials files are re-read when
- * their mtime changes (checked before each write and listing). Secrets never reach messages. */
+ * their mtime changes (checked as each operation takes its keys). Secrets never reach messages. */
 #include "store_s3.h"
 #include "../codec/sha256.h"
 #include "../common/err.h"
@@ -417,7 +417,12 @@ static void auth_clear(S3Auth *a) {
     memset(a, 0, sizeof *a);
 }
 
+static void creds_refresh(S3Driver *d);
+
+/* Every request takes its keys here, after a check that the credentials file did not change (a
+ * stat per request), so no kind of request keeps using keys that were replaced. */
 static int auth_take(S3Driver *d, S3Auth *a) {
+    creds_refresh(d);
     memset(a, 0, sizeof *a);
     pthread_mutex_lock(&d->mu);
     a->user = strdup(d->access_key);
@@ -587,7 +592,6 @@ static int list_entry(void *ctx, const char *key, int64_t size) {
 
 static int s3_list(StoreDriver *drv, const char *key_prefix, StoreDriverListCb cb, void *ctx) {
     S3Driver *d = (S3Driver *)drv;
-    creds_refresh(d);
     char page[16];
     snprintf(page, sizeof page, "%d", d->list_page);
     char *token = NULL;
@@ -1125,7 +1129,6 @@ static int s3_open_write(StoreDriver *drv, const char *key, StoreDriverWriter **
     *out = NULL;
     if (!key[0] || strlen(key) > 1024)
         return err_set(ERR_INVALID, "%s write: invalid key \"%s\"", d->provider, key);
-    creds_refresh(d);
     S3Writer *w = calloc(1, sizeof *w);
     if (!w) return err_set(ERR_NOMEM, "%s write %s: out of memory", d->provider, key);
     pthread_mutex_init(&w->mu, NULL);

@@ -548,3 +548,27 @@ while True:
         break
 PY
 }
+
+# start_fault_proxy UPSTREAM_URL [--status METHOD:STATUS:COUNT] [--cut METHOD:BYTES:COUNT]...:
+# tests/servers/fault_proxy.py on 127.0.0.1 between etcdbrctl and a real store server, injecting
+# the given faults (see the script). Sets PROXY_EP (http://127.0.0.1:PORT), PROXY_PID and
+# PROXY_LOG (one line per injected fault).
+start_fault_proxy() {
+    local up=$1 i
+    shift
+    PROXY_LOG=$(mktemp "$WORK/fault-proxy.XXXXXX")
+    rm -f "$PROXY_LOG.port"
+    python3 "$ETCDBR_SOURCE_DIR/tests/servers/fault_proxy.py" --upstream "$up" \
+        --port-file "$PROXY_LOG.port" --log "$PROXY_LOG" "$@" >>"$PROXY_LOG.out" 2>&1 &
+    PROXY_PID=$!
+    PIDS+=("$PROXY_PID")
+    for i in $(seq 1 200); do
+        if [ -s "$PROXY_LOG.port" ]; then
+            PROXY_EP=http://127.0.0.1:$(cat "$PROXY_LOG.port")
+            return 0
+        fi
+        kill -0 "$PROXY_PID" 2>/dev/null || fail "fault proxy exited: $(cat "$PROXY_LOG.out")"
+        sleep 0.05
+    done
+    fail "fault proxy not ready"
+}
