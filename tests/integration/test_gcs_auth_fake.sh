@@ -27,7 +27,7 @@ start_auth_fake() {
     local i
     FAKE_STATS=$WORK/stats-$1.json
     rm -f "$WORK/fake.port"
-    "$PY" "$ETCDBR_SOURCE_DIR/tests/integration/gcs_auth_fake.py" --pubkey "$WORK/pub.pem" \
+    "$PY" "$ETCDBR_SOURCE_DIR/tests/servers/gcs_auth_fake.py" --pubkey "$WORK/pub.pem" \
         --email "$EMAIL" --upstream "$GCS_ENDPOINT" --expires-in "$1" \
         --port-file "$WORK/fake.port" --stats "$FAKE_STATS" >>"$WORK/fake.log" 2>&1 &
     PIDS+=($!)
