@@ -592,8 +592,8 @@ static int token_fetch_locked(GcsDriver *d) {
     return 0;
 }
 
-/* "Authorization: Bearer <token>" into out (owned, secret). */
-static int auth_header(GcsDriver *d, char **out) {
+/* "Authorization: Bearer <token>" into out (owned, secret); *gen: which token (token_fetches). */
+static int auth_header(GcsDriver *d, char **out, long *gen) {
     *out = NULL;
     pthread_mutex_lock(&d->mu);
     creds_refresh_locked(d);
@@ -602,6 +602,7 @@ static int auth_header(GcsDriver *d, char **out) {
     if (rc == 0) {
         size_t n = strlen(d->token) + 32;
         *out = malloc(n);
+        *gen = d->token_fetches;
         if (*out)
             snprintf(*out, n, "Authorization: Bearer %s", d->token);
         else
@@ -611,18 +612,26 @@ static int auth_header(GcsDriver *d, char **out) {
     return rc;
 }
 
-static void token_invalidate(GcsDriver *d) {
+/* Drops the token a request was refused with (401), unless another thread replaced it already. */
+static void token_invalidate(GcsDriver *d, long gen) {
     pthread_mutex_lock(&d->mu);
-    free_secret(d->token);
-    d->token = NULL;
+    if (d->token_fetches == gen) {
+        free_secret(d->token);
+        d->token = NULL;
+    }
     pthread_mutex_unlock(&d->mu);
 }
 
+typedef struct {
+    GcsDriver *d;
+    long gen; /* the token the last attempt carried */
+} AuthCtx;
+
 static int auth_hook(void *ctx, CURL *curl, struct curl_slist **headers) {
     (void)curl;
-    GcsDriver *d = ctx;
+    AuthCtx *a = ctx;
     char *h = NULL;
-    int rc = auth_header(d, &h);
+    int rc = auth_header(a->d, &h, &a->gen);
     if (rc) return rc;
     struct curl_slist *t = curl_slist_append(*headers, h);
     free_secret(h);
@@ -651,6 +660,7 @@ static void api_error(const ObjHttpResponse *r, char *out, size_t cap) {
 static int gcs_do(GcsDriver *d, const char *method, const char *url, const char *const *headers,
                   size_t nh, const void *body, size_t body_len, size_t max_body,
                   ObjHttpResponse *resp, ObjHttpStream **stream) {
+    AuthCtx actx = {d, -1};
     ObjHttpRequest req = {.method = method,
                           .url = url,
                           .headers = headers,
@@ -659,7 +669,7 @@ static int gcs_do(GcsDriver *d, const char *method, const char *url, const char 
                           .body_len = body_len,
                           .max_body = max_body,
                           .auth = d->auth ? auth_hook : NULL,
-                          .auth_ctx = d};
+                          .auth_ctx = &actx};
     ObjHttpResponse local = {0};
     if (!resp) resp = &local;
     int rc = 0;
@@ -667,7 +677,7 @@ static int gcs_do(GcsDriver *d, const char *method, const char *url, const char 
         rc = stream ? objhttp_stream_open(d->http, &req, resp, stream)
                     : objhttp_do(d->http, &req, resp);
         if (rc == 0 || resp->status != 401 || !d->auth) break;
-        token_invalidate(d);
+        token_invalidate(d, actx.gen);
     }
     if (rc && resp->status >= 400) {
         char ex[400];

@@ -5,7 +5,8 @@
 # JWT (signature with the public key, iss, aud, scope, iat/exp) and then requires
 # "Authorization: Bearer <its token>" on every storage request. Checks: the store contract passes
 # with tokens that expire after 1 s (so the driver refreshes them: several grants, and every
-# storage request the fake saw carried a token it issued); etcdbrctl with a key that does not
+# storage request the fake saw carried a token it issued); tokens revoked early (401) are replaced
+# at once; etcdbrctl with a key that does not
 # match the account fails with a clear message (token endpoint, account, invalid_grant) and no
 # key material in the output; an expired token is never accepted.
 source "$(dirname "$0")/lib.sh"
@@ -22,13 +23,14 @@ openssl pkey -in "$WORK/key.pem" -pubout -out "$WORK/pub.pem"
 openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$WORK/other.pem" 2>/dev/null
 EMAIL=etcdbr-test@etcdbr-proj.iam.gserviceaccount.com
 
-# start_auth_fake EXPIRES_IN: the fake on a free port; sets FAKE_EP, FAKE_STATS
+# start_auth_fake EXPIRES_IN [fake options]: the fake on a free port; sets FAKE_EP, FAKE_STATS
 start_auth_fake() {
-    local i
-    FAKE_STATS=$WORK/stats-$1.json
+    local i exp=$1
+    shift
+    FAKE_STATS=$WORK/stats-$exp$#.json
     rm -f "$WORK/fake.port"
     "$PY" "$ETCDBR_SOURCE_DIR/tests/servers/gcs_auth_fake.py" --pubkey "$WORK/pub.pem" \
-        --email "$EMAIL" --upstream "$GCS_ENDPOINT" --expires-in "$1" \
+        --email "$EMAIL" --upstream "$GCS_ENDPOINT" --expires-in "$exp" "$@" \
         --port-file "$WORK/fake.port" --stats "$FAKE_STATS" >>"$WORK/fake.log" 2>&1 &
     PIDS+=($!)
     for i in $(seq 1 200); do
@@ -78,7 +80,20 @@ expired=$(stat_of expired_seen)
 [ "$refused" = "$expired" ] || fail "$refused storage requests refused, $expired of them for an expired token: some had no token at all"
 echo "ok contract with 1 s tokens: $grants grants, $ok authorized requests, $expired raced an expiry"
 
-# 2. a key that does not belong to the account: a clear error from etcdbrctl, no key material
+# 2. tokens revoked before they expire (every 7th storage request answered 401): the driver
+#    drops the token, gets a new one and sends the request again
+start_auth_fake 3600 --revoke-every 7
+sa_json "$WORK/key.pem" "$WORK/sa-revoke.json"
+GOOGLE_APPLICATION_CREDENTIALS=$WORK/sa-revoke.json "$BUILD/store_contract" --provider GCS \
+    --container "$GCS_BUCKET" --endpoint "$FAKE_EP" --list-count 5 --parallel 2 \
+    --min-chunk 65536 >"$WORK/revoke.log" 2>&1 || { cat "$WORK/revoke.log"; cat "$FAKE_STATS"; fail "store contract with revoked tokens"; }
+revoked=$(stat_of revoked)
+grants=$(stat_of grants)
+[ "$revoked" -ge 5 ] || fail "only $revoked tokens revoked"
+[ "$grants" = "$((revoked + 1))" ] || fail "$grants grants for $revoked revocations: a revoked token was not replaced at once"
+echo "ok revoked tokens: $revoked revocations, $grants grants, the contract passed"
+
+# 3. a key that does not belong to the account: a clear error from etcdbrctl, no key material
 sa_json "$WORK/other.pem" "$WORK/wrong.json"
 set +e
 GOOGLE_APPLICATION_CREDENTIALS=$WORK/wrong.json "$ETCDBR_BIN" restore --storage-provider=GCS \
@@ -93,7 +108,7 @@ grep -q "invalid_grant" "$WORK/wrong.log" || { cat "$WORK/wrong.log"; fail "the 
 if grep -q "PRIVATE KEY\|ya29\.\|assertion=" "$WORK/wrong.log"; then fail "key or token material in the output"; fi
 echo "ok wrong key: $(grep -o 'GCS: the token endpoint[^"]*' "$WORK/wrong.log" | head -1 | cut -c1-200)"
 
-# 3. a storage request with an expired or unknown token is refused by the fake (the fake is
+# 4. a storage request with an expired or unknown token is refused by the fake (the fake is
 #    strict, so test 1 proves the driver refreshed)
 code=$(curl -s -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer ya29.fake-unknown' \
     "$FAKE_EP/storage/v1/b/$GCS_BUCKET/o")

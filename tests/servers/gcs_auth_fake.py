@@ -8,7 +8,9 @@ aud == this endpoint's /token URL, a devstorage scope, exp == iat + 3600 and iat
 of now. Answers {"access_token", "expires_in": --expires-in} or 400 invalid_grant.
 Anything else is a storage request: it needs "Authorization: Bearer <token>" with a token issued
 here and not expired (401 otherwise), and is then proxied to --upstream (fake-gcs-server).
-Counters (grants, refused grants, authorized and refused storage requests, expired tokens seen)
+With --revoke-every N, every Nth storage request is refused with 401 and its token revoked (a
+token revoked before its expiry). Counters (grants, refused grants, authorized and refused
+storage requests, expired tokens seen, revocations)
 are written as JSON to --stats after every request. The port is written to --port-file."""
 import argparse
 import base64
@@ -30,6 +32,8 @@ ap.add_argument("--pubkey", required=True)
 ap.add_argument("--email", required=True)
 ap.add_argument("--upstream", required=True)
 ap.add_argument("--expires-in", type=int, default=3600)
+ap.add_argument("--revoke-every", type=int, default=0,
+                help="refuse every Nth storage request with 401 and revoke its (valid) token")
 ap.add_argument("--port-file", required=True)
 ap.add_argument("--stats", required=True)
 args = ap.parse_args()
@@ -37,7 +41,8 @@ args = ap.parse_args()
 lock = threading.Lock()
 tokens = {}  # token -> expiry (time.time())
 stats = {"grants": 0, "grants_refused": 0, "storage_ok": 0, "storage_refused": 0,
-         "expired_seen": 0, "refusals": []}
+         "expired_seen": 0, "revoked": 0, "refusals": []}
+requests_seen = [0]
 token_url = None
 
 
@@ -141,6 +146,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
             ok = exp is not None and exp > time.time()
             if exp is not None and not ok:
                 stats["expired_seen"] += 1
+            requests_seen[0] += 1
+            if ok and args.revoke_every and requests_seen[0] % args.revoke_every == 0:
+                del tokens[tok]
+                stats["revoked"] += 1
+                ok = False
             stats["storage_ok" if ok else "storage_refused"] += 1
             save_stats()
         if not ok:
