@@ -3,14 +3,15 @@
 # http:// endpoint, so no token is sent (the Go tool's emulator mode): the shared suite
 # (tests/tools/store_contract.c) listing in pages of 7 and with chunks of 64 KiB (the 3.3-chunk
 # object is composed from chunk objects), again with every chunk folded into an intermediate
-# composite (ETCDBR_GCS_COMPOSE_BATCH=1, the path of objects over 31 chunks); no chunk object is
+# composite (ETCDBR_GCS_COMPOSE_BATCH=1, the path of objects over 31 chunks); the GCS checks of
+# tests/tools/gcs_contract.c (no replace, chunk-shaped keys, abort in flight); no chunk object is
 # left in the bucket afterwards; chunk-shaped objects of a killed upload are never listed; a
 # missing bucket is a clear error from etcdbrctl; an external_account key is refused as
 # unsupported; the endpoint from the deprecated storageAPIEndpoint file next to the key; chunk
 # objects of a finished upload are deleted by a listing.
 source "$(dirname "$0")/lib.sh"
 BUILD=${ETCDBR_BUILD_DIR:-$(dirname "$ETCDBR_BIN")}
-[ -x "$BUILD/store_contract" ] || fail "$BUILD/store_contract not built"
+for t in store_contract gcs_contract; do [ -x "$BUILD/$t" ] || fail "$BUILD/$t not built"; done
 make_workdir
 start_fake_gcs etcdbr-contract
 unset GOOGLE_APPLICATION_CREDENTIALS
@@ -22,6 +23,7 @@ cat "$WORK/c1.log"
 ETCDBR_GCS_COMPOSE_BATCH=1 ETCDBR_GCS_LIST_PAGE_SIZE=2 "$BUILD/store_contract" --provider GCS \
     --container "$GCS_BUCKET" --endpoint "$GCS_ENDPOINT" --list-count 5 --parallel 2 \
     --min-chunk 65536 >"$WORK/c2.log" 2>&1 || { cat "$WORK/c2.log"; fail "store contract with folded intermediates"; }
+"$BUILD/gcs_contract" "$GCS_ENDPOINT" "$GCS_BUCKET" || fail "gcs_contract failed"
 left=$(gcs_object_names)
 [ -z "$left" ] || fail "objects left in the bucket after the contract runs: $left"
 echo "ok nothing left in the bucket (chunks and intermediates deleted)"
