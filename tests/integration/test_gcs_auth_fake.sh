@@ -6,12 +6,12 @@
 # "Authorization: Bearer <its token>" on every storage request. Checks: the store contract passes
 # with tokens that expire after 1 s (so the driver refreshes them: several grants, and every
 # storage request the fake saw carried a token it issued); tokens revoked early (401) are replaced
-# at once; etcdbrctl with a key that does not
+# at once; the key file rotated under a live driver is re-read; etcdbrctl with a key that does not
 # match the account fails with a clear message (token endpoint, account, invalid_grant) and no
 # key material in the output; an expired token is never accepted.
 source "$(dirname "$0")/lib.sh"
 BUILD=${ETCDBR_BUILD_DIR:-$(dirname "$ETCDBR_BIN")}
-[ -x "$BUILD/store_contract" ] || fail "$BUILD/store_contract not built"
+for t in store_contract gcs_contract; do [ -x "$BUILD/$t" ] || fail "$BUILD/$t not built"; done
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=$(command -v python3) || fail "python3 is needed for the fake token endpoint"
 command -v openssl >/dev/null || fail "openssl is needed"
@@ -108,7 +108,16 @@ grep -q "invalid_grant" "$WORK/wrong.log" || { cat "$WORK/wrong.log"; fail "the 
 if grep -q "PRIVATE KEY\|ya29\.\|assertion=" "$WORK/wrong.log"; then fail "key or token material in the output"; fi
 echo "ok wrong key: $(grep -o 'GCS: the token endpoint[^"]*' "$WORK/wrong.log" | head -1 | cut -c1-200)"
 
-# 4. a storage request with an expired or unknown token is refused by the fake (the fake is
+# 4. the key file rotated under a live driver (gcs_contract --rotate): re-read on change, an
+#    unreadable file keeps the old key
+start_auth_fake 3600
+sa_json "$WORK/key.pem" "$WORK/sa-rotate.json"
+GOOGLE_APPLICATION_CREDENTIALS=$WORK/sa-rotate.json "$BUILD/gcs_contract" "$FAKE_EP" "$GCS_BUCKET" \
+    --rotate "$WORK/wrong.json" >"$WORK/rotate.log" 2>&1 || { cat "$WORK/rotate.log"; fail "credentials rotation"; }
+grep -q "changed but cannot be read" "$WORK/rotate.log" || { cat "$WORK/rotate.log"; fail "no warning for an unreadable key file"; }
+grep "^ok" "$WORK/rotate.log"
+
+# 5. a storage request with an expired or unknown token is refused by the fake (the fake is
 #    strict, so test 1 proves the driver refreshed)
 code=$(curl -s -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer ya29.fake-unknown' \
     "$FAKE_EP/storage/v1/b/$GCS_BUCKET/o")
