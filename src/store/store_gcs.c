@@ -1396,9 +1396,14 @@ static int gcs_open_write(StoreDriver *drv, const char *key, StoreDriverWriter *
         return err_set(ERR_NOMEM, "GCS write: out of memory");
     }
     unsigned char rnd[16];
-    if (RAND_bytes(rnd, sizeof rnd) != 1) {
+    if (RAND_bytes(rnd, sizeof rnd) != 1) { /* unique enough to tell our own upload */
+        static atomic_uint seq;
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        uint64_t v = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30) ^
+                     ((uint64_t)atomic_fetch_add(&seq, 1) << 52) ^ (uint64_t)(uintptr_t)w;
         for (size_t i = 0; i < sizeof rnd; i++)
-            rnd[i] = (unsigned char)(rand() ^ (int)time(NULL));
+            rnd[i] = (unsigned char)(v >> (8 * (i % 8)));
     }
     for (size_t i = 0; i < sizeof rnd; i++)
         snprintf(w->upload_id + 2 * i, 3, "%02x", rnd[i]);
