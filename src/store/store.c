@@ -178,14 +178,9 @@ static const struct {
     const char *name;
     StoreDriverOpen open;
 } providers[] = {
-    {"Local", local_open},
-    {"S3", store_s3_driver_new},
-    {"ABS", store_abs_driver_new},
-    {"GCS", NULL},
-    {"Swift", store_swift_driver_new},
-    {"OSS", NULL},
-    {"ECS", store_s3_driver_new},
-    {"OCS", store_s3_driver_new},
+    {"Local", local_open},         {"S3", store_s3_driver_new},       {"ABS", store_abs_driver_new},
+    {"GCS", store_gcs_driver_new}, {"Swift", store_swift_driver_new}, {"OSS", NULL},
+    {"ECS", store_s3_driver_new},  {"OCS", store_s3_driver_new},
 };
 
 const char *store_providers(void) {

@@ -113,5 +113,11 @@ int store_s3_driver_new(const StoreConfig *cfg, StoreDriver **out);
  * Thread-safe. *out owned. 0, ERR_INVALID (container, credentials), ERR_NOT_FOUND (container)
  * or ERR_IO. */
 int store_swift_driver_new(const StoreConfig *cfg, StoreDriver **out);
+/* Google Cloud Storage (JSON API): credentials from GOOGLE_APPLICATION_CREDENTIALS (a
+ * service-account key; store_gcs.h, docs/stores.md), endpoint from --store-endpoint-override or
+ * the storageAPIEndpoint file next to the key (http:// = emulator, no authentication).
+ * Thread-safe. *out owned. Checks that the bucket exists (ERR_NOT_FOUND if not). 0,
+ * ERR_INVALID, ERR_UNSUPPORTED (external_account), ERR_NOT_FOUND, ERR_IO or ERR_NOMEM. */
+int store_gcs_driver_new(const StoreConfig *cfg, StoreDriver **out);
 
 #endif

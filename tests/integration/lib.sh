@@ -484,6 +484,71 @@ store_round_trip() {
     echo "$label round trip: 1 full snapshot, $RT_DELTAS deltas, revision $rev, $(wc -l <"$dir/src.jsonl") keys equal"
 }
 
+# start_fake_gcs [BUCKET]: starts fake-gcs-server (scripts/build-fake-gcs.sh caches it; with
+# ETCDBR_REQUIRE_TOOLS=1 a missing build fails the test, else it is skipped) on a free loopback
+# port, in memory, and creates BUCKET (default etcdbr-test). Sets GCS_ENDPOINT (http://, so the
+# driver sends no token, as the Go tool with an emulator), GCS_BUCKET, GCS_PID; log $WORK/fake-gcs.log.
+start_fake_gcs() {
+    local bucket=${1:-etcdbr-test} port attempt i log bin
+    bin=${ETCDBR_FAKE_GCS:-$(bash "$ETCDBR_SOURCE_DIR/scripts/build-fake-gcs.sh" --path)}
+    if [ ! -x "$bin" ]; then
+        [ "${ETCDBR_REQUIRE_TOOLS:-0}" = 1 ] && fail "fake-gcs-server not built at $bin (run scripts/build-fake-gcs.sh)"
+        echo "SKIP: fake-gcs-server not built at $bin (run scripts/build-fake-gcs.sh)" >&2
+        exit 77
+    fi
+    log=$WORK/fake-gcs.log
+    for attempt in 1 2 3 4 5; do
+        port=$(free_port)
+        "$bin" -scheme http -host 127.0.0.1 -port "$port" -backend memory -log-level warn >>"$log" 2>&1 &
+        GCS_PID=$!
+        PIDS+=("$GCS_PID")
+        for i in $(seq 1 200); do
+            if curl -s -o /dev/null "http://127.0.0.1:$port/_internal/healthcheck"; then
+                GCS_ENDPOINT=http://127.0.0.1:$port
+                GCS_BUCKET=$bucket
+                gcs_create_bucket "$bucket"
+                return 0
+            fi
+            if ! kill -0 "$GCS_PID" 2>/dev/null; then
+                if grep -q "address already in use" "$log"; then continue 2; fi
+                cat "$log" >&2
+                fail "fake-gcs-server exited"
+            fi
+            sleep 0.05
+        done
+        fail "fake-gcs-server not ready: $(tail -5 "$log")"
+    done
+    fail "fake-gcs-server: no free port after 5 attempts"
+}
+
+# gcs_create_bucket NAME: creates a bucket on the fake-gcs-server of start_fake_gcs.
+gcs_create_bucket() {
+    local code
+    code=$(curl -s -o "$WORK/gcs-create.out" -w '%{http_code}' -X POST -H 'Content-Type: application/json' \
+        -d "{\"name\":\"$1\"}" "$GCS_ENDPOINT/storage/v1/b")
+    [ "$code" = 200 ] || fail "fake-gcs-server: create bucket $1: HTTP $code: $(cat "$WORK/gcs-create.out")"
+}
+
+# gcs_object_names [PREFIX]: every object name in $GCS_BUCKET (all pages), one per line.
+gcs_object_names() {
+    python3 - "$GCS_ENDPOINT" "$GCS_BUCKET" "${1:-}" <<'PY'
+import json, sys, urllib.parse, urllib.request
+ep, bucket, prefix = sys.argv[1:4]
+token = None
+while True:
+    q = {"prefix": prefix}
+    if token:
+        q["pageToken"] = token
+    url = "%s/storage/v1/b/%s/o?%s" % (ep, bucket, urllib.parse.urlencode(q))
+    page = json.load(urllib.request.urlopen(url))
+    for it in page.get("items", []):
+        print(it["name"])
+    token = page.get("nextPageToken")
+    if not token:
+        break
+PY
+}
+
 # start_fault_proxy UPSTREAM_URL [--status METHOD:STATUS:COUNT] [--cut METHOD:BYTES:COUNT]...:
 # tests/servers/fault_proxy.py on 127.0.0.1 between etcdbrctl and a real store server, injecting
 # the given faults (see the script). Sets PROXY_EP (http://127.0.0.1:PORT), PROXY_PID and
