@@ -558,6 +558,18 @@ int store_snapshot_for_name(const Store *s, const char *snap_name, Snapshot *out
     return rc;
 }
 
+int store_sweep_leftovers(Store *s) {
+    if (!s->drv->vt->sweep_leftovers) return 0;
+    char *kp = prefixed(s, "v2/");
+    if (!kp) return err_set(ERR_NOMEM, "out of memory");
+    unpin_cache(s);
+    drv_lock(s);
+    int rc = s->drv->vt->sweep_leftovers(s->drv, kp);
+    drv_unlock(s);
+    free(kp);
+    return rc;
+}
+
 int store_snapshot_stat(Store *s, const Snapshot *snap, int64_t *size) {
     if (!snap || !snap->key[0]) return err_set(ERR_INVALID, "store stat: no snapshot key");
     int64_t n = 0;

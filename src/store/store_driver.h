@@ -53,6 +53,11 @@ typedef struct StoreDriverVt {
     /* STORE_FEAT_DIRECTORIES only (NULL otherwise): removes the directory dir_key ("a/b", no
      * trailing '/') if it is empty; a missing or non-empty directory is success. */
     int (*remove_dir)(StoreDriver *d, const char *dir_key);
+    /* Optional (NULL = nothing to do), called by GC only, never by a listing for a restore:
+     * deletes what uploads of this backend leave behind beside an object once that object
+     * exists under key_prefix (GCS: the Go tool's chunk objects, seed-spec §6.1). Best effort:
+     * 0, or ERR_IO when the listing failed. */
+    int (*sweep_leftovers)(StoreDriver *d, const char *key_prefix);
     /* "Local:/abs/root" or "S3:bucket" (borrowed, lives as long as the driver). */
     const char *(*describe)(const StoreDriver *d);
     /* Releases the driver. Called through store_driver_free (NULL-safe). */

@@ -793,8 +793,10 @@ static void list_ctx_free(ListCtx *l) {
         free(l->sweep[i]);
 }
 
-static int gcs_list(StoreDriver *drv, const char *key_prefix, StoreDriverListCb cb, void *ctx) {
-    GcsDriver *d = (GcsDriver *)drv;
+/* Lists key_prefix; with sweep, deletes the chunk leftovers of finished uploads found on the way
+ * (only GC asks for that: a listing for a restore never deletes). */
+static int list_objects(GcsDriver *d, const char *key_prefix, StoreDriverListCb cb, void *ctx,
+                        int sweep) {
     char *token = NULL;
     int rc = 0;
     ListCtx lc = {.cb = cb, .ctx = ctx};
@@ -830,9 +832,25 @@ static int gcs_list(StoreDriver *drv, const char *key_prefix, StoreDriverListCb 
     } while (rc == 0 && token);
     free(token);
     if (rc == ERR_NOT_FOUND) rc = err_set(ERR_IO, "GCS list: bucket %s does not exist", d->bucket);
-    if (rc == 0 && lc.n_sweep) sweep_chunks(d, &lc);
+    if (rc == 0 && sweep && lc.n_sweep) sweep_chunks(d, &lc);
     list_ctx_free(&lc);
     return rc;
+}
+
+static int gcs_list(StoreDriver *drv, const char *key_prefix, StoreDriverListCb cb, void *ctx) {
+    return list_objects((GcsDriver *)drv, key_prefix, cb, ctx, 0);
+}
+
+static int ignore_item(void *ctx, const char *key, int64_t size) {
+    (void)ctx, (void)key, (void)size;
+    return 0;
+}
+
+/* The Go tool leaves the chunk objects of its composed uploads behind for its GC (seed-spec
+ * §6.1); ours deletes those whose object exists. Chunks of an upload without its object (killed,
+ * or still running in another process) are left alone. */
+static int gcs_sweep_leftovers(StoreDriver *drv, const char *key_prefix) {
+    return list_objects((GcsDriver *)drv, key_prefix, ignore_item, NULL, 1);
 }
 
 /* stat, remove */
@@ -1440,6 +1458,7 @@ static const StoreDriverVt gcs_vt = {
     .name = "GCS",
     .features = STORE_FEAT_THREAD_SAFE | STORE_FEAT_NO_REPLACE,
     .list = gcs_list,
+    .sweep_leftovers = gcs_sweep_leftovers,
     .open_read = gcs_open_read,
     .open_write = gcs_open_write,
     .remove = gcs_remove,
