@@ -20,6 +20,7 @@
 
 struct ObjHttp {
     char *what;
+    char *container; /* NULL if none */
     char *ca_file;
     char *ca_pem;
     int insecure;
@@ -38,6 +39,7 @@ int objhttp_new(const ObjHttpConfig *cfg, ObjHttp **out) {
     if (!h) return err_set(ERR_NOMEM, "object store http: out of memory");
     pthread_mutex_init(&h->mu, NULL);
     h->what = strdup(cfg->what ? cfg->what : "object store");
+    h->container = cfg->container && cfg->container[0] ? strdup(cfg->container) : NULL;
     h->ca_file = cfg->ca_file && cfg->ca_file[0] ? strdup(cfg->ca_file) : NULL;
     h->ca_pem = cfg->ca_pem && cfg->ca_pem[0] ? strdup(cfg->ca_pem) : NULL;
     h->insecure = cfg->insecure_skip_verify;
@@ -70,6 +72,7 @@ void objhttp_free(ObjHttp *h) {
         curl_easy_cleanup(h->pool[i]);
     pthread_mutex_destroy(&h->mu);
     free(h->what);
+    free(h->container);
     free(h->ca_file);
     free(h->ca_pem);
     free(h);
@@ -526,8 +529,15 @@ static int attempt_error(ObjHttp *h, const Xfer *x, CURLcode cc, const char *cur
         char ex[256];
         body_excerpt(body, ex, sizeof ex);
         rc = x->status == 404 ? ERR_NOT_FOUND : ERR_IO;
-        err_set(rc, "%s %s %s: HTTP %ld%s%s", h->what, r->method, u, x->status, ex[0] ? ": " : "",
-                ex);
+        /* 401/403: say plainly that the credentials were refused, and for which bucket */
+        char auth[320] = "";
+        if (x->status == 401 || x->status == 403)
+            snprintf(auth, sizeof auth,
+                     " (%s refused the credentials%s%s: check them and their permissions)",
+                     h->what, h->container ? " for bucket " : "",
+                     h->container ? h->container : "");
+        err_set(rc, "%s %s %s: HTTP %ld%s%s%s", h->what, r->method, u, x->status,
+                ex[0] ? ": " : "", ex, auth);
     }
     free(url);
     return rc;

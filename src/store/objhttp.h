@@ -20,6 +20,7 @@ typedef struct ObjHttp ObjHttp;
 
 typedef struct ObjHttpConfig {
     const char *what;           /* provider name for messages ("S3"); borrowed during new */
+    const char *container;      /* bucket or container, named in auth errors; copied; NULL ok */
     const char *ca_file;        /* PEM bundle file to trust; NULL = system store */
     const char *ca_pem;         /* PEM bundle in memory (e.g. S3 trustedCaCert); NULL = none */
     int insecure_skip_verify;   /* do not verify the peer certificate nor its name */

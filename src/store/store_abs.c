@@ -1458,6 +1458,7 @@ int store_abs_driver_new(const StoreConfig *cfg, StoreDriver **out) {
     }
     ObjHttpConfig hc = {
         .what = "ABS",
+        .container = d->container,
         .ca_file = cfg->ca_file,
         .insecure_skip_verify = cfg->insecure_skip_verify,
         .timeout_ms = cfg->timeout_ms,

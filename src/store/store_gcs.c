@@ -1592,6 +1592,7 @@ int store_gcs_driver_new(const StoreConfig *cfg, StoreDriver **out) {
     }
     ObjHttpConfig hc = {
         .what = "GCS",
+        .container = d->bucket,
         .ca_file = cfg->ca_file,
         .insecure_skip_verify = cfg->insecure_skip_verify,
         .timeout_ms = cfg->timeout_ms,

@@ -1643,6 +1643,7 @@ int store_s3_driver_new(const StoreConfig *cfg, StoreDriver **out) {
     }
     ObjHttpConfig hc = {
         .what = prov,
+        .container = bucket,
         .ca_file = cfg->ca_file,
         .ca_pem = c.trusted_ca_cert,
         .insecure_skip_verify = cfg->insecure_skip_verify || c.insecure_skip_verify,

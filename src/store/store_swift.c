@@ -436,13 +436,14 @@ static int apply_override(const SwiftDriver *d, char **url) {
 }
 
 /* Explains an authentication failure: 401/403 are the credentials. */
-static int auth_failed(int rc, const ObjHttpResponse *r, const char *url) {
+static int auth_failed(const SwiftDriver *d, int rc, const ObjHttpResponse *r, const char *url) {
     if (rc != 0 && (r->status == 401 || r->status == 403)) {
         char *red = objhttp_redact_url(url);
         rc = err_set(ERR_INVALID,
-                     "Swift auth: %s answered HTTP %ld: the credentials were refused (check "
-                     "username and password, or the application credential)",
-                     red ? red : "the auth URL", r->status);
+                     "Swift auth: %s answered HTTP %ld: the credentials were refused (Swift "
+                     "refused the credentials for bucket %s: check username and password, or "
+                     "the application credential)",
+                     red ? red : "the auth URL", r->status, d->container ? d->container : "");
         free(red);
     }
     return rc;
@@ -469,7 +470,7 @@ static int auth_v1(SwiftDriver *d, char **token, char **url) {
     }
     const char *h[2] = {hu, hk};
     ObjHttpRequest req = {.method = "GET", .url = c->auth_url, .headers = h, .n_headers = 2};
-    rc = auth_failed(objhttp_do(d->http, &req, &r), &r, c->auth_url);
+    rc = auth_failed(d, objhttp_do(d->http, &req, &r), &r, c->auth_url);
     if (rc) goto done;
     char tok[4096], su[4096];
     if (!objhttp_response_header(&r, "X-Auth-Token", tok, sizeof tok) &&
@@ -513,7 +514,7 @@ static int auth_v3(SwiftDriver *d, char **token, char **url) {
                           .body = body,
                           .body_len = strlen(body),
                           .max_body = SWIFT_AUTH_MAX_BODY};
-    rc = auth_failed(objhttp_do(d->http, &req, &r), &r, turl);
+    rc = auth_failed(d, objhttp_do(d->http, &req, &r), &r, turl);
     if (rc) goto done;
     char tok[8192];
     if (!objhttp_response_header(&r, "X-Subject-Token", tok, sizeof tok)) {
@@ -1292,6 +1293,7 @@ int store_swift_driver_new(const StoreConfig *cfg, StoreDriver **out) {
     }
     ObjHttpConfig hc = {
         .what = "Swift",
+        .container = d->container,
         .ca_file = cfg->ca_file,
         .insecure_skip_verify = cfg->insecure_skip_verify,
         .timeout_ms = cfg->timeout_ms,

@@ -31,6 +31,8 @@ AWS_APPLICATION_CREDENTIALS_JSON=$WORK/bad.json "$TOOL" --provider S3 --containe
     --endpoint "$S3_ENDPOINT" >"$WORK/bad.log" 2>&1 || rc=$?
 [ "$rc" = 1 ] || { cat "$WORK/bad.log"; fail "wrong secret: exit $rc, want 1"; }
 grep -q "HTTP 403: SignatureDoesNotMatch" "$WORK/bad.log" || { cat "$WORK/bad.log"; fail "wrong secret: no clear 403"; }
+grep -q "S3 refused the credentials for bucket $S3_BUCKET" "$WORK/bad.log" ||
+    { cat "$WORK/bad.log"; fail "wrong secret: the error does not name the provider and bucket"; }
 grep -q "PUT $S3_ENDPOINT/$S3_BUCKET/" "$WORK/bad.log" || { cat "$WORK/bad.log"; fail "wrong secret: the error does not name the request"; }
 if grep -q "wrong-secret-xyz" "$WORK/bad.log"; then fail "the secret leaked into the output"; fi
 echo "wrong secret: $(grep -o 'HTTP 403[^(]*' "$WORK/bad.log" | head -1)"

@@ -50,6 +50,8 @@ OPENSTACK_APPLICATION_CREDENTIALS_JSON=$WORK/bad.json "$BUILD/store_contract" --
     --container "$C" --list-count 1 >"$WORK/bad.log" 2>&1 && fail "a wrong password was accepted"
 grep -q "HTTP 401" "$WORK/bad.log" || fail "wrong password: no HTTP 401 in: $(cat "$WORK/bad.log")"
 grep -q "credentials were refused" "$WORK/bad.log" || fail "wrong password: unclear error: $(cat "$WORK/bad.log")"
+grep -q "Swift refused the credentials for bucket $C" "$WORK/bad.log" ||
+    fail "wrong password: the error does not name the provider and container: $(cat "$WORK/bad.log")"
 if grep -q "wrong-secret-42" "$WORK/bad.log"; then fail "the password leaked into the output"; fi
 # a missing container
 OPENSTACK_APPLICATION_CREDENTIALS_JSON=$SWIFT_CREDS_JSON "$BUILD/store_contract" --provider Swift \

@@ -302,6 +302,8 @@ static void check_wrong_key_missing_container_rotation(void) {
     int rc = open_drv(bad, NULL, 0, 0, &d);
     CHECK(rc == ERR_IO && !d, "wrong key refused at open: %d", rc);
     CHECK(strstr(err_msg(), "HTTP 403") && strstr(err_msg(), "storageKey"), "403 named");
+    CHECK(strstr(err_msg(), "ABS refused the credentials for bucket "),
+          "provider and bucket named: %s", err_msg());
     CHECK(!strstr(err_msg(), "d3Jvbmcga2V5"), "key not in the message");
     rc = open_drv(NULL, "no-such-container", 0, 0, &d);
     CHECK(rc == ERR_NOT_FOUND && strstr(err_msg(), "no-such-container") &&
