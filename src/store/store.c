@@ -9,6 +9,7 @@
 #include "snapname.h"
 #include "store_abs.h"
 #include "store_driver.h"
+#include "store_oss.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -183,7 +184,7 @@ static const struct {
     {"ABS", store_abs_driver_new},
     {"GCS", NULL},
     {"Swift", NULL},
-    {"OSS", NULL},
+    {"OSS", store_oss_driver_new},
     {"ECS", store_s3_driver_new},
     {"OCS", store_s3_driver_new},
 };

@@ -1,6 +1,6 @@
 /* store_contract: the store-driver contract (STYLE.md "one contract suite runs against every
  * store driver"), run against any provider:
- *   store_contract --provider Local|S3|ECS|OCS|ABS --container C [--endpoint URL] [--prefix P]
+ *   store_contract --provider Local|S3|ECS|OCS|ABS|OSS --container C [--endpoint URL] [--prefix P]
  *                  [--min-chunk BYTES] [--parallel N] [--list-count N]
  * Credentials come from the provider's usual environment (AWS_APPLICATION_CREDENTIALS_JSON...).
  * Every key lives under "<prefix>/contract-<pid>-<time>/", removed at the end. Checks: put/get,
@@ -15,6 +15,7 @@
 #include "common/err.h"
 #include "store/store_abs.h"
 #include "store/store_driver.h"
+#include "store/store_oss.h"
 
 #include <curl/curl.h>
 #include <stdio.h>
@@ -171,6 +172,8 @@ int main(int argc, char **argv) {
         OK(store_local_driver_new(cfg.container, &drv), "open Local");
     else if (strcmp(cfg.provider, "ABS") == 0)
         OK(store_abs_driver_new(&cfg, &drv), "open ABS");
+    else if (strcmp(cfg.provider, "OSS") == 0)
+        OK(store_oss_driver_new(&cfg, &drv), "open OSS");
     else
         OK(store_s3_driver_new(&cfg, &drv), "open");
     snprintf(base, sizeof base, "%s%scontract-%d-%lld/", prefix, prefix[0] ? "/" : "",
