@@ -490,8 +490,8 @@ store_round_trip() {
 # (--fault SPEC, --legacy-range, --worm) are passed on. Sets OSS_ENDPOINT
 # (http://127.0.0.1:PORT: an IP, so the driver addresses it path-style), OSS_BUCKET,
 # OSS_ACCESS_KEY, OSS_SECRET, OSS_CREDS_JSON (an ALICLOUD_APPLICATION_CREDENTIALS_JSON file),
-# OSS_PID, OSS_LOG (one line per request: "OP METHOD target -> STATUS[ fault]"). A second call
-# stops the first fake. Needs python3 (/usr/bin/python3 preferred over a pyenv shim): missing,
+# OSS_PID, OSS_LOG (one line per request: "OP METHOD target -> STATUS[ fault]"; emptied at each
+# start). A second call stops the first fake and keeps its objects. Needs python3 (/usr/bin/python3 preferred over a pyenv shim): missing,
 # it exits 77 (skip), or fails under ETCDBR_REQUIRE_TOOLS=1.
 start_fake_oss() {
     local bucket=${1:-etcdbr-test} py i
@@ -510,6 +510,8 @@ start_fake_oss() {
     OSS_SECRET=fakeSecret+/0123456789abcdefghijklmn
     printf '%s' "$OSS_SECRET" >"$WORK/fake-oss.secret"
     OSS_LOG=$WORK/fake-oss.requests
+    : >"$OSS_LOG"
+    : >"$WORK/fake-oss.out"
     "$py" "$ETCDBR_SOURCE_DIR/tests/tools/fake_oss.py" --dir "$WORK/fake-oss" --bucket "$bucket" \
         --access-key "$OSS_ACCESS_KEY" --secret-file "$WORK/fake-oss.secret" --log "$OSS_LOG" \
         "$@" >"$WORK/fake-oss.out" 2>&1 &

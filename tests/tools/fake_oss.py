@@ -52,7 +52,7 @@ SIGNED_SUBRESOURCES = {
     "inventoryId", "continuation-token", "asyncFetch", "worm", "wormId", "wormExtend",
 }
 MIN_PART = 100 * 1024
-LOCK = threading.Lock()
+LOCK = threading.RLock()  # reentrant: error() logs under it too
 
 
 class Fault:
