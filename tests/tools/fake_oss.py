@@ -272,7 +272,9 @@ class Handler(BaseHTTPRequestHandler):
         return os.path.join(self.server.root, self.bucket)
 
     def opath(self, key=None):
-        return os.path.join(self.bdir(), "objects", (key if key is not None else self.key).encode().hex())
+        # a digest, not the key: keys of up to 1023 bytes would not fit a file name
+        k = key if key is not None else self.key
+        return os.path.join(self.bdir(), "objects", hashlib.sha256(k.encode()).hexdigest())
 
     def meta(self, key=None):
         try:
@@ -286,7 +288,8 @@ class Handler(BaseHTTPRequestHandler):
         os.replace(src_path, dst)
         tmp = dst + ".meta.tmp"
         with open(tmp, "w") as f:
-            json.dump({"etag": etag, "mtime": time.time(), "size": os.path.getsize(dst)}, f)
+            json.dump({"key": self.key, "etag": etag, "mtime": time.time(),
+                       "size": os.path.getsize(dst)}, f)
         os.replace(tmp, dst + ".meta")
 
     def forbid_overwrite(self):
@@ -398,7 +401,11 @@ class Handler(BaseHTTPRequestHandler):
         d = os.path.join(self.bdir(), "objects")
         for n in os.listdir(d):
             if n.endswith(".meta"):
-                k = bytes.fromhex(n[:-5]).decode()
+                try:
+                    with open(os.path.join(d, n)) as f:
+                        k = json.load(f)["key"]
+                except (FileNotFoundError, ValueError):
+                    continue  # removed meanwhile
                 if k.startswith(prefix) and k.encode() > marker.encode():
                     keys.append(k)
         keys.sort(key=lambda k: k.encode())
