@@ -15,7 +15,8 @@
 #     reads from an offset inside and past the end still give the right bytes;
 #  7. a WORM-protected object (--worm): remove gives ERR_IMMUTABLE, the object stays;
 #  8. the endpoint override flag is ignored with a warning (the Go tool honours it for S3, GCS
-#     and ABS only): the credentials' storageEndpoint is used.
+#     and ABS only): the credentials' storageEndpoint is used;
+#  9. parts run in parallel, never more than --max-parallel-chunk-uploads at once.
 source "$(dirname "$0")/lib.sh"
 BUILD=${ETCDBR_BUILD_DIR:-$(dirname "$ETCDBR_BIN")}
 [ -x "$BUILD/store_put" ] || fail "$BUILD/store_put not built"
@@ -113,4 +114,14 @@ put --endpoint http://127.0.0.1:9 stat etcd/v2/Full-00000000-00000010-1700000000
     fail "8: the override was used: $(cat "$WORK/8.err")"
 grep -q "store-endpoint-override=http://127.0.0.1:9 is ignored" "$WORK/8.err" || fail "8: no warning: $(cat "$WORK/8.err")"
 echo "ok 8: --store-endpoint-override ignored with a warning"
+# 9. at most --max-parallel-chunk-uploads parts in flight (each takes 0.5 s at the fake)
+start_fake_oss faults --part-delay 0.5
+ALICLOUD_APPLICATION_CREDENTIALS_JSON=$OSS_CREDS_JSON
+head -c $((21 * 1024 * 1024)) /dev/urandom >"$WORK/data9" # 5 parts
+"$BUILD/store_put" --provider OSS --container "$OSS_BUCKET" --min-chunk 5242880 --parallel 2 \
+    put etcd/v2/Full-00000000-00000030-1700000200 "$WORK/data9" || fail "9: put"
+[ "$(grep -c '^UploadPart PUT .* -> 200' "$OSS_LOG")" = 5 ] || fail "9: not 5 parts: $(grep UploadPart "$OSS_LOG")"
+max=$(grep -o ' max=[0-9]*' "$OSS_LOG" | cut -d= -f2 | sort -n | tail -1)
+[ "$max" = 2 ] || fail "9: $max parts in flight at once, want 2 (--parallel 2)"
+echo "ok 9: 5 parts, 2 in flight at most"
 echo "PASS: OSS fault paths through fake_oss.py"

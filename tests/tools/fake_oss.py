@@ -19,7 +19,9 @@ What it does not: virtual-hosted URLs, V4 signatures, STS tokens, ACLs, versioni
 Faults (--fault, repeatable): OP[:field=value,...] with fields part=N (UploadPart only), nth=N
 (from the Nth request of OP on, 1-based), status=N (0 = drop the connection without an answer),
 code=ErrorCode, times=N|always (default 1). Example: --fault UploadPart:part=2,status=500,times=1.
-Every request is logged (--log FILE, else stderr) as "OP METHOD target -> STATUS[ fault]".
+Every request is logged (--log FILE, else stderr) as "OP METHOD target -> STATUS[ fault]";
+UploadPart lines add " inflight=N max=M" (parts being uploaded at once; --part-delay SECONDS
+makes each take that long, so the bound of parallel uploads shows).
 Prints "listening 127.0.0.1:PORT" when ready (--port 0 picks a free port).
 """
 import argparse
@@ -262,7 +264,18 @@ class Handler(BaseHTTPRequestHandler):
                 self.connection.shutdown(2)
                 return
             return self.error(fault.status, fault.code, "injected by fake_oss --fault")
-        getattr(self, "op_" + self.op)()
+        if self.op != "UploadPart":
+            return getattr(self, "op_" + self.op)()
+        with LOCK:
+            srv.inflight += 1
+            srv.max_inflight = max(srv.max_inflight, srv.inflight)
+            self.tag = " inflight=%d max=%d" % (srv.inflight, srv.max_inflight)
+        try:
+            time.sleep(srv.part_delay)
+            self.op_UploadPart()
+        finally:
+            with LOCK:
+                srv.inflight -= 1
 
     do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = handle_any
 
@@ -571,6 +584,8 @@ def main():
     ap.add_argument("--legacy-range", action="store_true",
                     help="ignore x-oss-range-behavior: an invalid Range gives the whole object")
     ap.add_argument("--worm", action="store_true", help="DeleteObject: 409 FileImmutable")
+    ap.add_argument("--part-delay", type=float, default=0.0,
+                    help="seconds each UploadPart takes (to see how many run at once)")
     ap.add_argument("--log")
     a = ap.parse_args()
     srv = ThreadingHTTPServer(("127.0.0.1", a.port), Handler)
@@ -584,6 +599,8 @@ def main():
     srv.faults = [Fault(s) for s in a.fault]
     srv.legacy_range = a.legacy_range
     srv.worm = a.worm
+    srv.part_delay = a.part_delay
+    srv.inflight = srv.max_inflight = 0
     srv.logf = open(a.log, "a") if a.log else sys.stderr
     for b in a.bucket:
         for sub in ("objects", "uploads", "tmp"):
