@@ -16,7 +16,9 @@
 #  7. a WORM-protected object (--worm): remove gives ERR_IMMUTABLE, the object stays;
 #  8. the endpoint override flag is ignored with a warning (the Go tool honours it for S3, GCS
 #     and ABS only): the credentials' storageEndpoint is used;
-#  9. parts run in parallel, never more than --max-parallel-chunk-uploads at once.
+#  9. parts run in parallel, never more than --max-parallel-chunk-uploads at once;
+# 10. case 2 under a real `etcdbrctl snapshot` against a real etcd: the full snapshot fails
+#     loudly (non-zero exit, the error logged), nothing stored, no upload left.
 source "$(dirname "$0")/lib.sh"
 BUILD=${ETCDBR_BUILD_DIR:-$(dirname "$ETCDBR_BIN")}
 [ -x "$BUILD/store_put" ] || fail "$BUILD/store_put not built"
@@ -124,4 +126,28 @@ head -c $((21 * 1024 * 1024)) /dev/urandom >"$WORK/data9" # 5 parts
 max=$(grep -o ' max=[0-9]*' "$OSS_LOG" | cut -d= -f2 | sort -n | tail -1)
 [ "$max" = 2 ] || fail "9: $max parts in flight at once, want 2 (--parallel 2)"
 echo "ok 9: 5 parts, 2 in flight at most"
+# 10. the same persistent part failure under `etcdbrctl snapshot`: the full snapshot fails
+#     loudly (the process exits non-zero, the error names the part), nothing is stored
+start_fake_oss snapfail --fault UploadPart:part=2,status=500,times=always
+ALICLOUD_APPLICATION_CREDENTIALS_JSON=$OSS_CREDS_JSON
+start_etcd src "$WORK/src.etcd"
+for i in $(seq 1 9); do # ~7 MiB gzip'ed: 2 parts
+    head -c 786432 /dev/urandom | base64 -w0 >"$WORK/big"
+    ectl put "/registry/big/$i" <"$WORK/big" >/dev/null
+done
+rc=0
+timeout 300 "$ETCDBR_BIN" snapshot --endpoints="$ETCD_EP" --storage-provider=OSS \
+    --store-container="$OSS_BUCKET" --store-prefix=etcd-main --min-chunk-size=5242880 \
+    --max-parallel-chunk-uploads=2 --snapstore-temp-directory="$WORK/snaptmp" \
+    --schedule='0 0 1 1 *' --garbage-collection-period=0s --delta-snapshot-period=1s \
+    >"$WORK/snap.log" 2>&1 || rc=$?
+stop_pid "$ETCD_PID"
+[ "$rc" != 0 ] && [ "$rc" != 124 ] || fail "10: snapshot exited $rc with a part that always fails: $(tail -3 "$WORK/snap.log")"
+grep "level=error" "$WORK/snap.log" | grep -q "upload part 2 .*HTTP 500: InternalError.*the multipart upload was aborted" ||
+    fail "10: no error naming the part: $(grep -v retrying "$WORK/snap.log" | tail -3)"
+listed=$(put list etcd-main/v2/)
+[ -z "$listed" ] || fail "10: objects stored after a failed full snapshot: $listed"
+uploads=$(oss_curl GET "" uploads)
+if grep -q "<Upload>" <<<"$uploads"; then fail "10: an upload was left behind: $uploads"; fi
+echo "ok 10: etcdbrctl snapshot fails (exit $rc) naming the part; nothing stored, no upload left"
 echo "PASS: OSS fault paths through fake_oss.py"
