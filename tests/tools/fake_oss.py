@@ -18,7 +18,8 @@ What it does not: virtual-hosted URLs, V4 signatures, STS tokens, ACLs, versioni
 
 Faults (--fault, repeatable): OP[:field=value,...] with fields part=N (UploadPart only), nth=N
 (from the Nth request of OP on, 1-based), status=N (0 = drop the connection without an answer),
-code=ErrorCode, times=N|always (default 1). Example: --fault UploadPart:part=2,status=500,times=1.
+code=ErrorCode, cut=N (GetObject: answer normally but break the body off after N bytes),
+times=N|always (default 1). Example: --fault UploadPart:part=2,status=500,times=1.
 Every request is logged (--log FILE, else stderr) as "OP METHOD target -> STATUS[ fault]";
 UploadPart lines add " inflight=N max=M" (parts being uploaded at once; --part-delay SECONDS
 makes each take that long, so the bound of parallel uploads shows).
@@ -66,6 +67,7 @@ class Fault:
         self.status = 500
         self.code = None
         self.times = 1
+        self.cut = None
         self.seen = 0
         for kv in filter(None, rest.split(",")):
             k, _, v = kv.partition("=")
@@ -77,6 +79,8 @@ class Fault:
                 self.status = int(v)
             elif k == "code":
                 self.code = v
+            elif k == "cut":
+                self.cut = int(v)
             elif k == "times":
                 self.times = -1 if v == "always" else int(v)
             else:
@@ -256,6 +260,11 @@ class Handler(BaseHTTPRequestHandler):
                 part = -1
         with LOCK:
             fault = next((f for f in srv.faults if f.fire(self.op, part)), None)
+        self.cut = None
+        if fault and fault.cut is not None:
+            self.tag = " fault cut=%d" % fault.cut
+            self.cut = fault.cut  # GetObject: the body breaks off after that many bytes
+            fault = None
         if fault:
             self.tag = " fault"
             if fault.status == 0:
@@ -368,6 +377,8 @@ class Handler(BaseHTTPRequestHandler):
             except ValueError:
                 pass
         length = end - start + 1 if size else 0
+        if rng:
+            self.tag += " range=" + rng
         self.send_response(status)
         self.send_header("x-oss-request-id", uuid.uuid4().hex[:24].upper())
         self.send_header("Content-Type", "application/octet-stream")
@@ -379,12 +390,18 @@ class Handler(BaseHTTPRequestHandler):
         with open(self.opath(), "rb") as f:
             f.seek(start)
             left = length
+            if self.cut is not None and self.cut < left:
+                left = self.cut
+                self.close_connection = True
             while left > 0:
                 chunk = f.read(min(left, 65536))
                 if not chunk:
                     break
                 self.wfile.write(chunk)
                 left -= len(chunk)
+        if self.close_connection and self.cut is not None:
+            self.wfile.flush()
+            self.connection.shutdown(2)  # the body breaks off short of Content-Length
         self.note(status)
 
     def op_DeleteObject(self):
