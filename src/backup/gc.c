@@ -283,6 +283,10 @@ int gc_run_scoped(Store *store, const GcScope *scope, GcPolicy policy, int max_b
         goto done;
     }
     out->listed = n;
+    /* the Go tool's upload leftovers (GCS chunk objects) of objects that exist: only where this
+     * GC may collect untagged (Go tool) objects; our own uploads leave none */
+    if ((!scope || scope->include_untagged) && store_sweep_leftovers(store) != 0)
+        log_warn("GC: sweeping upload leftovers: %s", err_msg());
     if (scope) n = filter_scope(snaps, n, scope);
     if (n == 0) goto done;
     remove = calloc(n, 1);

@@ -248,6 +248,16 @@ static int tag_object(Snapshotter *s, const char *snap_name) {
     return store_history_tag(s->cfg.store, s->history, snap_name);
 }
 
+/* After storing snap_name failed: its tag goes unless the object is there after all (a commit
+ * whose answer was lost). Best effort: a dangling tag is harmless, GC never sees it. */
+static void untag_unstored(Snapshotter *s, const char *snap_name) {
+    Snapshot snap;
+    if (!s->history[0] || store_snapshot_for_name(s->cfg.store, snap_name, &snap) != 0) return;
+    if (store_snapshot_stat(s->cfg.store, &snap, NULL) != ERR_NOT_FOUND) return;
+    memcpy(snap.history, s->history, sizeof snap.history);
+    store_history_untag(s->cfg.store, &snap);
+}
+
 /* Before a full snapshot is stored: decides its history with the restore mark in its db. */
 static int full_hook(void *ctx, const char *db_path, uint64_t db_bytes, int64_t revision,
                      const char *snap_name) {
@@ -270,13 +280,17 @@ static int take_full(Snapshotter *s, int is_final) {
     etcd_watch_close(s->watch);
     s->watch = NULL;
     int64_t t0 = now_mono_ms();
-    FullSnapshotResult res;
+    FullSnapshotResult res = {0};
     s->need_full = 1; /* until one succeeds */
     int rc = fullsnap_take(s->client, s->cfg.store, s->cfg.temp_dir, s->cfg.compression, is_final,
                            full_hook, s, &res);
     double secs = (double)(now_mono_ms() - t0) / 1000.0;
     if (rc) {
         err_wrap(rc, "full snapshot");
+        char *msg = strdup(err_msg());
+        if (res.snap_name[0]) untag_unstored(s, res.snap_name);
+        if (msg) err_set(rc, "%s", msg);
+        free(msg);
         emit(s, &(SnapshotterEvent){
                     .kind = SNAP_EVENT_FULL, .rc = rc, .seconds = secs, .error = err_msg()});
         return rc;
@@ -322,6 +336,10 @@ static int take_delta(Snapshotter *s, int *stored_out) {
     io_reader_free(payload);
     double secs = (double)(now_mono_ms() - t0) / 1000.0;
     if (rc) {
+        char *msg = strdup(err_msg());
+        untag_unstored(s, name);
+        if (msg) err_set(rc, "%s", msg);
+        free(msg);
         /* the spool was closed for the payload; the events are collected again by reopening
          * the watch from the last stored revision on the next attempt */
         spool_reset(s);

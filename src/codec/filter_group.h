@@ -12,6 +12,17 @@
  *   io_copy(src, io_filter_group_io(g), NULL); io_filter_group_finish(g);
  *   io_filter_group_count(g, "stored-bytes", &n);
  *
+ * A read group is the same on the way back: filters over a source, applied in the order added
+ * (the first added sees the source's bytes first), results readable once the group's reader has
+ * returned the end of the stream:
+ *
+ *   IoFilterGroup *g = io_filter_group_new_reader(store_reader);
+ *   io_filter_group_add_count(g, "stored-bytes");
+ *   io_filter_group_add_decompress(g, COMPRESS_GZIP);
+ *   io_filter_group_add_count(g, "plain-bytes");
+ *   io_copy(io_filter_group_reader(g), file, NULL);
+ *   io_filter_group_count(g, "plain-bytes", &n);
+ *
  * Not thread-safe (one stream, one thread). */
 #ifndef ETCDBR_FILTER_GROUP_H
 #define ETCDBR_FILTER_GROUP_H
@@ -27,21 +38,34 @@ typedef struct IoFilterGroup IoFilterGroup;
 /* A group writing into sink (borrowed; the group never finishes or frees it). NULL on ENOMEM. */
 IoFilterGroup *io_filter_group_new(IoWriter *sink);
 
-/* Filters, in processing order; only before the first write. name (copied, unique within the
- * group) is how results are read. 0, ERR_INVALID (after the first write, a duplicate name, more
- * than 8 filters) or ERR_NOMEM. */
+/* A group reading from src (borrowed; the group never frees it). NULL on ENOMEM. */
+IoFilterGroup *io_filter_group_new_reader(IoReader *src);
+
+/* Filters, in processing order; only before the first use. name (copied, unique within the
+ * group) is how results are read. Count and SHA-256 work in both kinds of group, compression in
+ * a write group, decompression in a read group. 0, ERR_INVALID (after the first use, a duplicate
+ * name, more than 8 filters, the wrong kind of group) or ERR_NOMEM. */
 int io_filter_group_add_count(IoFilterGroup *g, const char *name);
 int io_filter_group_add_sha256(IoFilterGroup *g, const char *name);
 int io_filter_group_add_compress(IoFilterGroup *g, CompressKind kind);
+int io_filter_group_add_decompress(IoFilterGroup *g, CompressKind kind);
 
-/* The stream to write into (borrowed; valid until io_filter_group_free). The chain is built at
- * the first call; NULL if building it failed (ENOMEM). */
+/* Write group: the stream to write into (borrowed; valid until io_filter_group_free). The chain
+ * is built at the first call; NULL if building it failed (ENOMEM) or g is a read group. */
 IoWriter *io_filter_group_io(IoFilterGroup *g);
 
-/* Finishes every filter in processing order (not the sink). 0 or the first filter's error. */
+/* Read group: the stream to read from (borrowed; valid until io_filter_group_free; do not free
+ * it). Built at the first call; NULL if building failed (ENOMEM) or g is a write group. Errors of
+ * any filter (a corrupt compressed stream, a failing store read) come out of its reads. */
+IoReader *io_filter_group_reader(IoFilterGroup *g);
+
+/* Write group: finishes every filter in processing order (not the sink). 0 or the first
+ * filter's error. Read group: 0 once the reader returned the end of the stream, else
+ * ERR_INVALID (results are not final). */
 int io_filter_group_finish(IoFilterGroup *g);
 
-/* Results after io_filter_group_finish: the bytes a count filter saw, a SHA-256 filter's digest.
+/* Results after io_filter_group_finish (write) or the end of the stream (read): the bytes a count
+ * filter saw, a SHA-256 filter's digest (of the bytes it saw).
  * 0, or ERR_NOT_FOUND (no such filter of that kind) / ERR_INVALID (not finished). */
 int io_filter_group_count(const IoFilterGroup *g, const char *name, uint64_t *out);
 int io_filter_group_sha256(const IoFilterGroup *g, const char *name, uint8_t out[SHA256_LEN]);

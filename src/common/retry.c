@@ -67,6 +67,7 @@ RetryVerdict retry_classify_http(long status, int curl_code) {
         /* our own callbacks aborting, TLS verification, bad URLs: trying again cannot help */
         return RETRY_NO;
     }
-    if (status >= 500 || status == 429 || status == 408) return RETRY_YES;
+    /* 501 Not Implemented is an answer, not a passing failure */
+    if ((status >= 500 && status != 501) || status == 429 || status == 408) return RETRY_YES;
     return RETRY_NO;
 }

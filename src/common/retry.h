@@ -1,8 +1,9 @@
 /* retry: one retry policy for every remote call (object stores now, anything over HTTP later):
  * exponential backoff with full jitter (AWS's "Exponential Backoff And Jitter"), a bounded number
- * of attempts, and a classification of a failed HTTP exchange into retryable (5xx, 429, timeouts,
- * connection errors) or not, which a provider may refine with a hook. The delay computation is
- * pure (random input passed in) so tests can pin it. Thread-safe: no state but the caller's. */
+ * of attempts, and a classification of a failed HTTP exchange into retryable (5xx but 501, 429,
+ * timeouts, connection errors) or not, which a provider may refine with a hook. The delay
+ * computation is pure (random input passed in) so tests can pin it. Thread-safe: no state but the
+ * caller's. */
 #ifndef ETCDBR_RETRY_H
 #define ETCDBR_RETRY_H
 
@@ -36,8 +37,8 @@ void retry_sleep_ms(int64_t ms);
 typedef enum { RETRY_NO = 0, RETRY_YES = 1, RETRY_DEFAULT = -1 } RetryVerdict;
 
 /* The default classification: curl_code (a CURLcode, 0 = the exchange completed) and HTTP status
- * (0 if none). Connection errors, timeouts, resets, 5xx, 429 and 408 are retryable; any other
- * status (4xx: auth, missing objects, bad requests) is not. */
+ * (0 if none). Connection errors, timeouts, resets, 5xx (but 501 Not Implemented), 429 and 408 are
+ * retryable; any other status (4xx: auth, missing objects, bad requests) is not. */
 RetryVerdict retry_classify_http(long status, int curl_code);
 
 /* Per-provider refinement: returns RETRY_YES/RETRY_NO to decide, or RETRY_DEFAULT to fall back

@@ -2,6 +2,7 @@
  * deltas into spool files (DeltaReader) at most max_fetchers ahead of the builder; one builder
  * streams the full snapshot's db and the deltas, in order, into the new db. */
 #include "restorer.h"
+#include "../codec/filter_group.h"
 #include "../backup/delta.h"
 #include "../backup/fullsnap.h"
 #include "../codec/compress.h"
@@ -51,21 +52,22 @@ typedef struct {
 
 static int open_delta(const RestoreConfig *cfg, const Snapshot *snap, DeltaReader **out) {
     CompressKind kind;
-    IoReader *raw = NULL, *dec = NULL;
+    IoReader *raw = NULL;
     int rc = compress_from_suffix(snap->compression_suffix, &kind);
     if (rc)
         return err_set(ERR_UNSUPPORTED, "%s: unknown compression suffix \"%s\"", snap->key,
                        snap->compression_suffix);
     rc = store_open_read(cfg->store, snap, &raw);
     if (rc) return err_wrap(rc, "%s", snap->key);
-    dec = decompress_reader_new(kind, raw);
-    if (!dec) {
-        io_reader_free(raw);
-        return err_set(ERR_NOMEM, "out of memory");
+    IoFilterGroup *g = io_filter_group_new_reader(raw);
+    rc = g ? io_filter_group_add_decompress(g, kind) : err_set(ERR_NOMEM, "out of memory");
+    IoReader *dec = rc ? NULL : io_filter_group_reader(g);
+    if (!rc && !dec) rc = err_set(ERR_NOMEM, "out of memory");
+    if (!rc) {
+        rc = delta_reader_open(dec, cfg->temp_dir, out);
+        if (rc) err_wrap(rc, "delta %s", snap->key);
     }
-    rc = delta_reader_open(dec, cfg->temp_dir, out);
-    if (rc) err_wrap(rc, "delta %s", snap->key);
-    io_reader_free(dec);
+    io_filter_group_free(g);
     io_reader_free(raw);
     return rc;
 }
@@ -469,8 +471,8 @@ static int fetch_full(const RestoreConfig *cfg, const Snapshot *snap, const char
     CompressKind kind;
     IoReader *raw = NULL, *dec = NULL;
     IoWriter *fdw = NULL, *checker = NULL;
-    uint64_t *count = NULL;
-    IoWriter *counter = NULL;
+    IoFilterGroup *g = NULL;
+    uint64_t count = 0;
     int fd = -1;
     int rc = compress_from_suffix(snap->compression_suffix, &kind);
     if (rc)
@@ -480,26 +482,30 @@ static int fetch_full(const RestoreConfig *cfg, const Snapshot *snap, const char
     if (fd < 0) return err_set(ERR_IO, "create %s: %s", path, strerror(errno));
     rc = store_open_read(cfg->store, snap, &raw);
     if (rc) goto done;
-    dec = decompress_reader_new(kind, raw);
+    /* store bytes -> decompression -> the db's bytes counted -> the SHA-256 trailer checked */
+    g = io_filter_group_new_reader(raw);
+    if (g && (rc = io_filter_group_add_decompress(g, kind)) == 0)
+        rc = io_filter_group_add_count(g, "db-bytes");
+    if (rc) goto done;
+    dec = g ? io_filter_group_reader(g) : NULL;
     fdw = io_fd_writer_new(fd);
-    counter = fdw ? io_counter_new(fdw, &count) : NULL;
-    checker = counter ? trailer_checker_new(counter, 0) : NULL;
+    checker = fdw ? trailer_checker_new(fdw, 0) : NULL;
     if (!dec || !checker) {
         rc = err_set(ERR_NOMEM, "out of memory");
         goto done;
     }
     FetchTick tick = {cfg, snap->key, now_mono_ms() + PROGRESS_EVERY_MS, now_mono_ms()};
     rc = io_copy_tick(dec, checker, NULL, fetch_tick, &tick);
+    if (!rc) rc = io_filter_group_count(g, "db-bytes", &count);
     if (rc) goto done;
-    rc = fullsnap_verify_file(path, checker, *count, cfg->skip_hash_check, 0, db_len, revision);
+    rc = fullsnap_verify_file(path, checker, count, cfg->skip_hash_check, 0, db_len, revision);
     if (rc) goto done;
     /* no fsync: etcd's restore reads it at once; the data dir is fsynced before the rename */
 done:
     if (rc && rc != ERR_NOMEM) err_wrap(rc, "full snapshot %s", snap->key);
     io_writer_free(checker);
-    io_writer_free(counter);
     io_writer_free(fdw);
-    io_reader_free(dec);
+    io_filter_group_free(g);
     io_reader_free(raw);
     if (fd >= 0) close(fd);
     return rc;

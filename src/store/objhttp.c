@@ -50,6 +50,15 @@ int objhttp_new(const ObjHttpConfig *cfg, ObjHttp **out) {
     h->timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : 180000;
     RetryPolicy def = RETRY_POLICY_DEFAULT;
     h->retry = cfg->retry.attempts > 0 ? cfg->retry : def;
+    /* tests only (tests/integration/test_store_faults.sh): shorter backoff, same attempts */
+    const char *base = getenv("ETCDBR_STORE_RETRY_BASE_MS");
+    if (base && *base) {
+        long long ms = strtoll(base, NULL, 10);
+        if (ms > 0 && ms < h->retry.base_ms) {
+            h->retry.cap_ms = h->retry.cap_ms / h->retry.base_ms * ms;
+            h->retry.base_ms = ms;
+        }
+    }
     h->classify = cfg->classify;
     h->classify_ctx = cfg->classify_ctx;
     if (!h->what || (cfg->ca_file && cfg->ca_file[0] && !h->ca_file) ||
@@ -772,57 +781,71 @@ void objhttp_stream_free(ObjHttpStream *s) {
     free(s);
 }
 
-/* ---- helpers shared by the drivers (added with OSS) ---- */
+/* ---- credential files (shared by the drivers that read them; Swift first) ---- */
 
-static void creds_wipe_free(char *s) {
+#include <dirent.h>
+#include <openssl/crypto.h>
+
+void objhttp_free_secret(char *s) {
     if (!s) return;
     OPENSSL_cleanse(s, strlen(s));
     free(s);
 }
 
-/* The whole (small) file verbatim into *out; ERR_IO/ERR_INVALID/ERR_NOMEM. */
-static int creds_file(const char *path, const char *what, char **out) {
-    *out = NULL;
+char *objhttp_read_small_file(const char *path) {
     FILE *f = fopen(path, "rb");
-    if (!f) return err_set(ERR_IO, "%s credentials %s: %s", what, path, strerror(errno));
-    size_t cap = 256, n = 0;
+    if (!f) return NULL;
+    size_t cap = 4096, n = 0;
     char *b = malloc(cap);
-    int rc = 0;
     while (b) {
-        if (n + 1 >= cap) {
-            if (cap > (1u << 20)) {
-                rc = err_set(ERR_INVALID, "%s credentials %s: larger than 1 MiB", what, path);
-                break;
-            }
-            char *g = malloc(cap * 2);
-            if (!g) {
-                OPENSSL_cleanse(b, n);
-                free(b);
-                b = NULL;
-                break;
-            }
-            memcpy(g, b, n);
-            OPENSSL_cleanse(b, n);
-            free(b);
-            b = g;
-            cap *= 2;
-        }
         size_t got = fread(b + n, 1, cap - n - 1, f);
         n += got;
         if (got == 0) break;
+        if (n > ((size_t)1 << 20)) { /* not a credential: refuse rather than truncate */
+            OPENSSL_cleanse(b, n);
+            free(b);
+            b = NULL;
+            break;
+        }
+        if (cap - n - 1 == 0) {
+            char *nb = malloc(cap * 2);
+            if (nb) memcpy(nb, b, n);
+            OPENSSL_cleanse(b, n);
+            free(b);
+            b = nb;
+            cap *= 2;
+        }
     }
-    if (!b && rc == 0) rc = err_set(ERR_NOMEM, "%s credentials %s: out of memory", what, path);
-    if (rc == 0 && ferror(f)) rc = err_set(ERR_IO, "%s credentials %s: read error", what, path);
+    int bad = ferror(f);
     fclose(f);
-    if (rc != 0) {
-        if (b) OPENSSL_cleanse(b, cap);
+    if (b && bad) {
+        OPENSSL_cleanse(b, n);
         free(b);
-        return rc;
+        return NULL;
     }
-    b[n] = '\0';
-    *out = b;
-    return 0;
+    if (b) b[n] = '\0';
+    return b;
 }
+
+char *objhttp_dir_first_json(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return NULL;
+    char *found = NULL;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        size_t l = strlen(e->d_name);
+        if (l > 5 && strcmp(e->d_name + l - 5, ".json") == 0) {
+            size_t n = strlen(dir) + l + 2;
+            found = malloc(n);
+            if (found) snprintf(found, n, "%s/%s", dir, e->d_name);
+            break;
+        }
+    }
+    closedir(d);
+    return found;
+}
+
+/* ---- credentials and XML for the drivers (added with OSS; S3 and ABS keep older copies) ---- */
 
 static int creds_json(const char *path, const char *what, const char *const *fields, size_t n,
                       char **values) {
@@ -874,20 +897,7 @@ int objhttp_creds_read(const char *path, const char *what, const char *const *fi
     if (!S_ISDIR(st.st_mode)) {
         rc = creds_json(path, what, fields, n, values);
     } else {
-        DIR *d = opendir(path);
-        if (!d) return err_set(ERR_IO, "%s credentials %s: %s", what, path, strerror(errno));
-        char *json = NULL;
-        struct dirent *e;
-        while ((e = readdir(d)) != NULL) {
-            size_t l = strlen(e->d_name);
-            if (e->d_name[0] != '.' && l > 5 && strcmp(e->d_name + l - 5, ".json") == 0) {
-                size_t pl = strlen(path) + l + 2;
-                json = malloc(pl);
-                if (json) snprintf(json, pl, "%s/%s", path, e->d_name);
-                break;
-            }
-        }
-        closedir(d);
+        char *json = objhttp_dir_first_json(path);
         if (json) {
             rc = creds_json(json, what, fields, n, values);
             free(json);
@@ -896,13 +906,16 @@ int objhttp_creds_read(const char *path, const char *what, const char *const *fi
                 char p[4096];
                 snprintf(p, sizeof p, "%s/%s", path, fields[i]);
                 if (stat(p, &st) != 0 || !S_ISREG(st.st_mode)) continue;
-                rc = creds_file(p, what, &values[i]);
+                values[i] = objhttp_read_small_file(p);
+                if (!values[i])
+                    rc = err_set(ERR_IO, "%s credentials %s: cannot read it (or larger than 1 MiB)",
+                                 what, p);
             }
         }
     }
     if (rc != 0) {
         for (size_t i = 0; i < n; i++) {
-            creds_wipe_free(values[i]);
+            objhttp_free_secret(values[i]);
             values[i] = NULL;
         }
     }

@@ -114,15 +114,24 @@ char *objhttp_query(const char *const *names, const char *const *values, size_t 
  * dropped. Owned, NULL on allocation failure. For messages and logs. */
 char *objhttp_redact_url(const char *url);
 
-/* ---- helpers shared by the drivers (added with OSS; S3 and ABS keep their older copies) ---- */
+/* Credential files (seed-spec §12), for any driver that reads them: the whole file as a
+ * NUL-terminated string, verbatim (no trimming), at most 1 MiB; owned, NULL if it does not exist
+ * or cannot be read. Free with objhttp_free_secret. */
+char *objhttp_read_small_file(const char *path);
+/* The first "*.json" entry of directory dir in directory order, as an owned path; NULL if none. */
+char *objhttp_dir_first_json(const char *dir);
+/* Wipes (OPENSSL_cleanse) and frees a NUL-terminated secret (NULL-safe). */
+void objhttp_free_secret(char *s);
+
+/* ---- helpers shared by the drivers (added with OSS) ---- */
 
 /* Reads credentials as the Go tool does for its file-based providers (seed-spec §12): path is a
- * JSON file, or a directory whose first "*.json" entry (directory order, dot files skipped) is
- * parsed as JSON, or else which holds one file per field, read verbatim (no trimming). For each
- * of the n field names, values[i] gets an owned copy (NULL when absent); the caller wipes and
- * frees them. Unknown fields and files are ignored. what names the provider in messages, which
- * name the path and field, never a value. 0, ERR_NOT_FOUND (path missing), ERR_INVALID (bad
- * JSON, a field that is not a string), ERR_IO or ERR_NOMEM. */
+ * JSON file, or a directory whose first "*.json" entry (directory order) is parsed as JSON, or
+ * else which holds one file per field, read verbatim (no trimming). For each of the n field
+ * names, values[i] gets an owned copy (NULL when absent); the caller frees them with
+ * objhttp_free_secret. Unknown fields and files are ignored. what names the provider in
+ * messages, which name the path and field, never a value. 0, ERR_NOT_FOUND (path missing),
+ * ERR_INVALID (bad JSON, a field that is not a string), ERR_IO or ERR_NOMEM. */
 int objhttp_creds_read(const char *path, const char *what, const char *const *fields, size_t n,
                        char **values);
 

@@ -179,14 +179,9 @@ static const struct {
     const char *name;
     StoreDriverOpen open;
 } providers[] = {
-    {"Local", local_open},
-    {"S3", store_s3_driver_new},
-    {"ABS", store_abs_driver_new},
-    {"GCS", NULL},
-    {"Swift", NULL},
-    {"OSS", store_oss_driver_new},
-    {"ECS", store_s3_driver_new},
-    {"OCS", store_s3_driver_new},
+    {"Local", local_open},         {"S3", store_s3_driver_new},       {"ABS", store_abs_driver_new},
+    {"GCS", store_gcs_driver_new}, {"Swift", store_swift_driver_new}, {"OSS", store_oss_driver_new},
+    {"ECS", store_s3_driver_new},  {"OCS", store_s3_driver_new},
 };
 
 const char *store_providers(void) {
@@ -561,6 +556,26 @@ int store_snapshot_for_name(const Store *s, const char *snap_name, Snapshot *out
     if (!key) return err_set(ERR_NOMEM, "out of memory");
     int rc = snapname_parse(key, s->prefix, out);
     free(key);
+    return rc;
+}
+
+int store_sweep_leftovers(Store *s) {
+    if (!s->drv->vt->sweep_leftovers) return 0;
+    char *kp = prefixed(s, "v2/");
+    if (!kp) return err_set(ERR_NOMEM, "out of memory");
+    unpin_cache(s);
+    drv_lock(s);
+    int rc = s->drv->vt->sweep_leftovers(s->drv, kp);
+    drv_unlock(s);
+    free(kp);
+    return rc;
+}
+
+int store_snapshot_stat(Store *s, const Snapshot *snap, int64_t *size) {
+    if (!snap || !snap->key[0]) return err_set(ERR_INVALID, "store stat: no snapshot key");
+    int64_t n = 0;
+    int rc = drv_stat(s, snap->key, &n);
+    if (rc == 0 && size) *size = n;
     return rc;
 }
 

@@ -97,6 +97,14 @@ void store_writer_abort(StoreWriter *w);
  * touching the store. 0 or ERR_INVALID when snap_name is not a snapshot name. */
 int store_snapshot_for_name(const Store *s, const char *snap_name, Snapshot *out);
 
+/* Whether snap's object is in the store: 0 with *size its bytes, ERR_NOT_FOUND, or ERR_IO. */
+int store_snapshot_stat(Store *s, const Snapshot *snap, int64_t *size);
+
+/* GC's housekeeping: lets the driver delete what its uploads leave behind under the store's
+ * v2/ prefix once their object exists (store_driver.h sweep_leftovers; GCS chunk objects). 0 when
+ * the driver has nothing to sweep; errors are the listing's. */
+int store_sweep_leftovers(Store *s);
+
 /* Removes one snapshot object. */
 int store_remove(Store *s, const Snapshot *snap);
 

@@ -53,6 +53,11 @@ typedef struct StoreDriverVt {
     /* STORE_FEAT_DIRECTORIES only (NULL otherwise): removes the directory dir_key ("a/b", no
      * trailing '/') if it is empty; a missing or non-empty directory is success. */
     int (*remove_dir)(StoreDriver *d, const char *dir_key);
+    /* Optional (NULL = nothing to do), called by GC only, never by a listing for a restore:
+     * deletes what uploads of this backend leave behind beside an object once that object
+     * exists under key_prefix (GCS: the Go tool's chunk objects, seed-spec §6.1). Best effort:
+     * 0, or ERR_IO when the listing failed. */
+    int (*sweep_leftovers)(StoreDriver *d, const char *key_prefix);
     /* "Local:/abs/root" or "S3:bucket" (borrowed, lives as long as the driver). */
     const char *(*describe)(const StoreDriver *d);
     /* Releases the driver. Called through store_driver_free (NULL-safe). */
@@ -107,6 +112,18 @@ int store_local_driver_new(const char *container, StoreDriver **out);
  * ERR_NOMEM. No request is sent here. */
 int store_s3_driver_new(const StoreConfig *cfg, StoreDriver **out);
 
+/* OpenStack Swift (cfg->provider "Swift"): credentials from OPENSTACK_APPLICATION_CREDENTIALS_JSON,
+ * OPENSTACK_APPLICATION_CREDENTIALS or the OS_* environment; tempauth v1 or Keystone v3, chosen
+ * by the auth URL (store_swift.h, docs/stores.md). Authenticates and checks the container here.
+ * Thread-safe. *out owned. 0, ERR_INVALID (container, credentials), ERR_NOT_FOUND (container)
+ * or ERR_IO. */
+int store_swift_driver_new(const StoreConfig *cfg, StoreDriver **out);
+/* Google Cloud Storage (JSON API): credentials from GOOGLE_APPLICATION_CREDENTIALS (a
+ * service-account key; store_gcs.h, docs/stores.md), endpoint from --store-endpoint-override or
+ * the storageAPIEndpoint file next to the key (http:// = emulator, no authentication).
+ * Thread-safe. *out owned. Checks that the bucket exists (ERR_NOT_FOUND if not). 0,
+ * ERR_INVALID, ERR_UNSUPPORTED (external_account), ERR_NOT_FOUND, ERR_IO or ERR_NOMEM. */
+int store_gcs_driver_new(const StoreConfig *cfg, StoreDriver **out);
 /* The OSS driver for cfg (container = bucket, credentials, ca_file, insecure_skip_verify,
  * min_chunk_size, max_parallel_chunk_uploads, timeout_ms). Credentials: cfg->credentials, else
  * $ALICLOUD_APPLICATION_CREDENTIALS_JSON, else $ALICLOUD_APPLICATION_CREDENTIALS. The endpoint is

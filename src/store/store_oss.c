@@ -31,17 +31,11 @@
 
 /* ---- credentials ---- */
 
-static void wipe_free(char *s) {
-    if (!s) return;
-    OPENSSL_cleanse(s, strlen(s));
-    free(s);
-}
-
 void oss_creds_clear(OssCreds *c) {
     if (!c) return;
     free(c->endpoint);
-    wipe_free(c->access_key);
-    wipe_free(c->secret);
+    objhttp_free_secret(c->access_key);
+    objhttp_free_secret(c->secret);
     memset(c, 0, sizeof *c);
 }
 
@@ -382,8 +376,8 @@ static void creds_refresh(OssDriver *d) {
         return;
     }
     pthread_mutex_lock(&d->mu);
-    wipe_free(d->access_key);
-    wipe_free(d->secret);
+    objhttp_free_secret(d->access_key);
+    objhttp_free_secret(d->secret);
     d->access_key = c.access_key;
     d->secret = c.secret;
     c.access_key = c.secret = NULL;
@@ -451,7 +445,7 @@ static int sign_hook(void *ctx, CURL *curl, struct curl_slist **headers) {
         if (t) *headers = t;
     }
     OPENSSL_cleanse(sig, sizeof sig);
-    wipe_free(auth);
+    objhttp_free_secret(auth);
     return t ? 0 : err_set(ERR_NOMEM, "OSS: out of memory");
 }
 
@@ -522,8 +516,8 @@ static int oss_do(OssDriver *d, const OssCall *c, ObjHttpResponse *resp, ObjHttp
         else
             rc = objhttp_do(d->http, &req, resp);
     }
-    wipe_free(sc.id);
-    wipe_free(sc.secret);
+    objhttp_free_secret(sc.id);
+    objhttp_free_secret(sc.secret);
     free(u.d);
     return rc;
 }
@@ -1230,8 +1224,8 @@ static void oss_free(StoreDriver *drv) {
     free(d->bucket);
     free(d->base_url);
     free(d->describe);
-    wipe_free(d->access_key);
-    wipe_free(d->secret);
+    objhttp_free_secret(d->access_key);
+    objhttp_free_secret(d->secret);
     free(d->cred_path);
     pthread_mutex_destroy(&d->mu);
     free(d);

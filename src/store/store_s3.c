@@ -6,11 +6,12 @@
  * are sorted and encoded (curl signs both verbatim). Writes buffer up to one part; an object that
  * fits is one PUT, a larger one a multipart upload with up to max_parallel parts in flight, each
  * on its own thread (memory: (parallel + 1) x part size). Credentials files are re-read when
- * their mtime changes (checked before each write and listing). Secrets never reach messages. */
+ * their mtime changes (checked as each operation takes its keys). Secrets never reach messages. */
 #include "store_s3.h"
 #include "../codec/sha256.h"
 #include "../common/err.h"
 #include "../common/log.h"
+#include "../common/timeutil.h"
 #include "objhttp.h"
 #include "store_driver.h"
 
@@ -50,6 +51,7 @@ void s3_creds_clear(S3Creds *c) {
     wipe_free(c->sse_key);
     free(c->sse_algo);
     free(c->role_arn);
+    free(c->token_path);
     memset(c, 0, sizeof *c);
 }
 
@@ -68,6 +70,7 @@ static const struct {
     {"sseCustomerKey", F_STR, offsetof(S3Creds, sse_key)},
     {"sseCustomerAlgorithm", F_STR, offsetof(S3Creds, sse_algo)},
     {"roleARN", F_STR, offsetof(S3Creds, role_arn)},
+    {"tokenPath", F_STR, offsetof(S3Creds, token_path)},
     {"s3ForcePathStyle", F_BOOL, offsetof(S3Creds, force_path_style)},
     {"insecureSkipVerify", F_BOOL, offsetof(S3Creds, insecure_skip_verify)},
     {"disableSSL", F_BOOL, offsetof(S3Creds, disable_ssl)},
@@ -129,7 +132,6 @@ static int creds_from_json(const char *path, S3Creds *c) {
                          fields[i].name);
         }
     }
-    /* the web-identity form names a token file: "tokenPath" in JSON */
 done:
     json_decref(root);
     return rc;
@@ -199,6 +201,11 @@ static int creds_from_dir(const char *dir, S3Creds *c) {
         if (buf) memset(buf, 0, len);
         free(buf);
     }
+    /* the web-identity form of a directory: the token is its file "token" (as the Go tool) */
+    if (rc == 0 && c->role_arn && !c->token_path) {
+        snprintf(path, sizeof path, "%s/token", dir);
+        if (!(c->token_path = strdup(path))) rc = err_set(ERR_NOMEM, "credentials: out of memory");
+    }
     return rc;
 }
 
@@ -246,6 +253,79 @@ int64_t s3_part_size(int64_t min_chunk, int64_t known_size, int part_no) {
     }
     int shift = part_no > 0 ? (part_no - 1) / 1000 : 0;
     return min_chunk << shift;
+}
+
+/* ---- STS response parser ---- */
+
+void s3_sts_creds_clear(S3StsCreds *c) {
+    if (!c) return;
+    wipe_free(c->access_key);
+    wipe_free(c->secret_key);
+    wipe_free(c->session_token);
+    memset(c, 0, sizeof *c);
+}
+
+static char *xml_text(const char *s, size_t n);
+static const char *xml_find(const char *s, const char *e, const char *tag, size_t *n);
+
+/* "2019-11-09T13:34:41Z" (fractional seconds allowed) to unix seconds; -1 if malformed. */
+static int64_t iso8601_utc(const char *s) {
+    int y, mo, d, h, mi, sec, used = 0;
+    if (sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &sec, &used) != 6 ||
+        used != 19)
+        return -1;
+    const char *p = s + 19;
+    if (*p == '.')
+        for (p++; *p >= '0' && *p <= '9'; p++) {
+        }
+    if (strcmp(p, "Z") != 0 && strcmp(p, "+00:00") != 0) return -1;
+    if (y < 1970 || y > 9999 || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 ||
+        sec > 60)
+        return -1;
+    struct tm tm = {.tm_year = y - 1900,
+                    .tm_mon = mo - 1,
+                    .tm_mday = d,
+                    .tm_hour = h,
+                    .tm_min = mi,
+                    .tm_sec = sec};
+    return (int64_t)timegm(&tm);
+}
+
+int s3_sts_parse(const char *xml, size_t len, S3StsCreds *out) {
+    memset(out, 0, sizeof *out);
+    const char *end = xml + len;
+    size_t n = 0;
+    const char *cr = memmem(xml, len, "<AssumeRoleWithWebIdentityResponse", 34)
+                         ? xml_find(xml, end, "Credentials", &n)
+                         : NULL;
+    if (!cr) return err_set(ERR_CORRUPT, "STS: not an AssumeRoleWithWebIdentity response");
+    const char *ce = cr + n;
+    static const char *const tags[] = {"AccessKeyId", "SecretAccessKey", "SessionToken",
+                                       "Expiration"};
+    char *v[4] = {0};
+    int rc = 0;
+    for (int i = 0; i < 4 && rc == 0; i++) {
+        size_t vn = 0;
+        const char *t = xml_find(cr, ce, tags[i], &vn);
+        if (!t || vn == 0) {
+            rc = err_set(ERR_CORRUPT, "STS: the response has no %s", tags[i]);
+        } else if (!(v[i] = xml_text(t, vn))) {
+            rc = err_set(ERR_CORRUPT, "STS: %s is not valid XML text", tags[i]);
+        }
+    }
+    if (rc == 0 && (out->expiration = iso8601_utc(v[3])) < 0)
+        rc = err_set(ERR_CORRUPT, "STS: Expiration is not an ISO 8601 UTC time");
+    if (rc == 0) {
+        out->access_key = v[0];
+        out->secret_key = v[1];
+        out->session_token = v[2];
+        v[0] = v[1] = v[2] = NULL;
+    } else {
+        out->expiration = 0;
+    }
+    for (int i = 0; i < 4; i++)
+        wipe_free(v[i]);
+    return rc;
 }
 
 /* ---- listing parser ---- */
@@ -401,6 +481,13 @@ typedef struct {
     char *access_key, *secret_key, *session_token;
     char *cred_path; /* file or directory re-read on mtime change; NULL = environment */
     int64_t cred_mtime;
+    /* web identity: keys from STS AssumeRoleWithWebIdentity, renewed before they expire */
+    char *role_arn, *token_path, *sts_url, *session_name;
+    int64_t keys_expire;    /* unix seconds */
+    pthread_mutex_t sts_mu; /* one renewal at a time */
+    /* the server answered a conditional write (If-None-Match: *) with 501 NotImplemented (Swift's
+     * s3api, older S3 emulators): later writes are sent without it; atomic */
+    int no_conditional;
 } S3Driver;
 
 /* Keys for one request (a snapshot: a reload on another thread does not pull them away). */
@@ -417,8 +504,20 @@ static void auth_clear(S3Auth *a) {
     memset(a, 0, sizeof *a);
 }
 
+static void creds_refresh(S3Driver *d);
+static int sts_refresh(S3Driver *d);
+
+/* Every request takes its keys here, after a check that the credentials file did not change (a
+ * stat per request), or with web identity that the temporary keys are not about to expire, so
+ * no kind of request keeps using keys that were replaced. */
 static int auth_take(S3Driver *d, S3Auth *a) {
     memset(a, 0, sizeof *a);
+    if (d->role_arn) {
+        int rc = sts_refresh(d);
+        if (rc) return rc;
+    } else {
+        creds_refresh(d);
+    }
     pthread_mutex_lock(&d->mu);
     a->user = strdup(d->access_key);
     a->pass = strdup(d->secret_key);
@@ -450,6 +549,102 @@ static int s3_auth_hook(void *ctx, CURL *curl, struct curl_slist **headers) {
         *headers = t;
     }
     return 0;
+}
+
+/* Keys are renewed this long before STS says they expire. */
+#define STS_RENEW_BEFORE_S 300
+
+/* One AssumeRoleWithWebIdentity call (AWS STS API reference): the token file read now (projected
+ * service-account tokens rotate), unsigned form POST to d->sts_url. */
+static int sts_assume(S3Driver *d, S3StsCreds *out) {
+    char *tok = NULL;
+    size_t tl = 0;
+    int rc = read_whole(d->token_path, &tok, &tl);
+    if (rc) return err_wrap(rc, "%s web identity: reading the token", d->provider);
+    while (tl > 0 && (tok[tl - 1] == '\n' || tok[tl - 1] == '\r' || tok[tl - 1] == ' '))
+        tl--;
+    tok[tl] = '\0';
+    char *e_role = objhttp_pct_encode(d->role_arn, 0);
+    char *e_name = objhttp_pct_encode(d->session_name, 0);
+    char *e_tok = objhttp_pct_encode(tok, 0);
+    memset(tok, 0, tl);
+    free(tok);
+    char *body = NULL;
+    if (e_role && e_name && e_tok &&
+        asprintf(&body,
+                 "Action=AssumeRoleWithWebIdentity&Version=2011-06-15&RoleArn=%s"
+                 "&RoleSessionName=%s&WebIdentityToken=%s",
+                 e_role, e_name, e_tok) < 0)
+        body = NULL;
+    if (e_tok) wipe_free(e_tok);
+    free(e_role);
+    free(e_name);
+    if (!body) return err_set(ERR_NOMEM, "%s web identity: out of memory", d->provider);
+    if (tl == 0) {
+        wipe_free(body);
+        return err_set(ERR_INVALID, "%s web identity: token file %s is empty", d->provider,
+                       d->token_path);
+    }
+    const char *hdrs[] = {"Content-Type: application/x-www-form-urlencoded; charset=utf-8",
+                          "Accept: application/xml"};
+    ObjHttpRequest req = {.method = "POST",
+                          .url = d->sts_url,
+                          .headers = hdrs,
+                          .n_headers = 2,
+                          .body = body,
+                          .body_len = strlen(body)};
+    ObjHttpResponse resp = {0};
+    rc = objhttp_do(d->http, &req, &resp);
+    wipe_free(body);
+    if (rc == 0) rc = s3_sts_parse(resp.body, resp.body_len, out);
+    objhttp_response_clear(&resp);
+    if (rc)
+        err_wrap(rc, "%s web identity: AssumeRoleWithWebIdentity for role %s", d->provider,
+                 d->role_arn);
+    return rc;
+}
+
+/* Renews the temporary keys when there are none or they expire within STS_RENEW_BEFORE_S. A
+ * failed renewal keeps keys that are still valid (logged) and fails once they are not. */
+static int sts_refresh(S3Driver *d) {
+    int64_t now = now_unix_s();
+    pthread_mutex_lock(&d->mu);
+    int fresh = d->access_key && now < d->keys_expire - STS_RENEW_BEFORE_S;
+    pthread_mutex_unlock(&d->mu);
+    if (fresh) return 0;
+    pthread_mutex_lock(&d->sts_mu);
+    pthread_mutex_lock(&d->mu); /* another thread may have renewed them meanwhile */
+    fresh = d->access_key && now < d->keys_expire - STS_RENEW_BEFORE_S;
+    int usable = d->access_key && now < d->keys_expire;
+    pthread_mutex_unlock(&d->mu);
+    int rc = 0;
+    if (!fresh) {
+        S3StsCreds c = {0};
+        rc = sts_assume(d, &c);
+        if (rc == 0) {
+            int64_t exp = c.expiration > now ? c.expiration : now + 900;
+            pthread_mutex_lock(&d->mu);
+            wipe_free(d->access_key);
+            wipe_free(d->secret_key);
+            wipe_free(d->session_token);
+            d->access_key = c.access_key;
+            d->secret_key = c.secret_key;
+            d->session_token = c.session_token;
+            d->keys_expire = exp;
+            pthread_mutex_unlock(&d->mu);
+            c.access_key = c.secret_key = c.session_token = NULL;
+            log_info("%s: temporary credentials for role %s, valid for %llds", d->provider,
+                     d->role_arn, (long long)(exp - now));
+        } else if (usable) {
+            log_warn("%s: renewing the temporary credentials failed (the current ones are valid "
+                     "for %llds more): %s",
+                     d->provider, (long long)(d->keys_expire - now), err_msg());
+            rc = 0;
+        }
+        s3_sts_creds_clear(&c);
+    }
+    pthread_mutex_unlock(&d->sts_mu);
+    return rc;
 }
 
 /* Re-reads the credentials file when its mtime changed; a file that cannot be read now keeps
@@ -587,7 +782,6 @@ static int list_entry(void *ctx, const char *key, int64_t size) {
 
 static int s3_list(StoreDriver *drv, const char *key_prefix, StoreDriverListCb cb, void *ctx) {
     S3Driver *d = (S3Driver *)drv;
-    creds_refresh(d);
     char page[16];
     snprintf(page, sizeof page, "%d", d->list_page);
     char *token = NULL;
@@ -1032,6 +1226,29 @@ static int exists_or(int rc, const ObjHttpResponse *resp, const S3Writer *w) {
     return rc;
 }
 
+/* s3_call with extra[0] and, unless the server refused conditional writes before, extra[1]
+ * (If-None-Match: *). A 501 NotImplemented to the condition is remembered and the call sent again
+ * without it: the generic layer's check before the write is then the only guard. */
+static int conditional_call(S3Writer *w, const char *method, const char *query, int sse,
+                            const char *const extra[2], const void *body, size_t len,
+                            ObjHttpResponse *resp) {
+    S3Driver *d = w->d;
+    int cond = !__atomic_load_n(&d->no_conditional, __ATOMIC_RELAXED);
+    size_t n = extra[0] ? 1 : 0;
+    const char *h[2] = {extra[0] ? extra[0] : extra[1], extra[1]};
+    int rc = s3_call(d, method, w->key, query, sse, h, n + (size_t)cond, body, len, resp, 0);
+    if (rc != 0 && cond && resp->status == 501) {
+        if (!__atomic_exchange_n(&d->no_conditional, 1, __ATOMIC_RELAXED))
+            log_warn("%s: the server does not support conditional writes (If-None-Match: *, "
+                     "HTTP 501); writes no longer refuse to replace an object that appeared "
+                     "after the check before the write",
+                     d->provider);
+        objhttp_response_clear(resp);
+        rc = s3_call(d, method, w->key, query, sse, h, n, body, len, resp, 0);
+    }
+    return rc;
+}
+
 static int complete_upload(S3Writer *w) {
     int n_parts = w->next_part - 1;
     size_t cap = 64 + (size_t)n_parts * 400;
@@ -1062,10 +1279,10 @@ static int complete_upload(S3Writer *w) {
     const char *names[1] = {"uploadId"};
     const char *values[1] = {w->upload_id};
     char *q = objhttp_query(names, values, 1);
-    const char *extra[2] = {"If-None-Match: *", "Content-Type: application/xml"};
+    const char *extra[2] = {"Content-Type: application/xml", "If-None-Match: *"};
     ObjHttpResponse resp = {0};
     /* the Go tool gives complete 30 s; a large object may need the server to work longer */
-    int rc = q ? s3_call(w->d, "POST", w->key, q, 0, extra, 2, xml, o, &resp, 0)
+    int rc = q ? conditional_call(w, "POST", q, 0, extra, xml, o, &resp)
                : err_set(ERR_NOMEM, "out of memory");
     rc = exists_or(rc, &resp, w);
     /* S3 may answer 200 and put the error in the body */
@@ -1080,14 +1297,13 @@ static int complete_upload(S3Writer *w) {
 
 static int s3w_commit(StoreDriverWriter *dw) {
     S3Writer *w = (S3Writer *)dw;
-    S3Driver *d = w->d;
     int rc = w_failed_rc(w);
     if (rc == 0 && !w->upload_id) {
         /* it fits in one part: one PUT, refused if the key appeared meanwhile (where the
          * server supports conditional writes) */
-        const char *extra[1] = {"If-None-Match: *"};
+        const char *extra[2] = {NULL, "If-None-Match: *"};
         ObjHttpResponse resp = {0};
-        rc = s3_call(d, "PUT", w->key, NULL, 1, extra, 1, w->cur, w->cur_len, &resp, 0);
+        rc = conditional_call(w, "PUT", NULL, 1, extra, w->cur, w->cur_len, &resp);
         rc = exists_or(rc, &resp, w);
         objhttp_response_clear(&resp);
     } else if (rc == 0) {
@@ -1125,7 +1341,6 @@ static int s3_open_write(StoreDriver *drv, const char *key, StoreDriverWriter **
     *out = NULL;
     if (!key[0] || strlen(key) > 1024)
         return err_set(ERR_INVALID, "%s write: invalid key \"%s\"", d->provider, key);
-    creds_refresh(d);
     S3Writer *w = calloc(1, sizeof *w);
     if (!w) return err_set(ERR_NOMEM, "%s write %s: out of memory", d->provider, key);
     pthread_mutex_init(&w->mu, NULL);
@@ -1171,7 +1386,12 @@ static void s3_free(StoreDriver *drv) {
     wipe_free(d->secret_key);
     wipe_free(d->session_token);
     free(d->cred_path);
+    free(d->role_arn);
+    free(d->token_path);
+    free(d->sts_url);
+    free(d->session_name);
     pthread_mutex_destroy(&d->mu);
+    pthread_mutex_destroy(&d->sts_mu);
     free(d);
 }
 
@@ -1234,10 +1454,11 @@ static int load_creds(const StoreConfig *cfg, const char *prov, S3Creds *c, char
     if (p) {
         int rc = s3_creds_read(p, c);
         if (rc != 0) return rc;
-        if (c->role_arn)
-            return err_set(ERR_UNSUPPORTED,
-                           "%s credentials %s: roleARN (web identity) is not supported yet", prov,
-                           p);
+        if (c->role_arn && strcmp(prov, "S3") == 0) {
+            if (!c->token_path || !c->token_path[0])
+                return err_set(ERR_INVALID, "S3 credentials %s: roleARN needs tokenPath", p);
+            return 0; /* keys come from STS; the file is not watched */
+        }
         if (!c->access_key || !c->secret_key)
             return err_set(ERR_INVALID,
                            "%s credentials %s: accessKeyID and secretAccessKey are "
@@ -1258,6 +1479,12 @@ static int load_creds(const StoreConfig *cfg, const char *prov, S3Creds *c, char
     c->session_token = dup_env("AWS_SESSION_TOKEN");
     c->region = dup_env("AWS_REGION");
     if (!c->region) c->region = dup_env("AWS_DEFAULT_REGION");
+    if ((!c->access_key || !c->secret_key) && getenv("AWS_ROLE_ARN") &&
+        getenv("AWS_WEB_IDENTITY_TOKEN_FILE")) { /* the SDK's web identity (EKS IRSA) */
+        c->role_arn = dup_env("AWS_ROLE_ARN");
+        c->token_path = dup_env("AWS_WEB_IDENTITY_TOKEN_FILE");
+        if (c->role_arn && c->token_path) return 0;
+    }
     if (!c->access_key || !c->secret_key)
         return err_set(ERR_INVALID,
                        "S3: no credentials: set AWS_APPLICATION_CREDENTIALS_JSON (a JSON file), "
@@ -1298,6 +1525,7 @@ int store_s3_driver_new(const StoreConfig *cfg, StoreDriver **out) {
     }
     d->base.vt = &s3_vt;
     pthread_mutex_init(&d->mu, NULL);
+    pthread_mutex_init(&d->sts_mu, NULL);
     d->provider = strdup(prov);
     d->bucket = strdup(bucket);
     d->region = strdup(region);
@@ -1312,6 +1540,28 @@ int store_s3_driver_new(const StoreConfig *cfg, StoreDriver **out) {
             goto done;
         }
         d->list_page = v;
+    }
+    if (c.role_arn) {
+        /* web identity: AWS_ENDPOINT_URL_STS (the SDKs' variable) or the regional endpoint */
+        const char *sts = getenv("AWS_ENDPOINT_URL_STS");
+        const char *sn = getenv("AWS_ROLE_SESSION_NAME");
+        char def[160];
+        snprintf(def, sizeof def, "https://sts.%s.amazonaws.com/", region);
+        d->role_arn = c.role_arn;
+        d->token_path = c.token_path;
+        c.role_arn = c.token_path = NULL;
+        d->sts_url = strdup(sts && sts[0] ? sts : def);
+        if (sn && sn[0]) {
+            d->session_name = strdup(sn);
+        } else if (asprintf(&d->session_name, "etcdbrctl-%lld", (long long)now_unix_s()) < 0) {
+            d->session_name = NULL;
+        }
+        free(cred_path);
+        cred_path = NULL;
+        if (!d->sts_url || !d->session_name) {
+            rc = err_set(ERR_NOMEM, "%s: out of memory", prov);
+            goto done;
+        }
     }
     d->access_key = c.access_key;
     d->secret_key = c.secret_key;

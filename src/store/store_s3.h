@@ -20,7 +20,8 @@ typedef struct S3Creds {
     char *trusted_ca_cert;    /* "trustedCaCert": PEM text */
     char *sse_key;            /* "sseCustomerKey" (secret) */
     char *sse_algo;           /* "sseCustomerAlgorithm" */
-    char *role_arn;           /* "roleARN": web identity, refused (not implemented) */
+    char *role_arn;           /* "roleARN": web identity (STS AssumeRoleWithWebIdentity) */
+    char *token_path;         /* "tokenPath" (JSON); a directory's file "token" */
     int force_path_style;     /* "s3ForcePathStyle" */
     int insecure_skip_verify; /* "insecureSkipVerify" */
     int disable_ssl;          /* "disableSSL" (OCS) */
@@ -39,6 +40,20 @@ int s3_creds_read(const char *path, S3Creds *out);
 /* The newest modification time (ns since the epoch) of path and, for a directory, of every entry
  * in it (symlinks followed, as Kubernetes secret volumes swap them); -1 if path is missing. */
 int64_t s3_creds_mtime(const char *path);
+
+/* Temporary credentials from an STS AssumeRoleWithWebIdentity response. Strings owned. */
+typedef struct S3StsCreds {
+    char *access_key, *secret_key, *session_token; /* secrets */
+    int64_t expiration;                            /* unix seconds; 0 if absent */
+} S3StsCreds;
+
+/* Wipes and frees the strings; zeroes c (NULL-safe). */
+void s3_sts_creds_clear(S3StsCreds *c);
+
+/* Parses an AssumeRoleWithWebIdentity response (AWS STS API reference: Credentials with
+ * AccessKeyId, SecretAccessKey, SessionToken and Expiration, ISO 8601 UTC). 0, or ERR_CORRUPT
+ * (not such a response, a field missing or a bad time); the message never holds a value. */
+int s3_sts_parse(const char *xml, size_t len, S3StsCreds *out);
 
 /* Size of part number part_no (1-based) of an upload: max(min_chunk, ceil(known_size / 9999))
  * when the total size is known (seed-spec §3.4); for a stream of unknown size (known_size < 0)

@@ -484,6 +484,254 @@ store_round_trip() {
     echo "$label round trip: 1 full snapshot, $RT_DELTAS deltas, revision $rev, $(wc -l <"$dir/src.jsonl") keys equal"
 }
 
+# start_fake_gcs [BUCKET]: starts fake-gcs-server (scripts/build-fake-gcs.sh caches it; with
+# ETCDBR_REQUIRE_TOOLS=1 a missing build fails the test, else it is skipped) on a free loopback
+# port, in memory, and creates BUCKET (default etcdbr-test). Sets GCS_ENDPOINT (http://, so the
+# driver sends no token, as the Go tool with an emulator), GCS_BUCKET, GCS_PID; log $WORK/fake-gcs.log.
+start_fake_gcs() {
+    local bucket=${1:-etcdbr-test} port attempt i log bin
+    bin=${ETCDBR_FAKE_GCS:-$(bash "$ETCDBR_SOURCE_DIR/scripts/build-fake-gcs.sh" --path)}
+    if [ ! -x "$bin" ]; then
+        [ "${ETCDBR_REQUIRE_TOOLS:-0}" = 1 ] && fail "fake-gcs-server not built at $bin (run scripts/build-fake-gcs.sh)"
+        echo "SKIP: fake-gcs-server not built at $bin (run scripts/build-fake-gcs.sh)" >&2
+        exit 77
+    fi
+    log=$WORK/fake-gcs.log
+    for attempt in 1 2 3 4 5; do
+        port=$(free_port)
+        "$bin" -scheme http -host 127.0.0.1 -port "$port" -backend memory -log-level warn >>"$log" 2>&1 &
+        GCS_PID=$!
+        PIDS+=("$GCS_PID")
+        for i in $(seq 1 200); do
+            if curl -s -o /dev/null "http://127.0.0.1:$port/_internal/healthcheck"; then
+                GCS_ENDPOINT=http://127.0.0.1:$port
+                GCS_BUCKET=$bucket
+                gcs_create_bucket "$bucket"
+                return 0
+            fi
+            if ! kill -0 "$GCS_PID" 2>/dev/null; then
+                if grep -q "address already in use" "$log"; then continue 2; fi
+                cat "$log" >&2
+                fail "fake-gcs-server exited"
+            fi
+            sleep 0.05
+        done
+        fail "fake-gcs-server not ready: $(tail -5 "$log")"
+    done
+    fail "fake-gcs-server: no free port after 5 attempts"
+}
+
+# gcs_create_bucket NAME: creates a bucket on the fake-gcs-server of start_fake_gcs.
+gcs_create_bucket() {
+    local code
+    code=$(curl -s -o "$WORK/gcs-create.out" -w '%{http_code}' -X POST -H 'Content-Type: application/json' \
+        -d "{\"name\":\"$1\"}" "$GCS_ENDPOINT/storage/v1/b")
+    [ "$code" = 200 ] || fail "fake-gcs-server: create bucket $1: HTTP $code: $(cat "$WORK/gcs-create.out")"
+}
+
+# gcs_object_names [PREFIX]: every object name in $GCS_BUCKET (all pages), one per line.
+gcs_object_names() {
+    python3 - "$GCS_ENDPOINT" "$GCS_BUCKET" "${1:-}" <<'PY'
+import json, sys, urllib.parse, urllib.request
+ep, bucket, prefix = sys.argv[1:4]
+token = None
+while True:
+    q = {"prefix": prefix}
+    if token:
+        q["pageToken"] = token
+    url = "%s/storage/v1/b/%s/o?%s" % (ep, bucket, urllib.parse.urlencode(q))
+    page = json.load(urllib.request.urlopen(url))
+    for it in page.get("items", []):
+        print(it["name"])
+    token = page.get("nextPageToken")
+    if not token:
+        break
+PY
+}
+
+# start_fault_proxy UPSTREAM_URL [--status METHOD:STATUS:COUNT] [--cut METHOD:BYTES:COUNT]...:
+# tests/servers/fault_proxy.py on 127.0.0.1 between etcdbrctl and a real store server, injecting
+# the given faults (see the script). Sets PROXY_EP (http://127.0.0.1:PORT), PROXY_PID and
+# PROXY_LOG (one line per injected fault).
+start_fault_proxy() {
+    local up=$1 i
+    shift
+    PROXY_LOG=$(mktemp "$WORK/fault-proxy.XXXXXX")
+    rm -f "$PROXY_LOG.port"
+    python3 "$ETCDBR_SOURCE_DIR/tests/servers/fault_proxy.py" --upstream "$up" \
+        --port-file "$PROXY_LOG.port" --log "$PROXY_LOG" "$@" >>"$PROXY_LOG.out" 2>&1 &
+    PROXY_PID=$!
+    PIDS+=("$PROXY_PID")
+    for i in $(seq 1 200); do
+        if [ -s "$PROXY_LOG.port" ]; then
+            PROXY_EP=http://127.0.0.1:$(cat "$PROXY_LOG.port")
+            return 0
+        fi
+        kill -0 "$PROXY_PID" 2>/dev/null || fail "fault proxy exited: $(cat "$PROXY_LOG.out")"
+        sleep 0.05
+    done
+    fail "fault proxy not ready"
+}
+
+# start_swift [CONTAINER]: starts Debian's OpenStack Swift (packages swift, swift-proxy,
+# swift-object, swift-container, swift-account and memcached, installed by
+# scripts/install-deps.sh) on 127.0.0.1: memcached, the object, container and account servers and a
+# proxy with tempauth (user test:tester, key testing, .admin) and s3api (access key test:tester,
+# secret testing) in its pipeline, dlo and slo (s3api multipart needs slo). Everything (config,
+# rings, devices, logs) is under $WORK/swift; nothing in /etc is changed (Swift reads
+# /etc/swift/swift.conf, the package's default, for its hash suffix). Free loopback ports; every
+# PID is recorded in PIDS. Ready when tempauth answers. Creates CONTAINER (default etcdbr-test).
+# Sets SWIFT_AUTH_URL (http://127.0.0.1:PORT/auth/v1.0), SWIFT_ENDPOINT (http://127.0.0.1:PORT),
+# SWIFT_USER, SWIFT_KEY, SWIFT_STORAGE_URL, SWIFT_TOKEN, SWIFT_CONTAINER, SWIFT_MEMCACHED_PORT and
+# SWIFT_CREDS_JSON (an OPENSTACK_APPLICATION_CREDENTIALS_JSON file). Exits 77 (skip) when Swift is not installed,
+# unless ETCDBR_REQUIRE_TOOLS=1.
+start_swift() {
+    local container=${1:-etcdbr-test} sw t port i hdr code
+    local -A ports
+    if [ ! -x /usr/bin/swift-proxy-server ] || [ ! -x /usr/bin/swift-object-server ] ||
+        [ ! -x /usr/bin/swift-ring-builder ] || ! command -v memcached >/dev/null; then
+        [ "${ETCDBR_REQUIRE_TOOLS:-0}" = 1 ] && fail "Swift not installed (run scripts/install-deps.sh)"
+        echo "SKIP: Swift not installed (run scripts/install-deps.sh)" >&2
+        exit 77
+    fi
+    sw=$WORK/swift
+    mkdir -p "$sw/etc" "$sw/srv/d1" "$sw/run"
+    # One run of Debian's python (Swift's own; `python3` may be a slow pyenv shim) picks five free
+    # ports and builds the three rings (4 partitions, 1 replica, one device each): one
+    # interpreter start instead of nine swift-ring-builder runs (~4 s each on a busy machine).
+    cat >"$sw/rings.py" <<'PY'
+import socket
+from swift.common.ring import RingBuilder
+socks = []
+for _ in range(5):
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    socks.append(s)
+ports = [s.getsockname()[1] for s in socks]
+for s in socks:
+    s.close()
+for t, port in zip(("object", "container", "account"), ports):
+    b = RingBuilder(4, 1, 1)
+    b.add_dev({"id": 0, "region": 1, "zone": 1, "ip": "127.0.0.1", "port": port,
+               "device": "d1", "weight": 100})
+    b.rebalance()
+    b.save(t + ".builder")
+    b.get_ring().save(t + ".ring.gz")
+print(*ports)
+PY
+    read -r ports[object] ports[container] ports[account] ports[proxy] ports[memcached] \
+        < <(cd "$sw/etc" && /usr/bin/python3 "$sw/rings.py" 2>"$sw/rings.log") || true
+    [ -n "${ports[memcached]:-}" ] || fail "Swift: building the rings failed: $(cat "$sw/rings.log")"
+    for t in object container account; do
+        cat >"$sw/etc/$t-server.conf" <<CONF
+[DEFAULT]
+user = root
+devices = $sw/srv
+mount_check = false
+swift_dir = $sw/etc
+bind_ip = 127.0.0.1
+bind_port = ${ports[$t]}
+workers = 1
+log_name = $t
+
+[pipeline:main]
+pipeline = $t-server
+
+[app:$t-server]
+use = egg:swift#$t
+CONF
+    done
+    cat >"$sw/etc/proxy-server.conf" <<CONF
+[DEFAULT]
+user = root
+swift_dir = $sw/etc
+bind_ip = 127.0.0.1
+bind_port = ${ports[proxy]}
+workers = 1
+log_name = proxy
+
+[pipeline:main]
+pipeline = catch_errors gatekeeper healthcheck proxy-logging cache s3api tempauth slo dlo proxy-logging proxy-server
+
+[app:proxy-server]
+use = egg:swift#proxy
+account_autocreate = true
+
+[filter:catch_errors]
+use = egg:swift#catch_errors
+[filter:gatekeeper]
+use = egg:swift#gatekeeper
+[filter:healthcheck]
+use = egg:swift#healthcheck
+[filter:proxy-logging]
+use = egg:swift#proxy_logging
+[filter:cache]
+use = egg:swift#memcache
+memcache_servers = 127.0.0.1:${ports[memcached]}
+[filter:s3api]
+use = egg:swift#s3api
+[filter:tempauth]
+use = egg:swift#tempauth
+user_test_tester = testing .admin
+[filter:slo]
+use = egg:swift#slo
+[filter:dlo]
+use = egg:swift#dlo
+CONF
+    memcached -u root -l 127.0.0.1 -p "${ports[memcached]}" -U 0 >>"$sw/memcached.log" 2>&1 &
+    PIDS+=("$!")
+    for t in object container account proxy; do
+        "/usr/bin/swift-$t-server" "$sw/etc/$t-server.conf" -v >>"$sw/$t.log" 2>&1 &
+        PIDS+=("$!")
+        eval "SWIFT_${t^^}_PID=\$!"
+    done
+    SWIFT_ENDPOINT=http://127.0.0.1:${ports[proxy]}
+    SWIFT_AUTH_URL=$SWIFT_ENDPOINT/auth/v1.0
+    SWIFT_USER=test:tester
+    SWIFT_KEY=testing
+    SWIFT_CONTAINER=$container
+    for i in $(seq 1 300); do
+        if hdr=$(curl -s -f -D - -o /dev/null -H "X-Auth-User: $SWIFT_USER" -H "X-Auth-Key: $SWIFT_KEY" \
+            "$SWIFT_AUTH_URL" 2>/dev/null); then
+            SWIFT_TOKEN=$(printf '%s' "$hdr" | tr -d '\r' | sed -n 's/^[Xx]-[Aa]uth-[Tt]oken: //p')
+            SWIFT_STORAGE_URL=$(printf '%s' "$hdr" | tr -d '\r' | sed -n 's/^[Xx]-[Ss]torage-[Uu]rl: //p')
+            break
+        fi
+        for t in OBJECT CONTAINER ACCOUNT PROXY; do
+            eval "port=\$SWIFT_${t}_PID"
+            kill -0 "$port" 2>/dev/null || { tail -20 "$sw/${t,,}.log" >&2; fail "swift-${t,,}-server exited"; }
+        done
+        sleep 0.05
+    done
+    [ -n "${SWIFT_TOKEN:-}" ] || fail "Swift not ready: $(tail -5 "$sw/proxy.log")"
+    # the first container PUT may meet a container server that is not listening yet: retry
+    for i in $(seq 1 100); do
+        code=$(curl -s -o "$sw/create.out" -w '%{http_code}' -X PUT -H "X-Auth-Token: $SWIFT_TOKEN" \
+            "$SWIFT_STORAGE_URL/$container")
+        case "$code" in 201 | 202) break ;; esac
+        sleep 0.1
+    done
+    case "$code" in 201 | 202) ;; *) fail "Swift: create container $container: HTTP $code: $(cat "$sw/create.out")" ;; esac
+    SWIFT_MEMCACHED_PORT=${ports[memcached]}
+    SWIFT_CREDS_JSON=$WORK/swift-creds.json
+    printf '{"authURL":"%s","username":"%s","password":"%s","tenantName":"test","region":"RegionOne"}\n' \
+        "$SWIFT_AUTH_URL" "$SWIFT_USER" "$SWIFT_KEY" >"$SWIFT_CREDS_JSON"
+}
+
+# swift_memcached_flush: forgets every tempauth token of the Swift of start_swift (memcached
+# flush_all), so the next request with an old token gets 401. SWIFT_TOKEN is renewed.
+swift_memcached_flush() {
+    local line hdr
+    exec 9<>"/dev/tcp/127.0.0.1/$SWIFT_MEMCACHED_PORT" || fail "memcached: cannot connect"
+    printf 'flush_all\r\n' >&9
+    read -r -t 5 line <&9 || true
+    exec 9>&-
+    [ "${line%$'\r'}" = OK ] || fail "memcached flush_all: \"$line\""
+    hdr=$(curl -s -f -D - -o /dev/null -H "X-Auth-User: $SWIFT_USER" -H "X-Auth-Key: $SWIFT_KEY" \
+        "$SWIFT_AUTH_URL") || fail "Swift: authentication after the flush failed"
+    SWIFT_TOKEN=$(printf '%s' "$hdr" | tr -d '\r' | sed -n 's/^[Xx]-[Aa]uth-[Tt]oken: //p')
+}
+
 # start_fake_oss [BUCKET] [fake_oss.py options...]: starts tests/tools/fake_oss.py (a scripted
 # fake of the OSS API subset the OSS driver uses; it verifies signature V1 and the Date skew) on
 # 127.0.0.1 (a free port picked by the fake), objects under $WORK/fake-oss. Extra options
@@ -491,8 +739,9 @@ store_round_trip() {
 # (http://127.0.0.1:PORT: an IP, so the driver addresses it path-style), OSS_BUCKET,
 # OSS_ACCESS_KEY, OSS_SECRET, OSS_CREDS_JSON (an ALICLOUD_APPLICATION_CREDENTIALS_JSON file),
 # OSS_PID, OSS_LOG (one line per request: "OP METHOD target -> STATUS[ fault]"; emptied at each
-# start). A second call stops the first fake and keeps its objects. Needs python3 (/usr/bin/python3 preferred over a pyenv shim): missing,
-# it exits 77 (skip), or fails under ETCDBR_REQUIRE_TOOLS=1.
+# start). A second call stops the first fake and keeps its objects. Needs python3
+# (/usr/bin/python3 preferred over a pyenv shim): missing, it exits 77 (skip), or fails under
+# ETCDBR_REQUIRE_TOOLS=1.
 start_fake_oss() {
     local bucket=${1:-etcdbr-test} py i
     shift || true

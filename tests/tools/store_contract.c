@@ -1,6 +1,7 @@
 /* store_contract: the store-driver contract (STYLE.md "one contract suite runs against every
  * store driver"), run against any provider:
- *   store_contract --provider Local|S3|ECS|OCS|ABS|OSS --container C [--endpoint URL] [--prefix P]
+ *   store_contract --provider Local|S3|ECS|OCS|ABS|GCS|Swift|OSS --container C [--endpoint URL]
+ *                  [--prefix P]
  *                  [--min-chunk BYTES] [--parallel N] [--list-count N]
  * Credentials come from the provider's usual environment (AWS_APPLICATION_CREDENTIALS_JSON...).
  * Every key lives under "<prefix>/contract-<pid>-<time>/", removed at the end. Checks: put/get,
@@ -172,6 +173,10 @@ int main(int argc, char **argv) {
         OK(store_local_driver_new(cfg.container, &drv), "open Local");
     else if (strcmp(cfg.provider, "ABS") == 0)
         OK(store_abs_driver_new(&cfg, &drv), "open ABS");
+    else if (strcmp(cfg.provider, "Swift") == 0)
+        OK(store_swift_driver_new(&cfg, &drv), "open Swift");
+    else if (strcmp(cfg.provider, "GCS") == 0)
+        OK(store_gcs_driver_new(&cfg, &drv), "open GCS");
     else if (strcmp(cfg.provider, "OSS") == 0)
         OK(store_oss_driver_new(&cfg, &drv), "open OSS");
     else

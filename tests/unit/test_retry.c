@@ -48,6 +48,7 @@ static void test_classify_retries_5xx_429_and_connection_errors(void **state) {
     (void)state;
     assert_int_equal(retry_classify_http(500, 0), RETRY_YES);
     assert_int_equal(retry_classify_http(503, 0), RETRY_YES);
+    assert_int_equal(retry_classify_http(501, 0), RETRY_NO); /* Not Implemented: an answer */
     assert_int_equal(retry_classify_http(429, 0), RETRY_YES);
     assert_int_equal(retry_classify_http(408, 0), RETRY_YES);
     assert_int_equal(retry_classify_http(0, CURLE_COULDNT_CONNECT), RETRY_YES);

@@ -237,6 +237,77 @@ static void test_list_parse_rejects_malformed(void **state) {
     }
 }
 
+/* The web-identity forms: JSON roleARN + tokenPath; a directory's roleARN with its file "token". */
+static void test_creds_web_identity_forms(void **state) {
+    (void)state;
+    char p[600], d[512];
+    snprintf(p, sizeof p, "%s/wi.json", tmpdir);
+    write_str(p, "{\"region\":\"eu-central-1\",\"roleARN\":\"arn:aws:iam::1:role/r\","
+                 "\"tokenPath\":\"/var/run/secrets/token\"}");
+    S3Creds c;
+    assert_int_equal(s3_creds_read(p, &c), 0);
+    assert_string_equal(c.role_arn, "arn:aws:iam::1:role/r");
+    assert_string_equal(c.token_path, "/var/run/secrets/token");
+    assert_null(c.access_key);
+    s3_creds_clear(&c);
+    snprintf(d, sizeof d, "%s/widir", tmpdir);
+    mkdir(d, 0700);
+    snprintf(p, sizeof p, "%s/roleARN", d);
+    write_str(p, "arn:aws:iam::1:role/r");
+    snprintf(p, sizeof p, "%s/region", d);
+    write_str(p, "eu-central-1");
+    assert_int_equal(s3_creds_read(d, &c), 0);
+    snprintf(p, sizeof p, "%s/token", d);
+    assert_string_equal(c.token_path, p);
+    s3_creds_clear(&c);
+}
+
+/* STS AssumeRoleWithWebIdentity responses: the documented shape parses, with entities decoded
+ * and the expiry in unix seconds; anything else is ERR_CORRUPT naming the field, not a value. */
+static void test_sts_parse(void **state) {
+    (void)state;
+    const char *ok =
+        "<AssumeRoleWithWebIdentityResponse xmlns=\"https://sts.amazonaws.com/doc/2011-06-15/\">"
+        "<AssumeRoleWithWebIdentityResult><SubjectFromWebIdentityToken>x</"
+        "SubjectFromWebIdentityToken><Credentials><SessionToken>AQoD&amp;YXdz</SessionToken>"
+        "<SecretAccessKey>wJalr/K7MDENG</SecretAccessKey><Expiration>2014-10-24T23:00:23Z</"
+        "Expiration><AccessKeyId>ASgeIAIOSFODNN7EXAMPLE</AccessKeyId></Credentials>"
+        "</AssumeRoleWithWebIdentityResult></AssumeRoleWithWebIdentityResponse>";
+    S3StsCreds c;
+    assert_int_equal(s3_sts_parse(ok, strlen(ok), &c), 0);
+    assert_string_equal(c.access_key, "ASgeIAIOSFODNN7EXAMPLE");
+    assert_string_equal(c.secret_key, "wJalr/K7MDENG");
+    assert_string_equal(c.session_token, "AQoD&YXdz");
+    assert_int_equal(c.expiration, 1414191623); /* date -u -d 2014-10-24T23:00:23Z +%s */
+    s3_sts_creds_clear(&c);
+    assert_null(c.access_key);
+    const char *frac = "<AssumeRoleWithWebIdentityResponse><Credentials><AccessKeyId>A</"
+                       "AccessKeyId><SecretAccessKey>S</SecretAccessKey><SessionToken>T</"
+                       "SessionToken><Expiration>2014-10-24T23:00:23.123Z</Expiration>"
+                       "</Credentials></AssumeRoleWithWebIdentityResponse>";
+    assert_int_equal(s3_sts_parse(frac, strlen(frac), &c), 0);
+    assert_int_equal(c.expiration, 1414191623);
+    s3_sts_creds_clear(&c);
+    const char *bad[] = {
+        "",
+        "<ErrorResponse><Error><Code>InvalidIdentityToken</Code></Error></ErrorResponse>",
+        "<AssumeRoleWithWebIdentityResponse><Credentials><AccessKeyId>A</AccessKeyId>"
+        "<SecretAccessKey>S</SecretAccessKey><Expiration>2014-10-24T23:00:23Z</Expiration>"
+        "</Credentials></AssumeRoleWithWebIdentityResponse>",
+        "<AssumeRoleWithWebIdentityResponse><Credentials><AccessKeyId>A</AccessKeyId>"
+        "<SecretAccessKey>S</SecretAccessKey><SessionToken>T</SessionToken>"
+        "<Expiration>tomorrow</Expiration></Credentials></AssumeRoleWithWebIdentityResponse>",
+        "<AssumeRoleWithWebIdentityResponse><Credentials><AccessKeyId>A&bogus;</AccessKeyId>"
+        "<SecretAccessKey>S</SecretAccessKey><SessionToken>T</SessionToken>"
+        "<Expiration>2014-10-24T23:00:23Z</Expiration></Credentials>"
+        "</AssumeRoleWithWebIdentityResponse>",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(s3_sts_parse(bad[i], strlen(bad[i]), &c), ERR_CORRUPT);
+        assert_null(c.access_key);
+    }
+}
+
 static void test_driver_config_errors(void **state) {
     (void)state;
     char p[512];
@@ -255,8 +326,12 @@ static void test_driver_config_errors(void **state) {
     cfg.endpoint_override = "ftp://x";
     assert_int_equal(store_s3_driver_new(&cfg, &d), ERR_INVALID);
     cfg.endpoint_override = NULL;
+    /* web identity: roleARN needs tokenPath; no request is sent at open */
+    write_str(p, "{\"region\":\"r\",\"roleARN\":\"arn\"}");
+    assert_int_equal(store_s3_driver_new(&cfg, &d), ERR_INVALID);
     write_str(p, "{\"region\":\"r\",\"roleARN\":\"arn\",\"tokenPath\":\"/t\"}");
-    assert_int_equal(store_s3_driver_new(&cfg, &d), ERR_UNSUPPORTED);
+    assert_int_equal(store_s3_driver_new(&cfg, &d), 0);
+    store_driver_free(d);
     /* ECS: its environment only */
     unsetenv("ECS_ENDPOINT");
     StoreConfig ecs = {.provider = "ECS", .container = "bkt"};
@@ -288,6 +363,8 @@ int main(void) {
                                         teardown_tmp),
         cmocka_unit_test_setup_teardown(test_creds_errors_name_field_not_value, setup_tmp,
                                         teardown_tmp),
+        cmocka_unit_test_setup_teardown(test_creds_web_identity_forms, setup_tmp, teardown_tmp),
+        cmocka_unit_test(test_sts_parse),
         cmocka_unit_test(test_list_parse_pages_and_entities),
         cmocka_unit_test(test_list_parse_rejects_malformed),
         cmocka_unit_test_setup_teardown(test_driver_config_errors, setup_tmp, teardown_tmp),

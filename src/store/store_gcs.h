@@ -1,0 +1,84 @@
+/* store_gcs: the Google Cloud Storage driver's parts that do not talk to a server, exposed for
+ * unit tests and fuzz targets: the service-account credentials as the Go tool accepts them
+ * (GOOGLE_APPLICATION_CREDENTIALS, seed-spec §12), the RS256 JWT exchanged for an OAuth2 access
+ * token, the objects.list JSON parser, the chunk layout of uploads and the endpoint parsing.
+ * The driver itself is store_gcs_driver_new (store_driver.h); docs/stores.md describes it. */
+#ifndef ETCDBR_STORE_GCS_H
+#define ETCDBR_STORE_GCS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The OAuth2 scope requested (the Go SDK's default, devstorage.full_control). */
+#define GCS_SCOPE "https://www.googleapis.com/auth/devstorage.full_control"
+/* Sources of one compose call (a GCS limit). */
+#define GCS_MAX_COMPOSE 32
+/* Components of one composite object (a GCS limit), hence chunks of one upload. */
+#define GCS_MAX_COMPONENTS 1024
+
+/* A service-account key file. Strings owned; NULL when absent. */
+typedef struct GcsCreds {
+    char *project_id;
+    char *client_email;
+    char *private_key; /* PEM (secret: wiped on clear) */
+    char *private_key_id;
+    char *token_uri;       /* default https://oauth2.googleapis.com/token */
+    char *universe_domain; /* default googleapis.com */
+} GcsCreds;
+
+/* Wipes the key and frees every field; zeroes c (NULL-safe). */
+void gcs_creds_clear(GcsCreds *c);
+
+/* Parses and validates a credentials JSON document (len bytes, need not be NUL-terminated) the
+ * way the Go tool does: "type" must be "service_account" (an "external_account" file, workload
+ * identity, gives ERR_UNSUPPORTED), every field must be one of type, project_id, client_email,
+ * universe_domain, auth_uri, auth_provider_x509_cert_url, client_x509_cert_url, client_id,
+ * private_key_id, private_key, token_uri (strings), project_id must match
+ * ^[a-z][a-z0-9-]{4,28}[a-z0-9]$, and client_email and private_key must be present. where names
+ * the source in messages (never a value). 0, ERR_INVALID, ERR_UNSUPPORTED or ERR_NOMEM. */
+int gcs_creds_parse(const char *json, size_t len, const char *where, GcsCreds *out);
+
+/* gcs_creds_parse of the file at path (at most 1 MiB). ERR_NOT_FOUND if it does not exist. */
+int gcs_creds_load(const char *path, GcsCreds *out);
+
+/* base64url without padding (RFC 7515) of len bytes; owned, NULL on allocation failure. */
+char *gcs_b64url(const void *data, size_t len);
+
+/* The signed JWT assertion of the OAuth2 JWT-bearer grant (RFC 7523): header
+ * {"alg":"RS256","typ":"JWT"[,"kid":private_key_id]}, claims {"iss":client_email,"scope":scope,
+ * "aud":token_uri,"iat":now,"exp":now+3600}, signed RS256 with the PEM private key. *out owned
+ * (secret-ish: wipe after use). 0, ERR_INVALID (the key is not an RSA private key in PEM) or
+ * ERR_NOMEM. */
+int gcs_jwt(const GcsCreds *c, const char *scope, int64_t now, char **out);
+
+/* Parses a token endpoint response: {"access_token":..., "expires_in":N, ...}. *token owned
+ * (secret), *expires_in seconds (3600 when absent). 0 or ERR_CORRUPT (message has the OAuth2
+ * "error"/"error_description" if present, never a token). */
+int gcs_token_parse(const char *json, size_t len, char **token, int64_t *expires_in);
+
+/* Called for each object of a listing page: name (borrowed), size in bytes (-1 if absent) and
+ * retentionExpirationTime as Unix seconds (0 if absent or unparseable). Nonzero stops. */
+typedef int (*GcsListCb)(void *ctx, const char *name, int64_t size, int64_t retention_until);
+
+/* Parses one objects.list response page (len bytes, need not be NUL-terminated): each entry of
+ * "items" to cb, *next_token (owned, NULL on the last page) from "nextPageToken". 0,
+ * ERR_CORRUPT (not JSON, or an item without a string "name") or cb's return. */
+int gcs_list_parse(const char *json, size_t len, GcsListCb cb, void *ctx, char **next_token);
+
+/* Size of chunk number n (1-based) of a streamed upload: min_chunk for the first 128 chunks,
+ * then one min_chunk more every 128 chunks (8 * min_chunk for chunks 897..1023), so the 1023
+ * chunks a composite object can hold carry 4600 * min_chunk bytes (about 22 GiB at 5 MiB)
+ * while at most max-parallel-chunk-uploads + 1 chunks are in memory. */
+int64_t gcs_chunk_size(int64_t min_chunk, int n);
+
+/* 1 if key names a chunk object of an upload: "<object>/" followed by exactly 10 digits (the Go
+ * tool's "%010d" parts, and our composed intermediates), else 0. */
+int gcs_is_chunk_key(const char *key);
+
+/* The API base (scheme://host[:port][/path], no trailing '/', no "/storage/v1") of an endpoint
+ * override as the Go SDK takes it ("https://host/storage/v1/", "http://127.0.0.1:4443",
+ * "127.0.0.1:4443" = http). *emulator is set for http:// (the Go tool then disables
+ * authentication, as STORAGE_EMULATOR_HOST does). Owned; 0 or ERR_INVALID / ERR_NOMEM. */
+int gcs_endpoint_parse(const char *endpoint, char **base, int *emulator);
+
+#endif
