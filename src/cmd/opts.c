@@ -85,7 +85,8 @@ static const OptDef opt_table[] = {
      ACTIVE},
     {"store-endpoint-override", 0, OPT_STRING, "", NULL, STORE, 0,
      "object store endpoint URL (scheme://host[:port]); honoured by S3 (then path-style) and ABS "
-     "(then <endpoint>/<account>/<container>, as for azurite)",
+     "(then <endpoint>/<account>/<container>, as for azurite); OSS ignores it with a warning (its "
+     "endpoint is storageEndpoint in the credentials, as in the Go tool)",
      ACTIVE},
     {"store-prefix", 0, OPT_STRING, "", NULL, STORE, 0,
      "key prefix; objects are written under <prefix>/v2/", ACTIVE},

@@ -7,11 +7,17 @@
 #include "../common/log.h"
 
 #include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <jansson.h>
+#include <openssl/crypto.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define POOL_MAX 16
 #define DEFAULT_MAX_BODY ((size_t)1 << 20)
@@ -847,4 +853,190 @@ char *objhttp_dir_first_json(const char *dir) {
     }
     closedir(d);
     return found;
+}
+
+/* ---- credentials and XML for the drivers (added with OSS; S3 and ABS keep older copies) ---- */
+
+static int creds_json(const char *path, const char *what, const char *const *fields, size_t n,
+                      char **values) {
+    json_error_t je;
+    json_t *root = json_load_file(path, 0, &je);
+    if (!root) {
+        if (je.line < 0 && access(path, F_OK) != 0)
+            return err_set(ERR_NOT_FOUND, "%s credentials %s: no such file", what, path);
+        return err_set(ERR_INVALID, "%s credentials %s: invalid JSON at line %d: %s", what, path,
+                       je.line, je.text);
+    }
+    int rc = 0;
+    if (!json_is_object(root))
+        rc = err_set(ERR_INVALID, "%s credentials %s: not a JSON object", what, path);
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        json_t *v = json_object_get(root, fields[i]);
+        if (!v || json_is_null(v)) continue;
+        if (!json_is_string(v)) {
+            rc = err_set(ERR_INVALID, "%s credentials %s: %s is not a string", what, path,
+                         fields[i]);
+            break;
+        }
+        values[i] = strdup(json_string_value(v));
+        if (!values[i]) rc = err_set(ERR_NOMEM, "%s credentials: out of memory", what);
+    }
+    /* jansson keeps its own copies of the values: wipe them before the object goes */
+    const char *k;
+    json_t *v;
+    if (json_is_object(root)) {
+        json_object_foreach(root, k, v) {
+            if (json_is_string(v))
+                OPENSSL_cleanse((char *)json_string_value(v), json_string_length(v));
+        }
+    }
+    json_decref(root);
+    return rc;
+}
+
+int objhttp_creds_read(const char *path, const char *what, const char *const *fields, size_t n,
+                       char **values) {
+    for (size_t i = 0; i < n; i++)
+        values[i] = NULL;
+    struct stat st;
+    if (!path || !path[0]) return err_set(ERR_INVALID, "%s credentials: no path", what);
+    if (stat(path, &st) != 0)
+        return err_set(errno == ENOENT ? ERR_NOT_FOUND : ERR_IO, "%s credentials %s: %s", what,
+                       path, strerror(errno));
+    int rc = 0;
+    if (!S_ISDIR(st.st_mode)) {
+        rc = creds_json(path, what, fields, n, values);
+    } else {
+        char *json = objhttp_dir_first_json(path);
+        if (json) {
+            rc = creds_json(json, what, fields, n, values);
+            free(json);
+        } else {
+            for (size_t i = 0; i < n && rc == 0; i++) {
+                char p[4096];
+                snprintf(p, sizeof p, "%s/%s", path, fields[i]);
+                if (stat(p, &st) != 0 || !S_ISREG(st.st_mode)) continue;
+                values[i] = objhttp_read_small_file(p);
+                if (!values[i])
+                    rc = err_set(ERR_IO, "%s credentials %s: cannot read it (or larger than 1 MiB)",
+                                 what, p);
+            }
+        }
+    }
+    if (rc != 0) {
+        for (size_t i = 0; i < n; i++) {
+            objhttp_free_secret(values[i]);
+            values[i] = NULL;
+        }
+    }
+    return rc;
+}
+
+/* "<tag" followed by '>', ' ' or '/' in [p, end); NULL if none. */
+static const char *xml_open(const char *p, const char *end, const char *tag) {
+    size_t tl = strlen(tag);
+    while (p < end) {
+        p = memchr(p, '<', (size_t)(end - p));
+        if (!p || (size_t)(end - p) < tl + 2) return NULL;
+        if (memcmp(p + 1, tag, tl) == 0 &&
+            (p[tl + 1] == '>' || p[tl + 1] == ' ' || p[tl + 1] == '/'))
+            return p;
+        p++;
+    }
+    return NULL;
+}
+
+const char *objhttp_xml_element(const char *p, const char *end, const char *tag, size_t *len,
+                                const char **after) {
+    const char *o = xml_open(p, end, tag);
+    if (!o) return NULL;
+    const char *gt = memchr(o, '>', (size_t)(end - o));
+    if (!gt) return NULL;
+    if (gt[-1] == '/') { /* <tag/> */
+        *len = 0;
+        if (after) *after = gt + 1;
+        return gt + 1;
+    }
+    size_t tl = strlen(tag);
+    for (const char *c = gt + 1; c < end;) {
+        c = memchr(c, '<', (size_t)(end - c));
+        if (!c || (size_t)(end - c) < tl + 3) return NULL;
+        if (c[1] == '/' && memcmp(c + 2, tag, tl) == 0 && c[tl + 2] == '>') {
+            *len = (size_t)(c - (gt + 1));
+            if (after) *after = c + tl + 3;
+            return gt + 1;
+        }
+        c++;
+    }
+    return NULL;
+}
+
+static int xml_hex(int c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+char *objhttp_xml_text(const char *s, size_t n) {
+    char *o = malloc(n + 1);
+    size_t k = 0;
+    if (!o) return NULL;
+    for (size_t i = 0; i < n;) {
+        if (s[i] != '&') {
+            o[k++] = s[i++];
+            continue;
+        }
+        const char *semi = memchr(s + i, ';', n - i);
+        if (!semi || semi - (s + i) > 12) goto bad;
+        const char *e = s + i + 1;
+        size_t el = (size_t)(semi - e);
+        static const struct {
+            const char *name;
+            char c;
+        } ents[] = {{"amp", '&'}, {"lt", '<'}, {"gt", '>'}, {"quot", '"'}, {"apos", '\''}};
+        int done = 0;
+        for (size_t j = 0; j < sizeof ents / sizeof ents[0] && !done; j++) {
+            if (strlen(ents[j].name) == el && memcmp(e, ents[j].name, el) == 0) {
+                o[k++] = ents[j].c;
+                done = 1;
+            }
+        }
+        if (!done) {
+            if (el < 2 || e[0] != '#') goto bad;
+            int hex = e[1] == 'x' || e[1] == 'X';
+            size_t j = hex ? 2 : 1;
+            if (j >= el) goto bad;
+            unsigned long cp = 0;
+            for (; j < el; j++) {
+                int v = hex ? xml_hex(e[j]) : (e[j] >= '0' && e[j] <= '9' ? e[j] - '0' : -1);
+                if (v < 0) goto bad;
+                cp = cp * (hex ? 16 : 10) + (unsigned long)v;
+                if (cp > 0x10FFFF) goto bad;
+            }
+            if (cp == 0 || (cp >= 0xD800 && cp <= 0xDFFF)) goto bad;
+            /* "&#N;" takes at least 4 bytes, its UTF-8 at most 4: the output never outgrows n */
+            if (cp < 0x80) {
+                o[k++] = (char)cp;
+            } else if (cp < 0x800) {
+                o[k++] = (char)(0xC0 | (cp >> 6));
+                o[k++] = (char)(0x80 | (cp & 0x3F));
+            } else if (cp < 0x10000) {
+                o[k++] = (char)(0xE0 | (cp >> 12));
+                o[k++] = (char)(0x80 | ((cp >> 6) & 0x3F));
+                o[k++] = (char)(0x80 | (cp & 0x3F));
+            } else {
+                o[k++] = (char)(0xF0 | (cp >> 18));
+                o[k++] = (char)(0x80 | ((cp >> 12) & 0x3F));
+                o[k++] = (char)(0x80 | ((cp >> 6) & 0x3F));
+                o[k++] = (char)(0x80 | (cp & 0x3F));
+            }
+        }
+        i = (size_t)(semi - s) + 1;
+    }
+    o[k] = '\0';
+    return o;
+bad:
+    free(o);
+    return NULL;
 }

@@ -124,4 +124,27 @@ char *objhttp_dir_first_json(const char *dir);
 /* Wipes (OPENSSL_cleanse) and frees a NUL-terminated secret (NULL-safe). */
 void objhttp_free_secret(char *s);
 
+/* ---- helpers shared by the drivers (added with OSS) ---- */
+
+/* Reads credentials as the Go tool does for its file-based providers (seed-spec §12): path is a
+ * JSON file, or a directory whose first "*.json" entry (directory order) is parsed as JSON, or
+ * else which holds one file per field, read verbatim (no trimming). For each of the n field
+ * names, values[i] gets an owned copy (NULL when absent); the caller frees them with
+ * objhttp_free_secret. Unknown fields and files are ignored. what names the provider in
+ * messages, which name the path and field, never a value. 0, ERR_NOT_FOUND (path missing),
+ * ERR_INVALID (bad JSON, a field that is not a string), ERR_IO or ERR_NOMEM. */
+int objhttp_creds_read(const char *path, const char *what, const char *const *fields, size_t n,
+                       char **values);
+
+/* The text of the first element <tag>...</tag> (or <tag attr="..">...</tag>; "<tag/>" is empty)
+ * in [p, end), which need not be NUL-terminated: a pointer to the text and its length in *len,
+ * *after (may be NULL) set past the closing tag. NULL when absent or unterminated. No nesting of
+ * the same tag is understood: enough for the flat documents object stores answer. */
+const char *objhttp_xml_element(const char *p, const char *end, const char *tag, size_t *len,
+                                const char **after);
+
+/* XML character data [s, s+n) with the five named entities and &#N; / &#xN; decoded (UTF-8).
+ * Owned, NUL-terminated; NULL on a malformed entity or allocation failure. */
+char *objhttp_xml_text(const char *s, size_t n);
+
 #endif

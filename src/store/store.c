@@ -9,6 +9,7 @@
 #include "snapname.h"
 #include "store_abs.h"
 #include "store_driver.h"
+#include "store_oss.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -179,7 +180,7 @@ static const struct {
     StoreDriverOpen open;
 } providers[] = {
     {"Local", local_open},         {"S3", store_s3_driver_new},       {"ABS", store_abs_driver_new},
-    {"GCS", store_gcs_driver_new}, {"Swift", store_swift_driver_new}, {"OSS", NULL},
+    {"GCS", store_gcs_driver_new}, {"Swift", store_swift_driver_new}, {"OSS", store_oss_driver_new},
     {"ECS", store_s3_driver_new},  {"OCS", store_s3_driver_new},
 };
 

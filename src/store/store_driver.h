@@ -124,5 +124,12 @@ int store_swift_driver_new(const StoreConfig *cfg, StoreDriver **out);
  * Thread-safe. *out owned. Checks that the bucket exists (ERR_NOT_FOUND if not). 0,
  * ERR_INVALID, ERR_UNSUPPORTED (external_account), ERR_NOT_FOUND, ERR_IO or ERR_NOMEM. */
 int store_gcs_driver_new(const StoreConfig *cfg, StoreDriver **out);
+/* The OSS driver for cfg (container = bucket, credentials, ca_file, insecure_skip_verify,
+ * min_chunk_size, max_parallel_chunk_uploads, timeout_ms). Credentials: cfg->credentials, else
+ * $ALICLOUD_APPLICATION_CREDENTIALS_JSON, else $ALICLOUD_APPLICATION_CREDENTIALS. The endpoint is
+ * the credentials' storageEndpoint (https:// when it has no scheme); --store-endpoint-override is
+ * ignored with a warning, as the Go tool honours it for S3, GCS and ABS only. No request is sent
+ * here. Thread-safe. *out owned (store_driver_free). 0, ERR_INVALID or ERR_NOMEM. */
+int store_oss_driver_new(const StoreConfig *cfg, StoreDriver **out);
 
 #endif

@@ -731,3 +731,68 @@ swift_memcached_flush() {
         "$SWIFT_AUTH_URL") || fail "Swift: authentication after the flush failed"
     SWIFT_TOKEN=$(printf '%s' "$hdr" | tr -d '\r' | sed -n 's/^[Xx]-[Aa]uth-[Tt]oken: //p')
 }
+
+# start_fake_oss [BUCKET] [fake_oss.py options...]: starts tests/tools/fake_oss.py (a scripted
+# fake of the OSS API subset the OSS driver uses; it verifies signature V1 and the Date skew) on
+# 127.0.0.1 (a free port picked by the fake), objects under $WORK/fake-oss. Extra options
+# (--fault SPEC, --legacy-range, --worm) are passed on. Sets OSS_ENDPOINT
+# (http://127.0.0.1:PORT: an IP, so the driver addresses it path-style), OSS_BUCKET,
+# OSS_ACCESS_KEY, OSS_SECRET, OSS_CREDS_JSON (an ALICLOUD_APPLICATION_CREDENTIALS_JSON file),
+# OSS_PID, OSS_LOG (one line per request: "OP METHOD target -> STATUS[ fault]"; emptied at each
+# start). A second call stops the first fake and keeps its objects. Needs python3
+# (/usr/bin/python3 preferred over a pyenv shim): missing, it exits 77 (skip), or fails under
+# ETCDBR_REQUIRE_TOOLS=1.
+start_fake_oss() {
+    local bucket=${1:-etcdbr-test} py i
+    shift || true
+    py=/usr/bin/python3
+    [ -x "$py" ] || py=$(command -v python3 || true)
+    if [ -z "$py" ]; then
+        [ "${ETCDBR_REQUIRE_TOOLS:-0}" = 1 ] && fail "python3 not found (needed by tests/tools/fake_oss.py)"
+        echo "SKIP: python3 not found (needed by tests/tools/fake_oss.py)" >&2
+        exit 77
+    fi
+    if [ -n "${OSS_PID:-}" ]; then stop_pid "$OSS_PID"; fi
+    mkdir -p "$WORK/fake-oss"
+    OSS_BUCKET=$bucket
+    OSS_ACCESS_KEY=LTAIfakeAccessKeyId01
+    OSS_SECRET=fakeSecret+/0123456789abcdefghijklmn
+    printf '%s' "$OSS_SECRET" >"$WORK/fake-oss.secret"
+    OSS_LOG=$WORK/fake-oss.requests
+    : >"$OSS_LOG"
+    : >"$WORK/fake-oss.out"
+    "$py" "$ETCDBR_SOURCE_DIR/tests/tools/fake_oss.py" --dir "$WORK/fake-oss" --bucket "$bucket" \
+        --access-key "$OSS_ACCESS_KEY" --secret-file "$WORK/fake-oss.secret" --log "$OSS_LOG" \
+        "$@" >"$WORK/fake-oss.out" 2>&1 &
+    OSS_PID=$!
+    PIDS+=("$OSS_PID")
+    for i in $(seq 1 200); do
+        if grep -q "^listening 127.0.0.1:" "$WORK/fake-oss.out"; then
+            OSS_ENDPOINT=http://$(sed -n 's/^listening //p' "$WORK/fake-oss.out" | tail -1)
+            OSS_CREDS_JSON=$WORK/oss-creds.json
+            printf '{"storageEndpoint":"%s","accessKeyID":"%s","accessKeySecret":"%s","bucketName":"ignored"}\n' \
+                "$OSS_ENDPOINT" "$OSS_ACCESS_KEY" "$OSS_SECRET" >"$OSS_CREDS_JSON"
+            return 0
+        fi
+        kill -0 "$OSS_PID" 2>/dev/null || fail "fake_oss exited: $(cat "$WORK/fake-oss.out")"
+        sleep 0.05
+    done
+    fail "fake_oss not ready: $(tail -5 "$WORK/fake-oss.out")"
+}
+
+# oss_curl METHOD KEY SUBRESOURCE [curl options...]: one request to the fake of start_fake_oss,
+# signed here with openssl (V1, independent of the driver's signing). KEY "" is the bucket;
+# SUBRESOURCE (e.g. "uploads", or "") is both signed and sent as the query. Date: now, or
+# $OSS_CURL_DATE. Prints the body; the HTTP status goes to $WORK/oss-curl.status.
+oss_curl() {
+    local method=$1 key=$2 sub=$3 date sig q=""
+    shift 3
+    date=${OSS_CURL_DATE:-$(LC_ALL=C TZ=GMT date '+%a, %d %b %Y %H:%M:%S GMT')}
+    [ -n "$sub" ] && q="?$sub"
+    sig=$(printf '%s\n\n\n%s\n/%s/%s%s' "$method" "$date" "$OSS_BUCKET" "$key" "$q" |
+        openssl dgst -sha1 -hmac "$OSS_SECRET" -binary | base64 -w0)
+    curl -s -X "$method" -o - -w '%{http_code}' -H "Date: $date" \
+        -H "Authorization: OSS $OSS_ACCESS_KEY:$sig" "$@" "$OSS_ENDPOINT/$OSS_BUCKET/$key$q" >"$WORK/oss-curl.out" || true
+    tail -c 3 "$WORK/oss-curl.out" >"$WORK/oss-curl.status"
+    head -c -3 "$WORK/oss-curl.out"
+}

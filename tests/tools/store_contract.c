@@ -1,6 +1,6 @@
 /* store_contract: the store-driver contract (STYLE.md "one contract suite runs against every
  * store driver"), run against any provider:
- *   store_contract --provider Local|S3|ECS|OCS|ABS|GCS|Swift --container C [--endpoint URL]
+ *   store_contract --provider Local|S3|ECS|OCS|ABS|GCS|Swift|OSS --container C [--endpoint URL]
  *                  [--prefix P]
  *                  [--min-chunk BYTES] [--parallel N] [--list-count N]
  * Credentials come from the provider's usual environment (AWS_APPLICATION_CREDENTIALS_JSON...).
@@ -16,6 +16,7 @@
 #include "common/err.h"
 #include "store/store_abs.h"
 #include "store/store_driver.h"
+#include "store/store_oss.h"
 
 #include <curl/curl.h>
 #include <stdio.h>
@@ -176,6 +177,8 @@ int main(int argc, char **argv) {
         OK(store_swift_driver_new(&cfg, &drv), "open Swift");
     else if (strcmp(cfg.provider, "GCS") == 0)
         OK(store_gcs_driver_new(&cfg, &drv), "open GCS");
+    else if (strcmp(cfg.provider, "OSS") == 0)
+        OK(store_oss_driver_new(&cfg, &drv), "open OSS");
     else
         OK(store_s3_driver_new(&cfg, &drv), "open");
     snprintf(base, sizeof base, "%s%scontract-%d-%lld/", prefix, prefix[0] ? "/" : "",
