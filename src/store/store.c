@@ -188,7 +188,7 @@ const char *store_providers(void) {
     return "Local (or empty), S3, ABS, GCS, Swift, OSS, ECS and OCS";
 }
 
-int store_open(const StoreConfig *cfg, Store **out) {
+int store_driver_open(const StoreConfig *cfg, StoreDriver **out) {
     *out = NULL;
     if (!cfg) return err_set(ERR_INVALID, "store: no configuration");
     const char *provider = cfg->provider && cfg->provider[0] ? cfg->provider : "Local";
@@ -196,14 +196,19 @@ int store_open(const StoreConfig *cfg, Store **out) {
         if (strcmp(provider, providers[i].name) != 0) continue;
         if (!providers[i].open)
             return err_set(ERR_UNSUPPORTED, "storage provider %s is not supported yet", provider);
-        StoreDriver *drv = NULL;
-        int rc = providers[i].open(cfg, &drv);
-        if (rc != 0) return rc;
-        return store_new_with_driver(drv, cfg->prefix, out);
+        return providers[i].open(cfg, out);
     }
     return err_set(ERR_INVALID,
                    "unknown storage provider \"%s\": valid are %s (names are case-sensitive)",
                    provider, store_providers());
+}
+
+int store_open(const StoreConfig *cfg, Store **out) {
+    *out = NULL;
+    StoreDriver *drv = NULL;
+    int rc = store_driver_open(cfg, &drv);
+    if (rc != 0) return rc;
+    return store_new_with_driver(drv, cfg->prefix, out);
 }
 
 void store_free(Store *s) {

@@ -92,6 +92,11 @@ static inline void store_driver_free(StoreDriver *d) {
  * 0, ERR_INVALID (bad prefix) or ERR_NOMEM. */
 int store_new_with_driver(StoreDriver *drv, const char *prefix, Store **out);
 
+/* The driver of cfg->provider from the registry (store.c; "" = Local), without the generic layer
+ * (tools and tests call drivers directly). *out owned (store_driver_free). 0, ERR_INVALID
+ * (unknown provider: the message lists the valid ones) or the constructor's error. */
+int store_driver_open(const StoreConfig *cfg, StoreDriver **out);
+
 /* A provider's driver constructor: opens the backend cfg names (container, prefix handled by the
  * generic layer; endpoint, credentials, part sizes are the driver's). Drivers are found by
  * provider name in store.c's registry table. 0 or ERR_*. */

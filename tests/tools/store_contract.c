@@ -169,18 +169,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     curl_global_init(CURL_GLOBAL_DEFAULT);
-    if (strcmp(cfg.provider, "Local") == 0)
-        OK(store_local_driver_new(cfg.container, &drv), "open Local");
-    else if (strcmp(cfg.provider, "ABS") == 0)
-        OK(store_abs_driver_new(&cfg, &drv), "open ABS");
-    else if (strcmp(cfg.provider, "Swift") == 0)
-        OK(store_swift_driver_new(&cfg, &drv), "open Swift");
-    else if (strcmp(cfg.provider, "GCS") == 0)
-        OK(store_gcs_driver_new(&cfg, &drv), "open GCS");
-    else if (strcmp(cfg.provider, "OSS") == 0)
-        OK(store_oss_driver_new(&cfg, &drv), "open OSS");
-    else
-        OK(store_s3_driver_new(&cfg, &drv), "open");
+    OK(store_driver_open(&cfg, &drv), "open");
     snprintf(base, sizeof base, "%s%scontract-%d-%lld/", prefix, prefix[0] ? "/" : "",
              (int)getpid(), (long long)time(NULL));
     printf("contract on %s under %s\n", drv->vt->describe(drv), base);

@@ -1,6 +1,6 @@
 /* store_put: one driver call from the command line, for tests that need a single operation and
  * its exact error (fault injection through a fake server, wrong credentials):
- *   store_put --provider Local|S3|ECS|OCS|ABS|OSS --container C [--endpoint URL]
+ *   store_put --provider Local|S3|ECS|OCS|ABS|GCS|Swift|OSS --container C [--endpoint URL]
  *             [--min-chunk BYTES] [--parallel N] CMD ARGS
  *   CMD: put KEY FILE | get KEY FILE [OFFSET] | stat KEY | rm KEY | list PREFIX
  * Credentials come from the provider's usual environment. put streams FILE in 64 KiB writes and
@@ -102,15 +102,7 @@ int main(int argc, char **argv) {
     }
     curl_global_init(CURL_GLOBAL_DEFAULT);
     StoreDriver *drv = NULL;
-    int rc;
-    if (strcmp(cfg.provider, "Local") == 0)
-        rc = store_local_driver_new(cfg.container, &drv);
-    else if (strcmp(cfg.provider, "ABS") == 0)
-        rc = store_abs_driver_new(&cfg, &drv);
-    else if (strcmp(cfg.provider, "OSS") == 0)
-        rc = store_oss_driver_new(&cfg, &drv);
-    else
-        rc = store_s3_driver_new(&cfg, &drv);
+    int rc = store_driver_open(&cfg, &drv);
     if (rc == 0) rc = run(drv, argc - i, argv + i);
     int code = rc == 2 ? 2 : rc ? fail(rc) : 0;
     if (rc == 2) fprintf(stderr, "usage: see the comment at the top of store_put.c\n");
