@@ -539,11 +539,10 @@ static int attempt_error(ObjHttp *h, const Xfer *x, CURLcode cc, const char *cur
         char auth[320] = "";
         if (x->status == 401 || x->status == 403)
             snprintf(auth, sizeof auth,
-                     " (%s refused the credentials%s%s: check them and their permissions)",
-                     h->what, h->container ? " for bucket " : "",
-                     h->container ? h->container : "");
-        err_set(rc, "%s %s %s: HTTP %ld%s%s%s", h->what, r->method, u, x->status,
-                ex[0] ? ": " : "", ex, auth);
+                     " (%s refused the credentials%s%s: check them and their permissions)", h->what,
+                     h->container ? " for bucket " : "", h->container ? h->container : "");
+        err_set(rc, "%s %s %s: HTTP %ld%s%s%s", h->what, r->method, u, x->status, ex[0] ? ": " : "",
+                ex, auth);
     }
     free(url);
     return rc;
