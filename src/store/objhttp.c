@@ -39,6 +39,18 @@ struct ObjHttp {
     int n_pool;
 };
 
+/* p with a shorter backoff (same tries) when ETCDBR_STORE_RETRY_BASE_MS asks for one: tests only
+ * (tests/integration/test_store_faults.sh and others), documented in docs/stores.md. */
+static RetryPolicy test_backoff(RetryPolicy p) {
+    const char *base = getenv("ETCDBR_STORE_RETRY_BASE_MS");
+    long long ms = base && *base ? strtoll(base, NULL, 10) : 0;
+    if (ms > 0 && ms < p.base_ms) {
+        p.cap_ms = p.cap_ms / p.base_ms * ms;
+        p.base_ms = ms;
+    }
+    return p;
+}
+
 int objhttp_new(const ObjHttpConfig *cfg, ObjHttp **out) {
     *out = NULL;
     ObjHttp *h = calloc(1, sizeof *h);
@@ -51,16 +63,7 @@ int objhttp_new(const ObjHttpConfig *cfg, ObjHttp **out) {
     h->insecure = cfg->insecure_skip_verify;
     h->timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : 180000;
     RetryPolicy def = RETRY_POLICY_DEFAULT;
-    h->retry = cfg->retry.attempts > 0 ? cfg->retry : def;
-    /* tests only (tests/integration/test_store_faults.sh): shorter backoff, same attempts */
-    const char *base = getenv("ETCDBR_STORE_RETRY_BASE_MS");
-    if (base && *base) {
-        long long ms = strtoll(base, NULL, 10);
-        if (ms > 0 && ms < h->retry.base_ms) {
-            h->retry.cap_ms = h->retry.cap_ms / h->retry.base_ms * ms;
-            h->retry.base_ms = ms;
-        }
-    }
+    h->retry = test_backoff(cfg->retry.attempts > 0 ? cfg->retry : def);
     h->classify = cfg->classify;
     h->classify_ctx = cfg->classify_ctx;
     if (!h->what || (cfg->ca_file && cfg->ca_file[0] && !h->ca_file) ||
@@ -781,6 +784,67 @@ int objhttp_stream_read(ObjHttpStream *s, void *buf, size_t cap, size_t *got) {
         return attempt_error(s->h, &s->x, s->result, s->curl_err, &retryable);
     }
     return 0; /* done, nothing buffered: end of body */
+}
+
+static int resumable_read(IoReader *ior, void *buf, size_t cap, size_t *got) {
+    ObjHttpResumable *r = (ObjHttpResumable *)ior;
+    *got = 0;
+    for (;;) {
+        if (!r->s || cap == 0) return 0;
+        size_t want = r->skip > 0 && r->skip < cap ? (size_t)r->skip : cap;
+        int rc = objhttp_stream_read(r->s, buf, want, got);
+        if (rc == 0 && r->skip > 0 && *got > 0) { /* bytes before offset: dropped */
+            r->skip -= *got;
+            *got = 0;
+            continue;
+        }
+        if (rc == 0) {
+            r->offset += *got;
+            return 0;
+        }
+        if ((rc != ERR_IO && rc != ERR_TIMEOUT) || r->resumes >= OBJHTTP_READ_RESUMES) return rc;
+        r->resumes++;
+        log_warn("%s read %s: the download broke at byte %llu; resuming there (%d of %d) after: %s",
+                 r->what, r->key, (unsigned long long)r->offset, r->resumes, OBJHTTP_READ_RESUMES,
+                 err_msg());
+        objhttp_stream_free(r->s);
+        r->s = NULL;
+        r->skip = 0;
+        RetryPolicy p = test_backoff((RetryPolicy)RETRY_POLICY_DEFAULT);
+        retry_sleep_ms(retry_delay_ms(&p, r->resumes, retry_random()));
+        rc = r->open(r);
+        if (rc) return rc;
+    }
+}
+
+static void resumable_free(IoReader *ior) {
+    ObjHttpResumable *r = (ObjHttpResumable *)ior;
+    if (!r) return;
+    if (r->release) r->release(r);
+    objhttp_stream_free(r->s);
+    free(r->key);
+    free(r);
+}
+
+static const IoReaderVt resumable_vt = {resumable_read, resumable_free};
+
+int objhttp_resumable_start(ObjHttpResumable *r, const char *what, const char *key, uint64_t offset,
+                            int (*open)(ObjHttpResumable *r), void (*release)(ObjHttpResumable *r),
+                            IoReader **out) {
+    *out = NULL;
+    r->base.vt = &resumable_vt;
+    r->what = what;
+    r->offset = offset;
+    r->open = open;
+    r->release = release;
+    r->key = strdup(key);
+    int rc = r->key ? open(r) : err_set(ERR_NOMEM, "%s read: out of memory", what);
+    if (rc) {
+        resumable_free(&r->base);
+        return rc;
+    }
+    *out = &r->base;
+    return 0;
 }
 
 void objhttp_stream_free(ObjHttpStream *s) {

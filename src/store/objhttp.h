@@ -136,6 +136,36 @@ void objhttp_free_secret(char *s);
 int objhttp_creds_read(const char *path, const char *what, const char *const *fields, size_t n,
                        char **values);
 
+/* A download that resumes where it broke: a driver's reader embeds ObjHttpResumable as its first
+ * member and supplies open, its ranged GET of key from offset (pinning the object's ETag or
+ * generation across calls if it can, so a replaced object is never spliced). When the transfer
+ * breaks (ERR_IO, ERR_TIMEOUT) mid-body, the reader logs at warn, waits the retry backoff and
+ * calls open again at the byte reached, up to OBJHTTP_READ_RESUMES times; any other error, or
+ * one more break, is returned. */
+#define OBJHTTP_READ_RESUMES 5
+
+typedef struct ObjHttpResumable ObjHttpResumable;
+struct ObjHttpResumable {
+    IoReader base;
+    const char *what; /* provider name for messages (static) */
+    char *key;        /* owned */
+    uint64_t offset;  /* of the next byte the stream yields */
+    ObjHttpStream *s; /* set by open; NULL = the end (offset at or past it) */
+    uint64_t skip;    /* set by open: bytes to drop first (a server that ignored the Range) */
+    int resumes;      /* done so far */
+    /* Opens r->s at r->offset: 0 (s NULL for an empty rest) or an ERR_* with err_set. */
+    int (*open)(ObjHttpResumable *r);
+    /* Frees what the driver's reader holds beyond this struct (NULL: nothing); not r itself. */
+    void (*release)(ObjHttpResumable *r);
+};
+
+/* Starts r (allocated zeroed by the driver, with its own fields set): copies key, opens the
+ * first range, and gives the reader in *out (owned; io_reader_free frees r). On failure r is
+ * released and freed, and the error returned. */
+int objhttp_resumable_start(ObjHttpResumable *r, const char *what, const char *key, uint64_t offset,
+                            int (*open)(ObjHttpResumable *r), void (*release)(ObjHttpResumable *r),
+                            IoReader **out);
+
 /* The text of the first element <tag>...</tag> (or <tag attr="..">...</tag>; "<tag/>" is empty)
  * in [p, end), which need not be NUL-terminated: a pointer to the text and its length in *len,
  * *after (may be NULL) set past the closing tag. NULL when absent or unterminated. No nesting of

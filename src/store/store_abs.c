@@ -926,38 +926,33 @@ static int abs_list(StoreDriver *drv, const char *key_prefix, StoreDriverListCb 
 
 /* read */
 
-#define ABS_READ_RESUMES 5
-
 typedef struct AbsReader {
-    IoReader base;
+    ObjHttpResumable r; /* first: key, offset, stream, resumes */
     AbsDriver *d;
-    char *key;
-    uint64_t offset;  /* of the next byte the stream yields */
-    char etag[128];   /* of the first response: a resumed read must see the same blob */
-    int resumes_left; /* reopenings after a broken transfer */
-    ObjHttpStream *s; /* NULL: empty (offset at or past the end) */
+    char etag[128]; /* of the first response: a resumed read must see the same blob */
 } AbsReader;
 
-/* Opens a->s at a->offset (If-Match the first ETag when resuming). */
-static int reader_open(AbsReader *a) {
+/* Opens the stream at r->offset (If-Match the first ETag when resuming). */
+static int reader_open(ObjHttpResumable *res) {
+    AbsReader *a = (AbsReader *)res;
     char range[64], match[160];
     const char *h[2] = {range, match};
-    snprintf(range, sizeof range, "x-ms-range: bytes=%llu-", (unsigned long long)a->offset);
+    snprintf(range, sizeof range, "x-ms-range: bytes=%llu-", (unsigned long long)res->offset);
     snprintf(match, sizeof match, "If-Match: %s", a->etag);
     AbsCall c = {.method = "GET",
-                 .key = a->key,
-                 .headers = a->offset > 0 ? h : NULL,
-                 .nh = a->offset > 0 ? (a->etag[0] ? 2 : 1) : 0};
+                 .key = res->key,
+                 .headers = res->offset > 0 ? h : NULL,
+                 .nh = res->offset > 0 ? (a->etag[0] ? 2 : 1) : 0};
     ObjHttpResponse r = {0};
-    int rc = abs_do(a->d, &c, &r, &a->s);
-    if (rc != 0 && a->offset > 0 && r.status == 416) {
+    int rc = abs_do(a->d, &c, &r, &res->s);
+    if (rc != 0 && res->offset > 0 && r.status == 416) {
         /* at or past the end: an empty stream, if the blob exists */
         int64_t size;
-        rc = a->d->base.vt->stat(&a->d->base, a->key, &size);
-        a->s = NULL;
+        rc = a->d->base.vt->stat(&a->d->base, res->key, &size);
+        res->s = NULL;
     } else {
         rc = explain(rc, &r, a->d);
-        if (rc == ERR_NOT_FOUND) rc = err_set(ERR_NOT_FOUND, "ABS read %s: not found", a->key);
+        if (rc == ERR_NOT_FOUND) rc = err_set(ERR_NOT_FOUND, "ABS read %s: not found", res->key);
     }
     if (rc == 0 && !a->etag[0] && !objhttp_response_header(&r, "ETag", a->etag, sizeof a->etag))
         a->etag[0] = '\0';
@@ -965,57 +960,14 @@ static int reader_open(AbsReader *a) {
     return rc;
 }
 
-static int reader_read(IoReader *r, void *buf, size_t cap, size_t *got) {
-    AbsReader *a = (AbsReader *)r;
-    for (;;) {
-        if (!a->s) {
-            *got = 0;
-            return 0;
-        }
-        int rc = objhttp_stream_read(a->s, buf, cap, got);
-        if (rc == 0) {
-            a->offset += *got;
-            return 0;
-        }
-        if ((rc != ERR_IO && rc != ERR_TIMEOUT) || a->resumes_left-- <= 0) return rc;
-        /* a broken transfer: continue from the byte reached */
-        log_warn("ABS read %s: resuming at byte %llu after: %s", a->key,
-                 (unsigned long long)a->offset, err_msg());
-        objhttp_stream_free(a->s);
-        a->s = NULL;
-        rc = reader_open(a);
-        if (rc) return rc;
-    }
-}
-static void reader_free(IoReader *r) {
-    AbsReader *a = (AbsReader *)r;
-    if (!a) return;
-    objhttp_stream_free(a->s);
-    free(a->key);
-    free(a);
-}
-static const IoReaderVt reader_vt = {reader_read, reader_free};
-
 static int abs_open_read(StoreDriver *drv, const char *key, uint64_t offset, IoReader **out) {
     *out = NULL;
     int rc = key_ok(key, "read");
     if (rc) return rc;
     AbsReader *a = calloc(1, sizeof *a);
-    if (!a || !(a->key = strdup(key))) {
-        free(a);
-        return err_set(ERR_NOMEM, "ABS read: out of memory");
-    }
-    a->base.vt = &reader_vt;
+    if (!a) return err_set(ERR_NOMEM, "ABS read: out of memory");
     a->d = (AbsDriver *)drv;
-    a->offset = offset;
-    a->resumes_left = ABS_READ_RESUMES;
-    rc = reader_open(a);
-    if (rc) {
-        reader_free(&a->base);
-        return rc;
-    }
-    *out = &a->base;
-    return 0;
+    return objhttp_resumable_start(&a->r, "ABS", key, offset, reader_open, NULL, out);
 }
 
 /* stat, remove */

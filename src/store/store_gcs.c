@@ -40,7 +40,6 @@
 #define GCS_LIST_MAX_BODY (64u << 20)
 #define GCS_BATCH 31 /* chunks folded into one intermediate composite (+ the previous one = 32) */
 #define GCS_INTERMEDIATE_BASE 1000000000 /* "<key>/1000000001": intermediates sort after chunks */
-#define GCS_READ_RESUMES 5
 
 static void free_secret(char *s) {
     if (!s) return;
@@ -927,33 +926,30 @@ static int gcs_remove(StoreDriver *drv, const char *key) {
 /* read */
 
 typedef struct GcsReader {
-    IoReader base;
+    ObjHttpResumable r; /* first: key, offset, stream, resumes */
     GcsDriver *d;
-    char *key;
-    uint64_t offset;
     char generation[32]; /* of the first response: a resumed read must see the same object */
-    int resumes_left;
-    ObjHttpStream *s; /* NULL: empty */
 } GcsReader;
 
-static int reader_open(GcsReader *a) {
+static int reader_open(ObjHttpResumable *res) {
+    GcsReader *a = (GcsReader *)res;
     char range[64];
     const char *h[1] = {range};
-    snprintf(range, sizeof range, "Range: bytes=%llu-", (unsigned long long)a->offset);
+    snprintf(range, sizeof range, "Range: bytes=%llu-", (unsigned long long)res->offset);
     char suffix[96];
     snprintf(suffix, sizeof suffix, "?alt=media%s%s", a->generation[0] ? "&generation=" : "",
              a->generation);
-    char *url = object_url(a->d, a->key, suffix);
+    char *url = object_url(a->d, res->key, suffix);
     if (!url) return err_set(ERR_NOMEM, "GCS read: out of memory");
     ObjHttpResponse r = {0};
-    int rc = gcs_do(a->d, "GET", url, h, a->offset > 0 ? 1 : 0, NULL, 0, 0, &r, &a->s);
+    int rc = gcs_do(a->d, "GET", url, h, res->offset > 0 ? 1 : 0, NULL, 0, 0, &r, &res->s);
     free(url);
-    if (rc != 0 && a->offset > 0 && r.status == 416) {
+    if (rc != 0 && res->offset > 0 && r.status == 416) {
         int64_t size;
-        a->s = NULL;
-        rc = gcs_stat(&a->d->base, a->key, &size); /* empty, if the object exists */
+        res->s = NULL;
+        rc = gcs_stat(&a->d->base, res->key, &size); /* empty, if the object exists */
     } else if (rc == ERR_NOT_FOUND) {
-        rc = err_set(ERR_NOT_FOUND, "GCS read %s: not found", a->key);
+        rc = err_set(ERR_NOT_FOUND, "GCS read %s: not found", res->key);
     }
     if (rc == 0 && !a->generation[0] &&
         !objhttp_response_header(&r, "x-goog-generation", a->generation, sizeof a->generation))
@@ -964,57 +960,14 @@ static int reader_open(GcsReader *a) {
     return rc;
 }
 
-static int reader_read(IoReader *r, void *buf, size_t cap, size_t *got) {
-    GcsReader *a = (GcsReader *)r;
-    for (;;) {
-        if (!a->s) {
-            *got = 0;
-            return 0;
-        }
-        int rc = objhttp_stream_read(a->s, buf, cap, got);
-        if (rc == 0) {
-            a->offset += *got;
-            return 0;
-        }
-        if ((rc != ERR_IO && rc != ERR_TIMEOUT) || a->resumes_left-- <= 0) return rc;
-        log_warn("GCS read %s: resuming at byte %llu after: %s", a->key,
-                 (unsigned long long)a->offset, err_msg());
-        objhttp_stream_free(a->s);
-        a->s = NULL;
-        rc = reader_open(a);
-        if (rc) return rc;
-    }
-}
-
-static void reader_free(IoReader *r) {
-    GcsReader *a = (GcsReader *)r;
-    if (!a) return;
-    objhttp_stream_free(a->s);
-    free(a->key);
-    free(a);
-}
-static const IoReaderVt reader_vt = {reader_read, reader_free};
-
 static int gcs_open_read(StoreDriver *drv, const char *key, uint64_t offset, IoReader **out) {
     *out = NULL;
     int rc = key_ok(key, "read");
     if (rc) return rc;
     GcsReader *a = calloc(1, sizeof *a);
-    if (!a || !(a->key = strdup(key))) {
-        free(a);
-        return err_set(ERR_NOMEM, "GCS read: out of memory");
-    }
-    a->base.vt = &reader_vt;
+    if (!a) return err_set(ERR_NOMEM, "GCS read: out of memory");
     a->d = (GcsDriver *)drv;
-    a->offset = offset;
-    a->resumes_left = GCS_READ_RESUMES;
-    rc = reader_open(a);
-    if (rc) {
-        reader_free(&a->base);
-        return rc;
-    }
-    *out = &a->base;
-    return 0;
+    return objhttp_resumable_start(&a->r, "GCS", key, offset, reader_open, NULL, out);
 }
 
 /* write */

@@ -27,7 +27,6 @@
 #define OSS_MAX_PARTS 10000
 #define OSS_MAX_KEY 1023
 #define OSS_LIST_MAX_BODY (64u << 20)
-#define OSS_READ_RESUMES 5
 
 /* ---- credentials ---- */
 
@@ -653,23 +652,18 @@ static int oss_remove(StoreDriver *drv, const char *key) {
 /* ---- read ---- */
 
 typedef struct {
-    IoReader base;
+    ObjHttpResumable r; /* first: key, offset, stream, resumes, skip */
     OssDriver *d;
-    char *key;
-    uint64_t off;  /* of the next byte handed out */
-    uint64_t skip; /* bytes to drop first: a server that ignored the Range sends from byte 0 */
-    ObjHttpStream *st;
-    int eof;
-    int reopens;
     char etag[128]; /* of the first answer: a resumed read must see the same object */
 } OssReader;
 
-static int reader_open(OssReader *r) {
+static int reader_open(ObjHttpResumable *res) {
+    OssReader *r = (OssReader *)res;
     char range[64], match[160];
     const char *h[3];
     size_t nh = 0;
-    if (r->off > 0) {
-        snprintf(range, sizeof range, "Range: bytes=%llu-", (unsigned long long)r->off);
+    if (res->offset > 0) {
+        snprintf(range, sizeof range, "Range: bytes=%llu-", (unsigned long long)res->offset);
         h[nh++] = range;
         h[nh++] = "x-oss-range-behavior: standard";
     }
@@ -677,19 +671,19 @@ static int reader_open(OssReader *r) {
         snprintf(match, sizeof match, "If-Match: %s", r->etag);
         h[nh++] = match;
     }
-    OssCall c = {.method = "GET", .key = r->key, .headers = h, .nh = nh};
+    OssCall c = {.method = "GET", .key = res->key, .headers = h, .nh = nh};
     ObjHttpResponse resp = {0};
-    int rc = oss_do(r->d, &c, &resp, &r->st);
-    if (rc == ERR_IO && resp.status == 416 && r->off > 0) {
+    int rc = oss_do(r->d, &c, &resp, &res->s);
+    if (rc == ERR_IO && resp.status == 416 && res->offset > 0) {
         rc = 0; /* at or past the end: an empty stream */
-        r->eof = 1;
+        res->s = NULL;
     } else if (rc == ERR_NOT_FOUND) {
-        rc = err_set(ERR_NOT_FOUND, "OSS read %s: not found in bucket %s", r->key, r->d->bucket);
+        rc = err_set(ERR_NOT_FOUND, "OSS read %s: not found in bucket %s", res->key, r->d->bucket);
     } else {
         rc = explain(rc, &resp, r->d);
     }
-    if (rc == 0 && r->st) {
-        if (r->off > 0 && resp.status == 200) r->skip = r->off; /* the Range was ignored */
+    if (rc == 0 && res->s) {
+        if (res->offset > 0 && resp.status == 200) res->skip = res->offset; /* Range ignored */
         if (!r->etag[0] && !objhttp_response_header(&resp, "ETag", r->etag, sizeof r->etag))
             r->etag[0] = '\0';
     }
@@ -697,73 +691,14 @@ static int reader_open(OssReader *r) {
     return rc;
 }
 
-static int reader_read(IoReader *ior, void *buf, size_t cap, size_t *got) {
-    OssReader *r = (OssReader *)ior;
-    *got = 0;
-    for (;;) {
-        if (r->eof || cap == 0) return 0;
-        if (!r->st) {
-            int rc = reader_open(r);
-            if (rc != 0) return rc;
-            continue;
-        }
-        size_t want = cap;
-        if (r->skip > 0 && r->skip < want) want = (size_t)r->skip;
-        int rc = objhttp_stream_read(r->st, buf, want, got);
-        if (rc == 0) {
-            if (*got == 0) {
-                r->eof = 1;
-                return 0;
-            }
-            if (r->skip > 0) {
-                r->skip -= *got;
-                *got = 0;
-                continue;
-            }
-            r->off += *got;
-            return 0;
-        }
-        /* the connection broke mid-body: resume from the byte reached */
-        objhttp_stream_free(r->st);
-        r->st = NULL;
-        r->skip = 0;
-        if (++r->reopens > OSS_READ_RESUMES) return rc;
-        log_warn("OSS: download of %s broke at byte %llu, resuming (%d of %d): %s", r->key,
-                 (unsigned long long)r->off, r->reopens, OSS_READ_RESUMES, err_msg());
-        retry_sleep_ms(
-            retry_delay_ms(&(RetryPolicy)RETRY_POLICY_DEFAULT, r->reopens, retry_random()));
-    }
-}
-
-static void reader_free(IoReader *ior) {
-    OssReader *r = (OssReader *)ior;
-    if (!r) return;
-    objhttp_stream_free(r->st);
-    free(r->key);
-    free(r);
-}
-
-static const IoReaderVt reader_vt = {reader_read, reader_free};
-
 static int oss_open_read(StoreDriver *drv, const char *key, uint64_t offset, IoReader **out) {
     *out = NULL;
     int rc = key_ok(key, "read");
     if (rc) return rc;
     OssReader *r = calloc(1, sizeof *r);
-    if (!r || !(r->key = strdup(key))) {
-        free(r);
-        return err_set(ERR_NOMEM, "OSS read %s: out of memory", key);
-    }
-    r->base.vt = &reader_vt;
+    if (!r) return err_set(ERR_NOMEM, "OSS read %s: out of memory", key);
     r->d = (OssDriver *)drv;
-    r->off = offset;
-    rc = reader_open(r);
-    if (rc) {
-        reader_free(&r->base);
-        return rc;
-    }
-    *out = &r->base;
-    return 0;
+    return objhttp_resumable_start(&r->r, "OSS", key, offset, reader_open, NULL, out);
 }
 
 /* ---- write ---- */

@@ -856,30 +856,26 @@ static int s3_remove(StoreDriver *drv, const char *key) {
 /* ---- read ---- */
 
 typedef struct {
-    IoReader base;
+    ObjHttpResumable r; /* first: key, offset, stream, resumes */
     S3Driver *d;
-    char *key;
-    uint64_t off;
-    ObjHttpStream *st;
-    int eof;
-    int reopens;
 } S3Reader;
 
-/* Opens the body of key from r->off; 416 (offset at or past the end) is an empty stream. */
-static int reader_open(S3Reader *r) {
-    S3Driver *d = r->d;
+/* Opens the body of key from res->offset; 416 (offset at or past the end) is an empty stream.
+ * Objects are never replaced (conditional writes), so a resumed read needs no ETag pin. */
+static int reader_open(ObjHttpResumable *res) {
+    S3Driver *d = ((S3Reader *)res)->d;
     char range[64], sha[100];
     SseHeaders sh;
     const char *hdrs[5];
     size_t nh = 0;
     snprintf(sha, sizeof sha, "x-amz-content-sha256: %s", S3_EMPTY_SHA256);
     hdrs[nh++] = sha;
-    if (r->off > 0) {
-        snprintf(range, sizeof range, "Range: bytes=%llu-", (unsigned long long)r->off);
+    if (res->offset > 0) {
+        snprintf(range, sizeof range, "Range: bytes=%llu-", (unsigned long long)res->offset);
         hdrs[nh++] = range;
     }
     add_sse_headers(d, &sh, hdrs, &nh);
-    char *url = s3_url(d, r->key, NULL);
+    char *url = s3_url(d, res->key, NULL);
     S3Auth a;
     int rc = url ? auth_take(d, &a) : err_set(ERR_NOMEM, "%s: out of memory", d->provider);
     if (rc == 0) {
@@ -890,10 +886,10 @@ static int reader_open(S3Reader *r) {
                               .auth = s3_auth_hook,
                               .auth_ctx = &a};
         ObjHttpResponse resp = {0};
-        rc = objhttp_stream_open(d->http, &req, &resp, &r->st);
+        rc = objhttp_stream_open(d->http, &req, &resp, &res->s);
         if (rc == ERR_IO && resp.status == 416) {
             rc = 0;
-            r->eof = 1;
+            res->s = NULL;
         }
         objhttp_response_clear(&resp);
         auth_clear(&a);
@@ -903,62 +899,13 @@ static int reader_open(S3Reader *r) {
     return rc;
 }
 
-static int s3r_read(IoReader *ior, void *buf, size_t cap, size_t *got) {
-    S3Reader *r = (S3Reader *)ior;
-    *got = 0;
-    for (;;) {
-        if (r->eof) return 0;
-        if (!r->st) {
-            int rc = reader_open(r);
-            if (rc != 0) return rc;
-            continue;
-        }
-        int rc = objhttp_stream_read(r->st, buf, cap, got);
-        if (rc == 0) {
-            if (*got == 0) r->eof = 1;
-            r->off += *got;
-            return 0;
-        }
-        /* the connection broke mid-body: resume from the offset reached (objects are
-         * immutable, so the rest is the same bytes) */
-        objhttp_stream_free(r->st);
-        r->st = NULL;
-        if (++r->reopens >= 6) return rc;
-        log_warn("%s: download of %s broke at byte %llu, resuming (%d of 5): %s", r->d->provider,
-                 r->key, (unsigned long long)r->off, r->reopens, err_msg());
-        retry_sleep_ms(
-            retry_delay_ms(&(RetryPolicy)RETRY_POLICY_DEFAULT, r->reopens, retry_random()));
-    }
-}
-
-static void s3r_free(IoReader *ior) {
-    S3Reader *r = (S3Reader *)ior;
-    if (!r) return;
-    objhttp_stream_free(r->st);
-    free(r->key);
-    free(r);
-}
-
-static const IoReaderVt s3r_vt = {s3r_read, s3r_free};
-
 static int s3_open_read(StoreDriver *drv, const char *key, uint64_t offset, IoReader **out) {
     S3Driver *d = (S3Driver *)drv;
     *out = NULL;
     S3Reader *r = calloc(1, sizeof *r);
-    if (!r || !(r->key = strdup(key))) {
-        free(r);
-        return err_set(ERR_NOMEM, "%s read %s: out of memory", d->provider, key);
-    }
-    r->base.vt = &s3r_vt;
+    if (!r) return err_set(ERR_NOMEM, "%s read %s: out of memory", d->provider, key);
     r->d = d;
-    r->off = offset;
-    int rc = reader_open(r);
-    if (rc != 0) {
-        s3r_free(&r->base);
-        return rc;
-    }
-    *out = &r->base;
-    return 0;
+    return objhttp_resumable_start(&r->r, d->provider, key, offset, reader_open, NULL, out);
 }
 
 /* ---- write ---- */

@@ -27,7 +27,6 @@
 #define SWIFT_LIST_MAX_BODY ((size_t)64 << 20)
 #define SWIFT_AUTH_MAX_BODY ((size_t)8 << 20)
 #define SWIFT_MAX_PAGE 10000 /* Swift's default container_listing_limit */
-#define SWIFT_READ_RESUMES 5
 
 /* ---- credentials ---- */
 
@@ -806,98 +805,51 @@ static int swift_remove(StoreDriver *drv, const char *key) {
 /* ---- read ---- */
 
 typedef struct SwiftReader {
-    IoReader base;
+    ObjHttpResumable r; /* first: key, offset, stream, resumes */
     SwiftDriver *d;
-    char *key;
-    uint64_t offset;
     char etag[160]; /* of the first answer: a resumed read must see the same object */
-    int resumes_left;
-    ObjHttpStream *s; /* NULL: empty */
 } SwiftReader;
 
-static int reader_open(SwiftReader *a) {
+static int reader_open(ObjHttpResumable *res) {
+    SwiftReader *a = (SwiftReader *)res;
     char range[64];
     const char *h[1] = {range};
-    snprintf(range, sizeof range, "Range: bytes=%llu-", (unsigned long long)a->offset);
-    SwiftCall c = {.method = "GET", .key = a->key, .headers = h, .nh = a->offset > 0 ? 1 : 0};
+    snprintf(range, sizeof range, "Range: bytes=%llu-", (unsigned long long)res->offset);
+    SwiftCall c = {.method = "GET", .key = res->key, .headers = h, .nh = res->offset > 0 ? 1 : 0};
     ObjHttpResponse r = {0};
-    int rc = swift_do(a->d, &c, &r, &a->s);
-    if (rc != 0 && a->offset > 0 && r.status == 416) {
+    int rc = swift_do(a->d, &c, &r, &res->s);
+    if (rc != 0 && res->offset > 0 && r.status == 416) {
         int64_t size; /* at or past the end: an empty stream, if the object exists */
-        rc = swift_stat(&a->d->base, a->key, &size);
-        a->s = NULL;
+        rc = swift_stat(&a->d->base, res->key, &size);
+        res->s = NULL;
     } else if (rc == ERR_NOT_FOUND) {
-        rc = err_set(ERR_NOT_FOUND, "Swift read %s: not found", a->key);
+        rc = err_set(ERR_NOT_FOUND, "Swift read %s: not found", res->key);
     }
     char etag[160];
-    if (rc == 0 && a->s && objhttp_response_header(&r, "ETag", etag, sizeof etag)) {
+    if (rc == 0 && res->s && objhttp_response_header(&r, "ETag", etag, sizeof etag)) {
         if (!a->etag[0]) {
             snprintf(a->etag, sizeof a->etag, "%s", etag);
         } else if (strcmp(etag, a->etag) != 0) {
-            objhttp_stream_free(a->s);
-            a->s = NULL;
+            objhttp_stream_free(res->s);
+            res->s = NULL;
             rc = err_set(ERR_IO,
                          "Swift read %s: the object changed while it was read (ETag %s, "
                          "then %s)",
-                         a->key, a->etag, etag);
+                         res->key, a->etag, etag);
         }
     }
     objhttp_response_clear(&r);
     return rc;
 }
 
-static int reader_read(IoReader *ior, void *buf, size_t cap, size_t *got) {
-    SwiftReader *a = (SwiftReader *)ior;
-    for (;;) {
-        if (!a->s) {
-            *got = 0;
-            return 0;
-        }
-        int rc = objhttp_stream_read(a->s, buf, cap, got);
-        if (rc == 0) {
-            a->offset += *got;
-            return 0;
-        }
-        if ((rc != ERR_IO && rc != ERR_TIMEOUT) || a->resumes_left-- <= 0) return rc;
-        log_warn("Swift read %s: resuming at byte %llu after: %s", a->key,
-                 (unsigned long long)a->offset, err_msg());
-        objhttp_stream_free(a->s);
-        a->s = NULL;
-        rc = reader_open(a);
-        if (rc) return rc;
-    }
-}
-
-static void reader_free(IoReader *ior) {
-    SwiftReader *a = (SwiftReader *)ior;
-    if (!a) return;
-    objhttp_stream_free(a->s);
-    free(a->key);
-    free(a);
-}
-
-static const IoReaderVt reader_vt = {reader_read, reader_free};
-
 static int swift_open_read(StoreDriver *drv, const char *key, uint64_t offset, IoReader **out) {
     *out = NULL;
     int rc = key_ok(key, "read");
     if (rc) return rc;
     SwiftReader *a = calloc(1, sizeof *a);
-    if (!a || !(a->key = strdup(key))) {
-        free(a);
-        return err_set(ERR_NOMEM, "Swift read: out of memory");
-    }
-    a->base.vt = &reader_vt;
+    if (!a) return err_set(ERR_NOMEM, "Swift read: out of memory");
     a->d = (SwiftDriver *)drv;
-    a->offset = offset;
-    a->resumes_left = SWIFT_READ_RESUMES;
-    rc = reader_open(a);
-    if (rc) {
-        reader_free(&a->base);
-        return rc;
-    }
-    *out = &a->base;
-    return 0;
+    return objhttp_resumable_start(&a->r, "Swift", key, offset, reader_open, NULL, out);
 }
 
 /* ---- write ---- */
