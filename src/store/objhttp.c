@@ -847,6 +847,157 @@ int objhttp_resumable_start(ObjHttpResumable *r, const char *what, const char *k
     return 0;
 }
 
+typedef struct Part {
+    struct Part *next;
+    int num;
+    void *data;
+    size_t len;
+} Part;
+
+struct ObjHttpParts {
+    char *what, *key;
+    int parallel;
+    ObjHttpPartPut put;
+    void *ctx;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    Part *head, *tail;
+    int pending; /* queued + uploading */
+    int closing;
+    int failed; /* first error code, 0 if none */
+    char failed_msg[1024];
+    pthread_t *workers;
+    int n_workers;
+};
+
+static void *parts_worker(void *arg) {
+    ObjHttpParts *p = arg;
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        while (!p->head && !p->closing)
+            pthread_cond_wait(&p->cv, &p->mu);
+        Part *q = p->head;
+        if (!q) break;
+        p->head = q->next;
+        if (!p->head) p->tail = NULL;
+        int skip = p->failed != 0;
+        pthread_mutex_unlock(&p->mu);
+        int rc = skip ? 0 : p->put(p->ctx, q->num, q->data, q->len);
+        free(q->data);
+        free(q);
+        pthread_mutex_lock(&p->mu);
+        if (rc && !p->failed) {
+            p->failed = rc;
+            snprintf(p->failed_msg, sizeof p->failed_msg, "%s", err_msg());
+        }
+        p->pending--;
+        pthread_cond_broadcast(&p->cv);
+    }
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+int objhttp_parts_new(const char *what, const char *key, int parallel, ObjHttpPartPut put,
+                      void *ctx, ObjHttpParts **out) {
+    *out = NULL;
+    ObjHttpParts *p = calloc(1, sizeof *p);
+    if (!p || !(p->what = strdup(what)) || !(p->key = strdup(key))) {
+        if (p) free(p->what);
+        free(p);
+        return err_set(ERR_NOMEM, "%s write %s: out of memory", what, key);
+    }
+    p->parallel = parallel > 0 ? parallel : 1;
+    p->put = put;
+    p->ctx = ctx;
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->cv, NULL);
+    *out = p;
+    return 0;
+}
+
+int objhttp_parts_submit(ObjHttpParts *p, int num, void *data, size_t len) {
+    Part *q = calloc(1, sizeof *q);
+    if (!q) {
+        free(data);
+        return err_set(ERR_NOMEM, "%s write %s: out of memory", p->what, p->key);
+    }
+    pthread_mutex_lock(&p->mu);
+    if (!p->workers) {
+        p->workers = calloc((size_t)p->parallel, sizeof *p->workers);
+        for (int i = 0; p->workers && i < p->parallel; i++) {
+            if (pthread_create(&p->workers[i], NULL, parts_worker, p) != 0) break;
+            p->n_workers++;
+        }
+    }
+    int rc = 0;
+    if (p->n_workers == 0) {
+        rc = err_set(ERR_IO, "%s write %s: cannot start upload threads", p->what, p->key);
+    } else {
+        while (p->pending >= p->n_workers && !p->failed)
+            pthread_cond_wait(&p->cv, &p->mu);
+        if (p->failed) rc = err_set(p->failed, "%s", p->failed_msg);
+    }
+    if (rc) {
+        pthread_mutex_unlock(&p->mu);
+        free(q);
+        free(data);
+        return rc;
+    }
+    q->num = num;
+    q->data = data;
+    q->len = len;
+    if (p->tail)
+        p->tail->next = q;
+    else
+        p->head = q;
+    p->tail = q;
+    p->pending++;
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    return 0;
+}
+
+int objhttp_parts_wait(ObjHttpParts *p) {
+    pthread_mutex_lock(&p->mu);
+    while (p->pending > 0)
+        pthread_cond_wait(&p->cv, &p->mu);
+    int rc = p->failed ? err_set(p->failed, "%s", p->failed_msg) : 0;
+    pthread_mutex_unlock(&p->mu);
+    return rc;
+}
+
+int objhttp_parts_pending(ObjHttpParts *p) {
+    pthread_mutex_lock(&p->mu);
+    int n = p->pending;
+    pthread_mutex_unlock(&p->mu);
+    return n;
+}
+
+void objhttp_parts_free(ObjHttpParts *p, int discard) {
+    if (!p) return;
+    pthread_mutex_lock(&p->mu);
+    p->closing = 1;
+    if (discard && !p->failed) {
+        p->failed = ERR_CANCELED;
+        snprintf(p->failed_msg, sizeof p->failed_msg, "aborted");
+    }
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+    for (int i = 0; i < p->n_workers; i++)
+        pthread_join(p->workers[i], NULL);
+    for (Part *q = p->head, *n; q; q = n) { /* none: workers drain the queue before they stop */
+        n = q->next;
+        free(q->data);
+        free(q);
+    }
+    free(p->workers);
+    pthread_mutex_destroy(&p->mu);
+    pthread_cond_destroy(&p->cv);
+    free(p->what);
+    free(p->key);
+    free(p);
+}
+
 void objhttp_stream_free(ObjHttpStream *s) {
     if (!s) return;
     stream_release(s);

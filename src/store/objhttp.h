@@ -166,6 +166,28 @@ int objhttp_resumable_start(ObjHttpResumable *r, const char *what, const char *k
                             int (*open)(ObjHttpResumable *r), void (*release)(ObjHttpResumable *r),
                             IoReader **out);
 
+/* Parallel part uploads for every driver's multipart writes (S3 parts, ABS blocks, GCS chunks,
+ * Swift segments, OSS parts): up to `parallel` parts in flight, each on its own worker thread
+ * (started at the first submit), so memory is bounded by (parallel + 1) x part size. The first
+ * failure is kept (code and message); later parts are skipped, and every call after it returns
+ * that failure. put uploads one part; it is called on the worker threads. */
+typedef struct ObjHttpParts ObjHttpParts;
+typedef int (*ObjHttpPartPut)(void *ctx, int num, const void *data, size_t len);
+
+/* A pool for one upload. what and key name the upload in messages (copied). 0 or ERR_NOMEM. */
+int objhttp_parts_new(const char *what, const char *key, int parallel, ObjHttpPartPut put,
+                      void *ctx, ObjHttpParts **out);
+/* Hands part num (data: malloc'ed, owned and freed by the pool, len bytes) to the workers,
+ * waiting while `parallel` parts are in flight. 0, the first failure so far, or ERR_IO when no
+ * worker thread can be started. */
+int objhttp_parts_submit(ObjHttpParts *p, int num, void *data, size_t len);
+/* Waits until every part handed over is uploaded: 0 or the first failure (err_msg set). */
+int objhttp_parts_wait(ObjHttpParts *p);
+/* Parts handed over and not finished yet (queued or uploading). */
+int objhttp_parts_pending(ObjHttpParts *p);
+/* Stops the workers (queued parts are skipped when discard is set) and frees p (NULL-safe). */
+void objhttp_parts_free(ObjHttpParts *p, int discard);
+
 /* The text of the first element <tag>...</tag> (or <tag attr="..">...</tag>; "<tag/>" is empty)
  * in [p, end), which need not be NUL-terminated: a pointer to the text and its length in *len,
  * *after (may be NULL) set past the closing tag. NULL when absent or unterminated. No nesting of

@@ -1017,13 +1017,6 @@ static int abs_remove(StoreDriver *drv, const char *key) {
 
 /* write */
 
-typedef struct Block {
-    struct Block *next;
-    int num; /* 1-based */
-    unsigned char *data;
-    size_t len;
-} Block;
-
 typedef struct AbsWriter {
     StoreDriverWriter base;
     IoWriter io;
@@ -1032,104 +1025,35 @@ typedef struct AbsWriter {
     unsigned char *cur; /* the block being filled, block_size bytes */
     size_t cur_len;
     size_t block_size;
-    int n_blocks; /* handed to the uploaders */
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    Block *q_head, *q_tail;
-    int pending; /* queued + uploading */
-    int closing;
-    int failed; /* first upload error code, 0 if none */
-    char failed_msg[1024];
-    pthread_t *workers;
-    int n_workers;
+    int n_blocks;        /* handed to the uploaders */
+    ObjHttpParts *parts; /* the blocks in flight; NULL until the first */
 } AbsWriter;
 
-static int put_block(AbsWriter *w, const Block *b) {
+static int put_block(void *ctx, int num, const void *data, size_t len) {
+    AbsWriter *w = ctx;
     char id[24];
-    abs_block_id(b->num, id);
+    abs_block_id(num, id);
     const char *qn[2] = {"comp", "blockid"};
     const char *qv[2] = {"block", id};
-    AbsCall c = {.method = "PUT",
-                 .key = w->key,
-                 .qn = qn,
-                 .qv = qv,
-                 .nq = 2,
-                 .body = b->data,
-                 .body_len = b->len};
+    AbsCall c = {
+        .method = "PUT", .key = w->key, .qn = qn, .qv = qv, .nq = 2, .body = data, .body_len = len};
     ObjHttpResponse r = {0};
     int rc = explain(abs_do(w->d, &c, &r, NULL), &r, w->d);
     objhttp_response_clear(&r);
-    if (rc) err_wrap(rc, "ABS write %s: block %d", w->key, b->num);
+    if (rc) err_wrap(rc, "ABS write %s: block %d", w->key, num);
     return rc;
-}
-
-static void *uploader(void *arg) {
-    AbsWriter *w = arg;
-    pthread_mutex_lock(&w->mu);
-    for (;;) {
-        while (!w->q_head && !w->closing)
-            pthread_cond_wait(&w->cv, &w->mu);
-        Block *b = w->q_head;
-        if (!b) break;
-        w->q_head = b->next;
-        if (!w->q_head) w->q_tail = NULL;
-        int skip = w->failed != 0;
-        pthread_mutex_unlock(&w->mu);
-        int rc = skip ? 0 : put_block(w, b);
-        free(b->data);
-        free(b);
-        pthread_mutex_lock(&w->mu);
-        if (rc && !w->failed) {
-            w->failed = rc;
-            snprintf(w->failed_msg, sizeof w->failed_msg, "%s", err_msg());
-        }
-        w->pending--;
-        pthread_cond_broadcast(&w->cv);
-    }
-    pthread_mutex_unlock(&w->mu);
-    return NULL;
 }
 
 /* Hands the filled block to the uploaders, waiting while max_parallel blocks are in flight. */
 static int dispatch(AbsWriter *w) {
     int rc = 0;
-    Block *b = calloc(1, sizeof *b);
-    if (!b) return err_set(ERR_NOMEM, "ABS write %s: out of memory", w->key);
-    pthread_mutex_lock(&w->mu);
-    if (!w->workers) {
-        w->workers = calloc((size_t)w->d->parallel, sizeof *w->workers);
-        for (int i = 0; w->workers && i < w->d->parallel; i++) {
-            if (pthread_create(&w->workers[i], NULL, uploader, w) != 0) break;
-            w->n_workers++;
-        }
-        if (w->n_workers == 0) {
-            pthread_mutex_unlock(&w->mu);
-            free(b);
-            return err_set(ERR_IO, "ABS write %s: cannot start upload threads", w->key);
-        }
-    }
-    while (w->pending >= w->n_workers && !w->failed)
-        pthread_cond_wait(&w->cv, &w->mu);
-    if (w->failed) {
-        rc = err_set(w->failed, "%s", w->failed_msg);
-        pthread_mutex_unlock(&w->mu);
-        free(b);
+    if (!w->parts &&
+        (rc = objhttp_parts_new("ABS", w->key, w->d->parallel, put_block, w, &w->parts)) != 0)
         return rc;
-    }
-    b->num = ++w->n_blocks;
-    b->data = w->cur;
-    b->len = w->cur_len;
-    if (w->q_tail)
-        w->q_tail->next = b;
-    else
-        w->q_head = b;
-    w->q_tail = b;
-    w->pending++;
-    pthread_cond_broadcast(&w->cv);
-    pthread_mutex_unlock(&w->mu);
-    w->cur = NULL;
+    rc = objhttp_parts_submit(w->parts, ++w->n_blocks, w->cur, w->cur_len);
+    w->cur = NULL; /* the pool's now, also on failure */
     w->cur_len = 0;
-    return 0;
+    return rc;
 }
 
 static int wio_write(IoWriter *io, const void *buf, size_t len) {
@@ -1168,19 +1092,7 @@ static IoWriter *writer_io(StoreDriverWriter *sw) {
 
 /* Stops the uploaders (after the queued blocks, skipped once discard is set) and frees w. */
 static void writer_free(AbsWriter *w, int discard) {
-    pthread_mutex_lock(&w->mu);
-    w->closing = 1;
-    if (discard && !w->failed) {
-        w->failed = ERR_CANCELED;
-        snprintf(w->failed_msg, sizeof w->failed_msg, "aborted");
-    }
-    pthread_cond_broadcast(&w->cv);
-    pthread_mutex_unlock(&w->mu);
-    for (int i = 0; i < w->n_workers; i++)
-        pthread_join(w->workers[i], NULL);
-    free(w->workers);
-    pthread_mutex_destroy(&w->mu);
-    pthread_cond_destroy(&w->cv);
+    objhttp_parts_free(w->parts, discard);
     free(w->cur);
     free(w->key);
     free(w);
@@ -1243,12 +1155,7 @@ static int writer_commit(StoreDriverWriter *sw) {
         goto done;
     }
     if (w->cur_len > 0 && (rc = dispatch(w)) != 0) goto done;
-    pthread_mutex_lock(&w->mu);
-    while (w->pending > 0)
-        pthread_cond_wait(&w->cv, &w->mu);
-    if (w->failed) rc = err_set(w->failed, "%s", w->failed_msg);
-    pthread_mutex_unlock(&w->mu);
-    if (rc) goto done;
+    if ((rc = objhttp_parts_wait(w->parts)) != 0) goto done;
     Sb b = {0};
     sb_str(&b, "<?xml version=\"1.0\" encoding=\"utf-8\"?><BlockList>");
     for (int i = 1; i <= w->n_blocks; i++) {
@@ -1292,8 +1199,6 @@ static int abs_open_write(StoreDriver *drv, const char *key, StoreDriverWriter *
     w->io.vt = &wio_vt;
     w->d = d;
     w->block_size = (size_t)d->block_size;
-    pthread_mutex_init(&w->mu, NULL);
-    pthread_cond_init(&w->cv, NULL);
     *out = &w->base;
     return 0;
 }

@@ -972,13 +972,6 @@ static int gcs_open_read(StoreDriver *drv, const char *key, uint64_t offset, IoR
 
 /* write */
 
-typedef struct Chunk {
-    struct Chunk *next;
-    int num; /* 1-based */
-    unsigned char *data;
-    size_t len;
-} Chunk;
-
 typedef struct GcsWriter {
     StoreDriverWriter base;
     IoWriter io;
@@ -992,16 +985,9 @@ typedef struct GcsWriter {
     int first_open; /* first chunk number not yet folded into an intermediate */
     int n_inter;    /* intermediates made; the newest is the current one */
     int64_t inter_gen;
-    int64_t *gens; /* generation of chunk n at gens[n] (0: not uploaded) */
+    int64_t *gens; /* generation of chunk n at gens[n] (0: not uploaded); guarded by mu */
     pthread_mutex_t mu;
-    pthread_cond_t cv;
-    Chunk *q_head, *q_tail;
-    int pending;
-    int closing;
-    int failed;
-    char failed_msg[1024];
-    pthread_t *workers;
-    int n_workers;
+    ObjHttpParts *parts; /* the chunks in flight; NULL until the first */
 } GcsWriter;
 
 static void chunk_name(const GcsWriter *w, int num, char *out, size_t cap) {
@@ -1025,54 +1011,25 @@ static int upload(GcsDriver *d, const char *name, const void *body, size_t len, 
     return rc;
 }
 
-static int put_chunk(GcsWriter *w, const Chunk *c, int64_t *gen) {
+/* Uploads chunk num (on an upload thread) and records its generation. */
+static int put_chunk(void *ctx, int num, const void *data, size_t len) {
+    GcsWriter *w = ctx;
     char name[GCS_MAX_KEY + 16];
-    chunk_name(w, c->num, name, sizeof name);
+    chunk_name(w, num, name, sizeof name);
     ObjHttpResponse r = {0};
-    int rc = upload(w->d, name, c->data, c->len, 0, gen, &r);
+    int64_t gen = 0;
+    int rc = upload(w->d, name, data, len, 0, &gen, &r);
     objhttp_response_clear(&r);
-    if (rc) err_wrap(rc, "GCS write %s: chunk %d", w->key, c->num);
-    return rc;
-}
-
-static void *uploader(void *arg) {
-    GcsWriter *w = arg;
+    if (rc) return err_wrap(rc, "GCS write %s: chunk %d", w->key, num);
     pthread_mutex_lock(&w->mu);
-    for (;;) {
-        while (!w->q_head && !w->closing)
-            pthread_cond_wait(&w->cv, &w->mu);
-        Chunk *c = w->q_head;
-        if (!c) break;
-        w->q_head = c->next;
-        if (!w->q_head) w->q_tail = NULL;
-        int skip = w->failed != 0;
-        pthread_mutex_unlock(&w->mu);
-        int64_t gen = 0;
-        int rc = skip ? 0 : put_chunk(w, c, &gen);
-        free(c->data);
-        pthread_mutex_lock(&w->mu);
-        if (!skip && rc == 0) w->gens[c->num] = gen ? gen : -1; /* -1: uploaded, unknown gen */
-        if (rc && !w->failed) {
-            w->failed = rc;
-            snprintf(w->failed_msg, sizeof w->failed_msg, "%s", err_msg());
-        }
-        w->pending--;
-        free(c);
-        pthread_cond_broadcast(&w->cv);
-    }
+    w->gens[num] = gen ? gen : -1; /* -1: uploaded, generation unknown */
     pthread_mutex_unlock(&w->mu);
-    return NULL;
+    return 0;
 }
 
 /* Waits until no chunk is queued or uploading; the first upload error, if any. */
 static int wait_idle(GcsWriter *w) {
-    int rc = 0;
-    pthread_mutex_lock(&w->mu);
-    while (w->pending > 0)
-        pthread_cond_wait(&w->cv, &w->mu);
-    if (w->failed) rc = err_set(w->failed, "%s", w->failed_msg);
-    pthread_mutex_unlock(&w->mu);
-    return rc;
+    return w->parts ? objhttp_parts_wait(w->parts) : 0;
 }
 
 /* Best-effort delete of a temporary object (logged at debug when it fails). */
@@ -1178,44 +1135,14 @@ static int dispatch(GcsWriter *w) {
                        "GCS's %d components; raise --min-chunk-size",
                        w->key, GCS_MAX_COMPONENTS - 1, (unsigned long long)w->total,
                        GCS_MAX_COMPONENTS);
-    Chunk *c = calloc(1, sizeof *c);
-    if (!c) return err_set(ERR_NOMEM, "GCS write %s: out of memory", w->key);
     int rc = 0;
-    pthread_mutex_lock(&w->mu);
-    if (!w->workers) {
-        w->workers = calloc((size_t)w->d->parallel, sizeof *w->workers);
-        for (int i = 0; w->workers && i < w->d->parallel; i++) {
-            if (pthread_create(&w->workers[i], NULL, uploader, w) != 0) break;
-            w->n_workers++;
-        }
-        if (w->n_workers == 0) {
-            pthread_mutex_unlock(&w->mu);
-            free(c);
-            return err_set(ERR_IO, "GCS write %s: cannot start upload threads", w->key);
-        }
-    }
-    while (w->pending >= w->n_workers && !w->failed)
-        pthread_cond_wait(&w->cv, &w->mu);
-    if (w->failed) {
-        rc = err_set(w->failed, "%s", w->failed_msg);
-        pthread_mutex_unlock(&w->mu);
-        free(c);
+    if (!w->parts &&
+        (rc = objhttp_parts_new("GCS", w->key, w->d->parallel, put_chunk, w, &w->parts)) != 0)
         return rc;
-    }
-    c->num = ++w->n_chunks;
-    c->data = w->cur;
-    c->len = w->cur_len;
-    if (w->q_tail)
-        w->q_tail->next = c;
-    else
-        w->q_head = c;
-    w->q_tail = c;
-    w->pending++;
-    pthread_cond_broadcast(&w->cv);
-    pthread_mutex_unlock(&w->mu);
-    w->cur = NULL;
+    rc = objhttp_parts_submit(w->parts, ++w->n_chunks, w->cur, w->cur_len);
+    w->cur = NULL; /* the pool's now, also on failure */
     w->cur_len = w->cur_cap = 0;
-    return 0;
+    return rc;
 }
 
 static int wio_write(IoWriter *io, const void *buf, size_t len) {
@@ -1257,20 +1184,10 @@ static IoWriter *writer_io(StoreDriverWriter *sw) {
 /* Stops the uploaders (queued chunks are skipped once failed is set) and frees w; discard
  * deletes every temporary object uploaded so far. */
 static void writer_free(GcsWriter *w, int discard) {
-    pthread_mutex_lock(&w->mu);
-    w->closing = 1;
-    if (discard && !w->failed) {
-        w->failed = ERR_CANCELED;
-        snprintf(w->failed_msg, sizeof w->failed_msg, "aborted");
-    }
-    pthread_cond_broadcast(&w->cv);
-    pthread_mutex_unlock(&w->mu);
-    for (int i = 0; i < w->n_workers; i++)
-        pthread_join(w->workers[i], NULL);
+    objhttp_parts_free(w->parts, discard);
+    w->parts = NULL;
     if (discard) drop_sources(w, w->n_inter, w->first_open, w->n_chunks);
-    free(w->workers);
     pthread_mutex_destroy(&w->mu);
-    pthread_cond_destroy(&w->cv);
     free(w->cur);
     free(w->gens);
     free(w->key);
@@ -1383,7 +1300,6 @@ static int gcs_open_write(StoreDriver *drv, const char *key, StoreDriverWriter *
     w->d = d;
     w->first_open = 1;
     pthread_mutex_init(&w->mu, NULL);
-    pthread_cond_init(&w->cv, NULL);
     *out = &w->base;
     return 0;
 }

@@ -703,13 +703,6 @@ static int oss_open_read(StoreDriver *drv, const char *key, uint64_t offset, IoR
 
 /* ---- write ---- */
 
-typedef struct Part {
-    struct Part *next;
-    int num; /* 1-based */
-    unsigned char *data;
-    size_t len;
-} Part;
-
 typedef struct OssWriter {
     StoreDriverWriter base;
     IoWriter io;
@@ -720,16 +713,11 @@ typedef struct OssWriter {
     int n_parts; /* handed to the uploaders */
     uint64_t total;
     char *upload_id;
-    char **etags; /* [OSS_MAX_PARTS], by part number - 1 */
+    char **etags; /* [OSS_MAX_PARTS], by part number - 1; guarded by mu */
     pthread_mutex_t mu;
-    pthread_cond_t cv;
-    Part *q_head, *q_tail;
-    int pending; /* queued + uploading */
-    int closing;
-    int failed; /* the first failure's code, 0 if none */
+    int failed; /* a part that could not be handed over: the object is incomplete */
     char failed_msg[1024];
-    pthread_t *workers;
-    int n_workers;
+    ObjHttpParts *parts; /* the parts in flight; NULL until the first */
 } OssWriter;
 
 static void content_md5(const void *data, size_t len, char out[64]) {
@@ -741,10 +729,11 @@ static void content_md5(const void *data, size_t len, char out[64]) {
     snprintf(out, 64, "Content-MD5: %s", b64);
 }
 
-static int upload_part(OssWriter *w, const Part *p) {
+static int upload_part(void *ctx, int num, const void *data, size_t len) {
+    OssWriter *w = ctx;
     char pn[16], md5[64];
-    snprintf(pn, sizeof pn, "%d", p->num);
-    content_md5(p->data, p->len, md5);
+    snprintf(pn, sizeof pn, "%d", num);
+    content_md5(data, len, md5);
     const char *sn[2] = {"partNumber", "uploadId"};
     const char *sv[2] = {pn, w->upload_id};
     const char *h[2] = {"Content-Type: application/octet-stream", md5};
@@ -755,8 +744,8 @@ static int upload_part(OssWriter *w, const Part *p) {
                  .n_sub = 2,
                  .headers = h,
                  .nh = 2,
-                 .body = p->data,
-                 .body_len = p->len};
+                 .body = data,
+                 .body_len = len};
     ObjHttpResponse r = {0};
     int rc = explain(oss_do(w->d, &c, &r, NULL), &r, w->d);
     char etag[256];
@@ -767,42 +756,12 @@ static int upload_part(OssWriter *w, const Part *p) {
         char *e = strdup(etag);
         if (!e) return err_set(ERR_NOMEM, "OSS write %s: out of memory", w->key);
         pthread_mutex_lock(&w->mu);
-        free(w->etags[p->num - 1]);
-        w->etags[p->num - 1] = e;
+        free(w->etags[num - 1]);
+        w->etags[num - 1] = e;
         pthread_mutex_unlock(&w->mu);
     }
+    if (rc) err_wrap(rc, "OSS write %s: upload part %d (%zu bytes)", w->key, num, len);
     return rc;
-}
-
-static void *uploader(void *arg) {
-    OssWriter *w = arg;
-    pthread_mutex_lock(&w->mu);
-    for (;;) {
-        while (!w->q_head && !w->closing)
-            pthread_cond_wait(&w->cv, &w->mu);
-        Part *p = w->q_head;
-        if (!p) break;
-        w->q_head = p->next;
-        if (!w->q_head) w->q_tail = NULL;
-        int skip = w->failed != 0;
-        pthread_mutex_unlock(&w->mu);
-        int rc = skip ? 0 : upload_part(w, p);
-        char msg[sizeof w->failed_msg];
-        if (rc)
-            snprintf(msg, sizeof msg, "OSS write %s: upload part %d (%zu bytes): %s", w->key,
-                     p->num, p->len, err_msg());
-        free(p->data);
-        free(p);
-        pthread_mutex_lock(&w->mu);
-        if (rc && !w->failed) {
-            w->failed = rc;
-            memcpy(w->failed_msg, msg, sizeof msg);
-        }
-        w->pending--;
-        pthread_cond_broadcast(&w->cv);
-    }
-    pthread_mutex_unlock(&w->mu);
-    return NULL;
 }
 
 static int initiate(OssWriter *w) {
@@ -834,44 +793,15 @@ static int dispatch(OssWriter *w) {
         int rc = initiate(w);
         if (rc) return rc;
     }
-    Part *p = calloc(1, sizeof *p);
-    if (!p) return err_set(ERR_NOMEM, "OSS write %s: out of memory", w->key);
-    pthread_mutex_lock(&w->mu);
-    if (!w->workers) {
-        w->workers = calloc((size_t)d->parallel, sizeof *w->workers);
-        for (int i = 0; w->workers && i < d->parallel; i++) {
-            if (pthread_create(&w->workers[i], NULL, uploader, w) != 0) break;
-            w->n_workers++;
-        }
-        if (w->n_workers == 0) {
-            pthread_mutex_unlock(&w->mu);
-            free(p);
-            return err_set(ERR_IO, "OSS write %s: cannot start upload threads", w->key);
-        }
-    }
-    while (w->pending >= w->n_workers && !w->failed)
-        pthread_cond_wait(&w->cv, &w->mu);
-    if (w->failed) {
-        int rc = err_set(w->failed, "%s", w->failed_msg);
-        pthread_mutex_unlock(&w->mu);
-        free(p);
+    int rc = 0;
+    if (!w->parts &&
+        (rc = objhttp_parts_new("OSS", w->key, d->parallel, upload_part, w, &w->parts)) != 0)
         return rc;
-    }
-    p->num = ++w->n_parts;
-    p->data = w->cur;
-    p->len = w->cur_len;
-    if (w->q_tail)
-        w->q_tail->next = p;
-    else
-        w->q_head = p;
-    w->q_tail = p;
-    w->pending++;
-    pthread_cond_broadcast(&w->cv);
-    pthread_mutex_unlock(&w->mu);
-    w->cur = NULL;
+    rc = objhttp_parts_submit(w->parts, ++w->n_parts, w->cur, w->cur_len);
+    w->cur = NULL; /* the pool's now, also on failure */
     w->cur_len = 0;
     w->cur_cap = (size_t)s3_part_size(d->part_min, -1, w->n_parts + 1);
-    return 0;
+    return rc;
 }
 
 static OssWriter *w_of_io(IoWriter *io) {
@@ -933,34 +863,17 @@ static IoWriter *writer_io(StoreDriverWriter *sw) {
 
 /* Stops the uploaders (queued parts are skipped once discard is set) and waits for them. */
 static void writer_stop(OssWriter *w, int discard) {
-    pthread_mutex_lock(&w->mu);
-    w->closing = 1;
-    if (discard && !w->failed) {
-        w->failed = ERR_CANCELED;
-        snprintf(w->failed_msg, sizeof w->failed_msg, "OSS write %s: aborted", w->key);
-    }
-    pthread_cond_broadcast(&w->cv);
-    pthread_mutex_unlock(&w->mu);
-    for (int i = 0; i < w->n_workers; i++)
-        pthread_join(w->workers[i], NULL);
-    w->n_workers = 0;
+    objhttp_parts_free(w->parts, discard);
+    w->parts = NULL;
 }
 
 static void writer_free(OssWriter *w) {
     writer_stop(w, 1);
-    free(w->workers);
-    while (w->q_head) { /* only if no thread ever ran */
-        Part *p = w->q_head;
-        w->q_head = p->next;
-        free(p->data);
-        free(p);
-    }
     if (w->etags)
         for (int i = 0; i < OSS_MAX_PARTS; i++)
             free(w->etags[i]);
     free(w->etags);
     pthread_mutex_destroy(&w->mu);
-    pthread_cond_destroy(&w->cv);
     free(w->cur);
     free(w->upload_id);
     free(w->key);
@@ -1088,11 +1001,7 @@ static int writer_commit(StoreDriverWriter *sw) {
         return rc;
     }
     if (rc == 0 && w->cur_len > 0) rc = dispatch(w);
-    pthread_mutex_lock(&w->mu);
-    while (w->pending > 0)
-        pthread_cond_wait(&w->cv, &w->mu);
-    if (rc == 0 && w->failed) rc = err_set(w->failed, "%s", w->failed_msg);
-    pthread_mutex_unlock(&w->mu);
+    if (rc == 0 && w->parts) rc = objhttp_parts_wait(w->parts);
     if (rc == 0) rc = complete_upload(w);
     if (rc != 0) {
         /* the Go tool returns success here when the abort succeeds (seed-spec §15 item 11); the
@@ -1131,7 +1040,6 @@ static int oss_open_write(StoreDriver *drv, const char *key, StoreDriverWriter *
     OssWriter *w = calloc(1, sizeof *w);
     if (!w) return err_set(ERR_NOMEM, "OSS write %s: out of memory", key);
     pthread_mutex_init(&w->mu, NULL);
-    pthread_cond_init(&w->cv, NULL);
     w->base.vt = &writer_vt;
     w->io.vt = &wio_vt;
     w->d = d;

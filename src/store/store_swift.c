@@ -854,13 +854,6 @@ static int swift_open_read(StoreDriver *drv, const char *key, uint64_t offset, I
 
 /* ---- write ---- */
 
-typedef struct Seg {
-    struct Seg *next;
-    int num; /* 1-based */
-    unsigned char *data;
-    size_t len;
-} Seg;
-
 typedef struct SwiftWriter {
     StoreDriverWriter base;
     IoWriter io;
@@ -868,58 +861,24 @@ typedef struct SwiftWriter {
     char *key;
     unsigned char *cur; /* the segment being filled */
     size_t cur_len, cur_cap;
-    int n_segs; /* handed to the uploaders */
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    Seg *q_head, *q_tail;
-    int pending; /* queued + uploading */
-    int closing;
-    int failed; /* first upload error, 0 if none */
-    char failed_msg[1024];
-    pthread_t *workers;
-    int n_workers;
+    int n_segs;          /* handed to the uploaders */
+    ObjHttpParts *parts; /* the segments in flight; NULL until the first */
 } SwiftWriter;
 
 static void seg_key(const char *key, int num, char *out, size_t cap) {
     snprintf(out, cap, "%s/%010d", key, num);
 }
 
-static int put_segment(SwiftWriter *w, const Seg *s) {
+static int put_segment(void *ctx, int num, const void *data, size_t len) {
+    SwiftWriter *w = ctx;
     char k[SWIFT_MAX_KEY + 16];
-    seg_key(w->key, s->num, k, sizeof k);
-    SwiftCall c = {.method = "PUT", .key = k, .body = s->data, .body_len = s->len};
+    seg_key(w->key, num, k, sizeof k);
+    SwiftCall c = {.method = "PUT", .key = k, .body = data, .body_len = len};
     ObjHttpResponse r = {0};
     int rc = swift_do(w->d, &c, &r, NULL);
     objhttp_response_clear(&r);
-    if (rc) err_wrap(rc, "Swift write %s: segment %d", w->key, s->num);
+    if (rc) err_wrap(rc, "Swift write %s: segment %d", w->key, num);
     return rc;
-}
-
-static void *uploader(void *arg) {
-    SwiftWriter *w = arg;
-    pthread_mutex_lock(&w->mu);
-    for (;;) {
-        while (!w->q_head && !w->closing)
-            pthread_cond_wait(&w->cv, &w->mu);
-        Seg *s = w->q_head;
-        if (!s) break;
-        w->q_head = s->next;
-        if (!w->q_head) w->q_tail = NULL;
-        int skip = w->failed != 0;
-        pthread_mutex_unlock(&w->mu);
-        int rc = skip ? 0 : put_segment(w, s);
-        free(s->data);
-        free(s);
-        pthread_mutex_lock(&w->mu);
-        if (rc && !w->failed) {
-            w->failed = rc;
-            snprintf(w->failed_msg, sizeof w->failed_msg, "%s", err_msg());
-        }
-        w->pending--;
-        pthread_cond_broadcast(&w->cv);
-    }
-    pthread_mutex_unlock(&w->mu);
-    return NULL;
 }
 
 /* Hands the filled segment to the uploaders, waiting while `parallel` are in flight. Before the
@@ -934,44 +893,15 @@ static int dispatch(SwiftWriter *w) {
             return err_set(ERR_EXISTS, "Swift write %s: the object already exists", w->key);
         if (rc != ERR_NOT_FOUND) return rc;
     }
-    Seg *s = calloc(1, sizeof *s);
-    if (!s) return err_set(ERR_NOMEM, "Swift write %s: out of memory", w->key);
-    pthread_mutex_lock(&w->mu);
-    if (!w->workers) {
-        w->workers = calloc((size_t)w->d->parallel, sizeof *w->workers);
-        for (int i = 0; w->workers && i < w->d->parallel; i++) {
-            if (pthread_create(&w->workers[i], NULL, uploader, w) != 0) break;
-            w->n_workers++;
-        }
-        if (w->n_workers == 0) {
-            pthread_mutex_unlock(&w->mu);
-            free(s);
-            return err_set(ERR_IO, "Swift write %s: cannot start upload threads", w->key);
-        }
-    }
-    while (w->pending >= w->n_workers && !w->failed)
-        pthread_cond_wait(&w->cv, &w->mu);
-    if (w->failed) {
-        int rc = err_set(w->failed, "%s", w->failed_msg);
-        pthread_mutex_unlock(&w->mu);
-        free(s);
+    int rc = 0;
+    if (!w->parts &&
+        (rc = objhttp_parts_new("Swift", w->key, w->d->parallel, put_segment, w, &w->parts)) != 0)
         return rc;
-    }
-    s->num = ++w->n_segs;
-    s->data = w->cur;
-    s->len = w->cur_len;
-    if (w->q_tail)
-        w->q_tail->next = s;
-    else
-        w->q_head = s;
-    w->q_tail = s;
-    w->pending++;
-    pthread_cond_broadcast(&w->cv);
-    pthread_mutex_unlock(&w->mu);
-    w->cur = NULL;
+    rc = objhttp_parts_submit(w->parts, ++w->n_segs, w->cur, w->cur_len);
+    w->cur = NULL; /* the pool's now, also on failure */
     w->cur_len = 0;
     w->cur_cap = 0;
-    return 0;
+    return rc;
 }
 
 static int wio_write(IoWriter *io, const void *buf, size_t len) {
@@ -1015,17 +945,8 @@ static IoWriter *writer_io(StoreDriverWriter *sw) {
 
 /* Stops the uploaders (the queued segments are skipped once discard is set), joins them. */
 static void writer_stop(SwiftWriter *w, int discard) {
-    pthread_mutex_lock(&w->mu);
-    w->closing = 1;
-    if (discard && !w->failed) {
-        w->failed = ERR_CANCELED;
-        snprintf(w->failed_msg, sizeof w->failed_msg, "aborted");
-    }
-    pthread_cond_broadcast(&w->cv);
-    pthread_mutex_unlock(&w->mu);
-    for (int i = 0; i < w->n_workers; i++)
-        pthread_join(w->workers[i], NULL);
-    w->n_workers = 0;
+    objhttp_parts_free(w->parts, discard);
+    w->parts = NULL;
 }
 
 /* Deletes the segments this writer may have uploaded (1..n_segs); failures are logged. */
@@ -1040,9 +961,7 @@ static void delete_own_segments(SwiftWriter *w) {
 }
 
 static void writer_free(SwiftWriter *w) {
-    free(w->workers);
-    pthread_mutex_destroy(&w->mu);
-    pthread_cond_destroy(&w->cv);
+    objhttp_parts_free(w->parts, 1);
     free(w->cur);
     free(w->key);
     free(w);
@@ -1080,11 +999,7 @@ static int writer_commit(StoreDriverWriter *sw) {
         return rc;
     }
     if (w->cur_len > 0) rc = dispatch(w);
-    pthread_mutex_lock(&w->mu);
-    while (w->pending > 0)
-        pthread_cond_wait(&w->cv, &w->mu);
-    if (rc == 0 && w->failed) rc = err_set(w->failed, "%s", w->failed_msg);
-    pthread_mutex_unlock(&w->mu);
+    if (rc == 0) rc = objhttp_parts_wait(w->parts);
     writer_stop(w, rc != 0);
     /* segments above ours, left by an earlier upload of this key that was killed, would be
      * concatenated too: they go before the manifest appears */
@@ -1139,8 +1054,6 @@ static int swift_open_write(StoreDriver *drv, const char *key, StoreDriverWriter
     w->base.vt = &writer_vt;
     w->io.vt = &wio_vt;
     w->d = d;
-    pthread_mutex_init(&w->mu, NULL);
-    pthread_cond_init(&w->cv, NULL);
     *out = &w->base;
     return 0;
 }
