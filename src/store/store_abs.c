@@ -7,6 +7,7 @@
  * and SAS tokens never reach messages or logs. */
 #include "store_abs.h"
 #include "../common/err.h"
+#include "../common/strbuf.h"
 #include "../common/log.h"
 #include "objhttp.h"
 
@@ -278,34 +279,6 @@ static const char *hdr_find(const char *const *h, size_t n, const char *name, si
     return NULL;
 }
 
-typedef struct Sb {
-    char *d;
-    size_t n, cap;
-    int oom;
-} Sb;
-
-static void sb_add(Sb *b, const char *s, size_t n) {
-    if (b->oom) return;
-    if (b->n + n + 1 > b->cap) {
-        size_t c = b->cap ? b->cap : 256;
-        while (c < b->n + n + 1)
-            c *= 2;
-        char *nd = realloc(b->d, c);
-        if (!nd) {
-            b->oom = 1;
-            return;
-        }
-        b->d = nd;
-        b->cap = c;
-    }
-    memcpy(b->d + b->n, s, n);
-    b->n += n;
-    b->d[b->n] = '\0';
-}
-static void sb_str(Sb *b, const char *s) {
-    sb_add(b, s, strlen(s));
-}
-
 static char *lower_dup(const char *s, size_t n) {
     char *o = malloc(n + 1);
     if (!o) return NULL;
@@ -329,26 +302,26 @@ char *abs_string_to_sign(const char *method, uint64_t content_length, const char
                                               "If-None-Match",
                                               "If-Unmodified-Since",
                                               "Range"};
-    Sb b = {0};
+    StrBuf b = {0};
     char **xms = calloc(n_headers + 1, sizeof *xms);
     char **qs = calloc(nq + 1, sizeof *qs);
     size_t nx = 0;
     if (!xms || !qs) goto fail;
-    sb_str(&b, method);
-    sb_str(&b, "\n");
+    strbuf_str(&b, method);
+    strbuf_str(&b, "\n");
     for (size_t i = 0; i < sizeof std_headers / sizeof std_headers[0]; i++) {
         if (!std_headers[i]) {
             if (content_length > 0) {
                 char n[32];
                 snprintf(n, sizeof n, "%llu", (unsigned long long)content_length);
-                sb_str(&b, n);
+                strbuf_str(&b, n);
             }
         } else {
             size_t l;
             const char *v = hdr_find(headers, n_headers, std_headers[i], &l);
-            if (v) sb_add(&b, v, l);
+            if (v) strbuf_add(&b, v, l);
         }
-        sb_str(&b, "\n");
+        strbuf_str(&b, "\n");
     }
     /* canonicalized headers: x-ms-*, names lower-cased, sorted, "name:value\n" */
     for (size_t i = 0; i < n_headers; i++) {
@@ -375,13 +348,13 @@ char *abs_string_to_sign(const char *method, uint64_t content_length, const char
     }
     qsort(xms, nx, sizeof *xms, hdr_cmp);
     for (size_t i = 0; i < nx; i++) {
-        sb_str(&b, xms[i]);
-        sb_str(&b, "\n");
+        strbuf_str(&b, xms[i]);
+        strbuf_str(&b, "\n");
     }
     /* canonicalized resource: /account/path, then "\nname:value" sorted by lower-cased name */
-    sb_str(&b, "/");
-    sb_str(&b, account);
-    sb_str(&b, path);
+    strbuf_str(&b, "/");
+    strbuf_str(&b, account);
+    strbuf_str(&b, path);
     for (size_t i = 0; i < nq; i++) {
         char *name = lower_dup(qnames[i], strlen(qnames[i]));
         if (!name) goto fail;
@@ -397,8 +370,8 @@ char *abs_string_to_sign(const char *method, uint64_t content_length, const char
     }
     qsort(qs, nq, sizeof *qs, hdr_cmp);
     for (size_t i = 0; i < nq; i++) {
-        sb_str(&b, "\n");
-        sb_str(&b, qs[i]);
+        strbuf_str(&b, "\n");
+        strbuf_str(&b, qs[i]);
     }
     for (size_t i = 0; i < nx; i++)
         free(xms[i]);
@@ -1156,16 +1129,16 @@ static int writer_commit(StoreDriverWriter *sw) {
     }
     if (w->cur_len > 0 && (rc = dispatch(w)) != 0) goto done;
     if ((rc = objhttp_parts_wait(w->parts)) != 0) goto done;
-    Sb b = {0};
-    sb_str(&b, "<?xml version=\"1.0\" encoding=\"utf-8\"?><BlockList>");
+    StrBuf b = {0};
+    strbuf_str(&b, "<?xml version=\"1.0\" encoding=\"utf-8\"?><BlockList>");
     for (int i = 1; i <= w->n_blocks; i++) {
         char id[24];
         abs_block_id(i, id);
-        sb_str(&b, "<Latest>");
-        sb_str(&b, id);
-        sb_str(&b, "</Latest>");
+        strbuf_str(&b, "<Latest>");
+        strbuf_str(&b, id);
+        strbuf_str(&b, "</Latest>");
     }
-    sb_str(&b, "</BlockList>");
+    strbuf_str(&b, "</BlockList>");
     xml = b.d;
     if (b.oom) {
         rc = err_set(ERR_NOMEM, "ABS write %s: out of memory", w->key);

@@ -9,6 +9,7 @@
  * ListObjects v1 with marker paging and encoding-type=url. Secrets never reach messages. */
 #include "store_oss.h"
 #include "../common/err.h"
+#include "../common/strbuf.h"
 #include "../common/log.h"
 #include "objhttp.h"
 #include "store_s3.h" /* s3_part_size, s3_creds_mtime: OSS has S3's 10 000-part limit */
@@ -71,35 +72,6 @@ int oss_creds_load(const char *path, OssCreds *out) {
 
 /* ---- signing ---- */
 
-typedef struct Sb {
-    char *d;
-    size_t n, cap;
-    int oom;
-} Sb;
-
-static void sb_add(Sb *b, const char *s, size_t n) {
-    if (b->oom) return;
-    if (b->n + n + 1 > b->cap) {
-        size_t c = b->cap ? b->cap : 256;
-        while (c < b->n + n + 1)
-            c *= 2;
-        char *nd = realloc(b->d, c);
-        if (!nd) {
-            b->oom = 1;
-            return;
-        }
-        b->d = nd;
-        b->cap = c;
-    }
-    memcpy(b->d + b->n, s, n);
-    b->n += n;
-    b->d[b->n] = '\0';
-}
-
-static void sb_str(Sb *b, const char *s) {
-    sb_add(b, s, strlen(s));
-}
-
 /* The trimmed value of header name among "Name: value" lines (borrowed, *len), NULL if absent. */
 static const char *hdr_value(const char *const *h, size_t n, const char *name, size_t *len) {
     size_t nl = strlen(name);
@@ -132,19 +104,19 @@ static int sub_cmp(const void *a, const void *b) {
 char *oss_string_to_sign(const char *method, const char *const *headers, size_t n_headers,
                          const char *bucket, const char *key, const char *const *sub_names,
                          const char *const *sub_values, size_t n_sub) {
-    Sb b = {0};
+    StrBuf b = {0};
     char **xo = calloc(n_headers + 1, sizeof *xo);
     SubRes *sr = calloc(n_sub + 1, sizeof *sr);
     size_t nx = 0;
     if (!xo || !sr) goto fail;
-    sb_str(&b, method);
-    sb_str(&b, "\n");
+    strbuf_str(&b, method);
+    strbuf_str(&b, "\n");
     static const char *const std[] = {"Content-MD5", "Content-Type", "Date"};
     for (size_t i = 0; i < 3; i++) {
         size_t l;
         const char *v = hdr_value(headers, n_headers, std[i], &l);
-        if (v) sb_add(&b, v, l);
-        sb_str(&b, "\n");
+        if (v) strbuf_add(&b, v, l);
+        strbuf_str(&b, "\n");
     }
     for (size_t i = 0; i < n_headers; i++) {
         const char *colon = strchr(headers[i], ':');
@@ -169,24 +141,24 @@ char *oss_string_to_sign(const char *method, const char *const *headers, size_t 
     }
     qsort(xo, nx, sizeof *xo, str_cmp);
     for (size_t i = 0; i < nx; i++) {
-        sb_str(&b, xo[i]);
-        sb_str(&b, "\n");
+        strbuf_str(&b, xo[i]);
+        strbuf_str(&b, "\n");
     }
-    sb_str(&b, "/");
-    sb_str(&b, bucket);
-    sb_str(&b, "/");
-    if (key) sb_str(&b, key);
+    strbuf_str(&b, "/");
+    strbuf_str(&b, bucket);
+    strbuf_str(&b, "/");
+    if (key) strbuf_str(&b, key);
     for (size_t i = 0; i < n_sub; i++) {
         sr[i].name = sub_names[i];
         sr[i].value = sub_values ? sub_values[i] : NULL;
     }
     qsort(sr, n_sub, sizeof *sr, sub_cmp);
     for (size_t i = 0; i < n_sub; i++) {
-        sb_str(&b, i == 0 ? "?" : "&");
-        sb_str(&b, sr[i].name);
+        strbuf_str(&b, i == 0 ? "?" : "&");
+        strbuf_str(&b, sr[i].name);
         if (sr[i].value && sr[i].value[0]) {
-            sb_str(&b, "=");
-            sb_str(&b, sr[i].value);
+            strbuf_str(&b, "=");
+            strbuf_str(&b, sr[i].value);
         }
     }
     for (size_t i = 0; i < nx; i++)
@@ -449,16 +421,16 @@ static int sign_hook(void *ctx, CURL *curl, struct curl_slist **headers) {
 }
 
 /* Appends "name" or "name=<encoded value>" pairs to b, after sep ('?' first, then '&'). */
-static void add_query(Sb *b, const char *const *n, const char *const *v, size_t k, int *first) {
+static void add_query(StrBuf *b, const char *const *n, const char *const *v, size_t k, int *first) {
     for (size_t i = 0; i < k; i++) {
-        sb_str(b, *first ? "?" : "&");
+        strbuf_str(b, *first ? "?" : "&");
         *first = 0;
         char *en = objhttp_pct_encode(n[i], 0);
         if (!en) {
             b->oom = 1;
             return;
         }
-        sb_str(b, en);
+        strbuf_str(b, en);
         free(en);
         if (v && v[i]) {
             char *ev = objhttp_pct_encode(v[i], 0);
@@ -466,21 +438,21 @@ static void add_query(Sb *b, const char *const *n, const char *const *v, size_t 
                 b->oom = 1;
                 return;
             }
-            sb_str(b, "=");
-            sb_str(b, ev);
+            strbuf_str(b, "=");
+            strbuf_str(b, ev);
             free(ev);
         }
     }
 }
 
 static int oss_do(OssDriver *d, const OssCall *c, ObjHttpResponse *resp, ObjHttpStream **stream) {
-    Sb u = {0};
-    sb_str(&u, d->base_url);
-    sb_str(&u, "/");
+    StrBuf u = {0};
+    strbuf_str(&u, d->base_url);
+    strbuf_str(&u, "/");
     if (c->key) {
         char *ek = objhttp_pct_encode(c->key, 1);
         if (!ek) return err_set(ERR_NOMEM, "OSS %s: out of memory", c->method);
-        sb_str(&u, ek);
+        strbuf_str(&u, ek);
         free(ek);
     }
     int first = 1;
@@ -924,8 +896,8 @@ static int put_object(OssWriter *w) {
 }
 
 static int complete_upload(OssWriter *w) {
-    Sb b = {0};
-    sb_str(&b, "<CompleteMultipartUpload>");
+    StrBuf b = {0};
+    strbuf_str(&b, "<CompleteMultipartUpload>");
     for (int i = 0; i < w->n_parts; i++) {
         const char *e = w->etags[i];
         if (!e) {
@@ -934,20 +906,20 @@ static int complete_upload(OssWriter *w) {
         }
         char num[64];
         snprintf(num, sizeof num, "<Part><PartNumber>%d</PartNumber><ETag>", i + 1);
-        sb_str(&b, num);
+        strbuf_str(&b, num);
         for (; *e; e++) {
             if (*e == '"')
-                sb_str(&b, "&quot;");
+                strbuf_str(&b, "&quot;");
             else if (*e == '&')
-                sb_str(&b, "&amp;");
+                strbuf_str(&b, "&amp;");
             else if (*e == '<')
-                sb_str(&b, "&lt;");
+                strbuf_str(&b, "&lt;");
             else
-                sb_add(&b, e, 1);
+                strbuf_add(&b, e, 1);
         }
-        sb_str(&b, "</ETag></Part>");
+        strbuf_str(&b, "</ETag></Part>");
     }
-    sb_str(&b, "</CompleteMultipartUpload>");
+    strbuf_str(&b, "</CompleteMultipartUpload>");
     if (b.oom) {
         free(b.d);
         return err_set(ERR_NOMEM, "OSS write %s: out of memory", w->key);
