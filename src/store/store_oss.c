@@ -1173,6 +1173,7 @@ int store_oss_driver_new(const StoreConfig *cfg, StoreDriver **out) {
     snprintf(d->describe, n, "OSS:%s", d->bucket);
     ObjHttpConfig hc = {
         .what = "OSS",
+        .container = d->bucket,
         .ca_file = cfg->ca_file,
         .insecure_skip_verify = cfg->insecure_skip_verify,
         .timeout_ms = cfg->timeout_ms,

@@ -77,7 +77,8 @@ if ALICLOUD_APPLICATION_CREDENTIALS_JSON=$WORK/wrong.json put put etcd/v2/x "$WO
 fi
 err=$(cat "$WORK/4.err")
 for want in "SignatureDoesNotMatch" "PUT $OSS_ENDPOINT/$OSS_BUCKET/etcd/v2/x" "HTTP 403" \
-    "check accessKeyID and accessKeySecret in $WORK/wrong.json"; do
+    "check accessKeyID and accessKeySecret in $WORK/wrong.json" \
+    "OSS refused the credentials for bucket $OSS_BUCKET"; do
     grep -qF "$want" <<<"$err" || fail "4: the error does not say \"$want\": $err"
 done
 if grep -qF -e "$wrong" -e "$OSS_SECRET" <<<"$err"; then fail "4: a secret is in the message: $err"; fi
