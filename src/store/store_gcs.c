@@ -564,9 +564,11 @@ static int token_fetch_locked(GcsDriver *d) {
             char why[512];
             snprintf(why, sizeof why, "%s", err_msg());
             rc = err_set(ERR_INVALID,
-                         "GCS: the token endpoint %s refused the service account %s (HTTP %ld): "
-                         "%s; check that the key in %s is current and belongs to that account",
-                         u ? u : "(token_uri)", d->creds.client_email, r.status, why, d->cred_path);
+                         "GCS bucket %s: the token endpoint %s refused the service account %s "
+                         "(HTTP %ld): %s; check that the key in %s is current and belongs to that "
+                         "account",
+                         d->bucket, u ? u : "(token_uri)", d->creds.client_email, r.status, why,
+                         d->cred_path);
         } else {
             rc = err_wrap(rc, "GCS: getting an access token");
         }

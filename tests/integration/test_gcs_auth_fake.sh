@@ -102,8 +102,8 @@ GOOGLE_APPLICATION_CREDENTIALS=$WORK/wrong.json "$ETCDBR_BIN" restore --storage-
 rc=$?
 set -e
 [ "$rc" != 0 ] || fail "restore with a wrong key succeeded"
-grep -q "token endpoint .*/token refused the service account $EMAIL (HTTP 400)" "$WORK/wrong.log" ||
-    { cat "$WORK/wrong.log"; fail "no clear message for a wrong key"; }
+grep -q "GCS bucket $GCS_BUCKET: the token endpoint .*/token refused the service account $EMAIL (HTTP 400)" "$WORK/wrong.log" ||
+    { cat "$WORK/wrong.log"; fail "no clear message for a wrong key (naming the provider, bucket and account)"; }
 grep -q "invalid_grant" "$WORK/wrong.log" || { cat "$WORK/wrong.log"; fail "the OAuth2 error is not named"; }
 if grep -q "PRIVATE KEY\|ya29\.\|assertion=" "$WORK/wrong.log"; then fail "key or token material in the output"; fi
 echo "ok wrong key: $(grep -o 'GCS: the token endpoint[^"]*' "$WORK/wrong.log" | head -1 | cut -c1-200)"
