@@ -1069,7 +1069,7 @@ char *objhttp_dir_first_json(const char *dir) {
     return found;
 }
 
-/* ---- credentials and XML for the drivers (added with OSS; S3 and ABS keep older copies) ---- */
+/* ---- credentials and XML for the drivers (S3 keeps its own parsers) ---- */
 
 static int creds_json(const char *path, const char *what, const char *const *fields, size_t n,
                       char **values) {

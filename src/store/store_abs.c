@@ -143,55 +143,10 @@ static int creds_load_json(const char *path, AbsCreds *out) {
 }
 
 /* The whole file as a string (verbatim), NULL if it does not exist or cannot be read. */
-static char *read_small_file(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 4096, n = 0;
-    char *b = malloc(cap);
-    while (b) {
-        size_t got = fread(b + n, 1, cap - n - 1, f);
-        n += got;
-        if (got == 0 || n > (1u << 20)) break;
-        if (cap - n - 1 == 0) {
-            char *nb = realloc(b, cap * 2);
-            if (!nb) {
-                OPENSSL_cleanse(b, n);
-                free(b);
-                b = NULL;
-                break;
-            }
-            b = nb;
-            cap *= 2;
-        }
-    }
-    fclose(f);
-    if (b) b[n] = '\0';
-    return b;
-}
-
 static char *dir_field(const char *dir, const char *name) {
     char p[4096];
     snprintf(p, sizeof p, "%s/%s", dir, name);
-    return read_small_file(p);
-}
-
-/* The first "*.json" entry of dir in directory order (owned path), NULL if none. */
-static char *dir_json(const char *dir) {
-    DIR *d = opendir(dir);
-    if (!d) return NULL;
-    char *found = NULL;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        size_t l = strlen(e->d_name);
-        if (l > 5 && strcmp(e->d_name + l - 5, ".json") == 0) {
-            size_t n = strlen(dir) + l + 2;
-            found = malloc(n);
-            if (found) snprintf(found, n, "%s/%s", dir, e->d_name);
-            break;
-        }
-    }
-    closedir(d);
-    return found;
+    return objhttp_read_small_file(p);
 }
 
 int abs_creds_load(const char *path, AbsCreds *out) {
@@ -201,7 +156,7 @@ int abs_creds_load(const char *path, AbsCreds *out) {
     if (stat(path, &st) != 0)
         return err_set(ERR_NOT_FOUND, "ABS credentials %s: does not exist", path);
     if (!S_ISDIR(st.st_mode)) return creds_load_json(path, out);
-    char *js = dir_json(path);
+    char *js = objhttp_dir_first_json(path);
     if (js) {
         int rc = creds_load_json(js, out);
         free(js);
@@ -639,7 +594,7 @@ static void cred_stamp(const char *path, char *out, size_t cap) {
             o += (size_t)snprintf(out + o, cap - o, ";%lld.%ld/%lld", (long long)st.st_mtim.tv_sec,
                                   st.st_mtim.tv_nsec, (long long)st.st_size);
     }
-    char *js = dir_json(path);
+    char *js = objhttp_dir_first_json(path);
     if (js && o < cap && stat(js, &st) == 0)
         snprintf(out + o, cap - o, ";j%lld.%ld/%lld", (long long)st.st_mtim.tv_sec,
                  st.st_mtim.tv_nsec, (long long)st.st_size);
