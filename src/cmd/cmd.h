@@ -19,6 +19,10 @@ int cmd_snapshot(const Opts *o);
 int cmd_restore(const Opts *o);
 int cmd_server(const Opts *o);
 int cmd_initialize(const Opts *o);
+int cmd_compact(const Opts *o);
+int cmd_copy(const Opts *o);
+int cmd_verify(const Opts *o);
+int cmd_list(const Opts *o);
 /* etcd_argv: the etcd command line after "--" (NULL-terminated, borrowed). */
 int cmd_run(const Opts *o, char **etcd_argv);
 

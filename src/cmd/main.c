@@ -24,6 +24,12 @@ static const Command commands[] = {
      "run beside an etcd member: HTTP API, data-dir initialization, snapshots while leader"},
     {"initialize", CMD_INITIALIZE, cmd_initialize,
      "validate the data dir and restore it from the store when needed"},
+    {"compact", CMD_COMPACT, cmd_compact,
+     "replace the latest full snapshot and its deltas by one new full snapshot, without etcd"},
+    {"copy", CMD_COPY, cmd_copy, "copy backups from a source store (--source-*) into the store"},
+    {"verify", CMD_VERIFY, cmd_verify,
+     "check every object of the store and that the latest set restores, without etcd"},
+    {"list", CMD_LIST, cmd_list, "list the store's backup sets (-o json for JSON)"},
     {"run", CMD_SERVER, NULL,
      "supervise etcd: initialize, start `-- etcd ...` as a child, back it up, restart it"},
 };

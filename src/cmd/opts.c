@@ -16,7 +16,9 @@
 #include <strings.h>
 
 #define ETCD (CMD_SNAPSHOT | CMD_SERVER | CMD_INITIALIZE)
-#define STORE (CMD_SNAPSHOT | CMD_RESTORE | CMD_SERVER | CMD_INITIALIZE | CMD_COMPACT | CMD_COPY)
+#define STORE                                                                                      \
+    (CMD_SNAPSHOT | CMD_RESTORE | CMD_SERVER | CMD_INITIALIZE | CMD_COMPACT | CMD_COPY |           \
+     CMD_VERIFY | CMD_LIST)
 #define SNAP (CMD_SNAPSHOT | CMD_SERVER)
 #define RESTORE (CMD_RESTORE | CMD_SERVER | CMD_INITIALIZE | CMD_COMPACT)
 #define ALL (STORE | ETCD | RESTORE)
@@ -271,10 +273,9 @@ static const struct {
     unsigned bit;
     const char *names;
 } cmd_names[] = {
-    {CMD_SNAPSHOT, "snapshot"},
-    {CMD_RESTORE, "restore"},
-    {CMD_SERVER, "server, run"},
-    {CMD_INITIALIZE, "initialize"},
+    {CMD_SNAPSHOT, "snapshot"},     {CMD_RESTORE, "restore"}, {CMD_SERVER, "server, run"},
+    {CMD_INITIALIZE, "initialize"}, {CMD_COMPACT, "compact"}, {CMD_COPY, "copy"},
+    {CMD_VERIFY, "verify"},         {CMD_LIST, "list"},
 };
 
 /* "snapshot, server, run" for the commands in mask; "" if none. */

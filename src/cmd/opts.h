@@ -19,6 +19,8 @@ enum {
     CMD_INITIALIZE = 1 << 3,
     CMD_COMPACT = 1 << 4,
     CMD_COPY = 1 << 5,
+    CMD_VERIFY = 1 << 6, /* ours: checks a store without etcd */
+    CMD_LIST = 1 << 7,   /* ours: the store's backup sets */
 };
 
 /* Whether a flag does what its help says. Anything but OPT_ACTIVE is shown in --help and the

@@ -2,7 +2,7 @@
  * deltas into spool files (DeltaReader) at most max_fetchers ahead of the builder; one builder
  * streams the full snapshot's db and the deltas, in order, into the new db. */
 #include "restorer.h"
-#include "../codec/filter_group.h"
+#include "../store/snapobj.h"
 #include "../backup/delta.h"
 #include "../backup/fullsnap.h"
 #include "../codec/compress.h"
@@ -51,24 +51,12 @@ typedef struct {
 } FetchPool;
 
 static int open_delta(const RestoreConfig *cfg, const Snapshot *snap, DeltaReader **out) {
-    CompressKind kind;
-    IoReader *raw = NULL;
-    int rc = compress_from_suffix(snap->compression_suffix, &kind);
-    if (rc)
-        return err_set(ERR_UNSUPPORTED, "%s: unknown compression suffix \"%s\"", snap->key,
-                       snap->compression_suffix);
-    rc = store_open_read(cfg->store, snap, &raw);
-    if (rc) return err_wrap(rc, "%s", snap->key);
-    IoFilterGroup *g = io_filter_group_new_reader(raw);
-    rc = g ? io_filter_group_add_decompress(g, kind) : err_set(ERR_NOMEM, "out of memory");
-    IoReader *dec = rc ? NULL : io_filter_group_reader(g);
-    if (!rc && !dec) rc = err_set(ERR_NOMEM, "out of memory");
-    if (!rc) {
-        rc = delta_reader_open(dec, cfg->temp_dir, out);
-        if (rc) err_wrap(rc, "delta %s", snap->key);
-    }
-    io_filter_group_free(g);
-    io_reader_free(raw);
+    SnapObjReader *r = NULL;
+    int rc = snapobj_open_read(cfg->store, snap, &r);
+    if (rc) return rc;
+    rc = delta_reader_open(snapobj_reader(r), cfg->temp_dir, out);
+    if (rc) err_wrap(rc, "delta %s", snap->key);
+    snapobj_close(r);
     return rc;
 }
 
@@ -468,35 +456,23 @@ static int fsync_cb(const char *path, const struct stat *st, int flag, struct FT
  * *revision = the etcd revision inside the db. */
 static int fetch_full(const RestoreConfig *cfg, const Snapshot *snap, const char *path,
                       uint64_t *db_len, int64_t *revision) {
-    CompressKind kind;
-    IoReader *raw = NULL, *dec = NULL;
+    SnapObjReader *r = NULL;
     IoWriter *fdw = NULL, *checker = NULL;
-    IoFilterGroup *g = NULL;
-    uint64_t count = 0;
-    int fd = -1;
-    int rc = compress_from_suffix(snap->compression_suffix, &kind);
-    if (rc)
-        return err_set(ERR_UNSUPPORTED, "%s: unknown compression suffix \"%s\"", snap->key,
-                       snap->compression_suffix);
-    fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    uint64_t stored = 0, count = 0;
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd < 0) return err_set(ERR_IO, "create %s: %s", path, strerror(errno));
-    rc = store_open_read(cfg->store, snap, &raw);
+    /* store bytes -> decoded (snapobj) -> the SHA-256 trailer checked */
+    int rc = snapobj_open_read(cfg->store, snap, &r);
     if (rc) goto done;
-    /* store bytes -> decompression -> the db's bytes counted -> the SHA-256 trailer checked */
-    g = io_filter_group_new_reader(raw);
-    if (g && (rc = io_filter_group_add_decompress(g, kind)) == 0)
-        rc = io_filter_group_add_count(g, "db-bytes");
-    if (rc) goto done;
-    dec = g ? io_filter_group_reader(g) : NULL;
     fdw = io_fd_writer_new(fd);
     checker = fdw ? trailer_checker_new(fdw, 0) : NULL;
-    if (!dec || !checker) {
+    if (!checker) {
         rc = err_set(ERR_NOMEM, "out of memory");
         goto done;
     }
     FetchTick tick = {cfg, snap->key, now_mono_ms() + PROGRESS_EVERY_MS, now_mono_ms()};
-    rc = io_copy_tick(dec, checker, NULL, fetch_tick, &tick);
-    if (!rc) rc = io_filter_group_count(g, "db-bytes", &count);
+    rc = io_copy_tick(snapobj_reader(r), checker, NULL, fetch_tick, &tick);
+    if (!rc) rc = snapobj_counts(r, &stored, &count);
     if (rc) goto done;
     rc = fullsnap_verify_file(path, checker, count, cfg->skip_hash_check, 0, db_len, revision);
     if (rc) goto done;
@@ -505,9 +481,8 @@ done:
     if (rc && rc != ERR_NOMEM) err_wrap(rc, "full snapshot %s", snap->key);
     io_writer_free(checker);
     io_writer_free(fdw);
-    io_filter_group_free(g);
-    io_reader_free(raw);
-    if (fd >= 0) close(fd);
+    snapobj_close(r);
+    close(fd);
     return rc;
 }
 

@@ -1,0 +1,57 @@
+/* snapobj: see snapobj.h. The read chain is one IoFilterGroup over the store's reader:
+ * stored bytes counted -> decoded by the name's suffixes -> plain bytes counted. */
+#include "snapobj.h"
+#include "../codec/compress.h"
+#include "../codec/filter_group.h"
+#include "../common/err.h"
+
+#include <stdlib.h>
+
+struct SnapObjReader {
+    IoReader *raw;
+    IoFilterGroup *g;
+};
+
+int snapobj_open_read(Store *s, const Snapshot *snap, SnapObjReader **out) {
+    *out = NULL;
+    CompressKind kind;
+    if (compress_from_suffix(snap->compression_suffix, &kind))
+        return err_set(ERR_UNSUPPORTED, "%s: unknown compression suffix \"%s\"", snap->key,
+                       snap->compression_suffix);
+    SnapObjReader *r = calloc(1, sizeof *r);
+    if (!r) return err_set(ERR_NOMEM, "out of memory");
+    int rc = store_open_read(s, snap, &r->raw);
+    if (rc) {
+        free(r);
+        return err_wrap(rc, "%s", snap->key);
+    }
+    r->g = io_filter_group_new_reader(r->raw);
+    rc = r->g ? 0 : err_set(ERR_NOMEM, "out of memory");
+    if (!rc) rc = io_filter_group_add_count(r->g, "stored-bytes");
+    if (!rc) rc = io_filter_group_add_decompress(r->g, kind);
+    if (!rc) rc = io_filter_group_add_count(r->g, "plain-bytes");
+    if (!rc && !io_filter_group_reader(r->g)) rc = err_set(ERR_NOMEM, "out of memory");
+    if (rc) {
+        snapobj_close(r);
+        return rc;
+    }
+    *out = r;
+    return 0;
+}
+
+IoReader *snapobj_reader(SnapObjReader *r) {
+    return io_filter_group_reader(r->g);
+}
+
+int snapobj_counts(const SnapObjReader *r, uint64_t *stored, uint64_t *plain) {
+    int rc = io_filter_group_count(r->g, "stored-bytes", stored);
+    if (!rc) rc = io_filter_group_count(r->g, "plain-bytes", plain);
+    return rc;
+}
+
+void snapobj_close(SnapObjReader *r) {
+    if (!r) return;
+    io_filter_group_free(r->g);
+    io_reader_free(r->raw);
+    free(r);
+}
