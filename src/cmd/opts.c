@@ -15,7 +15,8 @@
 #include <string.h>
 #include <strings.h>
 
-#define ETCD (CMD_SNAPSHOT | CMD_SERVER | CMD_INITIALIZE)
+#define ETCD (CMD_SNAPSHOT | CMD_SERVER | CMD_INITIALIZE | CMD_VERIFY) /* verify: --restore-test   \
+                                                                        */
 #define STORE                                                                                      \
     (CMD_SNAPSHOT | CMD_RESTORE | CMD_SERVER | CMD_INITIALIZE | CMD_COMPACT | CMD_COPY |           \
      CMD_VERIFY | CMD_LIST)
@@ -46,6 +47,7 @@ static const char *const GC_POLICIES[] = {"Exponential", "LimitBased", NULL};
 static const char *const COMPRESSION_POLICIES[] = {"gzip", "zlib", "lzw", "zstd", NULL};
 static const char *const COMPACTION_MODES[] = {"periodic", "revision", NULL};
 static const char *const VALIDATION_MODES[] = {"full", "sanity", NULL};
+static const char *const OUTPUT_FORMATS[] = {"text", "json", NULL};
 
 static const OptDef opt_table[] = {
     /* logging */
@@ -157,8 +159,8 @@ static const OptDef opt_table[] = {
     {"name", 0, OPT_STRING, "default", NULL, RESTORE, 0, "member name", ACTIVE},
     {"skip-hash-check", 0, OPT_BOOL, "false", NULL, RESTORE, 0,
      "accept a full snapshot without its sha256 trailer", ACTIVE},
-    {"max-fetchers", 0, OPT_INT, "6", NULL, RESTORE, 0, "parallel delta downloads", ACTIVE,
-     AT_LEAST(1)},
+    {"max-fetchers", 0, OPT_INT, "6", NULL, RESTORE | CMD_VERIFY, 0, "parallel delta downloads",
+     ACTIVE, AT_LEAST(1)},
     {"max-call-send-message-size", 0, OPT_INT, "10485760", NULL, RESTORE, 0,
      "the Go tool's embedded-etcd setting", IGNORED(NO_ETCD_RUNS), AT_LEAST(1)},
     {"max-request-bytes", 0, OPT_INT, "10485760", NULL, RESTORE, 0,
@@ -175,7 +177,7 @@ static const OptDef opt_table[] = {
      "the Go tool's embedded-etcd setting", IGNORED(NO_ETCD_RUNS)},
     {"etcd-bin", 0, OPT_STRING, "", "ETCDBR_ETCD_BIN", RESTORE, 0,
      "etcd binary of the restore (kept so that existing scripts run)", IGNORED(NO_ETCD_RUNS)},
-    {"etcdutl-bin", 0, OPT_STRING, "", "ETCDBR_ETCDUTL_BIN", RESTORE, 0,
+    {"etcdutl-bin", 0, OPT_STRING, "", "ETCDBR_ETCDUTL_BIN", RESTORE | CMD_VERIFY, 0,
      "etcdutl (3.5+) or etcdctl (3.4) used for snapshot restore (default: etcdutl, else etcdctl)",
      ACTIVE},
     /* point in time and revision bump (restore and initialize; docs/restore.md) */
@@ -247,6 +249,26 @@ static const OptDef opt_table[] = {
      "periodically copy backups to the secondary store and garbage-collect there", UNIMPLEMENTED},
     {"secondary-backup-sync-period", 0, OPT_DURATION, "1h", NULL, CMD_SERVER, 0,
      "period of the copy to the secondary store", UNIMPLEMENTED},
+    /* verify and list (ours; docs/verify.md) */
+    {"output", 'o', OPT_STRING, "text", NULL, CMD_VERIFY | CMD_LIST, 0,
+     "report format: text (a table or report for people) or json", ACTIVE, ONE_OF(OUTPUT_FORMATS)},
+    {"all-sets", 0, OPT_BOOL, "false", NULL, CMD_VERIFY, 0,
+     "check every object and every set in the store, not only the latest set", ACTIVE},
+    {"restore-test", 0, OPT_BOOL, "false", NULL, CMD_VERIFY, 0,
+     "also restore the latest set into a scratch dir under --snapstore-temp-directory, start an "
+     "etcd on it on loopback and compare its HashKV at the set's last revision with the live "
+     "cluster's (--endpoints) at that revision",
+     ACTIVE},
+    {"etcd-bin", 0, OPT_STRING, "", "ETCDBR_ETCD_BIN", CMD_VERIFY, 0,
+     "etcd binary started on the restore of --restore-test (default: etcd from PATH)", ACTIVE},
+    {"verify-schedule", 0, OPT_STRING, "", NULL, CMD_SERVER, 0,
+     "cron schedule of a verification of the store's latest set (as `etcdbrctl verify`) while "
+     "this member is the backup leader; results as etcdbr_verify_* metrics; empty = never",
+     ACTIVE},
+    {"verify-restore-test", 0, OPT_BOOL, "false", NULL, CMD_SERVER, 0,
+     "the scheduled verification also restores the latest set and compares HashKV with etcd "
+     "(as verify --restore-test; the scratch etcd is $ETCDBR_ETCD_BIN or etcd from PATH)",
+     ACTIVE},
     /* initialize (seed-spec §1.11) */
     {"validation-mode", 0, OPT_STRING, "full", NULL, CMD_INITIALIZE, 0,
      "data dir validation before restore", ACTIVE, ONE_OF(VALIDATION_MODES)},

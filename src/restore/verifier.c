@@ -1,0 +1,808 @@
+/* verifier: see verifier.h. Objects are checked one at a time on the calling thread: a full
+ * snapshot is staged in a file of the private scratch directory (bbolt needs random access), a
+ * delta goes through the delta reader's spool file. A TapReader between snapobj and the checks
+ * tells a decoding error (the store or decompression) from a hash mismatch found after it. */
+#include "verifier.h"
+#include "restorer.h"
+#include "../backup/delta.h"
+#include "../codec/sha256.h"
+#include "../common/err.h"
+#include "../common/fsutil.h"
+#include "../common/log.h"
+#include "../common/progress.h"
+#include "../common/timeutil.h"
+#include "../etcd/etcd_proc.h"
+#include "../format/bbolt.h"
+#include "../store/snapobj.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+const char *verify_fault_kind_name(VerifyFaultKind k) {
+    switch (k) {
+    case VERIFY_NO_FULL:
+        return "no-full-snapshot";
+    case VERIFY_GAP:
+        return "gap";
+    case VERIFY_OVERLAP:
+        return "overlap";
+    case VERIFY_BAD_HASH:
+        return "bad-hash";
+    case VERIFY_UNDECODABLE:
+        return "undecodable";
+    case VERIFY_UNREADABLE:
+        return "unreadable";
+    case VERIFY_WRONG_REVISIONS:
+        return "wrong-revisions";
+    case VERIFY_OTHER_HISTORY:
+        return "other-history";
+    case VERIFY_RESTORE_FAILED:
+        return "restore-failed";
+    case VERIFY_RESTORE_MISMATCH:
+        return "restore-mismatch";
+    }
+    return "unknown";
+}
+
+const char *restore_test_result_name(RestoreTestResult r) {
+    switch (r) {
+    case RESTORE_TEST_NOT_RUN:
+        return "not-run";
+    case RESTORE_TEST_MATCH:
+        return "match";
+    case RESTORE_TEST_MISMATCH:
+        return "mismatch";
+    case RESTORE_TEST_NOT_COMPARED:
+        return "not-compared";
+    case RESTORE_TEST_FAILED:
+        return "failed";
+    }
+    return "unknown";
+}
+
+int verify_add_fault(VerifyReport *r, VerifyFaultKind kind, int warning, const char *object,
+                     const char *other, int64_t from, int64_t to, const char *fmt, ...) {
+    VerifyFault *f = realloc(r->faults, (r->n_faults + 1) * sizeof *f);
+    if (!f) return err_set(ERR_NOMEM, "out of memory");
+    r->faults = f;
+    f = &r->faults[r->n_faults++];
+    memset(f, 0, sizeof *f);
+    f->kind = kind;
+    f->warning = warning;
+    snprintf(f->object, sizeof f->object, "%s", object ? object : "");
+    snprintf(f->other, sizeof f->other, "%s", other ? other : "");
+    f->from = from;
+    f->to = to;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(f->message, sizeof f->message, fmt, ap);
+    va_end(ap);
+    if (!warning) r->n_errors++;
+    return 0;
+}
+
+/* ---------- planning (pure) ---------- */
+
+int verify_check_contiguity(const Snapshot *full, const Snapshot *const *deltas, size_t n,
+                            VerifyReport *r) {
+    int64_t next = full->last_revision + 1;
+    const Snapshot *prev = full;
+    int added = 0, rc;
+    for (size_t i = 0; i < n; i++) {
+        const Snapshot *d = deltas[i];
+        if (d->start_revision > next) {
+            rc = verify_add_fault(r, VERIFY_GAP, 0, d->key, prev->key, next, d->start_revision - 1,
+                                  "revisions %lld-%lld are missing between %s and %s",
+                                  (long long)next, (long long)(d->start_revision - 1), prev->key,
+                                  d->key);
+            if (rc) return rc;
+            added++;
+        } else if (d->start_revision < next) {
+            int64_t to = d->last_revision < next - 1 ? d->last_revision : next - 1;
+            rc = verify_add_fault(r, VERIFY_OVERLAP, 1, d->key, prev->key, d->start_revision, to,
+                                  "revisions %lld-%lld are in both %s and %s (a restore applies "
+                                  "each revision once, from the first)",
+                                  (long long)d->start_revision, (long long)to, prev->key, d->key);
+            if (rc) return rc;
+        }
+        if (d->last_revision + 1 > next) {
+            next = d->last_revision + 1;
+            prev = d;
+        }
+    }
+    return added;
+}
+
+void verify_plan_free(VerifyPlanSet *sets, size_t n) {
+    if (!sets) return;
+    for (size_t i = 0; i < n; i++)
+        free(sets[i].deltas);
+    free(sets);
+}
+
+static int hist_compatible(const char *a, const char *b) {
+    return !a[0] || !b[0] || strcmp(a, b) == 0;
+}
+
+static int is_full(const Snapshot *s) {
+    return !s->is_chunk && s->kind == SNAP_FULL;
+}
+
+static int is_delta(const Snapshot *s) {
+    return !s->is_chunk && s->kind == SNAP_INCR;
+}
+
+/* Plans the set of the full snapshot snaps[f], up to end (the next full snapshot's revision, or
+ * INT64_MAX), adding its history and contiguity faults to r. */
+static int plan_one(const Snapshot *snaps, size_t n, size_t f, int64_t end, VerifyPlanSet *ps,
+                    VerifySet *vs, VerifyReport *r) {
+    const Snapshot *full = &snaps[f];
+    size_t errors_before = r->n_errors;
+    char hist[HISTORY_ID_LEN + 1];
+    snprintf(hist, sizeof hist, "%s", full->history);
+    ps->full = f;
+    ps->end_revision = end;
+    ps->deltas = calloc(n ? n : 1, sizeof *ps->deltas);
+    const Snapshot **ptrs = calloc(n ? n : 1, sizeof *ptrs);
+    int rc = 0;
+    if (!ps->deltas || !ptrs) {
+        rc = err_set(ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    for (size_t i = f + 1; i < n; i++) {
+        const Snapshot *d = &snaps[i];
+        if (!is_delta(d) || d->last_revision <= full->last_revision) continue;
+        if (end != INT64_MAX && d->start_revision > end) continue;
+        if (!hist_compatible(hist, d->history)) {
+            rc = verify_add_fault(
+                r, VERIFY_OTHER_HISTORY, 0, d->key, full->key, d->start_revision, d->last_revision,
+                "%s belongs to history %s but the set of %s is history %s: a restore of that set "
+                "leaves it out (revisions %lld-%lld), so two histories write into this store",
+                d->key, d->history, full->key, hist, (long long)d->start_revision,
+                (long long)d->last_revision);
+            if (rc) goto done;
+            continue;
+        }
+        if (!hist[0] && d->history[0]) {
+            snprintf(hist, sizeof hist, "%s", d->history); /* untagged full, tagged deltas */
+        }
+        ps->deltas[ps->n_deltas] = i;
+        ptrs[ps->n_deltas++] = d;
+    }
+    int added = verify_check_contiguity(full, ptrs, ps->n_deltas, r);
+    if (added < 0) {
+        rc = added;
+        goto done;
+    }
+    memset(vs, 0, sizeof *vs);
+    snprintf(vs->full_key, sizeof vs->full_key, "%s", full->key);
+    snprintf(vs->history, sizeof vs->history, "%s", hist);
+    vs->first_revision = full->last_revision;
+    vs->last_revision = full->last_revision;
+    for (size_t k = 0; k < ps->n_deltas; k++)
+        if (ptrs[k]->last_revision > vs->last_revision) vs->last_revision = ptrs[k]->last_revision;
+    vs->n_deltas = ps->n_deltas;
+    vs->latest = end == INT64_MAX;
+    vs->ok = r->n_errors == errors_before;
+done:
+    free(ptrs);
+    return rc;
+}
+
+int verify_plan(const Snapshot *snaps, size_t n, int all, VerifyPlanSet **sets, size_t *n_sets,
+                VerifyReport *r) {
+    *sets = NULL;
+    *n_sets = 0;
+    size_t n_full = 0, n_delta = 0;
+    for (size_t i = 0; i < n; i++) {
+        n_full += is_full(&snaps[i]);
+        n_delta += is_delta(&snaps[i]);
+    }
+    if (!n_full)
+        return verify_add_fault(r, VERIFY_NO_FULL, 0, NULL, NULL, 0, 0,
+                                "no full snapshot in the store (%zu delta snapshots): nothing "
+                                "can be restored",
+                                n_delta);
+    size_t want = all ? n_full : 1;
+    VerifyPlanSet *ps = calloc(want, sizeof *ps);
+    VerifySet *vs = calloc(want, sizeof *vs);
+    if (!ps || !vs) {
+        free(ps);
+        free(vs);
+        return err_set(ERR_NOMEM, "out of memory");
+    }
+    /* the full snapshots, ascending; the latest one is the last (snapname_latest_set) */
+    size_t k = 0, seen = 0;
+    int rc = 0;
+    for (size_t i = 0; i < n && !rc; i++) {
+        if (!is_full(&snaps[i])) continue;
+        seen++;
+        if (seen <= n_full - want) continue;
+        int64_t end = INT64_MAX;
+        for (size_t j = i + 1; j < n; j++) {
+            if (is_full(&snaps[j])) {
+                end = snaps[j].last_revision;
+                break;
+            }
+        }
+        rc = plan_one(snaps, n, i, end, &ps[k], &vs[k], r);
+        k++;
+    }
+    if (rc) {
+        verify_plan_free(ps, k);
+        free(vs);
+        return rc;
+    }
+    free(r->sets);
+    r->sets = vs;
+    r->n_sets = k;
+    r->latest_revision = vs[k - 1].last_revision;
+    snprintf(r->latest_history, sizeof r->latest_history, "%s", vs[k - 1].history);
+    *sets = ps;
+    *n_sets = k;
+    return 0;
+}
+
+/* ---------- object checks ---------- */
+
+/* Reads from the object's plain stream, remembering its first error (a decoding or store error,
+ * as opposed to what the consumer finds in good bytes), counting and publishing progress. */
+typedef struct {
+    IoReader base;
+    IoReader *src;
+    int err;
+    char msg[1024];
+    uint64_t n;
+    Progress *progress;
+    atomic_int *stop;
+} TapReader;
+
+static int tap_read(IoReader *rd, void *buf, size_t cap, size_t *got) {
+    TapReader *t = (TapReader *)rd;
+    if (t->stop && *t->stop) return err_set(ERR_CANCELED, "verify stopped by a signal");
+    int rc = io_read(t->src, buf, cap, got);
+    if (rc) {
+        if (!t->err) {
+            t->err = rc;
+            snprintf(t->msg, sizeof t->msg, "%s", err_msg());
+        }
+        return rc;
+    }
+    t->n += *got;
+    progress_set(t->progress, t->n);
+    return 0;
+}
+
+static void tap_free(IoReader *rd) {
+    (void)rd; /* on the stack */
+}
+
+static const IoReaderVt tap_vt = {tap_read, tap_free};
+
+typedef struct {
+    const VerifyConfig *cfg;
+    VerifyReport *r;
+    const char *scratch;
+} Checker;
+
+/* Records why reading the object failed: the store's error or a decoding error. */
+static int read_fault(Checker *c, const Snapshot *s, int rc, const char *msg) {
+    if (rc == ERR_CANCELED || rc == ERR_NOMEM) return rc;
+    VerifyFaultKind k =
+        rc == ERR_CORRUPT || rc == ERR_UNSUPPORTED ? VERIFY_UNDECODABLE : VERIFY_UNREADABLE;
+    return verify_add_fault(c->r, k, 0, s->key, NULL, 0, 0, "%s %s: %s",
+                            k == VERIFY_UNDECODABLE ? "undecodable" : "unreadable", s->key, msg);
+}
+
+static int check_full(Checker *c, const Snapshot *s, TapReader *tap) {
+    char *path = fs_join(c->scratch, "full.db");
+    if (!path) return err_set(ERR_NOMEM, "out of memory");
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        int rc = err_set(ERR_IO, "create %s: %s", path, strerror(errno));
+        free(path);
+        return rc;
+    }
+    IoWriter *fdw = io_fd_writer_new(fd);
+    IoWriter *checker = fdw ? trailer_checker_new(fdw, 0) : NULL;
+    int rc = checker ? 0 : err_set(ERR_NOMEM, "out of memory");
+    uint64_t total = 0, db_len = 0;
+    if (!rc) rc = io_copy(&tap->base, checker, &total);
+    if (rc) {
+        if (tap->err) rc = read_fault(c, s, tap->err, tap->msg);
+        /* else a local write failed (ERR_IO, scratch disk): the verification cannot go on */
+        goto done;
+    }
+    if (total == 0) {
+        rc = verify_add_fault(c->r, VERIFY_UNDECODABLE, 0, s->key, NULL, 0, 0,
+                              "undecodable %s: empty", s->key);
+        goto done;
+    }
+    if (total % 512 != 32) {
+        rc = verify_add_fault(c->r, VERIFY_UNDECODABLE, 0, s->key, NULL, 0, 0,
+                              "undecodable %s: %llu bytes is not db pages plus a 32-byte sha256 "
+                              "trailer (size %% 512 != 32): the hash is missing",
+                              s->key, (unsigned long long)total);
+        goto done;
+    }
+    if (trailer_check_result(checker, &db_len)) {
+        rc = verify_add_fault(c->r, VERIFY_BAD_HASH, 0, s->key, NULL, 0, 0,
+                              "bad hash in %s: the sha256 of its %llu db bytes does not match its "
+                              "trailer (%s)",
+                              s->key, (unsigned long long)db_len, err_msg());
+        goto done;
+    }
+    BboltDb *db = NULL;
+    int64_t rev = 0;
+    int brc = bbolt_open(path, db_len, &db);
+    if (!brc) brc = bbolt_check(db, NULL);
+    if (!brc) brc = bbolt_etcd_revision(db, &rev);
+    bbolt_close(db);
+    if (brc) {
+        rc = verify_add_fault(c->r, VERIFY_UNDECODABLE, 0, s->key, NULL, 0, 0,
+                              "undecodable %s: its sha256 matches but it is not a valid etcd db: "
+                              "%s",
+                              s->key, err_msg());
+        goto done;
+    }
+    if (rev != s->last_revision)
+        rc = verify_add_fault(c->r, VERIFY_WRONG_REVISIONS, 0, s->key, NULL, rev, rev,
+                              "%s holds the db at revision %lld, its name says %lld", s->key,
+                              (long long)rev, (long long)s->last_revision);
+done:
+    io_writer_free(checker);
+    io_writer_free(fdw);
+    close(fd);
+    unlink(path);
+    free(path);
+    return rc;
+}
+
+static int check_delta(Checker *c, const Snapshot *s, TapReader *tap) {
+    DeltaReader *dr = NULL;
+    int rc = delta_reader_open(&tap->base, c->scratch, &dr);
+    if (rc) {
+        if (tap->err) return read_fault(c, s, tap->err, tap->msg);
+        if (rc != ERR_CORRUPT) return rc; /* the local spool */
+        return verify_add_fault(c->r, VERIFY_BAD_HASH, 0, s->key, NULL, 0, 0, "bad hash in %s: %s",
+                                s->key, err_msg());
+    }
+    int64_t prev = 0;
+    uint64_t events = 0;
+    for (;;) {
+        DeltaEvent ev;
+        int got = 0;
+        if ((rc = delta_reader_next(dr, &ev, &got))) {
+            rc = verify_add_fault(c->r, VERIFY_UNDECODABLE, 0, s->key, NULL, 0, 0,
+                                  "undecodable %s: its sha256 matches but event %llu does not "
+                                  "decode: %s",
+                                  s->key, (unsigned long long)events + 1, err_msg());
+            goto done;
+        }
+        if (!got) break;
+        int64_t rev = ev.mod_revision;
+        if (rev < s->start_revision || rev > s->last_revision) {
+            rc = verify_add_fault(c->r, VERIFY_WRONG_REVISIONS, 0, s->key, NULL, rev, rev,
+                                  "%s holds an event at revision %lld, outside its name's "
+                                  "revisions %lld-%lld",
+                                  s->key, (long long)rev, (long long)s->start_revision,
+                                  (long long)s->last_revision);
+            goto done;
+        }
+        if (prev && rev < prev) {
+            rc = verify_add_fault(c->r, VERIFY_WRONG_REVISIONS, 0, s->key, NULL, rev, prev,
+                                  "%s: event %llu is at revision %lld, after one at %lld (events "
+                                  "out of order)",
+                                  s->key, (unsigned long long)events + 1, (long long)rev,
+                                  (long long)prev);
+            goto done;
+        }
+        int64_t expect = prev ? prev + 1 : s->start_revision;
+        if (rev > expect) {
+            rc = verify_add_fault(c->r, VERIFY_GAP, 0, s->key, NULL, expect, rev - 1,
+                                  "revisions %lld-%lld are missing inside %s (its events jump "
+                                  "to %lld)",
+                                  (long long)expect, (long long)(rev - 1), s->key, (long long)rev);
+            goto done;
+        }
+        prev = rev;
+        events++;
+    }
+    if (!events)
+        rc = verify_add_fault(c->r, VERIFY_UNDECODABLE, 0, s->key, NULL, 0, 0,
+                              "undecodable %s: it holds no events (a delta never does)", s->key);
+    else if (prev != s->last_revision)
+        rc = verify_add_fault(c->r, VERIFY_GAP, 0, s->key, NULL, prev + 1, s->last_revision,
+                              "revisions %lld-%lld are missing inside %s (its last event is at "
+                              "%lld, its name says %lld)",
+                              (long long)(prev + 1), (long long)s->last_revision, s->key,
+                              (long long)prev, (long long)s->last_revision);
+done:
+    delta_reader_close(dr);
+    return rc;
+}
+
+/* Checks one object; a fault found is added to the report (0 returned). An error return means
+ * the verification itself cannot go on (out of memory, scratch disk, canceled). */
+static int check_object(Checker *c, const Snapshot *s, size_t ordinal, size_t total) {
+    SnapObjReader * or = NULL;
+    size_t errors_before = c->r->n_errors;
+    int rc = snapobj_open_read(c->cfg->store, s, & or);
+    if (rc) {
+        char msg[1024];
+        snprintf(msg, sizeof msg, "%s", err_msg());
+        return read_fault(c, s, rc, msg);
+    }
+    char what[400];
+    snprintf(what, sizeof what, "verify [%zu/%zu] %s", ordinal, total, s->snap_name);
+    TapReader tap = {.base = {&tap_vt}, .src = snapobj_reader(or), .stop = c->cfg->stop};
+    if (c->cfg->show_progress) tap.progress = progress_start(what, 0, 1);
+    rc = s->kind == SNAP_FULL ? check_full(c, s, &tap) : check_delta(c, s, &tap);
+    progress_finish(tap.progress);
+    uint64_t stored = 0, plain = 0;
+    if (!rc && c->r->n_errors == errors_before && snapobj_counts(or, &stored, &plain) == 0) {
+        c->r->stored_bytes += stored;
+        c->r->plain_bytes += plain;
+    }
+    c->r->objects_checked++;
+    snapobj_close(or);
+    if (!rc && c->r->n_errors == errors_before)
+        log_debug("verified %s: %llu bytes stored, %llu plain", s->key, (unsigned long long)stored,
+                  (unsigned long long)plain);
+    return rc;
+}
+
+/* ---------- restore test ---------- */
+
+static void restore_note(VerifyReport *r, RestoreTestResult res, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void restore_note(VerifyReport *r, RestoreTestResult res, const char *fmt, ...) {
+    r->restore_test = res;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->restore_note, sizeof r->restore_note, fmt, ap);
+    va_end(ap);
+}
+
+static int restore_test(const VerifyConfig *cfg, const char *scratch, VerifyReport *r) {
+    char *data_dir = fs_join(scratch, "restore-test.etcd");
+    char *tmp = fs_join(scratch, "restore-test.tmp");
+    char *etcd_log = fs_join(scratch, "restore-test-etcd.log");
+    EtcdProc *proc = NULL;
+    EtcdClient *scratch_c = NULL, *live_c = NULL;
+    int rc = 0;
+    if (!data_dir || !tmp || !etcd_log) {
+        rc = err_set(ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    r->restore_revision = r->latest_revision;
+    RestoreConfig rcfg = {
+        .store = cfg->store,
+        .data_dir = data_dir,
+        .temp_dir = tmp,
+        .name = "etcdbr-verify",
+        .initial_cluster = "etcdbr-verify=http://127.0.0.1:2380",
+        .initial_cluster_token = "etcdbr-verify",
+        .initial_advertise_peer_urls = "http://127.0.0.1:2380",
+        .max_fetchers = cfg->max_fetchers > 0 ? cfg->max_fetchers : 4,
+        .etcdutl_bin = cfg->etcdutl_bin,
+        .target_revision = r->latest_revision,
+        .new_lease_ttl = cfg->new_lease_ttl > 0 ? cfg->new_lease_ttl : 3600,
+        .stop = cfg->stop,
+    };
+    RestoreResult res;
+    log_info("restore test: restoring the latest set up to revision %lld into a scratch dir",
+             (long long)r->latest_revision);
+    int rrc = restorer_run(&rcfg, &res);
+    if (rrc == ERR_CANCELED) {
+        rc = rrc;
+        goto done;
+    }
+    if (rrc) {
+        restore_note(r, RESTORE_TEST_FAILED, "the restore failed: %s", err_msg());
+        rc = verify_add_fault(r, VERIFY_RESTORE_FAILED, 0, NULL, NULL, 0, r->latest_revision,
+                              "restore test: the restore of the latest set failed: %s",
+                              r->restore_note + strlen("the restore failed: "));
+        goto done;
+    }
+    EtcdProcConfig pc = {.etcd_bin = cfg->etcd_bin,
+                         .data_dir = data_dir,
+                         .name = "etcdbr-verify",
+                         .log_path = etcd_log,
+                         .unsafe_no_fsync = 1};
+    if ((rrc = etcd_proc_start(&pc, &proc))) {
+        restore_note(r, RESTORE_TEST_FAILED,
+                     "the restore succeeded (revision %lld) but etcd did not start on it: %s",
+                     (long long)res.revision, err_msg());
+        rc = verify_add_fault(r, VERIFY_RESTORE_FAILED, 0, NULL, NULL, 0, res.revision,
+                              "restore test: %s", r->restore_note);
+        goto done;
+    }
+    const char *url = etcd_proc_client_url(proc);
+    EtcdConfig sc = {.endpoints = &url, .n_endpoints = 1};
+    uint32_t h_r = 0, h_l = 0;
+    int64_t c_r = 0, c_l = 0;
+    if ((rrc = etcd_client_new(&sc, &scratch_c)) ||
+        (rrc = etcd_hash_kv(scratch_c, r->restore_revision, &h_r, &c_r, NULL))) {
+        restore_note(r, RESTORE_TEST_FAILED,
+                     "the restore succeeded but HashKV at revision %lld on the restored etcd "
+                     "failed: %s",
+                     (long long)r->restore_revision, err_msg());
+        rc = verify_add_fault(r, VERIFY_RESTORE_FAILED, 0, NULL, NULL, 0, r->restore_revision,
+                              "restore test: %s", r->restore_note);
+        goto done;
+    }
+    r->hash_restored = h_r;
+    r->compact_restored = c_r;
+    if (!cfg->live || !cfg->live->n_endpoints) {
+        restore_note(r, RESTORE_TEST_NOT_COMPARED,
+                     "the restore succeeded (HashKV %u at revision %lld) but no live cluster was "
+                     "given to compare with",
+                     h_r, (long long)r->restore_revision);
+        goto done;
+    }
+    if ((rrc = etcd_client_new(cfg->live, &live_c))) {
+        restore_note(r, RESTORE_TEST_NOT_COMPARED, "the restore succeeded, not compared: %s",
+                     err_msg());
+        goto done;
+    }
+    rrc = etcd_hash_kv(live_c, r->restore_revision, &h_l, &c_l, NULL);
+    if (rrc == ERR_COMPACTED) {
+        restore_note(r, RESTORE_TEST_NOT_COMPARED,
+                     "the restore succeeded, but the live cluster (%s) has compacted revision "
+                     "%lld, so its HashKV there cannot be compared: %s",
+                     etcd_client_endpoint(live_c), (long long)r->restore_revision, err_msg());
+        goto done;
+    }
+    if (rrc) {
+        restore_note(r, RESTORE_TEST_NOT_COMPARED,
+                     "the restore succeeded, but HashKV at revision %lld on the live cluster "
+                     "failed (unreachable, or its revision is older): %s",
+                     (long long)r->restore_revision, err_msg());
+        goto done;
+    }
+    r->hash_live = h_l;
+    r->compact_live = c_l;
+    if (c_l > c_r) { /* compact the scratch etcd the same way so both hash the same revisions */
+        log_info("restore test: the live cluster is compacted at revision %lld, the restored "
+                 "etcd at %lld: compacting the restored etcd to %lld",
+                 (long long)c_l, (long long)c_r, (long long)c_l);
+        if ((rrc = etcd_compact(scratch_c, c_l, 1)) ||
+            (rrc = etcd_hash_kv(scratch_c, r->restore_revision, &h_r, &c_r, NULL))) {
+            restore_note(r, RESTORE_TEST_FAILED,
+                         "the restore succeeded but compacting it to revision %lld failed: %s",
+                         (long long)c_l, err_msg());
+            rc = verify_add_fault(r, VERIFY_RESTORE_FAILED, 0, NULL, NULL, 0, r->restore_revision,
+                                  "restore test: %s", r->restore_note);
+            goto done;
+        }
+        r->hash_restored = h_r;
+        r->compact_restored = c_r;
+    } else if (c_l < c_r) {
+        restore_note(r, RESTORE_TEST_NOT_COMPARED,
+                     "the restore succeeded, but it is compacted at revision %lld and the live "
+                     "cluster only at %lld: their HashKV cannot be compared",
+                     (long long)c_r, (long long)c_l);
+        goto done;
+    }
+    if (h_r == h_l) {
+        restore_note(r, RESTORE_TEST_MATCH,
+                     "HashKV at revision %lld: restored %u = live %u (%s, compact revision %lld)",
+                     (long long)r->restore_revision, h_r, h_l, etcd_client_endpoint(live_c),
+                     (long long)c_l);
+    } else {
+        restore_note(r, RESTORE_TEST_MISMATCH,
+                     "HashKV at revision %lld differs: restored %u, live %u (%s, compact "
+                     "revision %lld): the store's latest set does not hold what the cluster "
+                     "held at that revision",
+                     (long long)r->restore_revision, h_r, h_l, etcd_client_endpoint(live_c),
+                     (long long)c_l);
+        rc = verify_add_fault(r, VERIFY_RESTORE_MISMATCH, 0, NULL, NULL, 0, r->restore_revision,
+                              "restore test: %s", r->restore_note);
+    }
+done:
+    etcd_client_free(scratch_c);
+    etcd_client_free(live_c);
+    if (proc && etcd_proc_stop(proc))
+        log_warn("restore test: the scratch etcd did not stop cleanly");
+    if (data_dir) fs_remove_tree(data_dir);
+    if (tmp) fs_remove_tree(tmp);
+    free(data_dir);
+    free(tmp);
+    free(etcd_log);
+    return rc;
+}
+
+/* ---------- the run ---------- */
+
+void verify_report_free(VerifyReport *r) {
+    if (!r) return;
+    free(r->sets);
+    free(r->faults);
+    r->sets = NULL;
+    r->faults = NULL;
+    r->n_sets = r->n_faults = 0;
+}
+
+int verify_report_passed(const VerifyReport *r) {
+    return r->n_errors == 0 && r->restore_test != RESTORE_TEST_FAILED &&
+           r->restore_test != RESTORE_TEST_MISMATCH;
+}
+
+/* Marks the sets whose objects (or contiguity) have a fault. */
+static void mark_sets(VerifyReport *r, const Snapshot *list, const VerifyPlanSet *ps) {
+    for (size_t i = 0; i < r->n_sets; i++) {
+        for (size_t f = 0; f < r->n_faults && r->sets[i].ok; f++) {
+            const VerifyFault *vf = &r->faults[f];
+            if (vf->warning || !vf->object[0]) continue;
+            if (strcmp(vf->object, list[ps[i].full].key) == 0) r->sets[i].ok = 0;
+            for (size_t k = 0; k < ps[i].n_deltas; k++)
+                if (strcmp(vf->object, list[ps[i].deltas[k]].key) == 0) r->sets[i].ok = 0;
+        }
+    }
+}
+
+int verify_run(const VerifyConfig *cfg, VerifyReport *out) {
+    int64_t t0 = now_mono_ms();
+    memset(out, 0, sizeof *out);
+    snprintf(out->store, sizeof out->store, "%s", store_describe(cfg->store));
+    out->all_sets = cfg->all_sets;
+    Snapshot *list = NULL;
+    size_t n = 0, n_sets = 0;
+    VerifyPlanSet *ps = NULL;
+    char *scratch = NULL;
+    uint8_t *in_scope = NULL;
+    int rc = store_list(cfg->store, &list, &n);
+    if (rc) goto done;
+    if ((rc = verify_plan(list, n, cfg->all_sets, &ps, &n_sets, out))) goto done;
+    in_scope = calloc(n ? n : 1, 1);
+    if (!in_scope) {
+        rc = err_set(ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    if (cfg->all_sets) { /* every object, in a set or not */
+        for (size_t i = 0; i < n; i++)
+            in_scope[i] = !list[i].is_chunk;
+    } else {
+        for (size_t i = 0; i < n_sets; i++) {
+            in_scope[ps[i].full] = 1;
+            for (size_t k = 0; k < ps[i].n_deltas; k++)
+                in_scope[ps[i].deltas[k]] = 1;
+        }
+    }
+    for (size_t i = 0; i < n; i++)
+        out->objects_in_scope += in_scope[i];
+
+    rc = fs_mkdir_p(cfg->temp_dir, 0700);
+    if (rc) goto done;
+    scratch = fs_join(cfg->temp_dir, "etcdbr-verify.XXXXXX");
+    if (!scratch) {
+        rc = err_set(ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    if (!mkdtemp(scratch)) {
+        rc =
+            err_set(ERR_IO, "create a scratch directory in %s: %s", cfg->temp_dir, strerror(errno));
+        free(scratch);
+        scratch = NULL;
+        goto done;
+    }
+    Checker c = {cfg, out, scratch};
+    size_t ordinal = 0;
+    for (size_t i = 0; i < n && !rc; i++) {
+        if (!in_scope[i]) continue;
+        if (cfg->stop && *cfg->stop) {
+            rc = err_set(ERR_CANCELED, "verify stopped by a signal");
+            break;
+        }
+        rc = check_object(&c, &list[i], ++ordinal, out->objects_in_scope);
+    }
+    if (rc) goto done;
+    mark_sets(out, list, ps);
+    if (cfg->restore_test) {
+        if (out->n_errors) {
+            restore_note(out, RESTORE_TEST_NOT_RUN,
+                         "not run: the store's checks found %zu faults, so a restore is known "
+                         "to fail or be wrong",
+                         out->n_errors);
+        } else if (!n_sets) {
+            restore_note(out, RESTORE_TEST_NOT_RUN, "not run: no set to restore");
+        } else {
+            rc = restore_test(cfg, scratch, out);
+        }
+    }
+done:
+    if (scratch) {
+        if (fs_remove_tree(scratch))
+            log_warn("cannot remove the scratch directory %s: %s", scratch, err_msg());
+        free(scratch);
+    }
+    free(in_scope);
+    verify_plan_free(ps, n_sets);
+    free(list);
+    out->seconds = (double)(now_mono_ms() - t0) / 1000.0;
+    return rc;
+}
+
+/* ---------- reports ---------- */
+
+static const char *hist_text(const char *h) {
+    return h[0] ? h : "untagged";
+}
+
+void verify_report_print(const VerifyReport *r, FILE *f) {
+    fprintf(f, "store: %s\n", r->store);
+    fprintf(f, "scope: %s (%zu objects, %zu checked, %.1f MiB stored, %.1f MiB plain)\n",
+            r->all_sets ? "every set" : "the latest set", r->objects_in_scope, r->objects_checked,
+            (double)r->stored_bytes / 1048576.0, (double)r->plain_bytes / 1048576.0);
+    for (size_t i = 0; i < r->n_sets; i++) {
+        const VerifySet *s = &r->sets[i];
+        fprintf(f, "set %s%s: revisions %lld-%lld, %zu deltas, history %s: %s\n", s->full_key,
+                s->latest ? " (latest)" : "", (long long)s->first_revision,
+                (long long)s->last_revision, s->n_deltas, hist_text(s->history),
+                s->ok ? "ok" : "FAULTY");
+    }
+    for (size_t i = 0; i < r->n_faults; i++) {
+        const VerifyFault *vf = &r->faults[i];
+        fprintf(f, "%s [%s] %s\n", vf->warning ? "WARNING" : "FAULT",
+                verify_fault_kind_name(vf->kind), vf->message);
+    }
+    if (r->restore_test != RESTORE_TEST_NOT_RUN || r->restore_note[0])
+        fprintf(f, "restore test: %s: %s\n", restore_test_result_name(r->restore_test),
+                r->restore_note);
+    if (!verify_report_passed(r))
+        fprintf(f, "result: FAILED (%zu faults)\n", r->n_errors);
+    else if (r->restore_test == RESTORE_TEST_MATCH)
+        fprintf(f,
+                "result: verified up to revision %lld, restore tested and matched the live "
+                "cluster\n",
+                (long long)r->latest_revision);
+    else if (r->restore_test == RESTORE_TEST_NOT_COMPARED)
+        fprintf(f,
+                "result: objects and contiguity verified up to revision %lld; the restore ran "
+                "and succeeded, but it was NOT compared with the live cluster\n",
+                (long long)r->latest_revision);
+    else
+        fprintf(f, "result: verified up to revision %lld (objects, hashes, contiguity, history)\n",
+                (long long)r->latest_revision);
+}
+
+json_t *verify_report_json(const VerifyReport *r) {
+    json_t *sets = json_array(), *faults = json_array();
+    for (size_t i = 0; i < r->n_sets; i++) {
+        const VerifySet *s = &r->sets[i];
+        json_array_append_new(
+            sets, json_pack("{s:s,s:s,s:I,s:I,s:I,s:b,s:b}", "full", s->full_key, "history",
+                            s->history, "first_revision", (json_int_t)s->first_revision,
+                            "last_revision", (json_int_t)s->last_revision, "deltas",
+                            (json_int_t)s->n_deltas, "latest", s->latest, "ok", s->ok));
+    }
+    for (size_t i = 0; i < r->n_faults; i++) {
+        const VerifyFault *vf = &r->faults[i];
+        json_array_append_new(faults, json_pack("{s:s,s:b,s:s,s:s,s:I,s:I,s:s}", "kind",
+                                                verify_fault_kind_name(vf->kind), "warning",
+                                                vf->warning, "object", vf->object, "other",
+                                                vf->other, "from", (json_int_t)vf->from, "to",
+                                                (json_int_t)vf->to, "message", vf->message));
+    }
+    json_t *rt = json_pack("{s:s,s:s,s:I}", "result", restore_test_result_name(r->restore_test),
+                           "note", r->restore_note, "revision", (json_int_t)r->restore_revision);
+    if (rt && (r->restore_test == RESTORE_TEST_MATCH || r->restore_test == RESTORE_TEST_MISMATCH)) {
+        json_object_set_new(rt, "hash_restored", json_integer(r->hash_restored));
+        json_object_set_new(rt, "hash_live", json_integer(r->hash_live));
+        json_object_set_new(rt, "compact_revision", json_integer(r->compact_live));
+    }
+    return json_pack("{s:s,s:s,s:b,s:I,s:I,s:I,s:I,s:I,s:s,s:o,s:o,s:o,s:f}", "store", r->store,
+                     "scope", r->all_sets ? "all" : "latest", "passed", verify_report_passed(r),
+                     "objects_in_scope", (json_int_t)r->objects_in_scope, "objects_checked",
+                     (json_int_t)r->objects_checked, "stored_bytes", (json_int_t)r->stored_bytes,
+                     "plain_bytes", (json_int_t)r->plain_bytes, "latest_revision",
+                     (json_int_t)r->latest_revision, "latest_history", r->latest_history, "sets",
+                     sets, "faults", faults, "restore_test", rt ? rt : json_null(), "seconds",
+                     r->seconds);
+}
