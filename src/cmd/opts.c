@@ -15,8 +15,8 @@
 #include <string.h>
 #include <strings.h>
 
-#define ETCD (CMD_SNAPSHOT | CMD_SERVER | CMD_INITIALIZE | CMD_VERIFY) /* verify: --restore-test   \
-                                                                        */
+/* verify talks to etcd only for --restore-test */
+#define ETCD (CMD_SNAPSHOT | CMD_SERVER | CMD_INITIALIZE | CMD_VERIFY)
 #define STORE                                                                                      \
     (CMD_SNAPSHOT | CMD_RESTORE | CMD_SERVER | CMD_INITIALIZE | CMD_COMPACT | CMD_COPY |           \
      CMD_VERIFY | CMD_LIST)
