@@ -10,6 +10,7 @@
 #include "cmd.h"
 #include "config_file.h"
 #include "server_common.h"
+#include "server_verify.h"
 #include "../backup/fullsnap.h"
 #include "../backup/snapshotter.h"
 #include "../common/err.h"
@@ -58,6 +59,7 @@ typedef struct {
     int probe_failures; /* consecutive failed probes */
     int64_t last_probe_log_ms;
     int64_t cluster_size_ms; /* monotonic; when etcdbr_cluster_size was last read (0: never) */
+    ServerVerify *verify;    /* --verify-schedule's thread, or NULL */
 } Server;
 
 /* ---------- initialization ---------- */
@@ -404,12 +406,14 @@ static void leader_check(Server *sv) {
     if (lead && !sv->leading) {
         sv->leading = 1;
         start_snapshotter(sv);
+        server_verify_set_leading(sv->verify, 1);
     } else if (!lead && sv->leading) {
         log_info(rc ? "etcd does not answer (%s): stopping snapshots"
                     : "no longer the leader: "
                       "stopping snapshots%s",
                  rc ? err_msg() : "");
         sv->leading = 0;
+        server_verify_set_leading(sv->verify, 0);
         stop_snapshotter(sv);
     }
     if (rc == 0) update_cluster_size(sv);
@@ -553,6 +557,12 @@ static int server_main(const Opts *o, char **etcd_argv) {
     etcdbr_metrics_init();
     server_register_age_metrics();
     server_register_store_metric(sv.setup.has_store);
+    if ((code = server_verify_start(o, &sv.setup, &sv.verify)) != EXIT_OK) {
+        server_teardown(&sv.setup);
+        pthread_cond_destroy(&sv.snap_idle);
+        pthread_mutex_destroy(&sv.mu);
+        return code;
+    }
     /* temp files of a killed run go now, not at this member's first full snapshot as leader */
     if (sv.setup.has_store) fullsnap_cleanup_stale(sv.setup.snap.temp_dir);
     HttpServer *http = NULL;
@@ -568,6 +578,7 @@ static int server_main(const Opts *o, char **etcd_argv) {
     pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
     if (hrc) {
         log_error("%s", err_msg());
+        server_verify_stop(sv.verify);
         server_teardown(&sv.setup);
         pthread_cond_destroy(&sv.snap_idle);
         pthread_mutex_destroy(&sv.mu);
@@ -595,7 +606,8 @@ static int server_main(const Opts *o, char **etcd_argv) {
     /* HTTP first: no handler can reach the snapshotter or start an initialization after this;
      * requests in flight finish (a snapshot request is served by the still running loop) */
     http_server_stop(http);
-    stop_snapshotter(&sv); /* its last delta needs etcd: before etcd stops */
+    server_verify_stop(sv.verify); /* a verification in progress is canceled */
+    stop_snapshotter(&sv);         /* its last delta needs etcd: before etcd stops */
     stop_child(&child);
     if (sv.init_thread) pthread_join(sv.init_thread, NULL);
     server_teardown(&sv.setup);

@@ -32,7 +32,7 @@ int cmd_verify(const Opts *o) {
         .show_progress = 1,
         .restore_test = restore_test,
         .live = restore_test ? &live : NULL,
-        .etcd_bin = opt_str(o, "etcd-bin"),
+        .etcd_bin = opt_str(o, "restore-test-etcd-bin"),
         .etcdutl_bin = opt_str(o, "etcdutl-bin"),
         .max_fetchers = (int)opt_int(o, "max-fetchers"),
         .stop = stop,

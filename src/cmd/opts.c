@@ -259,15 +259,17 @@ static const OptDef opt_table[] = {
      "etcd on it on loopback and compare its HashKV at the set's last revision with the live "
      "cluster's (--endpoints) at that revision",
      ACTIVE},
-    {"etcd-bin", 0, OPT_STRING, "", "ETCDBR_ETCD_BIN", CMD_VERIFY, 0,
-     "etcd binary started on the restore of --restore-test (default: etcd from PATH)", ACTIVE},
+    {"restore-test-etcd-bin", 0, OPT_STRING, "", NULL, CMD_VERIFY | CMD_SERVER, 0,
+     "etcd binary started on the scratch restore of verify --restore-test and of the server's "
+     "--verify-restore-test (default: $ETCDBR_ETCD_BIN, else etcd from PATH)",
+     ACTIVE},
     {"verify-schedule", 0, OPT_STRING, "", NULL, CMD_SERVER, 0,
      "cron schedule of a verification of the store's latest set (as `etcdbrctl verify`) while "
      "this member is the backup leader; results as etcdbr_verify_* metrics; empty = never",
      ACTIVE},
     {"verify-restore-test", 0, OPT_BOOL, "false", NULL, CMD_SERVER, 0,
      "the scheduled verification also restores the latest set and compares HashKV with etcd "
-     "(as verify --restore-test; the scratch etcd is $ETCDBR_ETCD_BIN or etcd from PATH)",
+     "(as verify --restore-test)",
      ACTIVE},
     /* initialize (seed-spec §1.11) */
     {"validation-mode", 0, OPT_STRING, "full", NULL, CMD_INITIALIZE, 0,

@@ -469,6 +469,15 @@ static void restore_note(VerifyReport *r, RestoreTestResult res, const char *fmt
     va_end(ap);
 }
 
+/* "compact revision R" or "never compacted" (HashKV gives -1 then). */
+static const char *compact_text(int64_t rev, char *buf, size_t cap) {
+    if (rev > 0)
+        snprintf(buf, cap, "compact revision %lld", (long long)rev);
+    else
+        snprintf(buf, cap, "never compacted");
+    return buf;
+}
+
 static int restore_test(const VerifyConfig *cfg, const char *scratch, VerifyReport *r) {
     char *data_dir = fs_join(scratch, "restore-test.etcd");
     char *tmp = fs_join(scratch, "restore-test.tmp");
@@ -554,8 +563,8 @@ static int restore_test(const VerifyConfig *cfg, const char *scratch, VerifyRepo
     rrc = etcd_hash_kv(live_c, r->restore_revision, &h_l, &c_l, NULL);
     if (rrc == ERR_COMPACTED) {
         restore_note(r, RESTORE_TEST_NOT_COMPARED,
-                     "the restore succeeded, but the live cluster (%s) has compacted revision "
-                     "%lld, so its HashKV there cannot be compared: %s",
+                     "the restore succeeded, but the live cluster (%s) has compacted past "
+                     "revision %lld, so its HashKV there cannot be compared: %s",
                      etcd_client_endpoint(live_c), (long long)r->restore_revision, err_msg());
         goto done;
     }
@@ -590,18 +599,18 @@ static int restore_test(const VerifyConfig *cfg, const char *scratch, VerifyRepo
                      (long long)c_r, (long long)c_l);
         goto done;
     }
+    char ctext[64];
     if (h_r == h_l) {
         restore_note(r, RESTORE_TEST_MATCH,
-                     "HashKV at revision %lld: restored %u = live %u (%s, compact revision %lld)",
+                     "HashKV at revision %lld: restored %u = live %u (%s, %s)",
                      (long long)r->restore_revision, h_r, h_l, etcd_client_endpoint(live_c),
-                     (long long)c_l);
+                     compact_text(c_l, ctext, sizeof ctext));
     } else {
         restore_note(r, RESTORE_TEST_MISMATCH,
-                     "HashKV at revision %lld differs: restored %u, live %u (%s, compact "
-                     "revision %lld): the store's latest set does not hold what the cluster "
-                     "held at that revision",
+                     "HashKV at revision %lld differs: restored %u, live %u (%s, %s): the "
+                     "store's latest set does not hold what the cluster held at that revision",
                      (long long)r->restore_revision, h_r, h_l, etcd_client_endpoint(live_c),
-                     (long long)c_l);
+                     compact_text(c_l, ctext, sizeof ctext));
         rc = verify_add_fault(r, VERIFY_RESTORE_MISMATCH, 0, NULL, NULL, 0, r->restore_revision,
                               "restore test: %s", r->restore_note);
     }
@@ -756,7 +765,7 @@ void verify_report_print(const VerifyReport *r, FILE *f) {
         fprintf(f, "restore test: %s: %s\n", restore_test_result_name(r->restore_test),
                 r->restore_note);
     if (!verify_report_passed(r))
-        fprintf(f, "result: FAILED (%zu faults)\n", r->n_errors);
+        fprintf(f, "result: FAILED (%zu fault%s)\n", r->n_errors, r->n_errors == 1 ? "" : "s");
     else if (r->restore_test == RESTORE_TEST_MATCH)
         fprintf(f,
                 "result: verified up to revision %lld, restore tested and matched the live "
