@@ -369,6 +369,9 @@ static int check_delta(Checker *c, const Snapshot *s, TapReader *tap) {
     if (rc) {
         if (tap->err) return read_fault(c, s, tap->err, tap->msg);
         if (rc != ERR_CORRUPT) return rc; /* the local spool */
+        if (tap->n <= SHA256_LEN)
+            return verify_add_fault(c->r, VERIFY_UNDECODABLE, 0, s->key, NULL, 0, 0,
+                                    "undecodable %s: %s", s->key, err_msg());
         return verify_add_fault(c->r, VERIFY_BAD_HASH, 0, s->key, NULL, 0, 0, "bad hash in %s: %s",
                                 s->key, err_msg());
     }

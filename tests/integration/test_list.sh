@@ -7,7 +7,10 @@
 #     delta of another history planted with its tag: two sets (the old history's full snapshot
 #     with its deltas up to the fork, the fork's), the old history's later objects marked
 #     "abandoned", the planted delta "other-history"; JSON and table name every object of the
-#     store exactly once (a straddling delta aside) and agree on each object's set and status.
+#     store exactly once and agree on each object's set and status;
+#  3. verify on that store: the planted delta fails both scopes (other-history); without it the
+#     store passes (abandoned objects are no fault), and a bad hash in the older set fails only
+#     --all-sets, naming the object.
 source "$(dirname "$0")/lib.sh"
 make_workdir
 SEED=${ETCDBR_TEST_SEED:-$RANDOM}
@@ -156,4 +159,32 @@ for n in $(jq -r '.sets[1] | (.full, .deltas[]) | .name' "$WORK/l.json"); do
 done
 [ "$(grep -c -E '(Full|Incr)-' "$WORK/l.txt")" = "$(wc -l <"$WORK/l-store.txt")" ] || fail "table rows differ from the store's objects: $(cat "$WORK/l.txt")"
 echo "ok: Local: 2 sets, abandoned and other-history objects marked in JSON and table"
+
+# --- 3. verify on the same store: every set ------------------------------------------------------
+vrun() { # vrun WANT OUT [flags]
+    local want=$1 out=$2 rc=0
+    shift 2
+    "$ETCDBR_BIN" verify --store-container="$L" --snapstore-temp-directory="$WORK/vt" "$@" >"$out" 2>"$out.log" || rc=$?
+    [ "$rc" = "$want" ] || { cat "$out" "$out.log" >&2; fail "verify $* exited $rc, expected $want"; }
+}
+vrun 1 "$WORK/v-foreign.txt" --all-sets
+grep -F "v2/$foreign belongs to history $H3" "$WORK/v-foreign.txt" >/dev/null || fail "other-history not reported: $(cat "$WORK/v-foreign.txt")"
+rm "$L/v2/$foreign" "$L/etcdbr/history/$H3/$foreign"
+vrun 0 "$WORK/v-all.txt" --all-sets
+grep "^scope: every set" "$WORK/v-all.txt" >/dev/null || fail "scope: $(cat "$WORK/v-all.txt")"
+[ "$(grep -c '^set ' "$WORK/v-all.txt")" = 2 ] || fail "expected 2 sets verified: $(cat "$WORK/v-all.txt")"
+old=$(jq -r '.sets[0].deltas[0].name' "$WORK/l.json")
+python3 - "$L/v2/$old" <<'PY'
+import gzip, sys
+p = sys.argv[1]
+raw = bytearray(gzip.decompress(open(p, "rb").read()))
+raw[(len(raw) - 32) // 2] ^= 1
+open(p, "wb").write(gzip.compress(bytes(raw)))
+PY
+vrun 0 "$WORK/v-latest.txt"
+vrun 1 "$WORK/v-old.txt" --all-sets
+grep -F "FAULT [bad-hash] bad hash in v2/$old" "$WORK/v-old.txt" >/dev/null || fail "older set's bad hash: $(cat "$WORK/v-old.txt")"
+grep -E "^set v2/Full-.*: FAULTY" "$WORK/v-old.txt" >/dev/null || fail "the older set is not FAULTY"
+grep -E "^set v2/Full-.* \(latest\): .*: ok" "$WORK/v-old.txt" >/dev/null || fail "the latest set is not ok"
+echo "ok: verify --all-sets: abandoned objects pass, a bad hash in the older set fails only --all-sets"
 echo "PASS: list"
