@@ -58,7 +58,7 @@ static const OptDef opt_table[] = {
     /* ETCD connection (seed-spec §1.1) */
     {"endpoints", 'e', OPT_LIST, "http://127.0.0.1:2379", NULL, ETCD, 0,
      "comma-separated etcd client endpoints; failover in order", ACTIVE},
-    {"service-endpoints", 0, OPT_LIST, "", NULL, ETCD, 0,
+    {"service-endpoints", 0, OPT_LIST, "", NULL, ETCD & ~CMD_VERIFY, 0,
      "endpoints reaching etcd through a Service", ACTIVE},
     {"etcd-username", 0, OPT_STRING, "", "ETCD_USERNAME", ETCD, 0, "etcd user name", ACTIVE},
     {"etcd-password", 0, OPT_STRING, "", "ETCD_PASSWORD", ETCD, 1, "etcd password", ACTIVE},
