@@ -64,8 +64,11 @@ void progress_format(char *buf, size_t cap, const char *what, uint64_t done, uin
 }
 
 static void report(Progress *p) {
-    char line[512];
-    progress_format(line, sizeof line, p->what, atomic_load(&p->done), p->total, p->counts_bytes,
+    char line[512], what[320];
+    pthread_mutex_lock(&p->mu); /* progress_set_what may replace it */
+    snprintf(what, sizeof what, "%s", p->what);
+    pthread_mutex_unlock(&p->mu);
+    progress_format(line, sizeof line, what, atomic_load(&p->done), p->total, p->counts_bytes,
                     now_mono_ms() - p->start_ms);
     if (p->tty) {
         /* \r and erase to the end of the line: the line is rewritten in place */
@@ -132,6 +135,16 @@ Progress *progress_start(const char *what, uint64_t total, int counts_bytes) {
 
 void progress_set(Progress *p, uint64_t done) {
     if (p) atomic_store_explicit(&p->done, done, memory_order_relaxed);
+}
+
+void progress_set_what(Progress *p, const char *what) {
+    if (!p) return;
+    char *copy = strdup(what);
+    if (!copy) return; /* the old name stays */
+    pthread_mutex_lock(&p->mu);
+    free(p->what);
+    p->what = copy;
+    pthread_mutex_unlock(&p->mu);
 }
 
 void progress_finish(Progress *p) {

@@ -259,6 +259,7 @@ typedef struct {
     char msg[1024];
     uint64_t n;
     Progress *progress;
+    uint64_t before; /* added to n for the progress: plain bytes of the objects before */
     atomic_int *stop;
 } TapReader;
 
@@ -274,7 +275,7 @@ static int tap_read(IoReader *rd, void *buf, size_t cap, size_t *got) {
         return rc;
     }
     t->n += *got;
-    progress_set(t->progress, t->n);
+    progress_set(t->progress, t->before + t->n);
     return 0;
 }
 
@@ -288,6 +289,8 @@ typedef struct {
     const VerifyConfig *cfg;
     VerifyReport *r;
     const char *scratch;
+    Progress *progress;  /* one for the whole run, or NULL */
+    uint64_t plain_done; /* plain bytes of the objects checked before this one */
 } Checker;
 
 /* Records why reading the object failed: the store's error or a decoding error. */
@@ -442,11 +445,15 @@ static int check_object(Checker *c, const Snapshot *s, size_t ordinal, size_t to
         return read_fault(c, s, rc, msg);
     }
     char what[400];
-    snprintf(what, sizeof what, "verify [%zu/%zu] %s", ordinal, total, s->snap_name);
-    TapReader tap = {.base = {&tap_vt}, .src = snapobj_reader(or), .stop = c->cfg->stop};
-    if (c->cfg->show_progress) tap.progress = progress_start(what, 0, 1);
+    snprintf(what, sizeof what, "verify [%zu/%zu objects] %s", ordinal, total, s->snap_name);
+    progress_set_what(c->progress, what);
+    TapReader tap = {.base = {&tap_vt},
+                     .src = snapobj_reader(or),
+                     .progress = c->progress,
+                     .before = c->plain_done,
+                     .stop = c->cfg->stop};
     rc = s->kind == SNAP_FULL ? check_full(c, s, &tap) : check_delta(c, s, &tap);
-    progress_finish(tap.progress);
+    c->plain_done += tap.n;
     uint64_t stored = 0, plain = 0;
     if (!rc && c->r->n_errors == errors_before && snapobj_counts(or, &stored, &plain) == 0) {
         c->r->stored_bytes += stored;
@@ -704,7 +711,9 @@ int verify_run(const VerifyConfig *cfg, VerifyReport *out) {
         scratch = NULL;
         goto done;
     }
-    Checker c = {cfg, out, scratch};
+    Checker c = {cfg, out, scratch, NULL, 0};
+    /* one status line for the run: the object at work, of how many, and the plain bytes read */
+    if (cfg->show_progress && out->objects_in_scope) c.progress = progress_start("verify", 0, 1);
     size_t ordinal = 0;
     for (size_t i = 0; i < n && !rc; i++) {
         if (!in_scope[i]) continue;
@@ -714,6 +723,7 @@ int verify_run(const VerifyConfig *cfg, VerifyReport *out) {
         }
         rc = check_object(&c, &list[i], ++ordinal, out->objects_in_scope);
     }
+    progress_finish(c.progress);
     if (rc) goto done;
     mark_sets(out, list, ps);
     if (cfg->restore_test) {
