@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # etcdbrctl verify (issue 9 item 2), with real etcd processes and a real object-store server:
+#  0. every store the Go tool wrote (tests/fixtures: plain, gzip, zlib, lzw, v1) passes
+#     --all-sets: its full snapshots may hold a few revisions after their names' (seed-spec §3);
 #  1. S3 (s3rver): a snapshotter backs up into a bucket; verify passes (exit 0, text and JSON),
 #     --all-sets too, and --restore-test restores the latest set, starts an etcd on it and
 #     matches the live cluster's HashKV at the set's last revision;
@@ -68,6 +70,15 @@ verify_expect() {
     fi
     no_scratch_left "$WORK/vt"
 }
+
+# --- 0. the Go tool's stores ----------------------------------------------------------------------
+for fx in "$ETCDBR_SOURCE_DIR"/tests/fixtures/*/; do
+    name=$(basename "$fx")
+    verify_expect 0 "$WORK/fx-$name.txt" --store-container="$fx/store" --all-sets
+    grep "result: verified up to revision" "$WORK/fx-$name.txt" >/dev/null || fail "fixture $name: $(cat "$WORK/fx-$name.txt")"
+    if grep "WARNING" "$WORK/fx-$name.txt" >/dev/null; then fail "fixture $name: warnings: $(cat "$WORK/fx-$name.txt")"; fi
+done
+echo "ok: every Go-written fixture verifies"
 
 # --- 1. S3 on s3rver ---------------------------------------------------------------------------
 start_s3rver backups
