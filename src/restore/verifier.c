@@ -742,11 +742,11 @@ int verify_run(const VerifyConfig *cfg, VerifyReport *out) {
     if (cfg->restore_test) {
         if (out->n_errors) {
             restore_note(out, RESTORE_TEST_NOT_RUN,
-                         "not run: the store's checks found %zu faults, so a restore is known "
+                         "the store's checks found %zu faults, so a restore is known "
                          "to fail or be wrong",
                          out->n_errors);
         } else if (!n_sets) {
-            restore_note(out, RESTORE_TEST_NOT_RUN, "not run: no set to restore");
+            restore_note(out, RESTORE_TEST_NOT_RUN, "no set to restore");
         } else {
             rc = restore_test(cfg, scratch, out);
         }
