@@ -28,7 +28,8 @@ static const Command commands[] = {
      "replace the latest full snapshot and its deltas by one new full snapshot, without etcd"},
     {"copy", CMD_COPY, cmd_copy, "copy backups from a source store (--source-*) into the store"},
     {"verify", CMD_VERIFY, cmd_verify,
-     "check every object of the store and that the latest set restores, without etcd"},
+     "check the latest set's objects (every set with --all-sets), hashes and contiguity without "
+     "etcd; --restore-test also restores it and compares HashKV with the live cluster"},
     {"list", CMD_LIST, cmd_list, "list the store's backup sets (-o json for JSON)"},
     {"run", CMD_SERVER, NULL,
      "supervise etcd: initialize, start `-- etcd ...` as a child, back it up, restart it"},
