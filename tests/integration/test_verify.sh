@@ -15,6 +15,8 @@
 #     another valid delta of the same revisions (other values, hash recomputed; plain verify
 #     still passes it), says "NOT compared" (exit 0) when the cluster is unreachable or has
 #     compacted past the revision; scratch dirs and the scratch etcd are gone afterwards;
+#  2b. a scratch dir left by a killed verification is removed at the next start, one whose
+#     owner still holds its lock is kept;
 #  4. on a terminal (script(1)) a status line names the object at work, of how many, and the
 #     bytes read, rewritten in place (a ~40 MB full snapshot of random values, gzip'ed, so that
 #     its check lasts past the first redraw at 250 ms).
@@ -117,6 +119,21 @@ backup_rounds local_deltas --storage-provider=Local --store-container="$GOOD"
 verify_expect 0 "$WORK/good.txt" --store-container="$GOOD"
 REV=$(sed -n 's/^result: verified up to revision \([0-9]*\).*/\1/p' "$WORK/good.txt")
 [ -n "$REV" ] || fail "no verified revision: $(cat "$WORK/good.txt")"
+# scratch dirs of a killed verification go at the next start, unless their owner still runs
+mkdir -p "$WORK/vt/etcdbr-verify.AAAAAA" "$WORK/vt/etcdbr-verify.BBBBBB"
+touch "$WORK/vt/etcdbr-verify.AAAAAA/owner.lock" "$WORK/vt/etcdbr-verify.AAAAAA/full.db" \
+    "$WORK/vt/etcdbr-verify.BBBBBB/owner.lock"
+flock "$WORK/vt/etcdbr-verify.BBBBBB/owner.lock" sleep 60 &
+HOLDER=$!
+PIDS+=("$HOLDER")
+sleep 0.3
+"$ETCDBR_BIN" verify --snapstore-temp-directory="$WORK/vt" --store-container="$GOOD" >/dev/null 2>&1 ||
+    fail "verify with stale scratch dirs failed"
+[ ! -e "$WORK/vt/etcdbr-verify.AAAAAA" ] || fail "a stale scratch dir was kept"
+[ -e "$WORK/vt/etcdbr-verify.BBBBBB" ] || fail "a scratch dir whose owner runs was removed"
+stop_pid "$HOLDER"
+rm -rf "$WORK/vt/etcdbr-verify.BBBBBB"
+echo "ok: stale scratch dirs removed, a live one kept"
 mapfile -t DELTAS < <(ls "$GOOD/v2" | grep '^Incr-' | sort)
 FULL=$(ls "$GOOD/v2" | grep '^Full-')
 H1=$(ls "$GOOD/etcdbr/history")
