@@ -27,7 +27,8 @@ struct ServerVerify {
     pthread_cond_t cv;
     int stop; /* under mu */
     atomic_int leading;
-    atomic_int cancel; /* the running verification's stop flag */
+    atomic_int stopping; /* set before cancel by server_verify_stop */
+    atomic_int cancel;   /* the running verification's stop flag */
 };
 
 typedef enum { VM_SUCCESS, VM_REVISION, VM_TIMESTAMP, VM_FAULTS, VM_DURATION, VM_RT, VM_N } VmId;
@@ -84,7 +85,10 @@ void server_verify_publish(const VerifyReport *r, int rc) {
 
 static void run_once(ServerVerify *v) {
     VerifyReport rep;
+    /* leading and stopping are set before cancel: read after the reset, a change that came
+     * meanwhile is seen here or cancels the verification */
     atomic_store(&v->cancel, 0);
+    if (!atomic_load(&v->leading) || atomic_load(&v->stopping)) return;
     log_info("scheduled verification of %s starts%s", store_describe(v->cfg.store),
              v->cfg.restore_test ? " (with a restore test)" : "");
     int rc = verify_run(&v->cfg, &rep);
@@ -204,6 +208,7 @@ void server_verify_set_leading(ServerVerify *v, int leading) {
 
 void server_verify_stop(ServerVerify *v) {
     if (!v) return;
+    atomic_store(&v->stopping, 1);
     atomic_store(&v->cancel, 1);
     pthread_mutex_lock(&v->mu);
     v->stop = 1;
