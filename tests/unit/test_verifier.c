@@ -1,7 +1,8 @@
 /* test_verifier: the pure parts of the verifier (src/restore/verifier.h): the sets it plans from a
  * listing (latest only or all), contiguity faults (gaps named with both objects, overlaps as
  * warnings), objects of another history inside a set, the verdict, and the text and JSON reports
- * (never "verified" for a failed or uncompared check). Lists are built from names with
+ * (never "verified" for a failed or uncompared check), and the server's etcdbr_verify_* metrics.
+ * Lists are built from names with
  * snapname_parse and sorted with snapname_sort, as store_list returns them. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -10,8 +11,10 @@
 
 #include <cmocka.h>
 
+#include "cmd/server_verify.h"
 #include "common/err.h"
 #include "restore/verifier.h"
+#include "server/metrics.h"
 #include "store/snapname.h"
 
 #include <stdio.h>
@@ -318,6 +321,57 @@ static void test_verify_report_never_says_verified_for_what_failed(void **state)
     assert_false(verify_report_passed(&r));
 }
 
+/* The value of an unlabelled metric in the default registry's exposition, as text. */
+static void metric_text(const char *name, char *out, size_t cap) {
+    size_t len = 0;
+    char *text = metrics_render(metrics_default(), &len);
+    assert_non_null(text);
+    char pat[128];
+    snprintf(pat, sizeof pat, "\n%s ", name);
+    const char *p = strstr(text, pat);
+    assert_non_null(p);
+    p += strlen(pat);
+    size_t n = strcspn(p, "\n");
+    snprintf(out, cap, "%.*s", (int)n, p);
+    free(text);
+}
+
+static void test_server_verify_metrics_follow_the_last_result(void **state) {
+    (void)state;
+    VerifyReport r;
+    memset(&r, 0, sizeof r);
+    r.latest_revision = 120;
+    r.restore_test = RESTORE_TEST_MATCH;
+    r.seconds = 2.5;
+    server_verify_publish(&r, 0);
+    char v[64];
+    metric_text("etcdbr_verify_success", v, sizeof v);
+    assert_string_equal(v, "1");
+    metric_text("etcdbr_verify_last_revision", v, sizeof v);
+    assert_string_equal(v, "120");
+    metric_text("etcdbr_verify_restore_test_match", v, sizeof v);
+    assert_string_equal(v, "1");
+    metric_text("etcdbr_verify_faults", v, sizeof v);
+    assert_string_equal(v, "0");
+    metric_text("etcdbr_verify_last_timestamp_seconds", v, sizeof v);
+    assert_true(atof(v) > 1.7e9);
+
+    /* a failed one: success 0, the last passing revision kept, the restore test not compared */
+    r.latest_revision = 130;
+    r.restore_test = RESTORE_TEST_NOT_COMPARED;
+    assert_int_equal(verify_add_fault(&r, VERIFY_GAP, 0, "k", "j", 1, 2, "gap"), 0);
+    server_verify_publish(&r, 0);
+    metric_text("etcdbr_verify_success", v, sizeof v);
+    assert_string_equal(v, "0");
+    metric_text("etcdbr_verify_last_revision", v, sizeof v);
+    assert_string_equal(v, "120");
+    metric_text("etcdbr_verify_faults", v, sizeof v);
+    assert_string_equal(v, "1");
+    metric_text("etcdbr_verify_restore_test_match", v, sizeof v);
+    assert_string_equal(v, "NaN");
+    verify_report_free(&r);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_verify_contiguous_latest_set_has_no_fault),
@@ -331,6 +385,7 @@ int main(void) {
         cmocka_unit_test(test_verify_all_sets_bounded_by_next_full),
         cmocka_unit_test(test_verify_forked_history_is_not_an_intruder_of_older_set),
         cmocka_unit_test(test_verify_report_never_says_verified_for_what_failed),
+        cmocka_unit_test(test_server_verify_metrics_follow_the_last_result),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
