@@ -2,8 +2,8 @@
  * listing (latest only or all), contiguity faults (gaps named with both objects, overlaps as
  * warnings), objects of another history inside a set, the verdict, and the text and JSON reports
  * (never "verified" for a failed or uncompared check), and the server's etcdbr_verify_* metrics.
- * Lists are built from names with
- * snapname_parse and sorted with snapname_sort, as store_list returns them. */
+ * Lists are built from names with snapname_parse and sorted with snapname_sort, as store_list
+ * returns them. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
