@@ -92,14 +92,25 @@ int verify_add_fault(VerifyReport *r, VerifyFaultKind kind, int warning, const c
 
 /* ---------- planning (pure) ---------- */
 
-int verify_check_contiguity(const Snapshot *full, const Snapshot *const *deltas, size_t n,
-                            VerifyReport *r) {
+/* verify_check_contiguity; older_set: the set is not the latest, so a hole right after its full
+ * snapshot is what garbage collection leaves when it removes the deltas of older sets older than
+ * --delta-snapshot-retention-period (gc.h; oldest first): a warning. */
+static int check_contiguity(const Snapshot *full, const Snapshot *const *deltas, size_t n,
+                            int older_set, VerifyReport *r) {
     int64_t next = full->last_revision + 1;
     const Snapshot *prev = full;
     int added = 0, rc;
     for (size_t i = 0; i < n; i++) {
         const Snapshot *d = deltas[i];
-        if (d->start_revision > next) {
+        if (d->start_revision > next && older_set && prev == full) {
+            rc = verify_add_fault(r, VERIFY_GAP, 1, d->key, prev->key, next, d->start_revision - 1,
+                                  "revisions %lld-%lld are missing between %s and %s, the first "
+                                  "delta left of this older set (garbage collection removes the "
+                                  "older deltas of older sets): a restore to those revisions fails",
+                                  (long long)next, (long long)(d->start_revision - 1), prev->key,
+                                  d->key);
+            if (rc) return rc;
+        } else if (d->start_revision > next) {
             rc = verify_add_fault(r, VERIFY_GAP, 0, d->key, prev->key, next, d->start_revision - 1,
                                   "revisions %lld-%lld are missing between %s and %s",
                                   (long long)next, (long long)(d->start_revision - 1), prev->key,
@@ -120,6 +131,11 @@ int verify_check_contiguity(const Snapshot *full, const Snapshot *const *deltas,
         }
     }
     return added;
+}
+
+int verify_check_contiguity(const Snapshot *full, const Snapshot *const *deltas, size_t n,
+                            VerifyReport *r) {
+    return check_contiguity(full, deltas, n, 0, r);
 }
 
 void verify_plan_free(VerifyPlanSet *sets, size_t n) {
@@ -178,7 +194,7 @@ static int plan_one(const Snapshot *snaps, size_t n, size_t f, int64_t end, Veri
         ps->deltas[ps->n_deltas] = i;
         ptrs[ps->n_deltas++] = d;
     }
-    int added = verify_check_contiguity(full, ptrs, ps->n_deltas, r);
+    int added = check_contiguity(full, ptrs, ps->n_deltas, end != INT64_MAX, r);
     if (added < 0) {
         rc = added;
         goto done;

@@ -140,7 +140,9 @@ typedef struct VerifyPlanSet {
  * every full snapshot's set. Adds to r: VERIFY_NO_FULL when there is no full snapshot, the
  * contiguity faults of each set (verify_check_contiguity) and VERIFY_OTHER_HISTORY for each
  * delta of another history inside a set's revisions or any second history among a set's
- * deltas. *sets malloc'ed (verify_plan_free). r->sets gets one VerifySet per planned set. */
+ * deltas. In a set that is not the latest, a hole right after the full snapshot is a warning:
+ * garbage collection removes the older deltas of older sets (gc.h). *sets malloc'ed
+ * (verify_plan_free). r->sets gets one VerifySet per planned set. */
 int verify_plan(const Snapshot *snaps, size_t n, int all, VerifyPlanSet **sets, size_t *n_sets,
                 VerifyReport *r);
 void verify_plan_free(VerifyPlanSet *sets, size_t n);

@@ -248,6 +248,40 @@ static void test_verify_all_sets_bounded_by_next_full(void **state) {
     verify_report_free(&r);
 }
 
+static void test_verify_older_set_missing_its_first_deltas_is_a_warning(void **state) {
+    (void)state;
+    /* garbage collection removed the older deltas of the older set (retention period) */
+    Obj objs[] = {{"v2/Full-00000000-00000010-100.gz", H1},
+                  {"v2/Incr-00000021-00000030-102.gz", H1},
+                  {"v2/Full-00000000-00000030-103.gz", H1},
+                  {"v2/Incr-00000031-00000040-104.gz", H1},
+                  {NULL, NULL}};
+    VerifyReport r;
+    VerifyPlanSet *ps;
+    size_t n;
+    plan(objs, 1, &r, &ps, &n);
+    const VerifyFault *f = find_fault(&r, VERIFY_GAP);
+    assert_non_null(f);
+    assert_true(f->warning);
+    assert_int_equal(f->from, 11);
+    assert_int_equal(f->to, 20);
+    assert_int_equal(r.n_errors, 0);
+    assert_true(verify_report_passed(&r));
+    verify_plan_free(ps, n);
+    verify_report_free(&r);
+
+    /* the same hole in the latest set is a fault */
+    Obj latest[] = {{"v2/Full-00000000-00000010-100.gz", H1},
+                    {"v2/Incr-00000021-00000030-102.gz", H1},
+                    {NULL, NULL}};
+    plan(latest, 1, &r, &ps, &n);
+    f = find_fault(&r, VERIFY_GAP);
+    assert_non_null(f);
+    assert_false(f->warning);
+    verify_plan_free(ps, n);
+    verify_report_free(&r);
+}
+
 static void test_verify_forked_history_is_not_an_intruder_of_older_set(void **state) {
     (void)state;
     /* H1's set ends where H2's full snapshot starts (the abandoned objects are not listed) */
@@ -383,6 +417,7 @@ int main(void) {
         cmocka_unit_test(test_verify_untagged_full_with_two_histories_of_deltas),
         cmocka_unit_test(test_verify_untagged_objects_combine_with_a_history),
         cmocka_unit_test(test_verify_all_sets_bounded_by_next_full),
+        cmocka_unit_test(test_verify_older_set_missing_its_first_deltas_is_a_warning),
         cmocka_unit_test(test_verify_forked_history_is_not_an_intruder_of_older_set),
         cmocka_unit_test(test_verify_report_never_says_verified_for_what_failed),
         cmocka_unit_test(test_server_verify_metrics_follow_the_last_result),
