@@ -159,28 +159,54 @@ int setup_restore_config(const Opts *o, RestoreConfig *rc, char **peer_urls_owne
     return EXIT_OK;
 }
 
-int setup_store(const Opts *o, int allow_none, Store **out) {
+/* The option "<flag_prefix><name>" (flag_prefix "", "source-" or "secondary-"). */
+static const char *pstr(const Opts *o, const char *flag_prefix, const char *name) {
+    char full[96];
+    snprintf(full, sizeof full, "%s%s", flag_prefix, name);
+    return opt_str(o, full);
+}
+static int64_t pint(const Opts *o, const char *flag_prefix, const char *name) {
+    char full[96];
+    snprintf(full, sizeof full, "%s%s", flag_prefix, name);
+    return opt_int(o, full);
+}
+
+int setup_store_as(const Opts *o, const char *flag_prefix, const char *env_prefix,
+                   const char *role, int allow_none, Store **out) {
     *out = NULL;
-    const char *provider = opt_str(o, "storage-provider");
-    const char *container = opt_str(o, "store-container");
+    int source = strcmp(flag_prefix, "source-") == 0;
+    const char *provider = pstr(o, flag_prefix, "storage-provider");
+    const char *container = pstr(o, flag_prefix, "store-container");
+    const char *prefix = pstr(o, flag_prefix, "store-prefix");
+    const char *temp_dir = pstr(o, flag_prefix, "snapstore-temp-directory");
+    /* copy's source completion (seed-spec §1.12): an empty provider, prefix or temp directory
+     * is the destination's */
+    if (source && !*provider) provider = opt_str(o, "storage-provider");
+    if (source && !*prefix) prefix = opt_str(o, "store-prefix");
+    if (source && !*temp_dir) temp_dir = opt_str(o, "snapstore-temp-directory");
     /* a container alone means Local, as the help says and as `snapshot` and `restore` take it */
     if (allow_none && !*provider && !*container) return EXIT_OK;
     StoreConfig stc = {
         .provider = *provider ? provider : "Local",
         .container = container,
-        .prefix = opt_str(o, "store-prefix"),
-        .temp_dir = opt_str(o, "snapstore-temp-directory"),
-        .endpoint_override = opt_str(o, "store-endpoint-override"),
-        .min_chunk_size = opt_int(o, "min-chunk-size"),
-        .max_parallel_chunk_uploads = (int)opt_int(o, "max-parallel-chunk-uploads"),
+        .prefix = prefix,
+        .temp_dir = temp_dir,
+        .endpoint_override = pstr(o, flag_prefix, "store-endpoint-override"),
+        .min_chunk_size = pint(o, flag_prefix, "min-chunk-size"),
+        .max_parallel_chunk_uploads = (int)pint(o, flag_prefix, "max-parallel-chunk-uploads"),
+        .env_prefix = env_prefix,
     };
     int rc = store_open(&stc, out);
     if (rc) {
-        log_error("store: %s", err_msg());
+        log_error("%s: %s", *flag_prefix ? role : "store", err_msg());
         return rc == ERR_INVALID || rc == ERR_UNSUPPORTED ? EXIT_USAGE : EXIT_FAIL;
     }
-    log_info("snapshot store: %s", store_describe(*out));
+    log_info("%s: %s", role, store_describe(*out));
     return EXIT_OK;
+}
+
+int setup_store(const Opts *o, int allow_none, Store **out) {
+    return setup_store_as(o, "", "", "snapshot store", allow_none, out);
 }
 
 int server_setup(const Opts *o, ServerSetup *s) {

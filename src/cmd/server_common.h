@@ -32,6 +32,13 @@ int setup_restore_config(const Opts *o, RestoreConfig *out, char **peer_urls_own
 /* Opens the store. A --store-container (or STORAGE_CONTAINER) without --storage-provider is the
  * Local store. With allow_none, neither given gives *out = NULL (server, initialize). */
 int setup_store(const Opts *o, int allow_none, Store **out);
+/* setup_store for the store of the flags "<flag_prefix>storage-provider"... (flag_prefix "",
+ * "source-" for copy's source: an empty provider, prefix or temp directory is then the
+ * destination's, seed-spec §1.12; "secondary-" for the server's secondary store), whose driver
+ * reads environment variables with env_prefix ("", "SOURCE_", "SECONDARY_"; seed-spec §12).
+ * role names it in log lines ("source store"). */
+int setup_store_as(const Opts *o, const char *flag_prefix, const char *env_prefix,
+                   const char *role, int allow_none, Store **out);
 
 /* Everything the server needs; EXIT_OK or EXIT_USAGE/EXIT_FAIL. server_teardown frees. */
 int server_setup(const Opts *o, ServerSetup *out);

@@ -170,8 +170,23 @@ done:
     return rc;
 }
 
+const char *store_env_prefix(const StoreConfig *cfg) {
+    return cfg && cfg->env_prefix ? cfg->env_prefix : "";
+}
+
+const char *store_env(const StoreConfig *cfg, const char *name) {
+    char full[256];
+    int n = snprintf(full, sizeof full, "%s%s", store_env_prefix(cfg), name);
+    if (n < 0 || (size_t)n >= sizeof full) return NULL;
+    const char *v = getenv(full);
+    return v && v[0] ? v : NULL;
+}
+
 static int local_open(const StoreConfig *cfg, StoreDriver **out) {
-    return store_local_driver_new(cfg->container, out);
+    const char *container = cfg->container && cfg->container[0]
+                                ? cfg->container
+                                : store_env(cfg, "STORAGE_CONTAINER");
+    return store_local_driver_new(container ? container : "default.bkp", out);
 }
 
 /* The registry: every provider name the Go tool accepts, and its driver (NULL: not yet). */

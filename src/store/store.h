@@ -32,6 +32,10 @@ typedef struct StoreConfig {
     int64_t min_chunk_size;         /* --min-chunk-size: bytes per part (>= 5 MiB) */
     int max_parallel_chunk_uploads; /* --max-parallel-chunk-uploads (>= 1) */
     int64_t timeout_ms;             /* per request; 0 = 180 s (the Go tool's chunk timeout) */
+    const char *env_prefix;         /* prefix of every environment variable the driver reads:
+                                       NULL/"" (the store), "SOURCE_" (copy's source) or
+                                       "SECONDARY_" (the server's secondary store); seed-spec §12.
+                                       ECS's variables take none. */
 } StoreConfig;
 
 /* The providers a StoreConfig may name, for messages: "Local (or empty), S3, ..." (static). */
