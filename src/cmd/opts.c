@@ -268,7 +268,9 @@ static const OptDef opt_table[] = {
     {"source-store-endpoint-override", 0, OPT_STRING, "", NULL, CMD_COPY, 0,
      "source object store endpoint URL (as --store-endpoint-override)", ACTIVE},
     {"source-store-prefix", 0, OPT_STRING, "", NULL, CMD_COPY, 0,
-     "key prefix of the source store; empty = the destination's (--store-prefix)", ACTIVE},
+     "key prefix of the source store; not given = the destination's (--store-prefix), given "
+     "empty (--source-store-prefix=) = no prefix",
+     ACTIVE},
     {"source-max-parallel-chunk-uploads", 0, OPT_INT, "5", NULL, CMD_COPY, 0,
      "the source store's --max-parallel-chunk-uploads (copy only reads from it)", ACTIVE,
      AT_LEAST(1)},

@@ -182,7 +182,8 @@ int setup_store_as(const Opts *o, const char *flag_prefix, const char *env_prefi
     /* copy's source completion (seed-spec §1.12): an empty provider, prefix or temp directory
      * is the destination's */
     if (source && !*provider) provider = opt_str(o, "storage-provider");
-    if (source && !*prefix) prefix = opt_str(o, "store-prefix");
+    if (source && !*prefix && !opt_is_set(o, "source-store-prefix"))
+        prefix = opt_str(o, "store-prefix"); /* --source-store-prefix= names the root */
     if (source && !*temp_dir) temp_dir = opt_str(o, "snapstore-temp-directory");
     /* a container alone means Local, as the help says and as `snapshot` and `restore` take it */
     if (allow_none && !*provider && !*container) return EXIT_OK;
