@@ -17,8 +17,8 @@
 #define MAX_NAMED_FAILURES 5
 
 typedef struct {
-    size_t full;    /* index of the full snapshot */
-    size_t first;   /* its deltas: delta_idx[first .. first + n_deltas) */
+    size_t full;  /* index of the full snapshot */
+    size_t first; /* its deltas: delta_idx[first .. first + n_deltas) */
     size_t n_deltas;
 } Backup;
 
@@ -44,8 +44,8 @@ static void sort_backups(Backup *b, size_t n, const Snapshot *snaps) {
     }
 }
 
-int copier_select(const Snapshot *snaps, size_t n, int max_backups, int max_age_days,
-                  int64_t now, size_t *order, size_t *n_order, size_t *n_backups) {
+int copier_select(const Snapshot *snaps, size_t n, int max_backups, int max_age_days, int64_t now,
+                  size_t *order, size_t *n_order, size_t *n_backups) {
     if (n_order) *n_order = 0;
     if (n_backups) *n_backups = 0;
     if ((n && (!snaps || !order)) || !n_order || max_backups < -1 || max_age_days < -1)
@@ -145,14 +145,14 @@ typedef struct {
     const size_t *jobs;  /* indices into src of the objects to copy */
     size_t n_jobs;
     pthread_mutex_t mu;
-    size_t next;             /* next job (mu) */
-    size_t done, copied;     /* finished / copied jobs (mu) */
-    uint64_t bytes_done;     /* of finished objects (mu) */
-    _Atomic uint64_t bytes;  /* all bytes so far, in-flight included (progress) */
+    size_t next;            /* next job (mu) */
+    size_t done, copied;    /* finished / copied jobs (mu) */
+    uint64_t bytes_done;    /* of finished objects (mu) */
+    _Atomic uint64_t bytes; /* all bytes so far, in-flight included (progress) */
     Progress *progress;
-    size_t failed;           /* (mu) */
-    int first_rc;            /* (mu) */
-    char failures[2048];     /* the first few failures (mu) */
+    size_t failed;       /* (mu) */
+    int first_rc;        /* (mu) */
+    char failures[2048]; /* the first few failures (mu) */
 } Run;
 
 typedef struct {
@@ -215,8 +215,7 @@ static int copy_one(Run *run, const Snapshot *s, uint64_t *bytes) {
         rc = err_set(ERR_CORRUPT,
                      "the copy %s in %s has %lld bytes, %llu were written: it is left there "
                      "for inspection, nothing in the destination is ever removed",
-                     d.key, store_describe(cfg->dest), (long long)size,
-                     (unsigned long long)copied);
+                     d.key, store_describe(cfg->dest), (long long)size, (unsigned long long)copied);
 done:
     store_writer_abort(w);
     io_reader_free(r);
@@ -238,7 +237,8 @@ static void *worker(void *arg) {
         pthread_mutex_unlock(&run->mu);
         uint64_t bytes = 0;
         int rc = copy_one(run, s, &bytes);
-        if (rc && rc != ERR_CANCELED) log_error("copy of %s failed: %s", s->snap_name, err_msg());
+        if (rc && rc != ERR_CANCELED)
+            log_error("copy of %s failed: %s", s->snap_name, err_msg());
         else if (!rc)
             log_info("copied %s (%llu bytes) to %s", s->snap_name, (unsigned long long)bytes,
                      store_describe(run->cfg->dest));
@@ -376,8 +376,8 @@ int copier_run(const CopierConfig *cfg, CopierResult *out) {
         rc = err_set(ERR_NOMEM, "copy: out of memory");
         goto done;
     }
-    rc = copier_select(src, n_src, cfg->max_backups, cfg->max_backup_age_days, now_unix_s(),
-                       order, &n_order, &res.backups);
+    rc = copier_select(src, n_src, cfg->max_backups, cfg->max_backup_age_days, now_unix_s(), order,
+                       &n_order, &res.backups);
     if (!rc) rc = copier_plan(src, order, n_order, dst, n_dst, need);
     if (rc) goto done;
     res.selected = n_order;
@@ -425,14 +425,12 @@ finish:
     if (!rc && run.first_rc) {
         if (run.failed)
             rc = err_set(run.first_rc, "%zu of %zu objects failed to copy: %s%s", run.failed,
-                         run.n_jobs, run.failures,
-                         run.failed > MAX_NAMED_FAILURES ? "; ..." : "");
+                         run.n_jobs, run.failures, run.failed > MAX_NAMED_FAILURES ? "; ..." : "");
         else
             rc = err_set(ERR_CANCELED, "copy stopped after %zu of %zu objects", run.copied,
                          run.n_jobs);
     } else if (!rc && run.done < run.n_jobs) {
-        rc = err_set(ERR_CANCELED, "copy stopped after %zu of %zu objects", run.copied,
-                     run.n_jobs);
+        rc = err_set(ERR_CANCELED, "copy stopped after %zu of %zu objects", run.copied, run.n_jobs);
     }
 done:
     res.seconds = (double)(now_mono_ms() - t0) / 1000.0;

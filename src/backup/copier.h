@@ -30,8 +30,8 @@
  * backup, newest first, each its full snapshot, then its deltas ascending. *n_order and
  * *n_backups (may be NULL) are set. Pure. 0, or ERR_INVALID (limits below -1, NULL arguments)
  * or ERR_NOMEM. */
-int copier_select(const Snapshot *snaps, size_t n, int max_backups, int max_age_days,
-                  int64_t now, size_t *order, size_t *n_order, size_t *n_backups);
+int copier_select(const Snapshot *snaps, size_t n, int max_backups, int max_age_days, int64_t now,
+                  size_t *order, size_t *n_order, size_t *n_backups);
 
 /* The name a copy of s is stored under in the destination: its snapshot name (v1 objects
  * too: copies are v2) without a trailing ".final", so a copy never claims to be the final
@@ -45,24 +45,24 @@ int copier_plan(const Snapshot *src, const size_t *order, size_t n_order, const 
                 size_t n_dst, uint8_t *need);
 
 typedef struct CopierConfig {
-    Store *source, *dest;        /* borrowed; may be used from several threads (store.h) */
-    int max_backups;             /* --max-backups-to-copy; -1 = all */
-    int max_backup_age_days;     /* --max-backup-age; -1 = no limit */
-    int workers;                 /* --max-parallel-copy-operations (>= 1) */
-    int wait_final;              /* --wait-for-final-snapshot */
+    Store *source, *dest;          /* borrowed; may be used from several threads (store.h) */
+    int max_backups;               /* --max-backups-to-copy; -1 = all */
+    int max_backup_age_days;       /* --max-backup-age; -1 = no limit */
+    int workers;                   /* --max-parallel-copy-operations (>= 1) */
+    int wait_final;                /* --wait-for-final-snapshot */
     int64_t wait_final_timeout_ms; /* 0 = wait for ever; at the timeout, copy anyway */
     int64_t wait_final_poll_ms;    /* 0 = COPIER_FINAL_POLL_MS */
-    int progress;                /* report progress (progress.h: a terminal line or log lines) */
-    atomic_int *stop;            /* may be NULL; nonzero stops the copy (ERR_CANCELED) */
+    int progress;                  /* report progress (progress.h: a terminal line or log lines) */
+    atomic_int *stop;              /* may be NULL; nonzero stops the copy (ERR_CANCELED) */
 } CopierConfig;
 
 typedef struct CopierResult {
-    size_t backups;          /* backups selected */
-    size_t selected;         /* objects in them */
-    size_t present;          /* of those, already in the destination (skipped) */
-    size_t copied, failed;   /* objects copied and verified / failed */
-    uint64_t bytes;          /* bytes copied (objects copied only) */
-    double seconds;          /* wall time, waiting for a final snapshot included */
+    size_t backups;           /* backups selected */
+    size_t selected;          /* objects in them */
+    size_t present;           /* of those, already in the destination (skipped) */
+    size_t copied, failed;    /* objects copied and verified / failed */
+    uint64_t bytes;           /* bytes copied (objects copied only) */
+    double seconds;           /* wall time, waiting for a final snapshot included */
     int final_wait_timed_out; /* the wait for a final snapshot ended at its timeout */
 } CopierResult;
 

@@ -287,8 +287,8 @@ static const OptDef opt_table[] = {
     {"max-backup-age", 0, OPT_INT, "-1", NULL, CMD_COPY, 0,
      "copy only backups whose full snapshot is at most this many days old; -1 = any age", ACTIVE,
      AT_LEAST(-1)},
-    {"max-parallel-copy-operations", 0, OPT_INT, "10", NULL, CMD_COPY, 0,
-     "objects copied at once", ACTIVE, AT_LEAST(1)},
+    {"max-parallel-copy-operations", 0, OPT_INT, "10", NULL, CMD_COPY, 0, "objects copied at once",
+     ACTIVE, AT_LEAST(1)},
     {"wait-for-final-snapshot", 0, OPT_BOOL, "false", NULL, CMD_COPY, 0,
      "first wait (listing the source every 15s) until one of its 4 newest full snapshots is a "
      "final one (.final)",

@@ -171,8 +171,8 @@ static int64_t pint(const Opts *o, const char *flag_prefix, const char *name) {
     return opt_int(o, full);
 }
 
-int setup_store_as(const Opts *o, const char *flag_prefix, const char *env_prefix,
-                   const char *role, int allow_none, Store **out) {
+int setup_store_as(const Opts *o, const char *flag_prefix, const char *env_prefix, const char *role,
+                   int allow_none, Store **out) {
     *out = NULL;
     int source = strcmp(flag_prefix, "source-") == 0;
     const char *provider = pstr(o, flag_prefix, "storage-provider");

@@ -37,8 +37,8 @@ int setup_store(const Opts *o, int allow_none, Store **out);
  * destination's, seed-spec §1.12; "secondary-" for the server's secondary store), whose driver
  * reads environment variables with env_prefix ("", "SOURCE_", "SECONDARY_"; seed-spec §12).
  * role names it in log lines ("source store"). */
-int setup_store_as(const Opts *o, const char *flag_prefix, const char *env_prefix,
-                   const char *role, int allow_none, Store **out);
+int setup_store_as(const Opts *o, const char *flag_prefix, const char *env_prefix, const char *role,
+                   int allow_none, Store **out);
 
 /* Everything the server needs; EXIT_OK or EXIT_USAGE/EXIT_FAIL. server_teardown frees. */
 int server_setup(const Opts *o, ServerSetup *out);

@@ -183,9 +183,8 @@ const char *store_env(const StoreConfig *cfg, const char *name) {
 }
 
 static int local_open(const StoreConfig *cfg, StoreDriver **out) {
-    const char *container = cfg->container && cfg->container[0]
-                                ? cfg->container
-                                : store_env(cfg, "STORAGE_CONTAINER");
+    const char *container =
+        cfg->container && cfg->container[0] ? cfg->container : store_env(cfg, "STORAGE_CONTAINER");
     return store_local_driver_new(container ? container : "default.bkp", out);
 }
 

@@ -1380,7 +1380,6 @@ static void sdk_env_creds(const char *ep, S3Creds *c) {
     }
 }
 
-
 static int env_bool(const char *name, int *out) {
     const char *v = getenv(name);
     *out = 0;
