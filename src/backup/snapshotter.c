@@ -233,6 +233,10 @@ static int apply_history(Snapshotter *s, HistoryDecision *d, const HistoryRecord
     if (strcmp(s->history, d->history) != 0)
         log_info("backup history %s (%s): %s", d->history, history_action_name(d->action), d->why);
     memcpy(s->history, d->history, sizeof s->history);
+    pthread_mutex_lock(&s->mu);
+    memcpy(s->status.history, s->history, sizeof s->status.history);
+    s->status.adopts_untagged = s->adopts_untagged;
+    pthread_mutex_unlock(&s->mu);
     set_conflict(s, 0);
     return 0;
 }

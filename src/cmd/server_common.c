@@ -219,6 +219,30 @@ int server_setup(const Opts *o, ServerSetup *s) {
         server_teardown(s);
         return code;
     }
+    if (!code && opt_bool(o, "secondary-backup-sync-enabled")) {
+        code = setup_store_as(o, "secondary-", "SECONDARY_", "secondary store", 1, &s->secondary);
+        if (!code && !s->secondary) {
+            log_error("--secondary-backup-sync-enabled needs a secondary store: give "
+                      "--secondary-storage-provider or --secondary-store-container");
+            code = EXIT_USAGE;
+        } else if (!code && !s->store) {
+            log_error("--secondary-backup-sync-enabled needs a snapshot store to copy from");
+            code = EXIT_USAGE;
+        } else if (!code && strcmp(store_describe(s->store), store_describe(s->secondary)) == 0) {
+            log_error("the secondary store is the snapshot store itself (%s)",
+                      store_describe(s->store));
+            code = EXIT_USAGE;
+        }
+        s->secondary_period_ms = opt_duration_ms(o, "secondary-backup-sync-period");
+        if (code) {
+            server_teardown(s);
+            return code;
+        }
+    } else if (!code && (*opt_str(o, "secondary-storage-provider") ||
+                         *opt_str(o, "secondary-store-container"))) {
+        log_warn("a secondary store is configured but --secondary-backup-sync-enabled is false: "
+                 "nothing is copied to it");
+    }
     s->has_store = s->store != NULL;
     s->snap.store = s->store;
     s->snap.resume = 1;
@@ -270,6 +294,8 @@ int server_take_etcd_client_urls(ServerSetup *s, char *const *etcd_argv) {
 void server_teardown(ServerSetup *s) {
     store_free(s->store);
     s->store = NULL;
+    store_free(s->secondary);
+    s->secondary = NULL;
     free(s->client_url_list);
     s->client_url_list = NULL;
     free(s->client_urls);

@@ -21,6 +21,8 @@ typedef struct ServerSetup {
     int64_t leader_timeout_ms; /* Status timeout of the leader check */
     const char *const *service_endpoints; /* --service-endpoints (borrowed) */
     size_t service_endpoints_n;
+    Store *secondary;             /* owned; only with --secondary-backup-sync-enabled */
+    int64_t secondary_period_ms;  /* --secondary-backup-sync-period */
     char *client_urls;            /* owned: run mode's endpoints taken from etcd's flags */
     const char **client_url_list; /* owned array into client_urls */
 } ServerSetup;
