@@ -159,26 +159,34 @@ int setup_restore_config(const Opts *o, RestoreConfig *rc, char **peer_urls_owne
     return EXIT_OK;
 }
 
-/* The option "<flag_prefix><name>" (flag_prefix "", "source-" or "secondary-"). */
-static const char *pstr(const Opts *o, const char *flag_prefix, const char *name) {
-    char full[96];
-    snprintf(full, sizeof full, "%s%s", flag_prefix, name);
-    return opt_str(o, full);
-}
-static int64_t pint(const Opts *o, const char *flag_prefix, const char *name) {
-    char full[96];
-    snprintf(full, sizeof full, "%s%s", flag_prefix, name);
-    return opt_int(o, full);
-}
+/* The STORE flag group's names, once per prefix ("", "source-", "secondary-"). */
+typedef struct {
+    const char *prefix, *provider, *container, *endpoint, *store_prefix, *temp_dir, *min_chunk,
+        *parallel;
+} StoreFlagNames;
+static const StoreFlagNames STORE_FLAG_NAMES[] = {
+    {"", "storage-provider", "store-container", "store-endpoint-override", "store-prefix",
+     "snapstore-temp-directory", "min-chunk-size", "max-parallel-chunk-uploads"},
+    {"source-", "source-storage-provider", "source-store-container",
+     "source-store-endpoint-override", "source-store-prefix", "source-snapstore-temp-directory",
+     "source-min-chunk-size", "source-max-parallel-chunk-uploads"},
+    {"secondary-", "secondary-storage-provider", "secondary-store-container",
+     "secondary-store-endpoint-override", "secondary-store-prefix",
+     "secondary-snapstore-temp-directory", "secondary-min-chunk-size",
+     "secondary-max-parallel-chunk-uploads"},
+};
 
 int setup_store_as(const Opts *o, const char *flag_prefix, const char *env_prefix, const char *role,
                    int allow_none, Store **out) {
     *out = NULL;
-    int source = strcmp(flag_prefix, "source-") == 0;
-    const char *provider = pstr(o, flag_prefix, "storage-provider");
-    const char *container = pstr(o, flag_prefix, "store-container");
-    const char *prefix = pstr(o, flag_prefix, "store-prefix");
-    const char *temp_dir = pstr(o, flag_prefix, "snapstore-temp-directory");
+    const StoreFlagNames *f = &STORE_FLAG_NAMES[0];
+    for (size_t i = 0; i < sizeof STORE_FLAG_NAMES / sizeof STORE_FLAG_NAMES[0]; i++)
+        if (!strcmp(flag_prefix, STORE_FLAG_NAMES[i].prefix)) f = &STORE_FLAG_NAMES[i];
+    int source = !strcmp(f->prefix, "source-");
+    const char *provider = opt_str(o, f->provider);
+    const char *container = opt_str(o, f->container);
+    const char *prefix = opt_str(o, f->store_prefix);
+    const char *temp_dir = opt_str(o, f->temp_dir);
     /* copy's source completion (seed-spec §1.12): an empty provider, prefix or temp directory
      * is the destination's */
     if (source && !*provider) provider = opt_str(o, "storage-provider");
@@ -192,14 +200,14 @@ int setup_store_as(const Opts *o, const char *flag_prefix, const char *env_prefi
         .container = container,
         .prefix = prefix,
         .temp_dir = temp_dir,
-        .endpoint_override = pstr(o, flag_prefix, "store-endpoint-override"),
-        .min_chunk_size = pint(o, flag_prefix, "min-chunk-size"),
-        .max_parallel_chunk_uploads = (int)pint(o, flag_prefix, "max-parallel-chunk-uploads"),
+        .endpoint_override = opt_str(o, f->endpoint),
+        .min_chunk_size = opt_int(o, f->min_chunk),
+        .max_parallel_chunk_uploads = (int)opt_int(o, f->parallel),
         .env_prefix = env_prefix,
     };
     int rc = store_open(&stc, out);
     if (rc) {
-        log_error("%s: %s", *flag_prefix ? role : "store", err_msg());
+        log_error("%s: %s", *f->prefix ? role : "store", err_msg());
         return rc == ERR_INVALID || rc == ERR_UNSUPPORTED ? EXIT_USAGE : EXIT_FAIL;
     }
     log_info("%s: %s", role, store_describe(*out));
