@@ -382,6 +382,49 @@ static void test_copier_run_copies_bytes_and_history_and_replaces_nothing(void *
     store_free(dst);
 }
 
+static void test_copier_waits_for_a_final_full_among_the_four_newest(void **st) {
+    (void)st;
+    Store *src = open_local("wsrc"), *dst = open_local("wdst");
+    put_obj(src, "Full-00000000-00000010-1796000000.gz.final", NULL, 10, 1);
+    for (int i = 0; i < 4; i++) {
+        char name[128];
+        snprintf(name, sizeof name, "Full-00000000-%08d-%d.gz", 20 + i, 1796000010 + i);
+        put_obj(src, name, NULL, 10, 2);
+    }
+    /* the final one is the 5th newest: not enough, the wait ends at its timeout */
+    CopierConfig cc = {.source = src,
+                       .dest = dst,
+                       .max_backups = 1,
+                       .max_backup_age_days = -1,
+                       .workers = 1,
+                       .wait_final = 1,
+                       .wait_final_timeout_ms = 300,
+                       .wait_final_poll_ms = 50};
+    CopierResult res;
+    assert_int_equal(copier_run(&cc, &res), 0);
+    assert_int_equal(res.final_wait_timed_out, 1);
+    assert_true(res.seconds >= 0.3);
+    assert_int_equal(res.copied, 1); /* then it copies what is there */
+    /* a final one among the 4 newest: no waiting */
+    put_obj(src, "Full-00000000-00000030-1796000020.gz.final", NULL, 10, 3);
+    cc.wait_final_timeout_ms = 60000;
+    assert_int_equal(copier_run(&cc, &res), 0);
+    assert_int_equal(res.final_wait_timed_out, 0);
+    assert_true(res.seconds < 30);
+    assert_int_equal(res.copied, 1);
+    /* a stop during the wait is ERR_CANCELED, nothing copied */
+    Store *empty = open_local("wempty");
+    atomic_int stop = 0;
+    cc.source = empty;
+    cc.stop = &stop;
+    cc.wait_final_timeout_ms = 0; /* for ever */
+    stop = 1;
+    assert_int_equal(copier_run(&cc, &res), ERR_CANCELED);
+    store_free(empty);
+    store_free(src);
+    store_free(dst);
+}
+
 /* A fake source: a Local driver whose open_read fails (ERR_IO) for keys containing "Incr-". */
 typedef struct FakeFailRead {
     StoreDriver base;
@@ -470,6 +513,7 @@ int main(void) {
         cmocka_unit_test(test_copier_select_property_over_random_listings),
         cmocka_unit_test(test_copier_run_copies_bytes_and_history_and_replaces_nothing),
         cmocka_unit_test(test_copier_run_reports_every_failure),
+        cmocka_unit_test(test_copier_waits_for_a_final_full_among_the_four_newest),
     };
     return cmocka_run_group_tests(tests, setup_dirs, teardown_dirs);
 }
