@@ -48,11 +48,10 @@ static Snapshot *add(List *l, SnapKind kind, int64_t start, int64_t last, int64_
     char name[200];
     assert_int_equal(snapname_format(kind, start, last, created, ".gz", final, name, sizeof name),
                      0);
-    if (chunk)
-        snprintf(s->snap_name, sizeof s->snap_name, "%s/0000000001", name);
-    else
-        snprintf(s->snap_name, sizeof s->snap_name, "%s", name);
-    snprintf(s->key, sizeof s->key, "v2/%s", s->snap_name);
+    char full[240];
+    snprintf(full, sizeof full, "%s%s", name, chunk ? "/0000000001" : "");
+    snprintf(s->snap_name, sizeof s->snap_name, "%s", full);
+    snprintf(s->key, sizeof s->key, "v2/%s", full);
     return s;
 }
 
