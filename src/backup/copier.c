@@ -239,6 +239,9 @@ static void *worker(void *arg) {
         int rc = copy_one(run, s, &bytes);
         if (rc && rc != ERR_CANCELED)
             log_error("copy of %s failed: %s", s->snap_name, err_msg());
+        else if (!rc && run->cfg->progress) /* the progress line counts them */
+            log_debug("copied %s (%llu bytes) to %s", s->snap_name, (unsigned long long)bytes,
+                      store_describe(run->cfg->dest));
         else if (!rc)
             log_info("copied %s (%llu bytes) to %s", s->snap_name, (unsigned long long)bytes,
                      store_describe(run->cfg->dest));

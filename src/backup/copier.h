@@ -52,8 +52,9 @@ typedef struct CopierConfig {
     int wait_final;                /* --wait-for-final-snapshot */
     int64_t wait_final_timeout_ms; /* 0 = wait for ever; at the timeout, copy anyway */
     int64_t wait_final_poll_ms;    /* 0 = COPIER_FINAL_POLL_MS */
-    int progress;                  /* report progress (progress.h: a terminal line or log lines) */
-    atomic_int *stop;              /* may be NULL; nonzero stops the copy (ERR_CANCELED) */
+    int progress; /* report progress (progress.h: a terminal line or log lines every 5 s) instead
+                     of an info line per object copied (then at debug level) */
+    atomic_int *stop; /* may be NULL; nonzero stops the copy (ERR_CANCELED) */
 } CopierConfig;
 
 typedef struct CopierResult {
