@@ -107,7 +107,9 @@ static void gc_once(SecondarySync *s, int sync_failed) {
         log_info("secondary store GC: skipped, no backup history decided yet");
         return;
     }
-    GcScope scope = {st.history, st.adopts_untagged};
+    /* untagged objects there may be anyone's (a Go tool writing into the secondary too): even
+     * when our history adopted the primary's untagged objects, their copies are left alone */
+    GcScope scope = {st.history, 0};
     GcStats gs;
     int rc = gc_run_scoped(s->cfg.secondary, &scope, s->cfg.gc_policy, s->cfg.max_backups,
                            s->cfg.delta_retention_s, now_unix_s(), sync_failed || st.failing, &gs);
