@@ -4,9 +4,9 @@
  * wait for a final snapshot) at once and then every sync period, and garbage-collects the
  * secondary store every garbage-collection period with the primary's policy, over the objects
  * of the snapshotter's own backup history only (docs/store-history.md): another cluster's,
- * the operator's and untagged objects there are never removed. A failed sync is logged at error level and
- * counted in etcdbr_secondary_sync_failures_total; the secondary GC deletes nothing after a
- * failed sync. */
+ * the operator's and untagged objects there are never removed. A failed sync is logged at error
+ * level and counted in etcdbr_secondary_sync_failures_total; the secondary GC deletes nothing after
+ * a failed sync. */
 #ifndef ETCDBR_SECONDARY_SYNC_H
 #define ETCDBR_SECONDARY_SYNC_H
 
