@@ -59,4 +59,11 @@ int fullsnap_verify_file(const char *path, IoWriter *checker, uint64_t total,
 int fullsnap_store_stream(Store *store, const char *snap_name, CompressKind compression,
                           IoReader *src, uint64_t *stored_bytes);
 
+/* Stores the bbolt db at db_path as the full snapshot snap_name: its bytes then their SHA-256
+ * (the format of etcd's Snapshot stream, seed-spec §4.1), through the compressor, in one pass,
+ * progress reported as `what` (progress.h). Same commit rules and errors as
+ * fullsnap_store_stream, plus ERR_IO reading the file. */
+int fullsnap_store_db_file(Store *store, const char *snap_name, CompressKind compression,
+                           const char *db_path, const char *what, uint64_t *stored_bytes);
+
 #endif
