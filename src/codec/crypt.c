@@ -153,10 +153,11 @@ static int parse_line(Keyring *kr, const char *p, size_t len, const char *what, 
     int bad = b64_decode(p + k0, k_len, raw, sizeof raw, &n) != 0 || n != CRYPT_KEY_LEN;
     if (bad) {
         OPENSSL_cleanse(raw, sizeof raw);
+        /* not even the id: with the fields swapped by mistake, the "id" is the key */
         return err_set(ERR_INVALID,
-                       "%s line %zu (key id \"%s\"): the key is not standard base64 of exactly "
-                       "%d bytes (make one with: openssl rand -base64 %d)",
-                       what, lineno, id, CRYPT_KEY_LEN, CRYPT_KEY_LEN);
+                       "%s line %zu: the key is not standard base64 of exactly %d bytes (want "
+                       "\"<key-id> <key>\"; make a key with: openssl rand -base64 %d)",
+                       what, lineno, CRYPT_KEY_LEN, CRYPT_KEY_LEN);
     }
     KeyEntry *grown = calloc(kr->n + 1, sizeof *grown);
     if (!grown) {
@@ -578,7 +579,7 @@ static int cr_header(CryptReader *r) {
             if (n < 0) break;
             used += (size_t)n;
         }
-        return err_set(ERR_NOT_FOUND,
+        return err_set(ERR_INVALID,
                        "encrypted with key id \"%s\", which is not among the keys given (%s)",
                        r->key_id, ids[0] ? ids : "none");
     }
@@ -687,10 +688,10 @@ static int cr_next_chunk(CryptReader *r) {
                            (unsigned long long)r->index, (unsigned long long)at,
                            (unsigned long long)(end - 1), (unsigned long long)j);
         return err_set(ERR_CORRUPT,
-                       "chunk %llu (stored bytes %llu-%llu) does not authenticate: altered, "
-                       "or a %s chunk cut where the object went on",
+                       "chunk %llu (stored bytes %llu-%llu) does not authenticate: its bytes "
+                       "or length word were altered, or it is another object's chunk",
                        (unsigned long long)r->index, (unsigned long long)at,
-                       (unsigned long long)(end - 1), final ? "final" : "non-final");
+                       (unsigned long long)(end - 1));
     }
     r->off = end;
     if (final) {

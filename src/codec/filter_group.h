@@ -55,7 +55,7 @@ int io_filter_group_add_decompress(IoFilterGroup *g, CompressKind kind);
 /* Encryption (write group) with kr's first key and decryption (read group) with whichever key
  * of kr the object names (crypt.h; kr borrowed, must outlive the group). Named "encrypt" and
  * "decrypt". ERR_INVALID also when kr is NULL or empty. Decryption errors (ERR_CORRUPT: altered,
- * truncated, reordered or dropped chunks, a wrong key; ERR_NOT_FOUND: a key id kr lacks) come out
+ * truncated, reordered or dropped chunks, a wrong key; ERR_INVALID: a key id kr lacks) come out
  * of the group reader's reads. */
 int io_filter_group_add_encrypt(IoFilterGroup *g, const Keyring *kr);
 int io_filter_group_add_decrypt(IoFilterGroup *g, const Keyring *kr);

@@ -290,7 +290,7 @@ static void test_every_flipped_byte_is_detected(void **state) {
             if (rc != ERR_CORRUPT || !strstr(err_msg(), "wrong key or not ours: key id \"k1\""))
                 fail_msg("header byte %zu: %s: %s", pos, err_name(rc), err_msg());
         } else {
-            assert_true(rc == ERR_CORRUPT || rc == ERR_UNSUPPORTED || rc == ERR_NOT_FOUND);
+            assert_true(rc == ERR_CORRUPT || rc == ERR_UNSUPPORTED || rc == ERR_INVALID);
         }
         free(plain);
         obj[pos] ^= bit;
@@ -409,9 +409,9 @@ static void test_wrong_key_unknown_id_and_foreign_bytes(void **state) {
     size_t olen = 0;
     uint8_t *obj = encrypt(kr, CHUNK, (const uint8_t *)"value", 5, 0, &olen);
     expect_fail(wrong, obj, olen, ERR_CORRUPT, "wrong key or not ours: key id \"k1\"");
-    expect_fail(other, obj, olen, ERR_NOT_FOUND, "key id \"k1\"");
-    expect_fail(other, obj, olen, ERR_NOT_FOUND, "(k2, k3)");
-    expect_fail(NULL, obj, olen, ERR_NOT_FOUND, "none");
+    expect_fail(other, obj, olen, ERR_INVALID, "key id \"k1\"");
+    expect_fail(other, obj, olen, ERR_INVALID, "(k2, k3)");
+    expect_fail(NULL, obj, olen, ERR_INVALID, "none");
     /* no key material in any message */
     assert_null(strstr(err_msg(), K1));
     /* a gzip object, plain text: not ours */
@@ -457,7 +457,7 @@ static void test_rotation_old_objects_still_decrypt(void **state) {
     assert_memory_equal(p, "written after", 13);
     free(p);
     /* the old keyring alone cannot read what the new key wrote, and says which key it needs */
-    expect_fail(before, o_new, l_new, ERR_NOT_FOUND, "key id \"new\"");
+    expect_fail(before, o_new, l_new, ERR_INVALID, "key id \"new\"");
     free(o_old);
     free(o_new);
     keyring_free(before);
@@ -567,11 +567,14 @@ static void test_keyring_errors_name_the_line_never_the_key(void **state) {
     snprintf(text, sizeof text, "k1 %s\nk2 %s\nk1 %s\n", K1, K2, K2);
     expect_parse_fail(text, "line 3: key id \"k1\" given twice");
     snprintf(text, sizeof text, "k1 %.40s\n", K1); /* 30 bytes */
-    expect_parse_fail(text, "line 1 (key id \"k1\"): the key is not standard base64 of exactly 32");
+    expect_parse_fail(text, "line 1: the key is not standard base64 of exactly 32");
     snprintf(text, sizeof text, "k1 %s%s\n", K1, "AAAA"); /* 35 bytes and bad padding */
-    expect_parse_fail(text, "line 1 (key id \"k1\"): the key is not");
+    expect_parse_fail(text, "line 1: the key is not");
     snprintf(text, sizeof text, "k1 %.42s*=\n", K1);
     expect_parse_fail(text, "not standard base64");
+    /* fields swapped: the key (unpadded: a valid id) is not quoted back */
+    snprintf(text, sizeof text, "%.43s k1\n", K1);
+    expect_parse_fail(text, "line 1: the key is not standard base64");
     snprintf(text, sizeof text, "k/1 %s\n", K1);
     expect_parse_fail(text, "line 1: key id has characters other than");
     expect_parse_fail("# nothing\n\n", "no key");
