@@ -191,7 +191,8 @@ src_ep=$ETCD_EP
 src_pid=$ETCD_PID
 for i in $(seq 1 30); do ectl put "/registry/rot/before-$i" "v$i" >/dev/null; done
 ROTFLAGS=("${S3FLAGS[@]}" --store-prefix=rot --snapstore-temp-directory="$R/snaptmp"
-    --schedule='0 0 1 1 *' --garbage-collection-period=0s --delta-snapshot-period=1s)
+    --schedule='0 0 1 1 *' --garbage-collection-period=0s --delta-snapshot-period=1s
+    --log-level=debug)
 ETCDBR_ENCRYPTION_KEY_FILE=$K_OLD "$ETCDBR_BIN" snapshot --endpoints="$src_ep" "${ROTFLAGS[@]}" >"$R/snap-old.log" 2>&1 &
 SNAP_PID=$!
 PIDS+=("$SNAP_PID")
@@ -227,7 +228,7 @@ rot_restore() { # LABEL KEYFILE
     DATA=$R/restored-$1.etcd
     LOG=$R/restore-$1.log
     RC=0
-    ETCDBR_ENCRYPTION_KEY_FILE=$2 "$ETCDBR_BIN" restore "${S3FLAGS[@]}" --store-prefix=rot \
+    ETCDBR_ENCRYPTION_KEY_FILE=$2 "$ETCDBR_BIN" restore "${S3FLAGS[@]}" --store-prefix=rot --log-level=debug \
         --data-dir="$DATA" --name=rot-restored \
         --initial-cluster=rot-restored=http://127.0.0.1:2380 \
         --initial-advertise-peer-urls=http://127.0.0.1:2380 \
@@ -254,11 +255,57 @@ grep -F 'encrypted with key id \"k2\", which is not among the keys given (k1)' "
 [ ! -e "$DATA" ] || fail "rotation: the refused restore left $DATA"
 echo "PASS: rotation: the old key file alone is refused and names key id k2"
 
+# ---- key sources: the environment variable, a loose file mode, a malformed file, both given ----
+rot_restore_env() { # LABEL: rot_restore with the keys in ETCDBR_ENCRYPTION_KEYS, no key file
+    DATA=$R/restored-$1.etcd
+    LOG=$R/restore-$1.log
+    RC=0
+    env -u ETCDBR_ENCRYPTION_KEY_FILE ETCDBR_ENCRYPTION_KEYS="$(cat "$K_ROT")" \
+        "$ETCDBR_BIN" restore "${S3FLAGS[@]}" --store-prefix=rot --log-level=debug \
+        --data-dir="$DATA" --name=rot-restored \
+        --initial-cluster=rot-restored=http://127.0.0.1:2380 \
+        --initial-advertise-peer-urls=http://127.0.0.1:2380 \
+        --restoration-temp-snapshots-dir="$DATA.tmp" >"$LOG" 2>&1 || RC=$?
+}
+rot_restore_env from-env
+[ "$RC" = 0 ] || {
+    cat "$LOG" >&2
+    fail "keys from ETCDBR_ENCRYPTION_KEYS: restore failed"
+}
+grep -F "2 key(s) from ETCDBR_ENCRYPTION_KEYS" "$LOG" >/dev/null || fail "keys from the environment: not said"
+echo "PASS: keys from ETCDBR_ENCRYPTION_KEYS restore the mixed set"
+
+loose=$WORK/keys-loose
+cp "$K_ROT" "$loose"
+chmod 644 "$loose"
+rot_restore loose-mode "$loose"
+[ "$RC" = 0 ] || fail "a key file of mode 0644: restore failed"
+grep -F "may be read by group or others (mode 0644)" "$LOG" >/dev/null || fail "a key file of mode 0644: no warning"
+echo "PASS: a key file others may read works with a warning"
+
+bad=$(keyfile keys-malformed "k1 $KEY1" "k3 not-a-key")
+rot_restore malformed "$bad"
+[ "$RC" = 2 ] || fail "a malformed key file: exit $RC, want 2 (usage)"
+grep -F "key file $bad line 2: the key is not standard base64" "$LOG" >/dev/null || {
+    cat "$LOG" >&2
+    fail "a malformed key file: the error does not name line 2"
+}
+[ ! -e "$DATA" ] || fail "a malformed key file: restore left $DATA"
+DATA=$R/restored-both.etcd
+RC=0
+ETCDBR_ENCRYPTION_KEYS="$(cat "$K_ROT")" ETCDBR_ENCRYPTION_KEY_FILE=$K_ROT "$ETCDBR_BIN" restore \
+    "${S3FLAGS[@]}" --store-prefix=rot --data-dir="$DATA" >"$R/restore-both.log" 2>&1 || RC=$?
+[ "$RC" = 2 ] || fail "both key sources: exit $RC, want 2"
+grep -F "give the keys one way" "$R/restore-both.log" >/dev/null || fail "both key sources: no clear error"
+echo "PASS: a malformed key file and two key sources are refused (exit 2) naming the problem"
+
 # ---- 4. no key material in any log ----
+# self-check: the search finds a key where one is (the key files)
+grep -rlF --include='keys-*' -e "$KEY1" "$WORK" >/dev/null || fail "the key search finds nothing even in the key files"
 for k in "$KEY1" "$KEY2" "$KEYBAD"; do
-    if grep -rlF -- "$k" "$WORK" --include='*.log' >/dev/null; then
-        fail "key material in $(grep -rlF -- "$k" "$WORK" --include='*.log')"
-    fi
+    rc=0
+    hits=$(grep -rlF --include='*.log' -e "$k" "$WORK") || rc=$?
+    [ "$rc" = 1 ] || fail "key material in: $hits (grep exit $rc)"
 done
 nlogs=$(find "$WORK" -name '*.log' | wc -l)
-echo "PASS: none of the $nlogs logs holds a key"
+echo "PASS: none of the $nlogs logs holds a key (debug level included)"
