@@ -60,8 +60,9 @@ IoWriter *crypt_writer_new(const Keyring *kr, size_t chunk_size, IoWriter *next)
  * names. Reads return: ERR_CORRUPT (not an encrypted object of ours, a header or chunk that
  * does not authenticate, a truncated object, bytes after the final chunk; the message names the
  * chunk, its stored byte offset and what is wrong; a wrong key reads "wrong key or not ours: key
- * id X"), ERR_INVALID (a key id kr does not hold, named: a configuration problem), ERR_UNSUPPORTED (a newer format
- * version or algorithm), or src's error. NULL on ENOMEM. */
+ * id X"), ERR_INVALID (a key id kr does not hold, named: a configuration problem; also when kr
+ * is NULL), ERR_UNSUPPORTED (a newer format version or algorithm), or src's error. NULL on
+ * ENOMEM. */
 IoReader *crypt_reader_new(const Keyring *kr, IoReader *src);
 
 #endif
