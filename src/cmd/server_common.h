@@ -37,7 +37,8 @@ int setup_store(const Opts *o, int allow_none, Store **out);
  * command's stores; setup_store already gives its Store these (store_set_keyring). *out NULL when
  * neither is set; owned otherwise. Logs a clear error (never a key) and returns EXIT_USAGE for
  * both set or malformed keys, EXIT_FAIL for an unreadable file; warns when the file may be read
- * by group or others. */
+ * by group or others. The variable is gone after the first call: a command with two stores
+ * (copy) calls setup_store once and gives the second store keyring_copy(store_keyring(first)). */
 int setup_keyring(const Opts *o, Keyring **out);
 
 /* Everything the server needs; EXIT_OK or EXIT_USAGE/EXIT_FAIL. server_teardown frees. */

@@ -262,6 +262,22 @@ done:
     return rc;
 }
 
+Keyring *keyring_copy(const Keyring *kr) {
+    if (!kr) return NULL;
+    Keyring *c = calloc(1, sizeof *c);
+    if (c && kr->n && !(c->keys = calloc(kr->n, sizeof *c->keys))) {
+        free(c);
+        c = NULL;
+    }
+    if (!c) {
+        err_set(ERR_NOMEM, "keyring: out of memory");
+        return NULL;
+    }
+    if (kr->n) memcpy(c->keys, kr->keys, kr->n * sizeof *c->keys);
+    c->n = kr->n;
+    return c;
+}
+
 size_t keyring_count(const Keyring *kr) {
     return kr ? kr->n : 0;
 }

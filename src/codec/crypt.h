@@ -45,6 +45,10 @@ size_t keyring_count(const Keyring *kr);
 /* The id of key i (0 = the write key), borrowed; NULL when i is out of range. */
 const char *keyring_id(const Keyring *kr, size_t i);
 
+/* A copy of kr (owned; keyring_free), e.g. to give a second Store the same keys (a Store owns
+ * its keyring: store_set_keyring). NULL when kr is NULL or on ENOMEM. */
+Keyring *keyring_copy(const Keyring *kr);
+
 /* Wipes the key bytes and frees. NULL-safe. */
 void keyring_free(Keyring *kr);
 

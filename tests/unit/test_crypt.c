@@ -459,6 +459,14 @@ static void test_rotation_old_objects_still_decrypt(void **state) {
     free(p);
     /* the old keyring alone cannot read what the new key wrote, and says which key it needs */
     expect_fail(before, o_new, l_new, ERR_INVALID, "key id \"new\"");
+    /* a copy reads the same */
+    Keyring *copy = keyring_copy(after);
+    assert_int_equal(keyring_count(copy), 2);
+    assert_string_equal(keyring_id(copy, 1), "old");
+    assert_int_equal(decrypt(copy, o_old, l_old, 64, &p, &pl), 0);
+    free(p);
+    keyring_free(copy);
+    assert_null(keyring_copy(NULL));
     free(o_old);
     free(o_new);
     keyring_free(before);
