@@ -64,9 +64,17 @@ static int store_stream(Store *store, const char *snap_name, CompressKind compre
         return 0;
     }
     if (rc) return rc;
+    /* the name decides: ".enc" (store_name_suffix) means compress, then encrypt */
+    Snapshot named;
+    rc = store_snapshot_for_name(store, snap_name, &named);
+    if (!rc && named.encrypted && !store_keyring(store))
+        rc = err_set(ERR_INVALID, "%s: an encrypted name, but the store has no encryption key",
+                     snap_name);
+    if (rc) goto done;
     g = io_filter_group_new(store_writer_io(sw));
     if (!g) rc = err_set(ERR_NOMEM, "out of memory");
     if (!rc) rc = io_filter_group_add_compress(g, compression);
+    if (!rc && named.encrypted) rc = io_filter_group_add_encrypt(g, store_keyring(store));
     if (!rc) rc = io_filter_group_add_count(g, "stored");
     IoWriter *in = rc ? NULL : io_filter_group_io(g);
     if (!rc && !in) rc = err_set(ERR_NOMEM, "out of memory");
@@ -171,8 +179,9 @@ int fullsnap_take(EtcdClient *c, Store *store, const char *temp_dir, CompressKin
         goto done;
     }
     out->db_bytes = payload_len;
-    rc = snapname_format(SNAP_FULL, 0, out->revision, now_unix_s(), compress_suffix(compression),
-                         is_final, out->snap_name, sizeof out->snap_name);
+    rc = snapname_format(SNAP_FULL, 0, out->revision, now_unix_s(),
+                         store_name_suffix(store, compression), is_final, out->snap_name,
+                         sizeof out->snap_name);
     if (rc) goto done;
     if (before_store &&
         (rc = before_store(hook_ctx, path, payload_len, out->revision, out->snap_name)))
@@ -186,7 +195,8 @@ int fullsnap_take(EtcdClient *c, Store *store, const char *temp_dir, CompressKin
         rc = err_set(ERR_NOMEM, "out of memory");
         goto done;
     }
-    snprintf(what, sizeof what, "full snapshot: compressing and storing %s", out->snap_name);
+    snprintf(what, sizeof what, "full snapshot: %s and storing %s",
+             store_keyring(store) ? "compressing, encrypting" : "compressing", out->snap_name);
     progress = progress_start(what, *count, 1);
     rc = store_stream(store, out->snap_name, compression, src, &out->stored_bytes, progress);
 done:

@@ -107,6 +107,12 @@ static const OptDef opt_table[] = {
      ACTIVE, AT_LEAST(MIN_CHUNK_SIZE)},
     {"snapstore-temp-directory", 0, OPT_STRING, "/tmp", NULL, STORE, 0,
      "staging directory for snapshot and delta spool files", ACTIVE},
+    {"encryption-key-file", 0, OPT_STRING, "", "ETCDBR_ENCRYPTION_KEY_FILE", STORE, 0,
+     "file of client-side encryption keys, one \"<key-id> <base64 of 32 bytes>\" per line ('#' "
+     "starts a comment): the first key encrypts new snapshots (AES-256-GCM; names get .enc, "
+     "which the Go tool cannot read), every key decrypts; or give the same text in "
+     "ETCDBR_ENCRYPTION_KEYS (keys never go on the command line); docs/encryption.md",
+     ACTIVE},
     /* SNAPSHOTTER (seed-spec §1.3) */
     {"schedule", 's', OPT_STRING, "0 */1 * * *", NULL, SNAP, 0, "cron schedule of full snapshots",
      ACTIVE},
