@@ -16,8 +16,18 @@ done
 if [ ${#missing[@]} -gt 0 ]; then
     SUDO=""
     [ "$(id -u)" = 0 ] || SUDO=sudo
-    $SUDO apt-get update
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends "${missing[@]}"
+    # another apt (unattended-upgrades on a fresh machine) may hold the lock: wait for it
+    apt_retry() {
+        local i
+        for i in $(seq 1 60); do
+            $SUDO env DEBIAN_FRONTEND=noninteractive "$@" -o DPkg::Lock::Timeout=60 && return 0
+            echo "apt failed (attempt $i; the apt lock may be held): retrying in 10 s" >&2
+            sleep 10
+        done
+        return 1
+    }
+    apt_retry apt-get update
+    apt_retry apt-get install -y --no-install-recommends "${missing[@]}"
 fi
 # object-store test servers (npm, into ~/.cache/etcdbr/npm, only when missing)
 "$(dirname "$0")/test-servers.sh"

@@ -329,8 +329,9 @@ static int take_delta(Snapshotter *s, int *stored_out) {
     int64_t t0 = now_mono_ms();
     int64_t last = delta_writer_last_revision(s->spool);
     char name[256];
-    int rc = snapname_format(SNAP_INCR, s->prev_rev + 1, last, now_unix_s(),
-                             compress_suffix(s->cfg.compression), 0, name, sizeof name);
+    int rc =
+        snapname_format(SNAP_INCR, s->prev_rev + 1, last, now_unix_s(),
+                        store_name_suffix(s->cfg.store, s->cfg.compression), 0, name, sizeof name);
     if (rc) return rc;
     IoReader *payload = NULL;
     rc = tag_object(s, name);

@@ -31,9 +31,11 @@
 #define AT_LEAST(v) .has_min = 1, .min = (v)
 #define BETWEEN(lo, hi) .has_min = 1, .min = (lo), .has_max = 1, .max = (hi)
 #define ONE_OF(list) .choices = (list)
+#define IGNORED_IN(mask, why) .ignored_in = (mask), .ignored_in_why = (why)
 
 #define MIN_CHUNK_SIZE 5242880 /* 5 MiB: the Go tool's minimum (S3's smallest part) */
 #define NO_ETCD_RUNS "restore builds the db offline and starts no etcd"
+#define NO_MEMBER "compact writes a full snapshot into the store, not a member's data dir"
 
 static const char *const LOG_LEVELS[] = {
     "error", "warn", "warning", "info", "debug", "trace", "0", "1", "2", "3", "4", "5", "6", NULL};
@@ -64,9 +66,11 @@ static const OptDef opt_table[] = {
      "timeout of short etcd calls", ACTIVE, AT_LEAST(1)},
     {"etcd-snapshot-timeout", 0, OPT_DURATION, "15m", NULL, ETCD | CMD_COMPACT, 0,
      "timeout of a whole full snapshot stream; not below --etcd-connection-timeout", ACTIVE,
-     AT_LEAST(1)},
+     AT_LEAST(1),
+     IGNORED_IN(CMD_COMPACT, "compact builds the snapshot offline; it takes none from etcd")},
     {"etcd-defrag-timeout", 0, OPT_DURATION, "8m", NULL, ETCD | CMD_COMPACT, 0,
-     "timeout of defragmenting one member", ACTIVE, AT_LEAST(1)},
+     "timeout of defragmenting one member", ACTIVE, AT_LEAST(1),
+     IGNORED_IN(CMD_COMPACT, "compact writes the db fresh, without free pages")},
     {"insecure-transport", 0, OPT_BOOL, "true", NULL, ETCD, 0,
      "the Go tool's switch between plain HTTP/2 and TLS to etcd",
      IGNORED("the endpoint decides: http:// is plain, https:// is TLS, and an endpoint without "
@@ -103,6 +107,12 @@ static const OptDef opt_table[] = {
      ACTIVE, AT_LEAST(MIN_CHUNK_SIZE)},
     {"snapstore-temp-directory", 0, OPT_STRING, "/tmp", NULL, STORE, 0,
      "staging directory for snapshot and delta spool files", ACTIVE},
+    {"encryption-key-file", 0, OPT_STRING, "", "ETCDBR_ENCRYPTION_KEY_FILE", STORE, 0,
+     "file of client-side encryption keys, one \"<key-id> <base64 of 32 bytes>\" per line ('#' "
+     "starts a comment): the first key encrypts new snapshots (AES-256-GCM; names get .enc, "
+     "which the Go tool cannot read), every key decrypts; or give the same text in "
+     "ETCDBR_ENCRYPTION_KEYS (keys never go on the command line); docs/encryption.md",
+     ACTIVE},
     /* SNAPSHOTTER (seed-spec §1.3) */
     {"schedule", 's', OPT_STRING, "0 */1 * * *", NULL, SNAP, 0, "cron schedule of full snapshots",
      ACTIVE},
@@ -145,16 +155,17 @@ static const OptDef opt_table[] = {
      "longest delay between retries after a failed snapshot", ACTIVE, AT_LEAST(1)},
     /* RESTORE (seed-spec §1.6) */
     {"initial-cluster", 0, OPT_STRING, "default=http://localhost:2380", NULL, RESTORE, 0,
-     "initial cluster of the restored member set", ACTIVE},
+     "initial cluster of the restored member set", ACTIVE, IGNORED_IN(CMD_COMPACT, NO_MEMBER)},
     {"initial-cluster-token", 0, OPT_STRING, "etcd-cluster", NULL, RESTORE, 0,
-     "initial cluster token", ACTIVE},
+     "initial cluster token", ACTIVE, IGNORED_IN(CMD_COMPACT, NO_MEMBER)},
     {"data-dir", 'd', OPT_STRING, "default.etcd", NULL, RESTORE, 0, "data dir to restore into",
-     ACTIVE},
+     ACTIVE, IGNORED_IN(CMD_COMPACT, NO_MEMBER)},
     {"restoration-temp-snapshots-dir", 0, OPT_STRING, "default.restoration.tmp", NULL, RESTORE, 0,
      "scratch directory for downloaded snapshots", ACTIVE},
     {"initial-advertise-peer-urls", 0, OPT_LIST, "http://localhost:2380", NULL, RESTORE, 0,
-     "peer URLs of the restored member", ACTIVE},
-    {"name", 0, OPT_STRING, "default", NULL, RESTORE, 0, "member name", ACTIVE},
+     "peer URLs of the restored member", ACTIVE, IGNORED_IN(CMD_COMPACT, NO_MEMBER)},
+    {"name", 0, OPT_STRING, "default", NULL, RESTORE, 0, "member name", ACTIVE,
+     IGNORED_IN(CMD_COMPACT, NO_MEMBER)},
     {"skip-hash-check", 0, OPT_BOOL, "false", NULL, RESTORE, 0,
      "accept a full snapshot without its sha256 trailer", ACTIVE},
     {"max-fetchers", 0, OPT_INT, "6", NULL, RESTORE, 0, "parallel delta downloads", ACTIVE,
@@ -177,7 +188,7 @@ static const OptDef opt_table[] = {
      "etcd binary of the restore (kept so that existing scripts run)", IGNORED(NO_ETCD_RUNS)},
     {"etcdutl-bin", 0, OPT_STRING, "", "ETCDBR_ETCDUTL_BIN", RESTORE, 0,
      "etcdutl (3.5+) or etcdctl (3.4) used for snapshot restore (default: etcdutl, else etcdctl)",
-     ACTIVE},
+     ACTIVE, IGNORED_IN(CMD_COMPACT, NO_MEMBER)},
     /* point in time and revision bump (restore and initialize; docs/restore.md) */
     {"revision", 0, OPT_INT, "0", NULL, CMD_RESTORE | CMD_INITIALIZE, 0,
      "restore exactly the state at this revision (newest full snapshot at or before it plus the "
@@ -297,6 +308,15 @@ static const OptDef opt_table[] = {
      "stop waiting for the final snapshot after this long and copy what is there; 0 = wait for "
      "ever",
      ACTIVE, AT_LEAST(0)},
+    /* COMPACTOR (seed-spec §1.10) */
+    {"defragment", 0, OPT_BOOL, "true", NULL, CMD_COMPACT, 0,
+     "defragment the db of the compacted snapshot",
+     IGNORED(
+         "compact writes the new db fresh, without free pages: there is nothing to defragment")},
+    {"metrics-scrape-wait-duration", 0, OPT_DURATION, "0s", NULL, CMD_COMPACT, 0,
+     "after a successful compaction, wait this long before exiting (the Go tool's pause for a "
+     "Prometheus scrape)",
+     ACTIVE},
     /* initialize (seed-spec §1.11) */
     {"validation-mode", 0, OPT_STRING, "full", NULL, CMD_INITIALIZE, 0,
      "data dir validation before restore", ACTIVE, ONE_OF(VALIDATION_MODES)},
@@ -671,13 +691,22 @@ int opts_set_from_config(Opts *o, const char *name, const char *value) {
     return 0;
 }
 
-static const char *support_text(const OptDef *d, char *buf, size_t cap) {
+/* The flag's support status for command cmd (0: whatever command), or NULL when it works. */
+static const char *support_text_for(const OptDef *d, unsigned cmd, char *buf, size_t cap) {
     if (d->support == OPT_UNIMPLEMENTED) return "not implemented yet: ignored";
     if (d->support == OPT_IGNORED) {
         snprintf(buf, cap, "ignored: %s", d->ignored);
         return buf;
     }
+    if (cmd & d->ignored_in) {
+        snprintf(buf, cap, "ignored here: %s", d->ignored_in_why);
+        return buf;
+    }
     return NULL;
+}
+
+static const char *support_text(const OptDef *d, char *buf, size_t cap) {
+    return support_text_for(d, 0, buf, cap);
 }
 
 int opts_finish(const Opts *o) {
@@ -692,12 +721,11 @@ int opts_finish(const Opts *o) {
         const OptDef *d = &opt_table[i];
         const OptValue *ov = &o->v[i];
         char why[256], from[96];
-        if (!(d->commands & o->cmd) || d->support == OPT_ACTIVE || ov->origin == FROM_DEFAULT)
-            continue;
+        const char *status = support_text_for(d, o->cmd, why, sizeof why);
+        if (!(d->commands & o->cmd) || !status || ov->origin == FROM_DEFAULT) continue;
         const char *src = ov->origin == FROM_CLI ? " (command line)"
                                                  : origin_text(d, ov->origin, from, sizeof from);
-        log_warn("--%s=%s%s: %s", d->name, d->secret ? "<redacted>" : ov->value, src,
-                 support_text(d, why, sizeof why));
+        log_warn("--%s=%s%s: %s", d->name, d->secret ? "<redacted>" : ov->value, src, status);
     }
     return 0;
 }
@@ -793,7 +821,7 @@ void opts_print_help(unsigned cmd) {
         else
             snprintf(left, sizeof left, "      --%s%s%s", d->name, *type ? " " : "", type);
         printf("%-52s %s", left, d->help);
-        const char *status = support_text(d, why, sizeof why);
+        const char *status = support_text_for(d, cmd, why, sizeof why);
         if (status) printf(" (%s)", status);
         allowed_text(d, 0, allowed, sizeof allowed);
         if (allowed[0]) printf(" (%s)", allowed);
@@ -870,6 +898,15 @@ void opts_write_markdown(FILE *f) {
             fputs(".** ", f);
         }
         md_cell(f, d->help);
+        if (d->ignored_in) {
+            char in[128];
+            commands_text(d->ignored_in, in, sizeof in);
+            fputs(" **Ignored by ", f);
+            md_cell(f, in);
+            fputs(": ", f);
+            md_cell(f, d->ignored_in_why);
+            fputs(".**", f);
+        }
         fputs(" |\n", f);
     }
     static const OptSupport kinds[] = {OPT_UNIMPLEMENTED, OPT_IGNORED};
@@ -883,6 +920,11 @@ void opts_write_markdown(FILE *f) {
             const OptDef *d = &opt_table[i];
             char cmds[128];
             commands_text(d->commands, cmds, sizeof cmds);
+            if (kinds[k] == OPT_IGNORED && d->support != OPT_IGNORED && d->ignored_in) {
+                commands_text(d->ignored_in, cmds, sizeof cmds);
+                fprintf(f, "- `--%s` (%s): %s\n", d->name, cmds, d->ignored_in_why);
+                continue;
+            }
             if (d->support != kinds[k] || !cmds[0]) continue;
             fprintf(f, "- `--%s` (%s)", d->name, cmds);
             if (d->support == OPT_IGNORED) fprintf(f, ": %s", d->ignored);

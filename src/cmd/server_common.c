@@ -3,12 +3,14 @@
 #include "cmd.h"
 #include "etcd_config.h"
 #include "../backup/delta.h"
+#include "../codec/crypt.h"
 #include "../common/err.h"
 #include "../common/log.h"
 #include "../common/timeutil.h"
 #include "../server/metrics.h"
 
 #include <errno.h>
+#include <openssl/crypto.h>
 #include <math.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -159,6 +161,49 @@ int setup_restore_config(const Opts *o, RestoreConfig *rc, char **peer_urls_owne
     return EXIT_OK;
 }
 
+#define KEYS_ENV "ETCDBR_ENCRYPTION_KEYS"
+
+int setup_keyring(const Opts *o, Keyring **out) {
+    *out = NULL;
+    const char *file = opts_has(o, "encryption-key-file") ? opt_str(o, "encryption-key-file") : "";
+    char *env = getenv(KEYS_ENV);
+    int rc = 0, code = EXIT_OK;
+    if (env && !*env) env = NULL;
+    if (*file && env) {
+        log_error("encryption keys: both --encryption-key-file (or ETCDBR_ENCRYPTION_KEY_FILE) and "
+                  "%s are set; give the keys one way",
+                  KEYS_ENV);
+        code = EXIT_USAGE;
+    } else if (*file) {
+        unsigned mode = 0;
+        rc = keyring_load_file(file, out, &mode);
+        if (!rc && (mode & 077))
+            log_warn("key file %s may be read by group or others (mode %04o): chmod 600 it", file,
+                     mode);
+    } else if (env) {
+        rc = keyring_parse(env, strlen(env), KEYS_ENV, out);
+    }
+    if (env) {
+        /* the keys leave the environment: etcd and etcdutl children must not inherit them, and
+         * the process's initial environment (/proc/<pid>/environ) no longer shows them */
+        OPENSSL_cleanse(env, strlen(env));
+        unsetenv(KEYS_ENV);
+    }
+    if (rc) {
+        log_error("encryption keys: %s", err_msg());
+        code = rc == ERR_INVALID ? EXIT_USAGE : EXIT_FAIL;
+    }
+    if (code) {
+        keyring_free(*out);
+        *out = NULL;
+        return code;
+    }
+    if (*out)
+        log_info("encryption: %zu key(s) from %s; new snapshots are encrypted with key id \"%s\"",
+                 keyring_count(*out), *file ? file : KEYS_ENV, keyring_id(*out, 0));
+    return EXIT_OK;
+}
+
 /* The STORE flag group's names, once per prefix ("", "source-", "secondary-"). */
 typedef struct {
     const char *prefix, *provider, *container, *endpoint, *store_prefix, *temp_dir, *min_chunk,
@@ -193,8 +238,19 @@ int setup_store_as(const Opts *o, const char *flag_prefix, const char *env_prefi
     if (source && !*prefix && !opt_is_set(o, "source-store-prefix"))
         prefix = opt_str(o, "store-prefix"); /* --source-store-prefix= names the root */
     if (source && !*temp_dir) temp_dir = opt_str(o, "snapstore-temp-directory");
+    /* the encryption keys belong to the command's own store; copy's source and the secondary
+     * store are copied raw and need none */
+    Keyring *kr = NULL;
+    if (!*f->prefix) {
+        int code = setup_keyring(o, &kr);
+        if (code) return code;
+    }
     /* a container alone means Local, as the help says and as `snapshot` and `restore` take it */
-    if (allow_none && !*provider && !*container) return EXIT_OK;
+    if (allow_none && !*provider && !*container) {
+        if (kr) log_warn("encryption keys given but no store: they are not used");
+        keyring_free(kr);
+        return EXIT_OK;
+    }
     StoreConfig stc = {
         .provider = *provider ? provider : "Local",
         .container = container,
@@ -207,9 +263,11 @@ int setup_store_as(const Opts *o, const char *flag_prefix, const char *env_prefi
     };
     int rc = store_open(&stc, out);
     if (rc) {
+        keyring_free(kr);
         log_error("%s: %s", *f->prefix ? role : "store", err_msg());
         return rc == ERR_INVALID || rc == ERR_UNSUPPORTED ? EXIT_USAGE : EXIT_FAIL;
     }
+    store_set_keyring(*out, kr);
     log_info("%s: %s", role, store_describe(*out));
     return EXIT_OK;
 }

@@ -38,9 +38,18 @@ int setup_store(const Opts *o, int allow_none, Store **out);
  * "source-" for copy's source: an empty provider, prefix or temp directory is then the
  * destination's, seed-spec §1.12; "secondary-" for the server's secondary store), whose driver
  * reads environment variables with env_prefix ("", "SOURCE_", "SECONDARY_"; seed-spec §12).
- * role names it in log lines ("source store"). */
+ * role names it in log lines ("source store"). Only the store of flag_prefix "" gets the
+ * encryption keys (setup_keyring): the others are copied raw. */
 int setup_store_as(const Opts *o, const char *flag_prefix, const char *env_prefix, const char *role,
                    int allow_none, Store **out);
+/* The encryption keys from --encryption-key-file (ETCDBR_ENCRYPTION_KEY_FILE) or else the
+ * variable ETCDBR_ENCRYPTION_KEYS (the same text; wiped from the environment once read), for a
+ * command's stores; setup_store already gives its Store these (store_set_keyring). *out NULL when
+ * neither is set; owned otherwise. Logs a clear error (never a key) and returns EXIT_USAGE for
+ * both set or malformed keys, EXIT_FAIL for an unreadable file; warns when the file may be read
+ * by group or others. The variable is gone after the first call: a command with two stores
+ * (copy) calls setup_store once and gives the second store keyring_copy(store_keyring(first)). */
+int setup_keyring(const Opts *o, Keyring **out);
 
 /* Everything the server needs; EXIT_OK or EXIT_USAGE/EXIT_FAIL. server_teardown frees. */
 int server_setup(const Opts *o, ServerSetup *out);

@@ -2,8 +2,10 @@
  * prefix (cleaned once at open), the key layout ("<prefix>/v2/<name>" for writes, v1 and v2 read),
  * name parsing and ordering. Listing asks the driver only for "<prefix>/v2/" and "<prefix>/v1/",
  * so stores whose prefixes share a string prefix never see each other's objects (seed-spec §15.2).
- * A Store holds no mutable state after open: it is as thread-safe as its driver. */
+ * A Store holds no mutable state after open (its keyring is set once, before any reader or
+ * writer): it is as thread-safe as its driver. */
 #include "store.h"
+#include "../codec/crypt.h"
 #include "../common/err.h"
 #include "../common/log.h"
 #include "snapname.h"
@@ -29,6 +31,7 @@ struct Store {
     size_t n_pinned;
     HistoryRecord *pinned_recs;
     size_t n_pinned_recs;
+    Keyring *keyring; /* owned; NULL = no encryption keys */
 };
 
 /* Driver calls through the feature bits: serialized for a driver that is not thread-safe. */
@@ -232,8 +235,26 @@ void store_free(Store *s) {
     free(s->describe);
     free(s->pinned);
     free(s->pinned_recs);
+    keyring_free(s->keyring);
     pthread_mutex_destroy(&s->mu);
     free(s);
+}
+
+void store_set_keyring(Store *s, Keyring *kr) {
+    if (s->keyring != kr) keyring_free(s->keyring);
+    s->keyring = kr;
+}
+
+const Keyring *store_keyring(const Store *s) {
+    return s->keyring;
+}
+
+const char *store_name_suffix(const Store *s, CompressKind compression) {
+    /* static strings, one per compression, plain and with ".enc" first (snapname.h) */
+    static const char *const plain[] = {"", ".gz", ".zlib", ".Z", ".zst"};
+    static const char *const enc[] = {".enc", ".enc.gz", ".enc.zlib", ".enc.Z", ".enc.zst"};
+    size_t i = (size_t)compression < sizeof plain / sizeof plain[0] ? (size_t)compression : 0;
+    return s && s->keyring ? enc[i] : plain[i];
 }
 
 void store_pin_listing(Store *s) {
