@@ -9,7 +9,9 @@
 #  4. a restore from S3 and from ABS equals the restore from the Local source: every key, value,
 #     revision field and the current revision;
 #  5. --max-backups-to-copy=1 copies only the newest set (its full and its deltas);
-#  6. an unreachable source: a clear error naming it, exit 1, nothing written.
+#  6. an unreachable source: a clear error naming it, exit 1, nothing written;
+#  7. encrypted backups (.enc names) are copied byte for byte by a copy given no keys, and restore
+#     from the copy with the keys.
 source "$(dirname "$0")/lib.sh"
 make_workdir
 SEED=${ETCDBR_TEST_SEED:-$(date +%s)}
@@ -189,4 +191,32 @@ SOURCE_AWS_APPLICATION_CREDENTIALS_JSON=$S3_CREDS_JSON timeout 120 "$ETCDBR_BIN"
 grep "level=error" "$WORK/copy5.log" | grep -q "127.0.0.1:$DEAD" ||
     { cat "$WORK/copy5.log"; fail "the error does not name the unreachable source"; }
 [ -z "$(ls "$WORK/local-unreached/v2" 2>/dev/null)" ] || fail "something was written for an unreachable source"
-echo "PASS: copy Local -> S3 -> ABS ($n_src objects, 4 sets), restores equal at revision $SRC_REV, rerun copies nothing, newest set only, unreachable source refused"
+# --- 7. encrypted backups are copied as stored, without keys --------------------------------------
+( umask 077; printf 'copytest %s\n' "$(head -c 32 /dev/urandom | base64 -w0)" >"$WORK/keys" )
+ENC=$WORK/enc-src
+start_etcd enc "$WORK/enc.etcd"
+writes 20
+start_snapshotter "$ENC" "$WORK/enc-snap.log" --delta-snapshot-period=1s --encryption-key-file="$WORK/keys"
+wait_for_log "$WORK/enc-snap.log" "full snapshot Full-" 60
+writes 20
+sleep 1.3
+stop_snapshotter
+ENC_REV=$(current_revision "$ETCD_EP")
+dump_keys "$ETCD_EP" >"$WORK/enc-live.jsonl"
+stop_pid "$ETCD_PID"
+ls "$ENC/v2" | grep -q '^Full-.*\.enc' || fail "the source's full snapshot is not encrypted: $(ls "$ENC/v2")"
+AWS_APPLICATION_CREDENTIALS_JSON=$S3_CREDS_JSON "$ETCDBR_BIN" copy --storage-provider=S3 \
+    --store-container="$S3_BUCKET" --store-prefix=enc --store-endpoint-override="$S3_ENDPOINT" \
+    --source-storage-provider=Local --source-store-container="$ENC" --source-store-prefix= \
+    >"$WORK/copy-enc.log" 2>&1 || { cat "$WORK/copy-enc.log"; fail "copy of encrypted backups failed"; }
+for f in "$ENC"/v2/*; do
+    cmp -s "$f" "$WORK/s3rver/$S3_BUCKET/enc/v2/$(basename "$f")._S3rver_object" ||
+        fail "encrypted $(basename "$f") differs in S3"
+done
+AWS_APPLICATION_CREDENTIALS_JSON=$S3_CREDS_JSON restore_dump enc-from-s3 --storage-provider=S3 \
+    --store-container="$S3_BUCKET" --store-prefix=enc --store-endpoint-override="$S3_ENDPOINT" \
+    --encryption-key-file="$WORK/keys"
+[ "$(cat "$WORK/enc-from-s3.rev")" = "$ENC_REV" ] || fail "encrypted copy restored at revision $(cat "$WORK/enc-from-s3.rev"), etcd had $ENC_REV"
+cmp -s "$WORK/enc-live.jsonl" "$WORK/enc-from-s3.jsonl" || fail "the restore of the encrypted copy differs from etcd"
+
+echo "PASS: copy Local -> S3 -> ABS ($n_src objects, 4 sets), restores equal at revision $SRC_REV, rerun copies nothing, newest set only, unreachable source refused, encrypted objects copied as stored"
