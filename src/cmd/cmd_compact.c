@@ -75,8 +75,10 @@ static int store_db(void *ctx, const char *db_path, const Snapshot *full,
     if (stat(db_path, &st) != 0) return err_set(ERR_IO, "stat %s: %s", db_path, strerror(errno));
     c->revision = res->revision;
     c->db_bytes = (uint64_t)st.st_size;
-    rc = snapname_format(SNAP_FULL, 0, res->revision, now_unix_s(), compress_suffix(kind),
-                         full->is_final, c->name, sizeof c->name);
+    /* ".enc" first when the store has an encryption key (docs/encryption.md) */
+    rc =
+        snapname_format(SNAP_FULL, 0, res->revision, now_unix_s(),
+                        store_name_suffix(c->store, kind), full->is_final, c->name, sizeof c->name);
     if (rc) return rc;
     /* the new full snapshot continues the set's history (history.h); an untagged set (the Go
      * tool's) gets an untagged snapshot, as the Go tool's compact would write */

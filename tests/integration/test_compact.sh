@@ -86,7 +86,6 @@ compact_run() {
         tail -20 "$WORK/compact.log"
         fail "$label seed=$seed: compact failed"
     }
-    local name
     name=$(sed -n 's/.*compact done: \(Full-[^ ]*\) at revision.*/\1/p' "$WORK/compact.log")
     [ -n "$name" ] || fail "$label seed=$seed: compact did not say what it stored: $(tail -3 "$WORK/compact.log")"
     case "$name" in Full-00000000-$(printf '%08d' "$src_rev")-*) ;;
@@ -164,7 +163,17 @@ rc=0
 "$ETCDBR_BIN" compact --storage-provider=Local --store-container="$WORK_ROOT/empty" >"$WORK_ROOT/compact-empty.log" 2>&1 || rc=$?
 [ "$rc" = 4 ] || fail "compact of an empty store exited $rc, want 4"
 
-# 4. s3rver
+# 4. encrypted (docs/encryption.md): the set and the compacted snapshot are .enc objects
+KEYS=$WORK_ROOT/keys
+printf 'k1 %s\n' "$(head -c 32 /dev/urandom | base64 -w0)" >"$KEYS"
+chmod 600 "$KEYS"
+STORE_DIR=$WORK_ROOT/enc-store
+STORE_FLAGS=(--storage-provider=Local --store-container="$STORE_DIR" --encryption-key-file="$KEYS")
+compact_run encrypted "$((seed + 2))"
+case "$name" in *.enc.gz) ;; *) fail "encrypted: the compacted snapshot $name is not .enc.gz" ;; esac
+[ "$(head -c 3 "$STORE_DIR/v2/$name" | od -An -tx1 | tr -d ' ')" != 1f8b08 ] || fail "encrypted: $name is plain gzip"
+
+# 5. s3rver
 start_s3rver
 S3_DIR=$WORK/s3rver
 export AWS_APPLICATION_CREDENTIALS_JSON=$S3_CREDS_JSON
