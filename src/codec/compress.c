@@ -11,6 +11,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -386,18 +387,30 @@ static void pgz_stop(ParallelGzipWriter *w) {
     w->started = 0;
 }
 
+/* Starts the workers with every signal blocked: they only compute, and stop signals must reach
+ * the thread that waits for them (the commands' main thread). */
 static int pgz_start(ParallelGzipWriter *w) {
+    sigset_t all, old;
+    int rc = 0;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
     for (int i = 0; i < w->nthreads; i++) {
         GzipWorker *wk = &w->workers[i];
         wk->w = w;
         if (!wk->c) wk->c = libdeflate_alloc_compressor(GZIP_LEVEL);
-        if (!wk->c) return err_set(ERR_NOMEM, "gzip: out of memory for a compressor");
-        int rc = pthread_create(&wk->thread, NULL, pgz_worker, wk);
-        if (rc != 0)
-            return err_set(ERR_NOMEM, "gzip: cannot start a worker thread: %s", strerror(rc));
+        if (!wk->c) {
+            rc = err_set(ERR_NOMEM, "gzip: out of memory for a compressor");
+            break;
+        }
+        int prc = pthread_create(&wk->thread, NULL, pgz_worker, wk);
+        if (prc != 0) {
+            rc = err_set(ERR_NOMEM, "gzip: cannot start a worker thread: %s", strerror(prc));
+            break;
+        }
         w->started++;
     }
-    return 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return rc;
 }
 
 /* Writes the oldest block to next once it is compressed (waiting for it when wait is set).
