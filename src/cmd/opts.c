@@ -46,6 +46,7 @@ static const char *const PROVIDERS[] = {"",      "Local", "S3",  "ABS", "GCS",
                                         "Swift", "OSS",   "ECS", "OCS", NULL};
 static const char *const GC_POLICIES[] = {"Exponential", "LimitBased", NULL};
 static const char *const COMPRESSION_POLICIES[] = {"gzip", "zlib", "lzw", "zstd", NULL};
+static const char *const GZIP_MODES[] = {"parallel", "single", NULL};
 static const char *const COMPACTION_MODES[] = {"periodic", "revision", NULL};
 static const char *const VALIDATION_MODES[] = {"full", "sanity", NULL};
 
@@ -143,6 +144,15 @@ static const OptDef opt_table[] = {
      ACTIVE},
     {"compression-policy", 0, OPT_STRING, "gzip", NULL, SNAP, 0, "compression of new snapshots",
      ACTIVE, ONE_OF(COMPRESSION_POLICIES)},
+    {"gzip-mode", 0, OPT_STRING, "parallel", NULL, SNAP, 0,
+     "how the gzip policy writes: parallel compresses 1 MiB blocks as separate gzip members on "
+     "--gzip-threads threads (libdeflate, level 6); single writes one member from one zlib stream "
+     "on one thread, as the Go tool does. The Go tool reads both (docs/compression.md)",
+     ACTIVE, ONE_OF(GZIP_MODES)},
+    {"gzip-threads", 0, OPT_INT, "0", NULL, SNAP, 0,
+     "threads compressing gzip blocks with --gzip-mode=parallel; 0 = the CPUs this process may "
+     "use, at most 4",
+     ACTIVE, BETWEEN(0, 64)},
     /* BACKOFF (seed-spec §1.5) */
     {"backoff-multiplier", 0, OPT_INT, "2", NULL, SNAP, 0,
      "factor by which the retry delay after a failed snapshot grows (1 s x multiplier, then x "

@@ -75,6 +75,12 @@ int setup_snapshotter_config(const Opts *o, SnapshotterConfig *sc, CronSchedule 
         log_error("--compression-policy: %s", err_msg());
         return EXIT_USAGE;
     }
+    GzipWriterOptions gz = {.threads = (int)opt_int(o, "gzip-threads")};
+    if (compress_parse_gzip_mode(opt_str(o, "gzip-mode"), &gz.mode)) {
+        log_error("--gzip-mode: %s", err_msg());
+        return EXIT_USAGE;
+    }
+    compress_set_gzip_defaults(&gz); /* parsed config, before the snapshotter's threads */
     int64_t mem = opt_int(o, "delta-snapshot-memory-limit");
     int64_t maxch = opt_int(o, "max-changes-per-delta-snapshot"); /* >= 0: the table's range */
     sc->temp_dir = opt_str(o, "snapstore-temp-directory");
