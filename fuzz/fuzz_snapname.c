@@ -30,9 +30,11 @@ static void check_parsed(const Snapshot *s, const char *key, const char *prefix)
     CHECK(memchr(s->compression_suffix, '\0', sizeof s->compression_suffix) != NULL);
 
     /* Round trip through the v2 name. */
-    char name[256], key2[1024];
-    CHECK(snapname_format(s->kind, s->start_revision, s->last_revision, s->created_on,
-                          s->compression_suffix, s->is_final, name, sizeof name) == 0);
+    char name[256], key2[1024], sfx[32];
+    CHECK(strcmp(s->compression_suffix, SNAPNAME_ENC_SUFFIX) != 0);
+    CHECK(snapname_suffix(s->encrypted, s->compression_suffix, sfx, sizeof sfx) == 0);
+    CHECK(snapname_format(s->kind, s->start_revision, s->last_revision, s->created_on, sfx,
+                          s->is_final, name, sizeof name) == 0);
     /* Same store prefix as parsed (s->prefix ends in "v1/" or "v2/"), now in the v2 layout. */
     size_t pl = strlen(s->prefix);
     CHECK(pl >= 3);
@@ -44,6 +46,7 @@ static void check_parsed(const Snapshot *s, const char *key, const char *prefix)
     CHECK(t.last_revision == s->last_revision && t.created_on == s->created_on);
     CHECK(t.is_final == s->is_final && !t.is_chunk && t.version == 2);
     CHECK(strcmp(t.compression_suffix, s->compression_suffix) == 0);
+    CHECK(t.encrypted == s->encrypted);
     CHECK(strcmp(t.snap_name, name) == 0);
 }
 

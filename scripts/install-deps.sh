@@ -4,7 +4,7 @@ set -euo pipefail
 PKGS=(
     build-essential cmake pkg-config clang clang-format
     libcurl4-openssl-dev libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler
-    libssl-dev zlib1g-dev libzstd-dev libjansson-dev libcmocka-dev libmicrohttpd-dev libyaml-dev
+    libssl-dev zlib1g-dev libzstd-dev libdeflate-dev libjansson-dev libcmocka-dev libmicrohttpd-dev libyaml-dev
     etcd-server etcd-client jq curl python3 ca-certificates openssl procps
     # OpenStack Swift (tempauth, dlo, s3api) for the Swift and strict-S3 tests (~35 s, ~150 packages)
     swift swift-proxy swift-object swift-account swift-container memcached
@@ -16,8 +16,18 @@ done
 if [ ${#missing[@]} -gt 0 ]; then
     SUDO=""
     [ "$(id -u)" = 0 ] || SUDO=sudo
-    $SUDO apt-get update
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends "${missing[@]}"
+    # another apt (unattended-upgrades on a fresh machine) may hold the lock: wait for it
+    apt_retry() {
+        local i
+        for i in $(seq 1 60); do
+            $SUDO env DEBIAN_FRONTEND=noninteractive "$@" -o DPkg::Lock::Timeout=60 && return 0
+            echo "apt failed (attempt $i; the apt lock may be held): retrying in 10 s" >&2
+            sleep 10
+        done
+        return 1
+    }
+    apt_retry apt-get update
+    apt_retry apt-get install -y --no-install-recommends "${missing[@]}"
 fi
 # object-store test servers (npm, into ~/.cache/etcdbr/npm, only when missing)
 "$(dirname "$0")/test-servers.sh"

@@ -10,10 +10,12 @@
 #include "../common/timeutil.h"
 #include "../format/bbolt.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define FULLSNAP_TMP_PREFIX "etcdbr-full-"
@@ -62,9 +64,17 @@ static int store_stream(Store *store, const char *snap_name, CompressKind compre
         return 0;
     }
     if (rc) return rc;
+    /* the name decides: ".enc" (store_name_suffix) means compress, then encrypt */
+    Snapshot named;
+    rc = store_snapshot_for_name(store, snap_name, &named);
+    if (!rc && named.encrypted && !store_keyring(store))
+        rc = err_set(ERR_INVALID, "%s: an encrypted name, but the store has no encryption key",
+                     snap_name);
+    if (rc) goto done;
     g = io_filter_group_new(store_writer_io(sw));
     if (!g) rc = err_set(ERR_NOMEM, "out of memory");
     if (!rc) rc = io_filter_group_add_compress(g, compression);
+    if (!rc && named.encrypted) rc = io_filter_group_add_encrypt(g, store_keyring(store));
     if (!rc) rc = io_filter_group_add_count(g, "stored");
     IoWriter *in = rc ? NULL : io_filter_group_io(g);
     if (!rc && !in) rc = err_set(ERR_NOMEM, "out of memory");
@@ -169,8 +179,9 @@ int fullsnap_take(EtcdClient *c, Store *store, const char *temp_dir, CompressKin
         goto done;
     }
     out->db_bytes = payload_len;
-    rc = snapname_format(SNAP_FULL, 0, out->revision, now_unix_s(), compress_suffix(compression),
-                         is_final, out->snap_name, sizeof out->snap_name);
+    rc = snapname_format(SNAP_FULL, 0, out->revision, now_unix_s(),
+                         store_name_suffix(store, compression), is_final, out->snap_name,
+                         sizeof out->snap_name);
     if (rc) goto done;
     if (before_store &&
         (rc = before_store(hook_ctx, path, payload_len, out->revision, out->snap_name)))
@@ -184,7 +195,8 @@ int fullsnap_take(EtcdClient *c, Store *store, const char *temp_dir, CompressKin
         rc = err_set(ERR_NOMEM, "out of memory");
         goto done;
     }
-    snprintf(what, sizeof what, "full snapshot: compressing and storing %s", out->snap_name);
+    snprintf(what, sizeof what, "full snapshot: %s and storing %s",
+             store_keyring(store) ? "compressing, encrypting" : "compressing", out->snap_name);
     progress = progress_start(what, *count, 1);
     rc = store_stream(store, out->snap_name, compression, src, &out->stored_bytes, progress);
 done:
@@ -196,5 +208,78 @@ done:
     unlink(path); /* while still locked: no cleanup can take it for stale meanwhile */
     close(fd);
     free(path);
+    return rc;
+}
+
+/* ---------- a db file as a full snapshot (compact) ---------- */
+
+/* Reader over a db file that yields its bytes and then their SHA-256: the full snapshot format
+ * etcd's Snapshot stream has (seed-spec §4.1). */
+typedef struct {
+    IoReader base;
+    int fd;
+    Sha256 *sha;
+    uint8_t digest[SHA256_LEN];
+    size_t digest_off; /* bytes of the digest given out; SHA256_LEN + 1 before the end */
+} DbTrailerReader;
+
+static int db_trailer_read(IoReader *r, void *buf, size_t cap, size_t *got) {
+    DbTrailerReader *d = (DbTrailerReader *)r;
+    *got = 0;
+    if (d->digest_off > SHA256_LEN) {
+        ssize_t n;
+        do {
+            n = read(d->fd, buf, cap);
+        } while (n < 0 && errno == EINTR);
+        if (n < 0) return err_set(ERR_IO, "read db: %s", strerror(errno));
+        if (n > 0) {
+            sha256_update(d->sha, buf, (size_t)n);
+            *got = (size_t)n;
+            return 0;
+        }
+        sha256_final(d->sha, d->digest);
+        d->digest_off = 0;
+    }
+    size_t left = SHA256_LEN - d->digest_off;
+    size_t n = left < cap ? left : cap;
+    memcpy(buf, d->digest + d->digest_off, n);
+    d->digest_off += n;
+    *got = n;
+    return 0;
+}
+
+static void db_trailer_free(IoReader *r) {
+    DbTrailerReader *d = (DbTrailerReader *)r;
+    sha256_free(d->sha);
+    free(d);
+}
+
+static const IoReaderVt db_trailer_vt = {db_trailer_read, db_trailer_free};
+
+int fullsnap_store_db_file(Store *store, const char *snap_name, CompressKind compression,
+                           const char *db_path, const char *what, uint64_t *stored_bytes) {
+    struct stat st;
+    int fd = open(db_path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return err_set(ERR_IO, "open %s: %s", db_path, strerror(errno));
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        close(fd);
+        return err_set(ERR_IO, "stat %s: %s", db_path, strerror(e));
+    }
+    DbTrailerReader *d = calloc(1, sizeof *d);
+    if (d) d->sha = sha256_new();
+    if (!d || !d->sha) {
+        if (d) free(d);
+        close(fd);
+        return err_set(ERR_NOMEM, "out of memory");
+    }
+    d->base.vt = &db_trailer_vt;
+    d->fd = fd;
+    d->digest_off = SHA256_LEN + 1;
+    Progress *p = progress_start(what, (uint64_t)st.st_size + SHA256_LEN, 1);
+    int rc = store_stream(store, snap_name, compression, &d->base, stored_bytes, p);
+    progress_finish(p);
+    io_reader_free(&d->base);
+    close(fd);
     return rc;
 }

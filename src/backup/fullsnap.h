@@ -52,11 +52,20 @@ int fullsnap_verify_file(const char *path, IoWriter *checker, uint64_t total,
                          int allow_missing_trailer, int full_walk, uint64_t *db_len,
                          int64_t *revision);
 
-/* Copies src (borrowed, uncompressed payload) through the compressor into a new store object
- * snap_name; commits only if every byte was written. *stored_bytes may be NULL. An object that
+/* Copies src (borrowed, uncompressed payload) through the compressor, then, when snap_name says
+ * ".enc" (store_name_suffix), through the store's encryption key, into a new store object
+ * snap_name; commits only if every byte was written. ERR_INVALID for an encrypted name on a
+ * store without keys. *stored_bytes may be NULL. An object that
  * already exists under snap_name counts as stored (*stored_bytes = 0): a name fixes kind,
  * revisions and creation second, so it holds the same revisions. */
 int fullsnap_store_stream(Store *store, const char *snap_name, CompressKind compression,
                           IoReader *src, uint64_t *stored_bytes);
+
+/* Stores the bbolt db at db_path as the full snapshot snap_name: its bytes then their SHA-256
+ * (the format of etcd's Snapshot stream, seed-spec §4.1), through the compressor, in one pass,
+ * progress reported as `what` (progress.h). Same commit rules and errors as
+ * fullsnap_store_stream, plus ERR_IO reading the file. */
+int fullsnap_store_db_file(Store *store, const char *snap_name, CompressKind compression,
+                           const char *db_path, const char *what, uint64_t *stored_bytes);
 
 #endif

@@ -233,6 +233,10 @@ static int apply_history(Snapshotter *s, HistoryDecision *d, const HistoryRecord
     if (strcmp(s->history, d->history) != 0)
         log_info("backup history %s (%s): %s", d->history, history_action_name(d->action), d->why);
     memcpy(s->history, d->history, sizeof s->history);
+    pthread_mutex_lock(&s->mu);
+    memcpy(s->status.history, s->history, sizeof s->status.history);
+    s->status.adopts_untagged = s->adopts_untagged;
+    pthread_mutex_unlock(&s->mu);
     set_conflict(s, 0);
     return 0;
 }
@@ -325,8 +329,9 @@ static int take_delta(Snapshotter *s, int *stored_out) {
     int64_t t0 = now_mono_ms();
     int64_t last = delta_writer_last_revision(s->spool);
     char name[256];
-    int rc = snapname_format(SNAP_INCR, s->prev_rev + 1, last, now_unix_s(),
-                             compress_suffix(s->cfg.compression), 0, name, sizeof name);
+    int rc =
+        snapname_format(SNAP_INCR, s->prev_rev + 1, last, now_unix_s(),
+                        store_name_suffix(s->cfg.store, s->cfg.compression), 0, name, sizeof name);
     if (rc) return rc;
     IoReader *payload = NULL;
     rc = tag_object(s, name);

@@ -103,6 +103,8 @@ typedef struct SnapshotterStatus {
     int64_t last_full_ok_s, last_delta_ok_s; /* Unix seconds, 0 = never */
     int64_t last_revision;                   /* last stored revision */
     int store_conflict; /* refusing to write: the store holds another history (history.h) */
+    char history[HISTORY_ID_LEN + 1]; /* the backup history written under, "" = not decided */
+    int adopts_untagged;              /* its GC may collect untagged objects */
     char last_error[512];
 } SnapshotterStatus;
 

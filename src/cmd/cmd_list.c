@@ -24,13 +24,6 @@ static const char *compression_name(const char *suffix) {
     return suffix;
 }
 
-/* Encrypted objects carry ".enc" before their compression suffix (issue 9 item 1): read from
- * the name, like everything else list shows. */
-static int name_encrypted(const Snapshot *s) {
-    const char *p = strstr(s->snap_name, ".enc");
-    return p && (p[4] == '\0' || p[4] == '.');
-}
-
 static void time_text(int64_t unix_s, char *buf, size_t cap) {
     time_t t = (time_t)unix_s;
     struct tm tm;
@@ -66,8 +59,8 @@ static json_t *obj_json(const Snapshot *s) {
                      "start_revision", (json_int_t)s->start_revision, "last_revision",
                      (json_int_t)s->last_revision, "created", (json_int_t)s->created_on,
                      "created_time", when, "size", (json_int_t)s->size, "compression",
-                     compression_name(s->compression_suffix), "encrypted", name_encrypted(s),
-                     "history", s->history, "final", s->is_final, "abandoned", s->abandoned);
+                     compression_name(s->compression_suffix), "encrypted", s->encrypted, "history",
+                     s->history, "final", s->is_final, "abandoned", s->abandoned);
 }
 
 static void row(FILE *f, const char *set, const Snapshot *s, const char *status) {
@@ -78,7 +71,7 @@ static void row(FILE *f, const char *set, const Snapshot *s, const char *status)
              (long long)s->last_revision);
     fprintf(f, "%-6s %-5s %-19s %-20s %10s  %-11s %-9s %-16s %-14s %s\n", set,
             s->kind == SNAP_FULL ? "full" : "delta", revs, when, size,
-            compression_name(s->compression_suffix), name_encrypted(s) ? "yes" : "no",
+            compression_name(s->compression_suffix), s->encrypted ? "yes" : "no",
             s->history[0] ? s->history : "untagged", status, s->snap_name);
 }
 

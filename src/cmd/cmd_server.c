@@ -9,6 +9,7 @@
  * leadership while requests are in flight is safe. Only the main thread takes stop signals. */
 #include "cmd.h"
 #include "config_file.h"
+#include "secondary_sync.h"
 #include "server_common.h"
 #include "server_verify.h"
 #include "../backup/fullsnap.h"
@@ -49,6 +50,7 @@ typedef struct {
     int snap_users;           /* HTTP handlers holding snap (mu) */
     pthread_cond_t snap_idle; /* snap_users dropped to 0 */
     Snapshotter *snap_owned;  /* main thread only: the snapshotter it runs and will free */
+    SecondarySync *sync;      /* main thread only: the secondary backup sync while leading */
     pthread_t snap_thread;
     /* snapshotter_run's stop flag: its interface is a atomic_int (snapshotter.h);
      * written only by request_snapshotter_stop */
@@ -203,6 +205,20 @@ static void start_snapshotter(Server *sv) {
     sv->snap = s;
     pthread_mutex_unlock(&sv->mu);
     log_info("became backup leader: snapshotter started");
+    if (sv->setup.secondary) {
+        SecondarySyncConfig yc = {
+            .primary = sv->setup.store,
+            .secondary = sv->setup.secondary,
+            .snap = s,
+            .period_ms = sv->setup.secondary_period_ms,
+            .gc_period_ms = sc.gc_period_ms,
+            .gc_policy = sc.gc_policy,
+            .max_backups = sc.max_backups,
+            .delta_retention_s = sc.delta_retention_s,
+        };
+        if (secondary_sync_start(&yc, &sv->sync))
+            log_error("secondary backup sync not started: %s", err_msg());
+    }
 }
 
 /* Main thread only: unpublishes the snapshotter (new requests get "not active"), stops its
@@ -210,6 +226,8 @@ static void start_snapshotter(Server *sv) {
 static void stop_snapshotter(Server *sv) {
     Snapshotter *s = sv->snap_owned;
     if (!s) return;
+    secondary_sync_stop(sv->sync); /* it reads the snapshotter's history */
+    sv->sync = NULL;
     pthread_mutex_lock(&sv->mu);
     sv->snap = NULL;
     pthread_mutex_unlock(&sv->mu);
@@ -557,6 +575,7 @@ static int server_main(const Opts *o, char **etcd_argv) {
     etcdbr_metrics_init();
     server_register_age_metrics();
     server_register_store_metric(sv.setup.has_store);
+    if (sv.setup.secondary) secondary_sync_register_metrics();
     if ((code = server_verify_start(o, &sv.setup, &sv.verify)) != EXIT_OK) {
         server_teardown(&sv.setup);
         pthread_cond_destroy(&sv.snap_idle);

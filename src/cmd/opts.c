@@ -32,9 +32,11 @@
 #define AT_LEAST(v) .has_min = 1, .min = (v)
 #define BETWEEN(lo, hi) .has_min = 1, .min = (lo), .has_max = 1, .max = (hi)
 #define ONE_OF(list) .choices = (list)
+#define IGNORED_IN(mask, why) .ignored_in = (mask), .ignored_in_why = (why)
 
 #define MIN_CHUNK_SIZE 5242880 /* 5 MiB: the Go tool's minimum (S3's smallest part) */
 #define NO_ETCD_RUNS "restore builds the db offline and starts no etcd"
+#define NO_MEMBER "compact writes a full snapshot into the store, not a member's data dir"
 
 static const char *const LOG_LEVELS[] = {
     "error", "warn", "warning", "info", "debug", "trace", "0", "1", "2", "3", "4", "5", "6", NULL};
@@ -45,6 +47,7 @@ static const char *const PROVIDERS[] = {"",      "Local", "S3",  "ABS", "GCS",
                                         "Swift", "OSS",   "ECS", "OCS", NULL};
 static const char *const GC_POLICIES[] = {"Exponential", "LimitBased", NULL};
 static const char *const COMPRESSION_POLICIES[] = {"gzip", "zlib", "lzw", "zstd", NULL};
+static const char *const GZIP_MODES[] = {"parallel", "single", NULL};
 static const char *const COMPACTION_MODES[] = {"periodic", "revision", NULL};
 static const char *const VALIDATION_MODES[] = {"full", "sanity", NULL};
 static const char *const OUTPUT_FORMATS[] = {"text", "json", NULL};
@@ -66,9 +69,11 @@ static const OptDef opt_table[] = {
      "timeout of short etcd calls", ACTIVE, AT_LEAST(1)},
     {"etcd-snapshot-timeout", 0, OPT_DURATION, "15m", NULL, ETCD | CMD_COMPACT, 0,
      "timeout of a whole full snapshot stream; not below --etcd-connection-timeout", ACTIVE,
-     AT_LEAST(1)},
+     AT_LEAST(1),
+     IGNORED_IN(CMD_COMPACT, "compact builds the snapshot offline; it takes none from etcd")},
     {"etcd-defrag-timeout", 0, OPT_DURATION, "8m", NULL, ETCD | CMD_COMPACT, 0,
-     "timeout of defragmenting one member", ACTIVE, AT_LEAST(1)},
+     "timeout of defragmenting one member", ACTIVE, AT_LEAST(1),
+     IGNORED_IN(CMD_COMPACT, "compact writes the db fresh, without free pages")},
     {"insecure-transport", 0, OPT_BOOL, "true", NULL, ETCD, 0,
      "the Go tool's switch between plain HTTP/2 and TLS to etcd",
      IGNORED("the endpoint decides: http:// is plain, https:// is TLS, and an endpoint without "
@@ -105,6 +110,12 @@ static const OptDef opt_table[] = {
      ACTIVE, AT_LEAST(MIN_CHUNK_SIZE)},
     {"snapstore-temp-directory", 0, OPT_STRING, "/tmp", NULL, STORE, 0,
      "staging directory for snapshot and delta spool files", ACTIVE},
+    {"encryption-key-file", 0, OPT_STRING, "", "ETCDBR_ENCRYPTION_KEY_FILE", STORE, 0,
+     "file of client-side encryption keys, one \"<key-id> <base64 of 32 bytes>\" per line ('#' "
+     "starts a comment): the first key encrypts new snapshots (AES-256-GCM; names get .enc, "
+     "which the Go tool cannot read), every key decrypts; or give the same text in "
+     "ETCDBR_ENCRYPTION_KEYS (keys never go on the command line); docs/encryption.md",
+     ACTIVE},
     /* SNAPSHOTTER (seed-spec §1.3) */
     {"schedule", 's', OPT_STRING, "0 */1 * * *", NULL, SNAP, 0, "cron schedule of full snapshots",
      ACTIVE},
@@ -135,6 +146,15 @@ static const OptDef opt_table[] = {
      ACTIVE},
     {"compression-policy", 0, OPT_STRING, "gzip", NULL, SNAP, 0, "compression of new snapshots",
      ACTIVE, ONE_OF(COMPRESSION_POLICIES)},
+    {"gzip-mode", 0, OPT_STRING, "parallel", NULL, SNAP, 0,
+     "how the gzip policy writes: parallel compresses 1 MiB blocks as separate gzip members on "
+     "--gzip-threads threads (libdeflate, level 6); single writes one member from one zlib stream "
+     "on one thread, as the Go tool does. The Go tool reads both (docs/compression.md)",
+     ACTIVE, ONE_OF(GZIP_MODES)},
+    {"gzip-threads", 0, OPT_INT, "0", NULL, SNAP, 0,
+     "threads compressing gzip blocks with --gzip-mode=parallel; 0 = the CPUs this process may "
+     "use, at most 4",
+     ACTIVE, BETWEEN(0, 64)},
     /* BACKOFF (seed-spec §1.5) */
     {"backoff-multiplier", 0, OPT_INT, "2", NULL, SNAP, 0,
      "factor by which the retry delay after a failed snapshot grows (1 s x multiplier, then x "
@@ -147,16 +167,17 @@ static const OptDef opt_table[] = {
      "longest delay between retries after a failed snapshot", ACTIVE, AT_LEAST(1)},
     /* RESTORE (seed-spec §1.6) */
     {"initial-cluster", 0, OPT_STRING, "default=http://localhost:2380", NULL, RESTORE, 0,
-     "initial cluster of the restored member set", ACTIVE},
+     "initial cluster of the restored member set", ACTIVE, IGNORED_IN(CMD_COMPACT, NO_MEMBER)},
     {"initial-cluster-token", 0, OPT_STRING, "etcd-cluster", NULL, RESTORE, 0,
-     "initial cluster token", ACTIVE},
+     "initial cluster token", ACTIVE, IGNORED_IN(CMD_COMPACT, NO_MEMBER)},
     {"data-dir", 'd', OPT_STRING, "default.etcd", NULL, RESTORE, 0, "data dir to restore into",
-     ACTIVE},
+     ACTIVE, IGNORED_IN(CMD_COMPACT, NO_MEMBER)},
     {"restoration-temp-snapshots-dir", 0, OPT_STRING, "default.restoration.tmp", NULL, RESTORE, 0,
      "scratch directory for downloaded snapshots", ACTIVE},
     {"initial-advertise-peer-urls", 0, OPT_LIST, "http://localhost:2380", NULL, RESTORE, 0,
-     "peer URLs of the restored member", ACTIVE},
-    {"name", 0, OPT_STRING, "default", NULL, RESTORE, 0, "member name", ACTIVE},
+     "peer URLs of the restored member", ACTIVE, IGNORED_IN(CMD_COMPACT, NO_MEMBER)},
+    {"name", 0, OPT_STRING, "default", NULL, RESTORE, 0, "member name", ACTIVE,
+     IGNORED_IN(CMD_COMPACT, NO_MEMBER)},
     {"skip-hash-check", 0, OPT_BOOL, "false", NULL, RESTORE, 0,
      "accept a full snapshot without its sha256 trailer", ACTIVE},
     {"max-fetchers", 0, OPT_INT, "6", NULL, RESTORE | CMD_VERIFY, 0, "parallel delta downloads",
@@ -179,7 +200,7 @@ static const OptDef opt_table[] = {
      "etcd binary of the restore (kept so that existing scripts run)", IGNORED(NO_ETCD_RUNS)},
     {"etcdutl-bin", 0, OPT_STRING, "", "ETCDBR_ETCDUTL_BIN", RESTORE | CMD_VERIFY, 0,
      "etcdutl (3.5+) or etcdctl (3.4) used for snapshot restore (default: etcdutl, else etcdctl)",
-     ACTIVE},
+     ACTIVE, IGNORED_IN(CMD_COMPACT, NO_MEMBER)},
     /* point in time and revision bump (restore and initialize; docs/restore.md) */
     {"revision", 0, OPT_INT, "0", NULL, CMD_RESTORE | CMD_INITIALIZE, 0,
      "restore exactly the state at this revision (newest full snapshot at or before it plus the "
@@ -230,25 +251,84 @@ static const OptDef opt_table[] = {
      "period of the backup-leadership check; more than 1s", ACTIVE},
     {"etcd-connection-timeout-leader-election", 0, OPT_DURATION, "5s", NULL, CMD_SERVER, 0,
      "timeout of the Status call of the leadership check; more than 1s", ACTIVE},
-    /* SECONDARY store (seed-spec §1.7) */
+    /* SECONDARY store (seed-spec §1.7, §10.3): its credentials are read from SECONDARY_-prefixed
+     * environment variables (SECONDARY_AWS_APPLICATION_CREDENTIALS...; docs/copy.md) */
     {"secondary-storage-provider", 0, OPT_STRING, "", NULL, CMD_SERVER, 0,
-     "secondary snapshot store (dual site); empty = none", UNIMPLEMENTED, ONE_OF(PROVIDERS)},
+     "secondary snapshot store (dual site) that --secondary-backup-sync-enabled copies backups "
+     "into; empty with an empty --secondary-store-container = none, a container alone = Local",
+     ACTIVE, ONE_OF(PROVIDERS)},
     {"secondary-store-container", 0, OPT_STRING, "", "SECONDARY_STORAGE_CONTAINER", CMD_SERVER, 0,
-     "bucket/container of the secondary store", UNIMPLEMENTED},
+     "bucket/container of the secondary store", ACTIVE},
     {"secondary-store-endpoint-override", 0, OPT_STRING, "", NULL, CMD_SERVER, 0,
-     "secondary object store endpoint URL", UNIMPLEMENTED},
+     "secondary object store endpoint URL (as --store-endpoint-override)", ACTIVE},
     {"secondary-store-prefix", 0, OPT_STRING, "", NULL, CMD_SERVER, 0,
-     "key prefix in the secondary store", UNIMPLEMENTED},
+     "key prefix in the secondary store; objects are written under <prefix>/v2/", ACTIVE},
     {"secondary-max-parallel-chunk-uploads", 0, OPT_INT, "5", NULL, CMD_SERVER, 0,
-     "parallel part uploads to the secondary store", UNIMPLEMENTED, AT_LEAST(1)},
+     "parallel part uploads to the secondary store (as --max-parallel-chunk-uploads)", ACTIVE,
+     AT_LEAST(1)},
     {"secondary-min-chunk-size", 0, OPT_INT, "5242880", NULL, CMD_SERVER, 0,
-     "minimum part size in bytes for the secondary store", UNIMPLEMENTED, AT_LEAST(MIN_CHUNK_SIZE)},
+     "part size in bytes for the secondary store (as --min-chunk-size)", ACTIVE,
+     AT_LEAST(MIN_CHUNK_SIZE)},
     {"secondary-snapstore-temp-directory", 0, OPT_STRING, "/tmp", NULL, CMD_SERVER, 0,
-     "staging directory for the secondary store", UNIMPLEMENTED},
+     "staging directory for the secondary store (copies are streamed; nothing is staged there "
+     "now)",
+     ACTIVE},
     {"secondary-backup-sync-enabled", 0, OPT_BOOL, "false", NULL, CMD_SERVER, 0,
-     "periodically copy backups to the secondary store and garbage-collect there", UNIMPLEMENTED},
+     "while backup leader, copy every backup missing in the secondary store at once and every "
+     "--secondary-backup-sync-period (10 parallel copies), then garbage-collect this cluster's "
+     "backup history there with --garbage-collection-policy",
+     ACTIVE},
     {"secondary-backup-sync-period", 0, OPT_DURATION, "1h", NULL, CMD_SERVER, 0,
-     "period of the copy to the secondary store", UNIMPLEMENTED},
+     "period of the copy to the secondary store", ACTIVE, AT_LEAST(1000)},
+    /* copy (seed-spec §1.12): the source store; its credentials are read from SOURCE_-prefixed
+     * environment variables; an empty provider, prefix or temp directory is the destination's */
+    {"source-storage-provider", 0, OPT_STRING, "", NULL, CMD_COPY, 0,
+     "provider of the store to copy from; empty = the destination's (--storage-provider)", ACTIVE,
+     ONE_OF(PROVIDERS)},
+    {"source-store-container", 0, OPT_STRING, "", "SOURCE_STORAGE_CONTAINER", CMD_COPY, 0,
+     "bucket/container of the source store; Local: directory (relative = relative to $HOME)",
+     ACTIVE},
+    {"source-store-endpoint-override", 0, OPT_STRING, "", NULL, CMD_COPY, 0,
+     "source object store endpoint URL (as --store-endpoint-override)", ACTIVE},
+    {"source-store-prefix", 0, OPT_STRING, "", NULL, CMD_COPY, 0,
+     "key prefix of the source store; not given = the destination's (--store-prefix), given "
+     "empty (--source-store-prefix=) = no prefix",
+     ACTIVE},
+    {"source-max-parallel-chunk-uploads", 0, OPT_INT, "5", NULL, CMD_COPY, 0,
+     "the source store's --max-parallel-chunk-uploads (copy only reads from it)", ACTIVE,
+     AT_LEAST(1)},
+    {"source-min-chunk-size", 0, OPT_INT, "5242880", NULL, CMD_COPY, 0,
+     "the source store's --min-chunk-size (copy only reads from it)", ACTIVE,
+     AT_LEAST(MIN_CHUNK_SIZE)},
+    {"source-snapstore-temp-directory", 0, OPT_STRING, "", NULL, CMD_COPY, 0,
+     "the source store's staging directory; empty = the destination's (copies are streamed: "
+     "nothing is staged)",
+     ACTIVE},
+    {"max-backups-to-copy", 0, OPT_INT, "-1", NULL, CMD_COPY, 0,
+     "copy only the newest this many backups (a full snapshot and its deltas); -1 = all", ACTIVE,
+     AT_LEAST(-1)},
+    {"max-backup-age", 0, OPT_INT, "-1", NULL, CMD_COPY, 0,
+     "copy only backups whose full snapshot is at most this many days old; -1 = any age", ACTIVE,
+     AT_LEAST(-1)},
+    {"max-parallel-copy-operations", 0, OPT_INT, "10", NULL, CMD_COPY, 0, "objects copied at once",
+     ACTIVE, AT_LEAST(1)},
+    {"wait-for-final-snapshot", 0, OPT_BOOL, "false", NULL, CMD_COPY, 0,
+     "first wait (listing the source every 15s) until one of its 4 newest full snapshots is a "
+     "final one (.final)",
+     ACTIVE},
+    {"wait-for-final-snapshot-timeout", 0, OPT_DURATION, "0s", NULL, CMD_COPY, 0,
+     "stop waiting for the final snapshot after this long and copy what is there; 0 = wait for "
+     "ever",
+     ACTIVE, AT_LEAST(0)},
+    /* COMPACTOR (seed-spec §1.10) */
+    {"defragment", 0, OPT_BOOL, "true", NULL, CMD_COMPACT, 0,
+     "defragment the db of the compacted snapshot",
+     IGNORED(
+         "compact writes the new db fresh, without free pages: there is nothing to defragment")},
+    {"metrics-scrape-wait-duration", 0, OPT_DURATION, "0s", NULL, CMD_COMPACT, 0,
+     "after a successful compaction, wait this long before exiting (the Go tool's pause for a "
+     "Prometheus scrape)",
+     ACTIVE},
     /* verify and list (ours; docs/verify.md) */
     {"output", 'o', OPT_STRING, "text", NULL, CMD_VERIFY | CMD_LIST, 0,
      "report format: text (a table or report for people) or json", ACTIVE, ONE_OF(OUTPUT_FORMATS)},
@@ -645,13 +725,22 @@ int opts_set_from_config(Opts *o, const char *name, const char *value) {
     return 0;
 }
 
-static const char *support_text(const OptDef *d, char *buf, size_t cap) {
+/* The flag's support status for command cmd (0: whatever command), or NULL when it works. */
+static const char *support_text_for(const OptDef *d, unsigned cmd, char *buf, size_t cap) {
     if (d->support == OPT_UNIMPLEMENTED) return "not implemented yet: ignored";
     if (d->support == OPT_IGNORED) {
         snprintf(buf, cap, "ignored: %s", d->ignored);
         return buf;
     }
+    if (cmd & d->ignored_in) {
+        snprintf(buf, cap, "ignored here: %s", d->ignored_in_why);
+        return buf;
+    }
     return NULL;
+}
+
+static const char *support_text(const OptDef *d, char *buf, size_t cap) {
+    return support_text_for(d, 0, buf, cap);
 }
 
 int opts_finish(const Opts *o) {
@@ -666,12 +755,11 @@ int opts_finish(const Opts *o) {
         const OptDef *d = &opt_table[i];
         const OptValue *ov = &o->v[i];
         char why[256], from[96];
-        if (!(d->commands & o->cmd) || d->support == OPT_ACTIVE || ov->origin == FROM_DEFAULT)
-            continue;
+        const char *status = support_text_for(d, o->cmd, why, sizeof why);
+        if (!(d->commands & o->cmd) || !status || ov->origin == FROM_DEFAULT) continue;
         const char *src = ov->origin == FROM_CLI ? " (command line)"
                                                  : origin_text(d, ov->origin, from, sizeof from);
-        log_warn("--%s=%s%s: %s", d->name, d->secret ? "<redacted>" : ov->value, src,
-                 support_text(d, why, sizeof why));
+        log_warn("--%s=%s%s: %s", d->name, d->secret ? "<redacted>" : ov->value, src, status);
     }
     return 0;
 }
@@ -767,7 +855,7 @@ void opts_print_help(unsigned cmd) {
         else
             snprintf(left, sizeof left, "      --%s%s%s", d->name, *type ? " " : "", type);
         printf("%-52s %s", left, d->help);
-        const char *status = support_text(d, why, sizeof why);
+        const char *status = support_text_for(d, cmd, why, sizeof why);
         if (status) printf(" (%s)", status);
         allowed_text(d, 0, allowed, sizeof allowed);
         if (allowed[0]) printf(" (%s)", allowed);
@@ -844,6 +932,15 @@ void opts_write_markdown(FILE *f) {
             fputs(".** ", f);
         }
         md_cell(f, d->help);
+        if (d->ignored_in) {
+            char in[128];
+            commands_text(d->ignored_in, in, sizeof in);
+            fputs(" **Ignored by ", f);
+            md_cell(f, in);
+            fputs(": ", f);
+            md_cell(f, d->ignored_in_why);
+            fputs(".**", f);
+        }
         fputs(" |\n", f);
     }
     static const OptSupport kinds[] = {OPT_UNIMPLEMENTED, OPT_IGNORED};
@@ -857,6 +954,11 @@ void opts_write_markdown(FILE *f) {
             const OptDef *d = &opt_table[i];
             char cmds[128];
             commands_text(d->commands, cmds, sizeof cmds);
+            if (kinds[k] == OPT_IGNORED && d->support != OPT_IGNORED && d->ignored_in) {
+                commands_text(d->ignored_in, cmds, sizeof cmds);
+                fprintf(f, "- `--%s` (%s): %s\n", d->name, cmds, d->ignored_in_why);
+                continue;
+            }
             if (d->support != kinds[k] || !cmds[0]) continue;
             fprintf(f, "- `--%s` (%s)", d->name, cmds);
             if (d->support == OPT_IGNORED) fprintf(f, ": %s", d->ignored);

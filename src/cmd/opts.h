@@ -47,6 +47,10 @@ typedef struct OptDef {
     int64_t min, max;
     const char *const *choices; /* OPT_STRING: NULL-terminated allowed values, or NULL = any */
     int choices_nocase;         /* choices compare case-insensitively */
+    /* commands of the flag's group for which it has no meaning (e.g. compact writes no data dir)
+     * and the reason: said in their --help and docs, warned about when given */
+    unsigned ignored_in;
+    const char *ignored_in_why;
 } OptDef;
 
 typedef struct Opts Opts;

@@ -3,12 +3,14 @@
 #include "cmd.h"
 #include "etcd_config.h"
 #include "../backup/delta.h"
+#include "../codec/crypt.h"
 #include "../common/err.h"
 #include "../common/log.h"
 #include "../common/timeutil.h"
 #include "../server/metrics.h"
 
 #include <errno.h>
+#include <openssl/crypto.h>
 #include <math.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -73,6 +75,12 @@ int setup_snapshotter_config(const Opts *o, SnapshotterConfig *sc, CronSchedule 
         log_error("--compression-policy: %s", err_msg());
         return EXIT_USAGE;
     }
+    GzipWriterOptions gz = {.threads = (int)opt_int(o, "gzip-threads")};
+    if (compress_parse_gzip_mode(opt_str(o, "gzip-mode"), &gz.mode)) {
+        log_error("--gzip-mode: %s", err_msg());
+        return EXIT_USAGE;
+    }
+    compress_set_gzip_defaults(&gz); /* parsed config, before the snapshotter's threads */
     int64_t mem = opt_int(o, "delta-snapshot-memory-limit");
     int64_t maxch = opt_int(o, "max-changes-per-delta-snapshot"); /* >= 0: the table's range */
     sc->temp_dir = opt_str(o, "snapstore-temp-directory");
@@ -159,28 +167,119 @@ int setup_restore_config(const Opts *o, RestoreConfig *rc, char **peer_urls_owne
     return EXIT_OK;
 }
 
-int setup_store(const Opts *o, int allow_none, Store **out) {
+#define KEYS_ENV "ETCDBR_ENCRYPTION_KEYS"
+
+int setup_keyring(const Opts *o, Keyring **out) {
     *out = NULL;
-    const char *provider = opt_str(o, "storage-provider");
-    const char *container = opt_str(o, "store-container");
+    const char *file = opts_has(o, "encryption-key-file") ? opt_str(o, "encryption-key-file") : "";
+    char *env = getenv(KEYS_ENV);
+    int rc = 0, code = EXIT_OK;
+    if (env && !*env) env = NULL;
+    if (*file && env) {
+        log_error("encryption keys: both --encryption-key-file (or ETCDBR_ENCRYPTION_KEY_FILE) and "
+                  "%s are set; give the keys one way",
+                  KEYS_ENV);
+        code = EXIT_USAGE;
+    } else if (*file) {
+        unsigned mode = 0;
+        rc = keyring_load_file(file, out, &mode);
+        if (!rc && (mode & 077))
+            log_warn("key file %s may be read by group or others (mode %04o): chmod 600 it", file,
+                     mode);
+    } else if (env) {
+        rc = keyring_parse(env, strlen(env), KEYS_ENV, out);
+    }
+    if (env) {
+        /* the keys leave the environment: etcd and etcdutl children must not inherit them, and
+         * the process's initial environment (/proc/<pid>/environ) no longer shows them */
+        OPENSSL_cleanse(env, strlen(env));
+        unsetenv(KEYS_ENV);
+    }
+    if (rc) {
+        log_error("encryption keys: %s", err_msg());
+        code = rc == ERR_INVALID ? EXIT_USAGE : EXIT_FAIL;
+    }
+    if (code) {
+        keyring_free(*out);
+        *out = NULL;
+        return code;
+    }
+    if (*out)
+        log_info("encryption: %zu key(s) from %s; new snapshots are encrypted with key id \"%s\"",
+                 keyring_count(*out), *file ? file : KEYS_ENV, keyring_id(*out, 0));
+    return EXIT_OK;
+}
+
+/* The STORE flag group's names, once per prefix ("", "source-", "secondary-"). */
+typedef struct {
+    const char *prefix, *provider, *container, *endpoint, *store_prefix, *temp_dir, *min_chunk,
+        *parallel;
+} StoreFlagNames;
+static const StoreFlagNames STORE_FLAG_NAMES[] = {
+    {"", "storage-provider", "store-container", "store-endpoint-override", "store-prefix",
+     "snapstore-temp-directory", "min-chunk-size", "max-parallel-chunk-uploads"},
+    {"source-", "source-storage-provider", "source-store-container",
+     "source-store-endpoint-override", "source-store-prefix", "source-snapstore-temp-directory",
+     "source-min-chunk-size", "source-max-parallel-chunk-uploads"},
+    {"secondary-", "secondary-storage-provider", "secondary-store-container",
+     "secondary-store-endpoint-override", "secondary-store-prefix",
+     "secondary-snapstore-temp-directory", "secondary-min-chunk-size",
+     "secondary-max-parallel-chunk-uploads"},
+};
+
+int setup_store_as(const Opts *o, const char *flag_prefix, const char *env_prefix, const char *role,
+                   int allow_none, Store **out) {
+    *out = NULL;
+    const StoreFlagNames *f = &STORE_FLAG_NAMES[0];
+    for (size_t i = 0; i < sizeof STORE_FLAG_NAMES / sizeof STORE_FLAG_NAMES[0]; i++)
+        if (!strcmp(flag_prefix, STORE_FLAG_NAMES[i].prefix)) f = &STORE_FLAG_NAMES[i];
+    int source = !strcmp(f->prefix, "source-");
+    const char *provider = opt_str(o, f->provider);
+    const char *container = opt_str(o, f->container);
+    const char *prefix = opt_str(o, f->store_prefix);
+    const char *temp_dir = opt_str(o, f->temp_dir);
+    /* copy's source completion (seed-spec §1.12): an empty provider, prefix or temp directory
+     * is the destination's */
+    if (source && !*provider) provider = opt_str(o, "storage-provider");
+    if (source && !*prefix && !opt_is_set(o, "source-store-prefix"))
+        prefix = opt_str(o, "store-prefix"); /* --source-store-prefix= names the root */
+    if (source && !*temp_dir) temp_dir = opt_str(o, "snapstore-temp-directory");
+    /* the encryption keys belong to the command's own store; copy's source and the secondary
+     * store are copied raw and need none */
+    Keyring *kr = NULL;
+    if (!*f->prefix) {
+        int code = setup_keyring(o, &kr);
+        if (code) return code;
+    }
     /* a container alone means Local, as the help says and as `snapshot` and `restore` take it */
-    if (allow_none && !*provider && !*container) return EXIT_OK;
+    if (allow_none && !*provider && !*container) {
+        if (kr) log_warn("encryption keys given but no store: they are not used");
+        keyring_free(kr);
+        return EXIT_OK;
+    }
     StoreConfig stc = {
         .provider = *provider ? provider : "Local",
         .container = container,
-        .prefix = opt_str(o, "store-prefix"),
-        .temp_dir = opt_str(o, "snapstore-temp-directory"),
-        .endpoint_override = opt_str(o, "store-endpoint-override"),
-        .min_chunk_size = opt_int(o, "min-chunk-size"),
-        .max_parallel_chunk_uploads = (int)opt_int(o, "max-parallel-chunk-uploads"),
+        .prefix = prefix,
+        .temp_dir = temp_dir,
+        .endpoint_override = opt_str(o, f->endpoint),
+        .min_chunk_size = opt_int(o, f->min_chunk),
+        .max_parallel_chunk_uploads = (int)opt_int(o, f->parallel),
+        .env_prefix = env_prefix,
     };
     int rc = store_open(&stc, out);
     if (rc) {
-        log_error("store: %s", err_msg());
+        keyring_free(kr);
+        log_error("%s: %s", *f->prefix ? role : "store", err_msg());
         return rc == ERR_INVALID || rc == ERR_UNSUPPORTED ? EXIT_USAGE : EXIT_FAIL;
     }
-    log_info("snapshot store: %s", store_describe(*out));
+    store_set_keyring(*out, kr);
+    log_info("%s: %s", role, store_describe(*out));
     return EXIT_OK;
+}
+
+int setup_store(const Opts *o, int allow_none, Store **out) {
+    return setup_store_as(o, "", "", "snapshot store", allow_none, out);
 }
 
 int server_setup(const Opts *o, ServerSetup *s) {
@@ -191,6 +290,30 @@ int server_setup(const Opts *o, ServerSetup *s) {
     if (code) {
         server_teardown(s);
         return code;
+    }
+    if (!code && opt_bool(o, "secondary-backup-sync-enabled")) {
+        code = setup_store_as(o, "secondary-", "SECONDARY_", "secondary store", 1, &s->secondary);
+        if (!code && !s->secondary) {
+            log_error("--secondary-backup-sync-enabled needs a secondary store: give "
+                      "--secondary-storage-provider or --secondary-store-container");
+            code = EXIT_USAGE;
+        } else if (!code && !s->store) {
+            log_error("--secondary-backup-sync-enabled needs a snapshot store to copy from");
+            code = EXIT_USAGE;
+        } else if (!code && strcmp(store_describe(s->store), store_describe(s->secondary)) == 0) {
+            log_error("the secondary store is the snapshot store itself (%s)",
+                      store_describe(s->store));
+            code = EXIT_USAGE;
+        }
+        s->secondary_period_ms = opt_duration_ms(o, "secondary-backup-sync-period");
+        if (code) {
+            server_teardown(s);
+            return code;
+        }
+    } else if (!code && (*opt_str(o, "secondary-storage-provider") ||
+                         *opt_str(o, "secondary-store-container"))) {
+        log_warn("a secondary store is configured but --secondary-backup-sync-enabled is false: "
+                 "nothing is copied to it");
     }
     s->has_store = s->store != NULL;
     s->snap.store = s->store;
@@ -243,6 +366,8 @@ int server_take_etcd_client_urls(ServerSetup *s, char *const *etcd_argv) {
 void server_teardown(ServerSetup *s) {
     store_free(s->store);
     s->store = NULL;
+    store_free(s->secondary);
+    s->secondary = NULL;
     free(s->client_url_list);
     s->client_url_list = NULL;
     free(s->client_urls);

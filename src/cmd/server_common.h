@@ -21,6 +21,8 @@ typedef struct ServerSetup {
     int64_t leader_timeout_ms; /* Status timeout of the leader check */
     const char *const *service_endpoints; /* --service-endpoints (borrowed) */
     size_t service_endpoints_n;
+    Store *secondary;             /* owned; only with --secondary-backup-sync-enabled */
+    int64_t secondary_period_ms;  /* --secondary-backup-sync-period */
     char *client_urls;            /* owned: run mode's endpoints taken from etcd's flags */
     const char **client_url_list; /* owned array into client_urls */
 } ServerSetup;
@@ -32,6 +34,22 @@ int setup_restore_config(const Opts *o, RestoreConfig *out, char **peer_urls_own
 /* Opens the store. A --store-container (or STORAGE_CONTAINER) without --storage-provider is the
  * Local store. With allow_none, neither given gives *out = NULL (server, initialize). */
 int setup_store(const Opts *o, int allow_none, Store **out);
+/* setup_store for the store of the flags "<flag_prefix>storage-provider"... (flag_prefix "",
+ * "source-" for copy's source: an empty provider, prefix or temp directory is then the
+ * destination's, seed-spec §1.12; "secondary-" for the server's secondary store), whose driver
+ * reads environment variables with env_prefix ("", "SOURCE_", "SECONDARY_"; seed-spec §12).
+ * role names it in log lines ("source store"). Only the store of flag_prefix "" gets the
+ * encryption keys (setup_keyring): the others are copied raw. */
+int setup_store_as(const Opts *o, const char *flag_prefix, const char *env_prefix, const char *role,
+                   int allow_none, Store **out);
+/* The encryption keys from --encryption-key-file (ETCDBR_ENCRYPTION_KEY_FILE) or else the
+ * variable ETCDBR_ENCRYPTION_KEYS (the same text; wiped from the environment once read), for a
+ * command's stores; setup_store already gives its Store these (store_set_keyring). *out NULL when
+ * neither is set; owned otherwise. Logs a clear error (never a key) and returns EXIT_USAGE for
+ * both set or malformed keys, EXIT_FAIL for an unreadable file; warns when the file may be read
+ * by group or others. The variable is gone after the first call: a command with two stores
+ * (copy) calls setup_store once and gives the second store keyring_copy(store_keyring(first)). */
+int setup_keyring(const Opts *o, Keyring **out);
 
 /* Everything the server needs; EXIT_OK or EXIT_USAGE/EXIT_FAIL. server_teardown frees. */
 int server_setup(const Opts *o, ServerSetup *out);

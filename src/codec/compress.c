@@ -1,16 +1,23 @@
-/* compress: gzip/zlib (zlib), Go LZW (lzw.c) and zstd (libzstd) stream filters; see compress.h.
- * Every filter works through one fixed 64 KiB buffer plus the library's own state, so memory does
- * not depend on object size. Readers are strict: a stream must end exactly at its format's end
+/* compress: gzip/zlib (zlib), parallel gzip members (libdeflate), Go LZW (lzw.c) and zstd
+ * (libzstd) stream filters; see compress.h. Every filter works through fixed buffers (64 KiB, or
+ * a fixed number of blocks for parallel gzip) plus the library's own state, so memory does not
+ * depend on object size. Readers are strict: a stream must end exactly at its format's end
  * (concatenated gzip members and zstd frames are accepted); anything else is ERR_CORRUPT. */
 #include "compress.h"
 #include "lzw.h"
 #include "../common/err.h"
 
+#include <libdeflate.h>
 #include <limits.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <zlib.h>
 #include <zstd.h>
 
@@ -234,6 +241,368 @@ fail:
     free(d);
     err_set(ERR_NOMEM, "%s writer: out of memory", kind == COMPRESS_GZIP ? "gzip" : "zlib");
     return NULL;
+}
+
+/* ---- parallel gzip members (libdeflate) ---- */
+
+/* Process-wide defaults (compress_set_gzip_defaults): set from the parsed configuration before
+ * snapshot threads start; atomics so a late set is still well-defined. */
+static atomic_int gzip_default_mode = GZIP_MODE_PARALLEL;
+static atomic_int gzip_default_threads = 0;
+static atomic_size_t gzip_default_block = 0;
+
+enum { GZIP_LEVEL = 6, GZIP_HEADER_LEN = 10, GZIP_TRAILER_LEN = 8, GZIP_THREADS_AUTO_MAX = 4 };
+
+/* Go's compress/gzip header at the default level: no name, MTIME 0, XFL 0, OS 255 (unknown). */
+static const uint8_t gzip_go_header[GZIP_HEADER_LEN] = {0x1f, 0x8b, 0x08, 0x00, 0,
+                                                        0,    0,    0,    0x00, 0xff};
+
+int compress_parse_gzip_mode(const char *name, GzipMode *out) {
+    if (name && strcmp(name, "parallel") == 0) {
+        *out = GZIP_MODE_PARALLEL;
+        return 0;
+    }
+    if (name && strcmp(name, "single") == 0) {
+        *out = GZIP_MODE_SINGLE;
+        return 0;
+    }
+    return err_set(ERR_INVALID, "unknown gzip mode \"%s\" (want parallel or single)",
+                   name ? name : "");
+}
+
+void compress_set_gzip_defaults(const GzipWriterOptions *opt) {
+    GzipWriterOptions d = {GZIP_MODE_PARALLEL, 0, 0};
+    if (opt) d = *opt;
+    atomic_store(&gzip_default_mode, (int)d.mode);
+    atomic_store(&gzip_default_threads, d.threads);
+    atomic_store(&gzip_default_block, d.block_bytes);
+}
+
+int compress_gzip_threads(const GzipWriterOptions *opt) {
+    if (opt && opt->threads > 0)
+        return opt->threads > GZIP_THREADS_MAX ? GZIP_THREADS_MAX : opt->threads;
+    /* the CPUs this process may run on (taskset, cpusets), not every CPU of the machine */
+    int n = 0;
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) n = CPU_COUNT(&set);
+    if (n < 1) {
+        long c = sysconf(_SC_NPROCESSORS_ONLN);
+        n = c > 0 ? (int)(c > GZIP_THREADS_MAX ? GZIP_THREADS_MAX : c) : 1;
+    }
+    return n > GZIP_THREADS_AUTO_MAX ? GZIP_THREADS_AUTO_MAX : n;
+}
+
+typedef enum { SLOT_FREE = 0, SLOT_QUEUED, SLOT_BUSY, SLOT_DONE } SlotState;
+
+typedef struct {
+    SlotState state;
+    uint8_t *in; /* block_bytes */
+    size_t in_len;
+    uint8_t *out; /* header + deflate bound + trailer */
+    size_t out_len;
+    int failed; /* the compressor found no room: cannot happen with the bound, checked anyway */
+} GzipSlot;
+
+typedef struct ParallelGzipWriter ParallelGzipWriter;
+
+typedef struct {
+    ParallelGzipWriter *w;
+    pthread_t thread;
+    struct libdeflate_compressor *c;
+} GzipWorker;
+
+struct ParallelGzipWriter {
+    IoWriter base;
+    IoWriter *next;
+    size_t block_bytes;
+    size_t out_cap;
+    int nthreads;
+    int started; /* workers running */
+    int nslots;  /* nthreads + 2: one filling, nthreads compressing, one waiting to be written */
+    GzipSlot *slots;
+    GzipWorker *workers;
+    pthread_mutex_t mu;
+    pthread_cond_t work_cv; /* a block was queued, or stop */
+    pthread_cond_t done_cv; /* a block was compressed */
+    int stop;
+    uint64_t next_submit; /* sequence number of the block being filled */
+    uint64_t next_take;   /* next queued block a worker takes */
+    uint64_t next_write;  /* oldest block not yet written to next */
+    uint64_t total_in;
+    int finished;
+    int err;                                /* sticky */
+    struct libdeflate_compressor *inline_c; /* a lone last block compressed on the caller */
+};
+
+/* Compresses slot's input into one gzip member in slot->out. Called without the lock. */
+static void pgz_compress(struct libdeflate_compressor *c, GzipSlot *s, size_t out_cap) {
+    uint8_t *o = s->out;
+    memcpy(o, gzip_go_header, GZIP_HEADER_LEN);
+    size_t n = libdeflate_deflate_compress(c, s->in, s->in_len, o + GZIP_HEADER_LEN,
+                                           out_cap - GZIP_HEADER_LEN - GZIP_TRAILER_LEN);
+    if (n == 0) {
+        s->failed = 1;
+        return;
+    }
+    uint32_t crc = libdeflate_crc32(0, s->in, s->in_len);
+    uint32_t isize = (uint32_t)s->in_len;
+    uint8_t *t = o + GZIP_HEADER_LEN + n;
+    for (int i = 0; i < 4; i++) {
+        t[i] = (uint8_t)(crc >> (8 * i));
+        t[4 + i] = (uint8_t)(isize >> (8 * i));
+    }
+    s->out_len = GZIP_HEADER_LEN + n + GZIP_TRAILER_LEN;
+}
+
+static void *pgz_worker(void *arg) {
+    GzipWorker *wk = arg;
+    ParallelGzipWriter *w = wk->w;
+    pthread_mutex_lock(&w->mu);
+    for (;;) {
+        while (!w->stop && w->next_take == w->next_submit)
+            pthread_cond_wait(&w->work_cv, &w->mu);
+        if (w->stop) break;
+        GzipSlot *s = &w->slots[w->next_take % (uint64_t)w->nslots];
+        w->next_take++;
+        s->state = SLOT_BUSY;
+        pthread_mutex_unlock(&w->mu);
+        pgz_compress(wk->c, s, w->out_cap);
+        pthread_mutex_lock(&w->mu);
+        s->state = SLOT_DONE;
+        pthread_cond_broadcast(&w->done_cv);
+    }
+    pthread_mutex_unlock(&w->mu);
+    return NULL;
+}
+
+/* Stops and joins the workers (blocks being compressed are finished first). */
+static void pgz_stop(ParallelGzipWriter *w) {
+    if (!w->started) return;
+    pthread_mutex_lock(&w->mu);
+    w->stop = 1;
+    pthread_cond_broadcast(&w->work_cv);
+    pthread_mutex_unlock(&w->mu);
+    for (int i = 0; i < w->started; i++)
+        pthread_join(w->workers[i].thread, NULL);
+    w->started = 0;
+}
+
+/* Starts the workers with every signal blocked: they only compute, and stop signals must reach
+ * the thread that waits for them (the commands' main thread). */
+static int pgz_start(ParallelGzipWriter *w) {
+    sigset_t all, old;
+    int rc = 0;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    for (int i = 0; i < w->nthreads; i++) {
+        GzipWorker *wk = &w->workers[i];
+        wk->w = w;
+        if (!wk->c) wk->c = libdeflate_alloc_compressor(GZIP_LEVEL);
+        if (!wk->c) {
+            rc = err_set(ERR_NOMEM, "gzip: out of memory for a compressor");
+            break;
+        }
+        int prc = pthread_create(&wk->thread, NULL, pgz_worker, wk);
+        if (prc != 0) {
+            rc = err_set(ERR_NOMEM, "gzip: cannot start a worker thread: %s", strerror(prc));
+            break;
+        }
+        w->started++;
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return rc;
+}
+
+/* Writes the oldest block to next once it is compressed (waiting for it when wait is set).
+ * *wrote tells whether one was written. Called without the lock. */
+static int pgz_write_oldest(ParallelGzipWriter *w, int wait, int *wrote) {
+    *wrote = 0;
+    if (w->next_write == w->next_submit) return 0;
+    GzipSlot *s = &w->slots[w->next_write % (uint64_t)w->nslots];
+    pthread_mutex_lock(&w->mu);
+    while (wait && s->state != SLOT_DONE)
+        pthread_cond_wait(&w->done_cv, &w->mu);
+    int done = s->state == SLOT_DONE;
+    pthread_mutex_unlock(&w->mu);
+    if (!done) return 0;
+    if (s->failed) return err_set(ERR_IO, "gzip: deflate found no room for a block");
+    int rc = io_write(w->next, s->out, s->out_len);
+    if (rc < 0) return rc;
+    pthread_mutex_lock(&w->mu);
+    s->state = SLOT_FREE;
+    s->in_len = 0;
+    w->next_write++;
+    pthread_mutex_unlock(&w->mu);
+    *wrote = 1;
+    return 0;
+}
+
+/* The slot being filled, with its buffers; waits for its previous block to be written. */
+static int pgz_fill_slot(ParallelGzipWriter *w, GzipSlot **out) {
+    GzipSlot *s = &w->slots[w->next_submit % (uint64_t)w->nslots];
+    while (w->next_submit - w->next_write >= (uint64_t)w->nslots) {
+        int wrote = 0;
+        int rc = pgz_write_oldest(w, 1, &wrote);
+        if (rc < 0) return rc;
+    }
+    if (!s->in) {
+        s->in = malloc(w->block_bytes);
+        s->out = malloc(w->out_cap);
+        if (!s->in || !s->out) return err_set(ERR_NOMEM, "gzip: out of memory for a block");
+    }
+    *out = s;
+    return 0;
+}
+
+/* Queues the full slot for the workers (starting them at the first block), then writes every
+ * block already compressed, oldest first. */
+static int pgz_submit(ParallelGzipWriter *w) {
+    if (!w->started) {
+        int rc = pgz_start(w);
+        if (rc < 0) return rc;
+    }
+    pthread_mutex_lock(&w->mu);
+    w->slots[w->next_submit % (uint64_t)w->nslots].state = SLOT_QUEUED;
+    w->next_submit++;
+    pthread_cond_signal(&w->work_cv);
+    pthread_mutex_unlock(&w->mu);
+    for (int wrote = 1; wrote;) {
+        int rc = pgz_write_oldest(w, 0, &wrote);
+        if (rc < 0) return rc;
+    }
+    return 0;
+}
+
+static int pgz_write(IoWriter *base, const void *buf, size_t len) {
+    ParallelGzipWriter *w = (ParallelGzipWriter *)base;
+    const uint8_t *p = buf;
+    int rc = 0;
+    if (w->err) return err_set(w->err, "gzip: write after an earlier failure");
+    if (w->finished) return err_set(ERR_INVALID, "gzip: write after finish");
+    while (len > 0) {
+        GzipSlot *s = NULL;
+        rc = pgz_fill_slot(w, &s);
+        if (rc < 0) goto done;
+        size_t n = w->block_bytes - s->in_len;
+        if (n > len) n = len;
+        memcpy(s->in + s->in_len, p, n);
+        s->in_len += n;
+        w->total_in += n;
+        p += n;
+        len -= n;
+        /* a full block is queued only when more input follows or at finish, so a stream of
+         * exactly one block is compressed on the caller without starting threads */
+        if (s->in_len == w->block_bytes && len > 0) {
+            rc = pgz_submit(w);
+            if (rc < 0) goto done;
+        }
+    }
+done:
+    if (rc < 0) w->err = rc;
+    return rc;
+}
+
+static int pgz_finish(IoWriter *base) {
+    ParallelGzipWriter *w = (ParallelGzipWriter *)base;
+    int rc = 0;
+    if (w->err) return err_set(w->err, "gzip: finish after an earlier failure");
+    if (w->finished) return 0;
+    w->finished = 1;
+    GzipSlot *s = NULL;
+    rc = pgz_fill_slot(w, &s);
+    if (rc < 0) goto done;
+    /* the last block (maybe empty: an empty stream is still one member, as Go writes it) */
+    if (!w->started && w->next_submit == w->next_write) {
+        /* nothing queued: compress here rather than start threads for one block */
+        w->inline_c = libdeflate_alloc_compressor(GZIP_LEVEL);
+        if (!w->inline_c) {
+            rc = err_set(ERR_NOMEM, "gzip: out of memory for a compressor");
+            goto done;
+        }
+        pgz_compress(w->inline_c, s, w->out_cap);
+        if (s->failed) {
+            rc = err_set(ERR_IO, "gzip: deflate found no room for a block");
+            goto done;
+        }
+        rc = io_write(w->next, s->out, s->out_len);
+        goto done;
+    }
+    if (s->in_len > 0 || w->total_in == 0) {
+        rc = pgz_submit(w);
+        if (rc < 0) goto done;
+    }
+    while (w->next_write < w->next_submit) {
+        int wrote = 0;
+        rc = pgz_write_oldest(w, 1, &wrote);
+        if (rc < 0) goto done;
+    }
+done:
+    pgz_stop(w);
+    if (rc < 0) w->err = rc;
+    return rc;
+}
+
+static void pgz_free(IoWriter *base) {
+    ParallelGzipWriter *w = (ParallelGzipWriter *)base;
+    pgz_stop(w);
+    for (int i = 0; w->workers && i < w->nthreads; i++)
+        libdeflate_free_compressor(w->workers[i].c);
+    for (int i = 0; w->slots && i < w->nslots; i++) {
+        free(w->slots[i].in);
+        free(w->slots[i].out);
+    }
+    libdeflate_free_compressor(w->inline_c);
+    pthread_cond_destroy(&w->work_cv);
+    pthread_cond_destroy(&w->done_cv);
+    pthread_mutex_destroy(&w->mu);
+    free(w->slots);
+    free(w->workers);
+    free(w);
+}
+
+static const IoWriterVt pgz_vt = {pgz_write, pgz_finish, pgz_free};
+
+static IoWriter *parallel_gzip_writer_new(const GzipWriterOptions *opt, IoWriter *next) {
+    ParallelGzipWriter *w = calloc(1, sizeof *w);
+    if (!w) goto fail;
+    w->base.vt = &pgz_vt;
+    w->next = next;
+    w->nthreads = compress_gzip_threads(opt);
+    w->nslots = w->nthreads + 2;
+    size_t b = opt->block_bytes ? opt->block_bytes : GZIP_BLOCK_DEFAULT;
+    w->block_bytes = b < GZIP_BLOCK_MIN ? GZIP_BLOCK_MIN : b > GZIP_BLOCK_MAX ? GZIP_BLOCK_MAX : b;
+    /* the bound depends only on the length (libdeflate.h); one compressor to ask */
+    struct libdeflate_compressor *c = libdeflate_alloc_compressor(GZIP_LEVEL);
+    if (!c) goto fail_mem;
+    w->out_cap =
+        GZIP_HEADER_LEN + libdeflate_deflate_compress_bound(c, w->block_bytes) + GZIP_TRAILER_LEN;
+    libdeflate_free_compressor(c);
+    w->slots = calloc((size_t)w->nslots, sizeof *w->slots);
+    w->workers = calloc((size_t)w->nthreads, sizeof *w->workers);
+    if (!w->slots || !w->workers) goto fail_mem;
+    pthread_mutex_init(&w->mu, NULL);
+    pthread_cond_init(&w->work_cv, NULL);
+    pthread_cond_init(&w->done_cv, NULL);
+    return &w->base;
+fail_mem:
+    free(w->slots);
+    free(w->workers);
+    free(w);
+fail:
+    err_set(ERR_NOMEM, "gzip writer: out of memory");
+    return NULL;
+}
+
+IoWriter *compress_gzip_writer_new(const GzipWriterOptions *opt, IoWriter *next) {
+    GzipWriterOptions d;
+    if (!opt) {
+        d.mode = (GzipMode)atomic_load(&gzip_default_mode);
+        d.threads = atomic_load(&gzip_default_threads);
+        d.block_bytes = atomic_load(&gzip_default_block);
+        opt = &d;
+    }
+    if (opt->mode == GZIP_MODE_SINGLE) return deflate_writer_new(COMPRESS_GZIP, next);
+    return parallel_gzip_writer_new(opt, next);
 }
 
 /* ---- gzip and zlib readers ---- */
@@ -552,6 +921,7 @@ IoWriter *compress_writer_new(CompressKind kind, IoWriter *next) {
         return &p->base;
     }
     case COMPRESS_GZIP:
+        return compress_gzip_writer_new(NULL, next);
     case COMPRESS_ZLIB:
         return deflate_writer_new(kind, next);
     case COMPRESS_LZW:

@@ -2,6 +2,7 @@
  * a write group from the sink back (each writer wraps the next one, so the first added is the
  * outermost), a read group from the source on (each reader wraps the one before it). */
 #include "filter_group.h"
+#include "crypt.h"
 #include "../common/err.h"
 
 #include <stdlib.h>
@@ -9,7 +10,7 @@
 
 #define GROUP_MAX 8
 
-typedef enum { F_COUNT, F_SHA256, F_COMPRESS, F_DECOMPRESS } FilterKind;
+typedef enum { F_COUNT, F_SHA256, F_COMPRESS, F_DECOMPRESS, F_ENCRYPT, F_DECRYPT } FilterKind;
 
 /* Read mode: count and SHA-256 are a tap on the bytes read through them. */
 typedef struct {
@@ -23,10 +24,11 @@ typedef struct {
     FilterKind kind;
     char name[32];
     CompressKind compression;
-    IoWriter *w;         /* write mode: built writer */
-    IoReader *r;         /* read mode: built reader */
-    uint64_t *count;     /* F_COUNT: the counter's total */
-    uint64_t read_count; /* read mode, count and SHA-256: bytes read through, at the end */
+    const Keyring *keyring; /* F_ENCRYPT, F_DECRYPT (borrowed) */
+    IoWriter *w;            /* write mode: built writer */
+    IoReader *r;            /* read mode: built reader */
+    uint64_t *count;        /* F_COUNT: the counter's total */
+    uint64_t read_count;    /* read mode, count and SHA-256: bytes read through, at the end */
     uint8_t digest[SHA256_LEN];
 } Filter;
 
@@ -52,11 +54,26 @@ IoFilterGroup *io_filter_group_new_reader(IoReader *src) {
     return g;
 }
 
+static const char *kind_name(FilterKind kind) {
+    switch (kind) {
+    case F_COMPRESS:
+        return "compression";
+    case F_DECOMPRESS:
+        return "decompression";
+    case F_ENCRYPT:
+        return "encryption";
+    case F_DECRYPT:
+        return "decryption";
+    default:
+        return "filter";
+    }
+}
+
 static int add(IoFilterGroup *g, FilterKind kind, const char *name, CompressKind ck) {
     if (g->built) return err_set(ERR_INVALID, "filter group: filters are added before use");
-    if ((kind == F_COMPRESS && g->src) || (kind == F_DECOMPRESS && !g->src))
-        return err_set(ERR_INVALID, "filter group: %s in a %s group",
-                       kind == F_COMPRESS ? "compression" : "decompression",
+    if (((kind == F_COMPRESS || kind == F_ENCRYPT) && g->src) ||
+        ((kind == F_DECOMPRESS || kind == F_DECRYPT) && !g->src))
+        return err_set(ERR_INVALID, "filter group: %s in a %s group", kind_name(kind),
                        g->src ? "read" : "write");
     if (g->n == GROUP_MAX)
         return err_set(ERR_INVALID, "filter group: more than %d filters", GROUP_MAX);
@@ -87,6 +104,22 @@ int io_filter_group_add_compress(IoFilterGroup *g, CompressKind kind) {
 
 int io_filter_group_add_decompress(IoFilterGroup *g, CompressKind kind) {
     return add(g, F_DECOMPRESS, "decompress", kind);
+}
+
+int io_filter_group_add_encrypt(IoFilterGroup *g, const Keyring *kr) {
+    if (keyring_count(kr) == 0)
+        return err_set(ERR_INVALID, "filter group: encryption without a key");
+    int rc = add(g, F_ENCRYPT, "encrypt", COMPRESS_NONE);
+    if (!rc) g->f[g->n - 1].keyring = kr;
+    return rc;
+}
+
+int io_filter_group_add_decrypt(IoFilterGroup *g, const Keyring *kr) {
+    if (keyring_count(kr) == 0)
+        return err_set(ERR_INVALID, "filter group: decryption without a key");
+    int rc = add(g, F_DECRYPT, "decrypt", COMPRESS_NONE);
+    if (!rc) g->f[g->n - 1].keyring = kr;
+    return rc;
 }
 
 static int tap_read(IoReader *r, void *buf, size_t cap, size_t *got) {
@@ -137,8 +170,12 @@ IoReader *io_filter_group_reader(IoFilterGroup *g) {
         IoReader *prev = g->src;
         for (size_t i = 0; i < g->n; i++) {
             Filter *f = &g->f[i];
-            f->r = f->kind == F_DECOMPRESS ? decompress_reader_new(f->compression, prev)
-                                           : tap_new(prev, f->kind == F_SHA256);
+            if (f->kind == F_DECOMPRESS)
+                f->r = decompress_reader_new(f->compression, prev);
+            else if (f->kind == F_DECRYPT)
+                f->r = crypt_reader_new(f->keyring, prev);
+            else
+                f->r = tap_new(prev, f->kind == F_SHA256);
             if (!f->r) {
                 g->build_failed = 1;
                 return NULL;
@@ -193,7 +230,11 @@ IoWriter *io_filter_group_io(IoFilterGroup *g) {
             case F_COMPRESS:
                 f->w = compress_writer_new(f->compression, next);
                 break;
+            case F_ENCRYPT:
+                f->w = crypt_writer_new(f->keyring, 0, next);
+                break;
             case F_DECOMPRESS:
+            case F_DECRYPT:
                 break; /* refused by add */
             }
             if (!f->w) {

@@ -2,8 +2,9 @@
  * IoFilterGroup: filters are added in processing order (the first added sees the bytes first),
  * the chain is built from the sink back at the first write, io_filter_group_finish finishes them
  * all in order (each flushes into the next), and results are read by name afterwards: a byte
- * count, a SHA-256. Compression, hashing and (later) encryption of snapshot objects go through
- * one group instead of hand-wired chains.
+ * count, a SHA-256. Compression, hashing and encryption of snapshot objects go through one
+ * group instead of hand-wired chains (an encrypted object: compress, then encrypt; reading it
+ * back: decrypt, then decompress).
  *
  *   IoFilterGroup *g = io_filter_group_new(store_io);
  *   io_filter_group_add_sha256(g, "plain-sha256");
@@ -28,6 +29,7 @@
 #define ETCDBR_FILTER_GROUP_H
 
 #include "compress.h"
+#include "crypt.h"
 #include "io.h"
 #include "sha256.h"
 
@@ -44,11 +46,19 @@ IoFilterGroup *io_filter_group_new_reader(IoReader *src);
 /* Filters, in processing order; only before the first use. name (copied, unique within the
  * group) is how results are read. Count and SHA-256 work in both kinds of group, compression in
  * a write group, decompression in a read group. 0, ERR_INVALID (after the first use, a duplicate
- * name, more than 8 filters, the wrong kind of group) or ERR_NOMEM. */
+ * name, more than 8 filters, the wrong kind of group) or ERR_NOMEM. Encryption in a write group,
+ * decryption in a read group. */
 int io_filter_group_add_count(IoFilterGroup *g, const char *name);
 int io_filter_group_add_sha256(IoFilterGroup *g, const char *name);
 int io_filter_group_add_compress(IoFilterGroup *g, CompressKind kind);
 int io_filter_group_add_decompress(IoFilterGroup *g, CompressKind kind);
+/* Encryption (write group) with kr's first key and decryption (read group) with whichever key
+ * of kr the object names (crypt.h; kr borrowed, must outlive the group). Named "encrypt" and
+ * "decrypt". ERR_INVALID also when kr is NULL or empty. Decryption errors (ERR_CORRUPT: altered,
+ * truncated, reordered or dropped chunks, a wrong key; ERR_INVALID: a key id kr lacks) come out
+ * of the group reader's reads. */
+int io_filter_group_add_encrypt(IoFilterGroup *g, const Keyring *kr);
+int io_filter_group_add_decrypt(IoFilterGroup *g, const Keyring *kr);
 
 /* Write group: the stream to write into (borrowed; valid until io_filter_group_free). The chain
  * is built at the first call; NULL if building it failed (ENOMEM) or g is a read group. */

@@ -20,6 +20,7 @@ struct Progress {
     int drawn; /* a terminal line is on screen (reporter thread only until joined) */
     int64_t start_ms;
     _Atomic uint64_t done;
+    _Atomic uint64_t items_done, items_total; /* progress_set_items; total 0 = none */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int stop; /* under mu */
@@ -64,12 +65,15 @@ void progress_format(char *buf, size_t cap, const char *what, uint64_t done, uin
 }
 
 static void report(Progress *p) {
-    char line[512], what[320];
-    pthread_mutex_lock(&p->mu); /* progress_set_what may replace it */
-    snprintf(what, sizeof what, "%s", p->what);
-    pthread_mutex_unlock(&p->mu);
-    progress_format(line, sizeof line, what, atomic_load(&p->done), p->total, p->counts_bytes,
+    char line[512];
+    progress_format(line, sizeof line, p->what, atomic_load(&p->done), p->total, p->counts_bytes,
                     now_mono_ms() - p->start_ms);
+    uint64_t it = atomic_load(&p->items_total);
+    if (it) {
+        size_t l = strlen(line);
+        snprintf(line + l, sizeof line - l, ", %llu of %llu objects",
+                 (unsigned long long)atomic_load(&p->items_done), (unsigned long long)it);
+    }
     if (p->tty) {
         /* \r and erase to the end of the line: the line is rewritten in place */
         fprintf(stderr, "\r%s\033[K", line);
@@ -117,6 +121,8 @@ Progress *progress_start(const char *what, uint64_t total, int counts_bytes) {
     p->tty = isatty(STDERR_FILENO);
     p->start_ms = now_mono_ms();
     atomic_init(&p->done, 0);
+    atomic_init(&p->items_done, 0);
+    atomic_init(&p->items_total, 0);
     pthread_mutex_init(&p->mu, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
@@ -137,14 +143,10 @@ void progress_set(Progress *p, uint64_t done) {
     if (p) atomic_store_explicit(&p->done, done, memory_order_relaxed);
 }
 
-void progress_set_what(Progress *p, const char *what) {
+void progress_set_items(Progress *p, uint64_t done, uint64_t total) {
     if (!p) return;
-    char *copy = strdup(what);
-    if (!copy) return; /* the old name stays */
-    pthread_mutex_lock(&p->mu);
-    free(p->what);
-    p->what = copy;
-    pthread_mutex_unlock(&p->mu);
+    atomic_store_explicit(&p->items_done, done, memory_order_relaxed);
+    atomic_store_explicit(&p->items_total, total, memory_order_relaxed);
 }
 
 void progress_finish(Progress *p) {

@@ -25,9 +25,9 @@ Progress *progress_start(const char *what, uint64_t total, int counts_bytes);
 /* Publishes the bytes done so far. Any thread; cheap (one atomic store). */
 void progress_set(Progress *p, uint64_t done);
 
-/* Replaces the name of the work shown from the next report on (copied), e.g. the item of a
- * multi-item job now at work ("verify [3/12] Incr-..."). Any thread; NULL-safe. */
-void progress_set_what(Progress *p, const char *what);
+/* Publishes a count of whole items (objects) done of total, shown after the bytes as
+ * ", 3 of 10 objects" (total 0: not shown). Any thread; cheap (atomic stores). */
+void progress_set_items(Progress *p, uint64_t done, uint64_t total);
 
 /* Stops the reporter (joins its thread), clears the terminal line and frees p. */
 void progress_finish(Progress *p);

@@ -659,7 +659,7 @@ static int build_bucket(Builder *b, FetchPool *pool, const uint8_t *name, size_t
         rc = build_lease_bucket(b, path, in_source);
     else if (name_is(name, len, MVCC_BUCKET_META))
         rc = build_meta_bucket(b, path, in_source);
-    else if (name_is(name, len, HISTORY_DB_BUCKET))
+    else if (name_is(name, len, HISTORY_DB_BUCKET) && !b->cfg->db_sink)
         rc = build_mark_bucket(b);
     else
         rc = copy_bucket(b, path, 1, NULL, 0);
@@ -691,7 +691,7 @@ static int build_db(Builder *b, FetchPool *pool, const char *path) {
             const char *nm = needed[next_needed++];
             int want = strcmp(nm, MVCC_BUCKET_LEASE) == 0  ? i64map_count(b->added) > 0
                        : strcmp(nm, MVCC_BUCKET_META) == 0 ? b->cfg->mark_compacted
-                                                           : 1;
+                                                           : !b->cfg->db_sink;
             if (want && (rc = build_bucket(b, pool, (const uint8_t *)nm, strlen(nm), 0))) goto done;
         }
         if (!got) break;
@@ -838,32 +838,34 @@ int restorer_run(const RestoreConfig *cfg, RestoreResult *out) {
         goto done;
     }
 
-    /* One restore at a time per parent directory: two restores into one data dir would delete
-     * each other's <data-dir>.part (flock on the parent; released when the process ends). */
-    char *parent = fs_dirname(cfg->data_dir);
-    rc = parent ? fs_mkdir_p(parent, 0700) : err_set(ERR_NOMEM, "out of memory");
-    if (!rc) {
-        lock_fd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (lock_fd < 0)
-            rc = err_set(ERR_IO, "open %s: %s", parent, strerror(errno));
-        else if (flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
-            rc = err_set(ERR_EXISTS,
-                         "another restore into %s is running (it holds the lock on that "
-                         "directory); not starting a second one",
-                         parent);
-            close(lock_fd);
-            lock_fd = -1;
+    if (!cfg->db_sink) {
+        /* One restore at a time per parent directory: two restores into one data dir would delete
+         * each other's <data-dir>.part (flock on the parent; released when the process ends). */
+        char *parent = fs_dirname(cfg->data_dir);
+        rc = parent ? fs_mkdir_p(parent, 0700) : err_set(ERR_NOMEM, "out of memory");
+        if (!rc) {
+            lock_fd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+            if (lock_fd < 0)
+                rc = err_set(ERR_IO, "open %s: %s", parent, strerror(errno));
+            else if (flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
+                rc = err_set(ERR_EXISTS,
+                             "another restore into %s is running (it holds the lock on that "
+                             "directory); not starting a second one",
+                             parent);
+                close(lock_fd);
+                lock_fd = -1;
+            }
         }
-    }
-    free(parent);
-    if (rc) goto done;
+        free(parent);
+        if (rc) goto done;
 
-    rc = fs_dir_nonempty(cfg->data_dir);
-    if (rc < 0) goto done;
-    if (rc > 0) {
-        rc = err_set(ERR_EXISTS, "data dir %s is not empty; refusing to restore over it",
-                     cfg->data_dir);
-        goto done;
+        rc = fs_dir_nonempty(cfg->data_dir);
+        if (rc < 0) goto done;
+        if (rc > 0) {
+            rc = err_set(ERR_EXISTS, "data dir %s is not empty; refusing to restore over it",
+                         cfg->data_dir);
+            goto done;
+        }
     }
     rc = store_list(cfg->store, &list, &n_list);
     if (rc) goto done;
@@ -933,14 +935,21 @@ int restorer_run(const RestoreConfig *cfg, RestoreResult *out) {
              cfg->target_revision ? "the target revision" : "revision",
              (long long)(cfg->target_revision ? cfg->target_revision : store_last));
 
-    part = malloc(strlen(cfg->data_dir) + 6);
-    if (!part) {
-        rc = err_set(ERR_NOMEM, "out of memory");
-        goto done;
+    if (n_deltas) {
+        out->last_delta_revision = deltas[n_deltas - 1].last_revision;
+        snprintf(out->last_delta_suffix, sizeof out->last_delta_suffix, "%s",
+                 deltas[n_deltas - 1].compression_suffix);
     }
-    sprintf(part, "%s.part", cfg->data_dir); /* ours: guarded by the lock on the parent */
-    if ((rc = fs_remove_tree(part)) || (rc = make_scratch(cfg->temp_dir, &scratch, &scratch_lock)))
-        goto done;
+    if (!cfg->db_sink) {
+        part = malloc(strlen(cfg->data_dir) + 6);
+        if (!part) {
+            rc = err_set(ERR_NOMEM, "out of memory");
+            goto done;
+        }
+        sprintf(part, "%s.part", cfg->data_dir); /* ours: guarded by the lock on the parent */
+        if ((rc = fs_remove_tree(part))) goto done;
+    }
+    if ((rc = make_scratch(cfg->temp_dir, &scratch, &scratch_lock))) goto done;
     full_path = fs_join(scratch, "snapshot-full.db");
     db_path = fs_join(scratch, "restored.db");
     tool_log = fs_join(scratch, "snapshot-restore.log");
@@ -1011,6 +1020,12 @@ int restorer_run(const RestoreConfig *cfg, RestoreResult *out) {
              (unsigned long long)out->leases_kept, (unsigned long long)out->leases_added,
              (unsigned long long)out->leases_defaulted, (double)out->db_bytes / 1048576.0,
              out->seconds_build);
+
+    if (cfg->db_sink) {
+        out->revision = final_rev;
+        if ((rc = stopped(cfg)) == 0) rc = cfg->db_sink(cfg->db_sink_ctx, tool_input, full, out);
+        goto done;
+    }
 
     const char *tool = cfg->etcdutl_bin && *cfg->etcdutl_bin ? cfg->etcdutl_bin
                        : in_path("etcdutl")                  ? "etcdutl"

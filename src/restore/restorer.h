@@ -15,6 +15,8 @@
 #include <signal.h>
 #include <stdint.h>
 
+typedef struct RestoreResult RestoreResult;
+
 typedef struct RestoreConfig {
     Store *store;         /* borrowed */
     const char *data_dir; /* target; must be absent or empty */
@@ -38,9 +40,17 @@ typedef struct RestoreConfig {
     /* borrowed, may be NULL: set (by a signal handler) to stop; the restore then ends with
      * ERR_CANCELED, its tool child stopped and everything it created removed */
     atomic_int *stop;
+    /* Offline uses (compact): when set, the built db (full snapshot + deltas, no restore mark
+     * added, a mark already in the full snapshot copied as it is) is handed to db_sink instead of
+     * etcd's restore tool: db_path is a complete bbolt file in the private scratch dir, valid
+     * during the call only; full is the set's full snapshot (borrowed). data_dir and the member
+     * fields are then unused and nothing is written outside the scratch dir. The sink's nonzero
+     * return (an ERR_* with its message set) is restorer_run's. */
+    int (*db_sink)(void *ctx, const char *db_path, const Snapshot *full, const RestoreResult *res);
+    void *db_sink_ctx;
 } RestoreConfig;
 
-typedef struct RestoreResult {
+struct RestoreResult {
     int64_t base_revision; /* revision of the full snapshot */
     int64_t revision;      /* final revision of the data dir (after any bump) */
     size_t deltas_applied;
@@ -51,7 +61,9 @@ typedef struct RestoreResult {
     char base_name[256];
     double seconds_total, seconds_build; /* seconds_build: writing the db (full + deltas) */
     int target_refused; /* the error is about the requested target or bump (a usage error) */
-} RestoreResult;
+    int64_t last_delta_revision; /* last revision of the last delta applied (0 if none) */
+    char last_delta_suffix[16];  /* compression suffix of that delta ("" if none) */
+};
 
 /* Restores. Errors: ERR_EXISTS (non-empty data dir, or another restore holds its parent),
  * ERR_NOT_FOUND (no full snapshot in the store at or before the target), ERR_INVALID (target

@@ -477,9 +477,7 @@ static int check_object(Checker *c, const Snapshot *s, size_t ordinal, size_t to
         snprintf(msg, sizeof msg, "%s", err_msg());
         return read_fault(c, s, rc, msg);
     }
-    char what[400];
-    snprintf(what, sizeof what, "verify [%zu/%zu objects] %s", ordinal, total, s->snap_name);
-    progress_set_what(c->progress, what);
+    progress_set_items(c->progress, ordinal - 1, total);
     TapReader tap = {.base = {&tap_vt},
                      .src = snapobj_reader(obj),
                      .progress = c->progress,
@@ -487,6 +485,7 @@ static int check_object(Checker *c, const Snapshot *s, size_t ordinal, size_t to
                      .stop = c->cfg->stop};
     rc = s->kind == SNAP_FULL ? check_full(c, s, &tap) : check_delta(c, s, &tap);
     c->plain_done += tap.n;
+    progress_set_items(c->progress, ordinal, total);
     uint64_t stored = 0, plain = 0;
     if (!rc && c->r->n_errors == errors_before && snapobj_counts(obj, &stored, &plain) == 0) {
         c->r->stored_bytes += stored;
@@ -806,8 +805,12 @@ int verify_run(const VerifyConfig *cfg, VerifyReport *out) {
 
     if ((rc = make_scratch(cfg->temp_dir, &scratch, &lock_fd))) goto done;
     Checker c = {cfg, out, scratch, NULL, 0};
-    /* one status line for the run: the object at work, of how many, and the plain bytes read */
-    if (cfg->show_progress && out->objects_in_scope) c.progress = progress_start("verify", 0, 1);
+    /* one status line for the run: plain bytes read, objects done of how many */
+    if (cfg->show_progress && out->objects_in_scope) {
+        char what[1300];
+        snprintf(what, sizeof what, "verify %s", out->store);
+        c.progress = progress_start(what, 0, 1);
+    }
     size_t ordinal = 0;
     for (size_t i = 0; i < n && !rc; i++) {
         if (!in_scope[i]) continue;

@@ -43,7 +43,7 @@ static int all_digits(const char *s, size_t len) {
 }
 
 /* A compression suffix as stored: "" or "." followed by 1..SUFFIX_MAX_CHARS letters/digits. */
-static int suffix_valid(const char *sfx) {
+static int compression_suffix_valid(const char *sfx) {
     if (sfx[0] == '\0') return 1;
     size_t n = strlen(sfx);
     if (sfx[0] != '.' || n < 2 || n - 1 > SUFFIX_MAX_CHARS) return 0;
@@ -52,9 +52,30 @@ static int suffix_valid(const char *sfx) {
     return 1;
 }
 
-int snapname_format(SnapKind kind, int64_t start, int64_t last, int64_t created_on,
-                    const char *compression_suffix, int is_final, char *out, size_t cap) {
+#define ENC_LEN (sizeof SNAPNAME_ENC_SUFFIX - 1)
+
+/* snapname_format's suffix: [".enc"] then a compression suffix other than ".enc" or ".final". */
+static int suffix_valid(const char *sfx) {
+    if (strncmp(sfx, SNAPNAME_ENC_SUFFIX, ENC_LEN) == 0 &&
+        (sfx[ENC_LEN] == '\0' || sfx[ENC_LEN] == '.'))
+        sfx += ENC_LEN;
+    return compression_suffix_valid(sfx) && strcmp(sfx, SNAPNAME_ENC_SUFFIX) != 0 &&
+           strcmp(sfx, ".final") != 0;
+}
+
+int snapname_suffix(int encrypted, const char *compression_suffix, char *out, size_t cap) {
     if (!compression_suffix) compression_suffix = "";
+    int n = snprintf(out, cap, "%s%s", encrypted ? SNAPNAME_ENC_SUFFIX : "", compression_suffix);
+    if (n < 0 || (size_t)n >= cap) {
+        if (cap) out[0] = '\0';
+        return err_set(ERR_INVALID, "snapshot name suffix: does not fit in %zu bytes", cap);
+    }
+    return 0;
+}
+
+int snapname_format(SnapKind kind, int64_t start, int64_t last, int64_t created_on,
+                    const char *suffix, int is_final, char *out, size_t cap) {
+    const char *compression_suffix = suffix ? suffix : "";
     if (!out || cap == 0) return err_set(ERR_INVALID, "snapshot name: no output buffer");
     out[0] = '\0';
     if (kind != SNAP_FULL && kind != SNAP_INCR)
@@ -66,7 +87,8 @@ int snapname_format(SnapKind kind, int64_t start, int64_t last, int64_t created_
         return err_set(ERR_INVALID, "snapshot name: start revision %lld > last revision %lld",
                        (long long)start, (long long)last);
     if (!suffix_valid(compression_suffix))
-        return err_set(ERR_INVALID, "snapshot name: bad compression suffix \"%s\"",
+        return err_set(ERR_INVALID,
+                       "snapshot name: bad suffix \"%s\" (want [.enc][.<compression>])",
                        compression_suffix);
     int n = snprintf(out, cap, "%s-%08lld-%08lld-%lld%s%s", kind == SNAP_FULL ? "Full" : "Incr",
                      (long long)start, (long long)last, (long long)created_on, compression_suffix,
@@ -78,7 +100,7 @@ int snapname_format(SnapKind kind, int64_t start, int64_t last, int64_t created_
     return 0;
 }
 
-/* Parses the name part "<Kind>-<start>-<last>-<secs>[.<compression>][.final]" (len bytes at
+/* Parses the name part "<Kind>-<start>-<last>-<secs>[.enc][.<compression>][.final]" (len bytes at
  * name, no '/') into s. key is only used in messages. */
 static int parse_name(const char *key, const char *name, size_t len, Snapshot *s) {
     const char *tok[4];
@@ -126,18 +148,18 @@ static int parse_name(const char *key, const char *name, size_t len, Snapshot *s
                        key, (long long)s->start_revision, (long long)s->last_revision);
 
     /* token 3: <secs>[.<compression>][.final] */
-    const char *el[4];
-    size_t elen[4];
+    const char *el[5];
+    size_t elen[5];
     size_t ne = 0;
     p = tok[3];
     end = tok[3] + tlen[3];
     for (;;) {
         const char *dot = memchr(p, '.', (size_t)(end - p));
         const char *stop = dot ? dot : end;
-        if (ne == 3)
+        if (ne == 4)
             return err_set(ERR_INVALID,
                            "snapshot key %s: too many '.' suffixes after the time (want at most "
-                           "<compression>.final)",
+                           "enc.<compression>.final)",
                            key);
         el[ne] = p;
         elen[ne] = (size_t)(stop - p);
@@ -154,20 +176,28 @@ static int parse_name(const char *key, const char *name, size_t len, Snapshot *s
                        "seconds",
                        key, (int)elen[0], el[0]);
     size_t n_sfx = ne - 1;
+    size_t first = 1; /* the compression's element */
     if (n_sfx > 0 && elen[ne - 1] == 5 && memcmp(el[ne - 1], "final", 5) == 0) {
         s->is_final = 1;
         n_sfx--;
     }
+    if (n_sfx > 0 && elen[1] == 3 && memcmp(el[1], "enc", 3) == 0) {
+        s->encrypted = 1;
+        n_sfx--;
+        first = 2;
+    }
     if (n_sfx > 1)
         return err_set(ERR_INVALID,
-                       "snapshot key %s: more than one compression suffix (\".final\" must come "
-                       "last)",
+                       "snapshot key %s: more than one compression suffix (\".enc\" must come "
+                       "first, \".final\" last)",
                        key);
     if (n_sfx == 1) {
-        const char *c = el[1];
-        size_t cl = elen[1];
+        const char *c = el[first];
+        size_t cl = elen[first];
         if (cl == 5 && memcmp(c, "final", 5) == 0)
             return err_set(ERR_INVALID, "snapshot key %s: \".final\" given twice", key);
+        if (cl == 3 && memcmp(c, "enc", 3) == 0)
+            return err_set(ERR_INVALID, "snapshot key %s: \".enc\" given twice", key);
         if (cl > SUFFIX_MAX_CHARS)
             return err_set(ERR_INVALID, "snapshot key %s: compression suffix \".%.*s\" too long",
                            key, (int)cl, c);

@@ -1,5 +1,8 @@
 /* snapname: snapshot object names and sets (seed-spec §3).
- *   v2: <prefix>/v2/<Kind>-<start %08d>-<last %08d>-<unix secs><compression suffix>[.final]
+ *   v2: <prefix>/v2/<Kind>-<start %08d>-<last %08d>-<unix secs>[.enc]<compression suffix>[.final]
+ *   ".enc" (ours, docs/encryption.md) marks an encrypted object; it comes first so that the Go
+ *   tool, which takes the first '.' element as the compression, refuses it as an unknown
+ *   compression instead of reading it as gzip or as plain bytes.
  *   v1: <prefix>/v1/Backup-<unix>/<name>   (legacy; read only)
  *   chunk objects: <name>/<10 digits> — parsed but never chosen.
  * Unlike the Go tool, the version component is matched as a path component directly under the
@@ -16,7 +19,9 @@ typedef struct Snapshot {
     SnapKind kind;
     int64_t start_revision, last_revision;
     int64_t created_on;          /* Unix seconds from the name */
-    char compression_suffix[16]; /* "", ".gz", ".zlib", ".Z", ".zst" (unknown ones kept as read) */
+    char compression_suffix[16]; /* "", ".gz", ".zlib", ".Z", ".zst" (unknown ones kept as read);
+                                    never ".enc": that is `encrypted` */
+    int encrypted;               /* the name has ".enc" (crypt.h; compress, then encrypt) */
     int is_final, is_chunk;
     int version;         /* 1 or 2 */
     char key[1024];      /* full object key relative to the store root, as listed */
@@ -30,10 +35,18 @@ typedef struct Snapshot {
     int abandoned;       /* a newer history abandoned it (history.h); store_list drops these */
 } Snapshot;
 
-/* Formats the v2 name (without prefix) into out: "%s-%08lld-%08lld-%lld%s%s".
- * Returns 0 or ERR_INVALID if it does not fit in cap. */
+#define SNAPNAME_ENC_SUFFIX ".enc"
+
+/* Formats the v2 name (without prefix) into out: "%s-%08lld-%08lld-%lld%s%s". suffix is what
+ * goes between the time and ".final": "" or a compression suffix (".gz"), optionally after
+ * ".enc" (".enc", ".enc.gz"), as snapname_suffix or store_name_suffix builds it. NULL = "".
+ * Returns 0 or ERR_INVALID (a malformed suffix, or out too small for cap). */
 int snapname_format(SnapKind kind, int64_t start, int64_t last, int64_t created_on,
-                    const char *compression_suffix, int is_final, char *out, size_t cap);
+                    const char *suffix, int is_final, char *out, size_t cap);
+
+/* The suffix for snapname_format: ".enc" when encrypted, then compression_suffix (NULL = "").
+ * 0 or ERR_INVALID (does not fit in cap). */
+int snapname_suffix(int encrypted, const char *compression_suffix, char *out, size_t cap);
 
 /* Parses key (relative to the store root, e.g. "etcd-main/v2/Full-...") given the store prefix
  * ("" or "etcd-main", no trailing slash). Fills *out. ERR_INVALID with a message saying why for

@@ -1,5 +1,6 @@
 /* snapobj: see snapobj.h. The read chain is one IoFilterGroup over the store's reader:
- * stored bytes counted -> decoded by the name's suffixes -> plain bytes counted. */
+ * stored bytes counted -> decrypted when the name says ".enc" -> decompressed by the name's
+ * compression suffix -> plain bytes counted. */
 #include "snapobj.h"
 #include "../codec/compress.h"
 #include "../codec/filter_group.h"
@@ -18,6 +19,13 @@ int snapobj_open_read(Store *s, const Snapshot *snap, SnapObjReader **out) {
     if (compress_from_suffix(snap->compression_suffix, &kind))
         return err_set(ERR_UNSUPPORTED, "%s: unknown compression suffix \"%s\"", snap->key,
                        snap->compression_suffix);
+    const Keyring *kr = store_keyring(s);
+    if (snap->encrypted && !kr)
+        return err_set(ERR_INVALID,
+                       "%s is encrypted and no encryption keys were given "
+                       "(--encryption-key-file, ETCDBR_ENCRYPTION_KEY_FILE or "
+                       "ETCDBR_ENCRYPTION_KEYS)",
+                       snap->key);
     SnapObjReader *r = calloc(1, sizeof *r);
     if (!r) return err_set(ERR_NOMEM, "out of memory");
     int rc = store_open_read(s, snap, &r->raw);
@@ -28,6 +36,7 @@ int snapobj_open_read(Store *s, const Snapshot *snap, SnapObjReader **out) {
     r->g = io_filter_group_new_reader(r->raw);
     rc = r->g ? 0 : err_set(ERR_NOMEM, "out of memory");
     if (!rc) rc = io_filter_group_add_count(r->g, "stored-bytes");
+    if (!rc && snap->encrypted) rc = io_filter_group_add_decrypt(r->g, kr);
     if (!rc) rc = io_filter_group_add_decompress(r->g, kind);
     if (!rc) rc = io_filter_group_add_count(r->g, "plain-bytes");
     if (!rc && !io_filter_group_reader(r->g)) rc = err_set(ERR_NOMEM, "out of memory");

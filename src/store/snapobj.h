@@ -1,6 +1,6 @@
 /* snapobj: a snapshot object's plain bytes (the full snapshot's db + trailer, or the delta's
  * JSON + hash), whatever its name says was applied on the way into the store: compression
- * (compress.h, by the name's suffix) and, once written by us with a key, encryption. Every
+ * (compress.h, by the name's suffix) and encryption (crypt.h, when the name has ".enc"). Every
  * reader of snapshot contents goes through here (restore, verify, compact), so a new encoding
  * is added in one place.
  *
@@ -22,8 +22,11 @@
 typedef struct SnapObjReader SnapObjReader;
 
 /* Opens snap (borrowed; must outlive the reader) for reading its plain bytes from byte 0.
- * ERR_UNSUPPORTED (a suffix we cannot decode, named), or the store's error (ERR_NOT_FOUND,
- * ERR_IO), each message naming the object's key. *out owned (snapobj_close). */
+ * An encrypted object (snap->encrypted) is decrypted with the store's keyring
+ * (store_keyring). ERR_UNSUPPORTED (a suffix we cannot decode, named), ERR_INVALID (encrypted
+ * and the store has no keys), or the store's error (ERR_NOT_FOUND, ERR_IO), each message naming
+ * the object's key. Decryption errors (a wrong or unknown key, altered, truncated, reordered or
+ * dropped chunks; crypt.h) come out of the reads. *out owned (snapobj_close). */
 int snapobj_open_read(Store *s, const Snapshot *snap, SnapObjReader **out);
 
 /* The plain bytes (borrowed; valid until snapobj_close). Corrupt or truncated input is an error

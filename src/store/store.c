@@ -2,8 +2,10 @@
  * prefix (cleaned once at open), the key layout ("<prefix>/v2/<name>" for writes, v1 and v2 read),
  * name parsing and ordering. Listing asks the driver only for "<prefix>/v2/" and "<prefix>/v1/",
  * so stores whose prefixes share a string prefix never see each other's objects (seed-spec §15.2).
- * A Store holds no mutable state after open: it is as thread-safe as its driver. */
+ * A Store holds no mutable state after open (its keyring is set once, before any reader or
+ * writer): it is as thread-safe as its driver. */
 #include "store.h"
+#include "../codec/crypt.h"
 #include "../common/err.h"
 #include "../common/log.h"
 #include "snapname.h"
@@ -29,6 +31,7 @@ struct Store {
     size_t n_pinned;
     HistoryRecord *pinned_recs;
     size_t n_pinned_recs;
+    Keyring *keyring; /* owned; NULL = no encryption keys */
 };
 
 /* Driver calls through the feature bits: serialized for a driver that is not thread-safe. */
@@ -170,8 +173,22 @@ done:
     return rc;
 }
 
+const char *store_env_prefix(const StoreConfig *cfg) {
+    return cfg && cfg->env_prefix ? cfg->env_prefix : "";
+}
+
+const char *store_env(const StoreConfig *cfg, const char *name) {
+    char full[256];
+    int n = snprintf(full, sizeof full, "%s%s", store_env_prefix(cfg), name);
+    if (n < 0 || (size_t)n >= sizeof full) return NULL;
+    const char *v = getenv(full);
+    return v && v[0] ? v : NULL;
+}
+
 static int local_open(const StoreConfig *cfg, StoreDriver **out) {
-    return store_local_driver_new(cfg->container, out);
+    const char *container =
+        cfg->container && cfg->container[0] ? cfg->container : store_env(cfg, "STORAGE_CONTAINER");
+    return store_local_driver_new(container ? container : "default.bkp", out);
 }
 
 /* The registry: every provider name the Go tool accepts, and its driver (NULL: not yet). */
@@ -218,8 +235,26 @@ void store_free(Store *s) {
     free(s->describe);
     free(s->pinned);
     free(s->pinned_recs);
+    keyring_free(s->keyring);
     pthread_mutex_destroy(&s->mu);
     free(s);
+}
+
+void store_set_keyring(Store *s, Keyring *kr) {
+    if (s->keyring != kr) keyring_free(s->keyring);
+    s->keyring = kr;
+}
+
+const Keyring *store_keyring(const Store *s) {
+    return s->keyring;
+}
+
+const char *store_name_suffix(const Store *s, CompressKind compression) {
+    /* static strings, one per compression, plain and with ".enc" first (snapname.h) */
+    static const char *const plain[] = {"", ".gz", ".zlib", ".Z", ".zst"};
+    static const char *const enc[] = {".enc", ".enc.gz", ".enc.zlib", ".enc.Z", ".enc.zst"};
+    size_t i = (size_t)compression < sizeof plain / sizeof plain[0] ? (size_t)compression : 0;
+    return s && s->keyring ? enc[i] : plain[i];
 }
 
 void store_pin_listing(Store *s) {

@@ -5,6 +5,8 @@
 #ifndef ETCDBR_STORE_H
 #define ETCDBR_STORE_H
 
+#include "../codec/compress.h"
+#include "../codec/crypt.h"
 #include "../codec/io.h"
 #include "history.h"
 #include "snapname.h"
@@ -32,6 +34,10 @@ typedef struct StoreConfig {
     int64_t min_chunk_size;         /* --min-chunk-size: bytes per part (>= 5 MiB) */
     int max_parallel_chunk_uploads; /* --max-parallel-chunk-uploads (>= 1) */
     int64_t timeout_ms;             /* per request; 0 = 180 s (the Go tool's chunk timeout) */
+    const char *env_prefix;         /* prefix of every environment variable the driver reads:
+                                       NULL/"" (the store), "SOURCE_" (copy's source) or
+                                       "SECONDARY_" (the server's secondary store); seed-spec §12.
+                                       ECS's variables take none. */
 } StoreConfig;
 
 /* The providers a StoreConfig may name, for messages: "Local (or empty), S3, ..." (static). */
@@ -40,6 +46,22 @@ const char *store_providers(void);
 /* 0 or ERR_INVALID/ERR_UNSUPPORTED/ERR_IO. Local creates the root directory (0700). */
 int store_open(const StoreConfig *cfg, Store **out);
 void store_free(Store *s);
+
+/* Gives s the encryption keys (crypt.h; owned by s from now on, freed and wiped by store_free or
+ * the next call; NULL removes them). Call before any reader or writer is opened (not
+ * thread-safe). With keys, store_name_suffix names new objects ".enc..." and every writer that
+ * names its object so (fullsnap_store_stream) encrypts with the first key; snapobj decrypts
+ * objects named ".enc" with whichever key their header names. */
+void store_set_keyring(Store *s, Keyring *kr);
+
+/* The keys (borrowed; valid until store_set_keyring or store_free), or NULL. Thread-safe. */
+const Keyring *store_keyring(const Store *s);
+
+/* The name suffix for a new object of s written with compression, for snapname_format: the
+ * compression suffix ("", ".gz", ".zlib", ".Z", ".zst"), after ".enc" when s has keys
+ * (".enc", ".enc.gz", ...). Static storage; thread-safe. Every writer of snapshot objects names
+ * them with this, so name and contents agree. */
+const char *store_name_suffix(const Store *s, CompressKind compression);
 
 /* Human-readable location, e.g. "Local:/home/x/backups/etcd-main" (borrowed). */
 const char *store_describe(const Store *s);

@@ -1170,9 +1170,10 @@ static const char *env_nonempty(const char *name) {
 int store_abs_driver_new(const StoreConfig *cfg, StoreDriver **out) {
     *out = NULL;
     const char *container =
-        cfg->container && cfg->container[0] ? cfg->container : env_nonempty("STORAGE_CONTAINER");
+        cfg->container && cfg->container[0] ? cfg->container : store_env(cfg, "STORAGE_CONTAINER");
     if (!container)
-        return err_set(ERR_INVALID, "ABS: no container (--store-container or STORAGE_CONTAINER)");
+        return err_set(ERR_INVALID, "ABS: no container (--store-container or %sSTORAGE_CONTAINER)",
+                       store_env_prefix(cfg));
     AbsDriver *d = calloc(1, sizeof *d);
     if (!d) return err_set(ERR_NOMEM, "ABS: out of memory");
     d->base.vt = &abs_vt;
@@ -1206,7 +1207,7 @@ int store_abs_driver_new(const StoreConfig *cfg, StoreDriver **out) {
                 d->endpoint[--l] = '\0';
         }
     }
-    const char *sas = env_nonempty("AZURE_STORAGE_SAS_TOKEN");
+    const char *sas = store_env(cfg, "AZURE_STORAGE_SAS_TOKEN");
     if (sas) d->env_sas = strdup(sas[0] == '?' ? sas + 1 : sas);
     if (!d->container || (cfg->endpoint_override && cfg->endpoint_override[0] && !d->endpoint) ||
         (sas && !d->env_sas)) {
@@ -1214,9 +1215,9 @@ int store_abs_driver_new(const StoreConfig *cfg, StoreDriver **out) {
         goto done;
     }
     const char *path = cfg->credentials && cfg->credentials[0] ? cfg->credentials : NULL;
-    if (!path) path = env_nonempty("AZURE_APPLICATION_CREDENTIALS_JSON");
-    if (!path) path = env_nonempty("AZURE_APPLICATION_CREDENTIALS");
-    const char *cs = env_nonempty("AZURE_STORAGE_CONNECTION_STRING");
+    if (!path) path = store_env(cfg, "AZURE_APPLICATION_CREDENTIALS_JSON");
+    if (!path) path = store_env(cfg, "AZURE_APPLICATION_CREDENTIALS");
+    const char *cs = store_env(cfg, "AZURE_STORAGE_CONNECTION_STRING");
     if (path) {
         d->source = CRED_FILE;
         d->cred_path = strdup(path);
@@ -1231,14 +1232,18 @@ int store_abs_driver_new(const StoreConfig *cfg, StoreDriver **out) {
         d->source = CRED_CONNSTR;
         rc = abs_creds_from_connection_string(cs, &d->creds);
     } else {
-        rc = err_set(ERR_INVALID, "ABS: no credentials: set AZURE_APPLICATION_CREDENTIALS_JSON, "
-                                  "AZURE_APPLICATION_CREDENTIALS or "
-                                  "AZURE_STORAGE_CONNECTION_STRING");
+        const char *ep = store_env_prefix(cfg);
+        rc = err_set(ERR_INVALID,
+                     "ABS: no credentials: set %sAZURE_APPLICATION_CREDENTIALS_JSON, "
+                     "%sAZURE_APPLICATION_CREDENTIALS or %sAZURE_STORAGE_CONNECTION_STRING",
+                     ep, ep, ep);
     }
     if (rc) goto done;
     if (!d->creds.key && !d->creds.sas && !d->env_sas) {
-        rc = err_set(ERR_INVALID, "ABS: the credentials have neither storageKey nor sasToken, "
-                                  "and AZURE_STORAGE_SAS_TOKEN is not set");
+        rc = err_set(ERR_INVALID,
+                     "ABS: the credentials have neither storageKey nor sasToken, "
+                     "and %sAZURE_STORAGE_SAS_TOKEN is not set",
+                     store_env_prefix(cfg));
         goto done;
     }
     ObjHttpConfig hc = {

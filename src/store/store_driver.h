@@ -97,6 +97,16 @@ int store_new_with_driver(StoreDriver *drv, const char *prefix, Store **out);
  * (unknown provider: the message lists the valid ones) or the constructor's error. */
 int store_driver_open(const StoreConfig *cfg, StoreDriver **out);
 
+/* The value of the environment variable cfg->env_prefix + name (seed-spec §12: "SOURCE_" for
+ * copy's source, "SECONDARY_" for the server's secondary store) when it is set and not empty,
+ * else NULL. Borrowed from the environment. Drivers read every credential, container and
+ * endpoint variable through this (ECS's excepted, as in the Go tool); test knobs (ETCDBR_*) are
+ * read as they are. */
+const char *store_env(const StoreConfig *cfg, const char *name);
+
+/* cfg->env_prefix, "" when NULL (for messages naming the variables read). */
+const char *store_env_prefix(const StoreConfig *cfg);
+
 /* A provider's driver constructor: opens the backend cfg names (container, prefix handled by the
  * generic layer; endpoint, credentials, part sizes are the driver's). Drivers are found by
  * provider name in store.c's registry table. 0 or ERR_*. */

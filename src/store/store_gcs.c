@@ -1345,8 +1345,8 @@ static const char *env_nonempty(const char *name) {
 }
 
 /* The deprecated "storageAPIEndpoint" file next to the credentials (trimmed), else
- * $GOOGLE_STORAGE_API_ENDPOINT, as the Go tool; owned or NULL. */
-static char *endpoint_from_file(const char *cred_path) {
+ * $GOOGLE_STORAGE_API_ENDPOINT (with cfg's env prefix), as the Go tool; owned or NULL. */
+static char *endpoint_from_file(const StoreConfig *cfg, const char *cred_path) {
     char *out = NULL;
     if (cred_path) {
         const char *slash = strrchr(cred_path, '/');
@@ -1368,8 +1368,8 @@ static char *endpoint_from_file(const char *cred_path) {
             if (l) out = strdup(s);
         }
     }
-    if (!out && env_nonempty("GOOGLE_STORAGE_API_ENDPOINT")) {
-        out = strdup(getenv("GOOGLE_STORAGE_API_ENDPOINT"));
+    if (!out && store_env(cfg, "GOOGLE_STORAGE_API_ENDPOINT")) {
+        out = strdup(store_env(cfg, "GOOGLE_STORAGE_API_ENDPOINT"));
         if (out) {
             char *s = out;
             size_t l = strlen(s);
@@ -1394,9 +1394,10 @@ static int env_int(const char *name, int lo, int hi, int *out) {
 int store_gcs_driver_new(const StoreConfig *cfg, StoreDriver **out) {
     *out = NULL;
     const char *bucket =
-        cfg->container && cfg->container[0] ? cfg->container : env_nonempty("STORAGE_CONTAINER");
+        cfg->container && cfg->container[0] ? cfg->container : store_env(cfg, "STORAGE_CONTAINER");
     if (!bucket)
-        return err_set(ERR_INVALID, "GCS: no bucket (--store-container or STORAGE_CONTAINER)");
+        return err_set(ERR_INVALID, "GCS: no bucket (--store-container or %sSTORAGE_CONTAINER)",
+                       store_env_prefix(cfg));
     GcsDriver *d = calloc(1, sizeof *d);
     if (!d) return err_set(ERR_NOMEM, "GCS: out of memory");
     d->base.vt = &gcs_vt;
@@ -1419,7 +1420,7 @@ int store_gcs_driver_new(const StoreConfig *cfg, StoreDriver **out) {
         goto done;
     const char *path = cfg->credentials && cfg->credentials[0]
                            ? cfg->credentials
-                           : env_nonempty("GOOGLE_APPLICATION_CREDENTIALS");
+                           : store_env(cfg, "GOOGLE_APPLICATION_CREDENTIALS");
     if (path && !(d->cred_path = strdup(path))) {
         rc = err_set(ERR_NOMEM, "GCS: out of memory");
         goto done;
@@ -1428,7 +1429,7 @@ int store_gcs_driver_new(const StoreConfig *cfg, StoreDriver **out) {
     if (cfg->endpoint_override && cfg->endpoint_override[0])
         endpoint = strdup(cfg->endpoint_override);
     else
-        endpoint = endpoint_from_file(path);
+        endpoint = endpoint_from_file(cfg, path);
     if (endpoint) {
         rc = gcs_endpoint_parse(endpoint, &d->api, &emulator);
         if (rc) goto done;
@@ -1440,9 +1441,10 @@ int store_gcs_driver_new(const StoreConfig *cfg, StoreDriver **out) {
     if (d->auth) {
         if (!path) {
             rc = err_set(ERR_INVALID,
-                         "GCS: no credentials: set GOOGLE_APPLICATION_CREDENTIALS to a "
+                         "GCS: no credentials: set %sGOOGLE_APPLICATION_CREDENTIALS to a "
                          "service-account key file (metadata-server credentials are not "
-                         "supported)");
+                         "supported)",
+                         store_env_prefix(cfg));
             goto done;
         }
         file_stamp(path, d->stamp, sizeof d->stamp);

@@ -1108,9 +1108,10 @@ static int make_base_url(OssDriver *d, const char *ep) {
 int store_oss_driver_new(const StoreConfig *cfg, StoreDriver **out) {
     *out = NULL;
     const char *bucket =
-        cfg->container && cfg->container[0] ? cfg->container : env_nonempty("STORAGE_CONTAINER");
+        cfg->container && cfg->container[0] ? cfg->container : store_env(cfg, "STORAGE_CONTAINER");
     if (!bucket)
-        return err_set(ERR_INVALID, "OSS: no bucket (--store-container or STORAGE_CONTAINER)");
+        return err_set(ERR_INVALID, "OSS: no bucket (--store-container or %sSTORAGE_CONTAINER)",
+                       store_env_prefix(cfg));
     for (const char *c = bucket; *c; c++) {
         if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '-'))
             return err_set(ERR_INVALID,
@@ -1119,13 +1120,14 @@ int store_oss_driver_new(const StoreConfig *cfg, StoreDriver **out) {
                            bucket);
     }
     const char *path = cfg->credentials && cfg->credentials[0] ? cfg->credentials : NULL;
-    if (!path) path = env_nonempty("ALICLOUD_APPLICATION_CREDENTIALS_JSON");
-    if (!path) path = env_nonempty("ALICLOUD_APPLICATION_CREDENTIALS");
+    if (!path) path = store_env(cfg, "ALICLOUD_APPLICATION_CREDENTIALS_JSON");
+    if (!path) path = store_env(cfg, "ALICLOUD_APPLICATION_CREDENTIALS");
     if (!path)
         return err_set(ERR_INVALID,
-                       "OSS: no credentials: set ALICLOUD_APPLICATION_CREDENTIALS_JSON "
-                       "(a JSON file) or ALICLOUD_APPLICATION_CREDENTIALS (a "
-                       "directory)");
+                       "OSS: no credentials: set %sALICLOUD_APPLICATION_CREDENTIALS_JSON "
+                       "(a JSON file) or %sALICLOUD_APPLICATION_CREDENTIALS (a "
+                       "directory)",
+                       store_env_prefix(cfg), store_env_prefix(cfg));
     OssCreds c;
     int rc = oss_creds_load(path, &c);
     if (rc == ERR_NOT_FOUND) rc = ERR_INVALID;

@@ -1360,6 +1360,26 @@ static char *dup_env(const char *name) {
     return v && v[0] ? strdup(v) : NULL;
 }
 
+/* $<prefix><name> duplicated, NULL when unset or empty. */
+static char *dup_penv(const char *prefix, const char *name) {
+    char full[128];
+    snprintf(full, sizeof full, "%s%s", prefix, name);
+    return dup_env(full);
+}
+
+/* The part of the AWS SDK's default chain we implement, read with env prefix ep. */
+static void sdk_env_creds(const char *ep, S3Creds *c) {
+    c->access_key = dup_penv(ep, "AWS_ACCESS_KEY_ID");
+    c->secret_key = dup_penv(ep, "AWS_SECRET_ACCESS_KEY");
+    c->session_token = dup_penv(ep, "AWS_SESSION_TOKEN");
+    c->region = dup_penv(ep, "AWS_REGION");
+    if (!c->region) c->region = dup_penv(ep, "AWS_DEFAULT_REGION");
+    if (!c->access_key || !c->secret_key) { /* the SDK's web identity (EKS IRSA) */
+        c->role_arn = dup_penv(ep, "AWS_ROLE_ARN");
+        c->token_path = dup_penv(ep, "AWS_WEB_IDENTITY_TOKEN_FILE");
+    }
+}
+
 static int env_bool(const char *name, int *out) {
     const char *v = getenv(name);
     *out = 0;
@@ -1395,9 +1415,10 @@ static int load_creds(const StoreConfig *cfg, const char *prov, S3Creds *c, char
                                                     : "AWS_APPLICATION_CREDENTIALS_JSON";
     const char *dir_env = strcmp(prov, "OCS") == 0 ? "OPENSHIFT_APPLICATION_CREDENTIALS"
                                                    : "AWS_APPLICATION_CREDENTIALS";
+    const char *ep = store_env_prefix(cfg);
     const char *p = cfg->credentials && cfg->credentials[0] ? cfg->credentials : NULL;
-    if (!p) p = getenv(json_env) && getenv(json_env)[0] ? getenv(json_env) : NULL;
-    if (!p) p = getenv(dir_env) && getenv(dir_env)[0] ? getenv(dir_env) : NULL;
+    if (!p) p = store_env(cfg, json_env);
+    if (!p) p = store_env(cfg, dir_env);
     if (p) {
         int rc = s3_creds_read(p, c);
         if (rc != 0) return rc;
@@ -1418,25 +1439,32 @@ static int load_creds(const StoreConfig *cfg, const char *prov, S3Creds *c, char
         return 0;
     }
     if (strcmp(prov, "OCS") == 0)
-        return err_set(ERR_INVALID, "OCS: set OPENSHIFT_APPLICATION_CREDENTIALS_JSON (a JSON file) "
-                                    "or OPENSHIFT_APPLICATION_CREDENTIALS (a directory)");
-    /* the AWS SDK's environment: the part of its default chain we implement */
-    c->access_key = dup_env("AWS_ACCESS_KEY_ID");
-    c->secret_key = dup_env("AWS_SECRET_ACCESS_KEY");
-    c->session_token = dup_env("AWS_SESSION_TOKEN");
-    c->region = dup_env("AWS_REGION");
-    if (!c->region) c->region = dup_env("AWS_DEFAULT_REGION");
-    if ((!c->access_key || !c->secret_key) && getenv("AWS_ROLE_ARN") &&
-        getenv("AWS_WEB_IDENTITY_TOKEN_FILE")) { /* the SDK's web identity (EKS IRSA) */
-        c->role_arn = dup_env("AWS_ROLE_ARN");
-        c->token_path = dup_env("AWS_WEB_IDENTITY_TOKEN_FILE");
-        if (c->role_arn && c->token_path) return 0;
-    }
-    if (!c->access_key || !c->secret_key)
         return err_set(ERR_INVALID,
-                       "S3: no credentials: set AWS_APPLICATION_CREDENTIALS_JSON (a JSON file), "
-                       "AWS_APPLICATION_CREDENTIALS (a directory) or AWS_ACCESS_KEY_ID and "
-                       "AWS_SECRET_ACCESS_KEY");
+                       "OCS: set %sOPENSHIFT_APPLICATION_CREDENTIALS_JSON (a JSON file) "
+                       "or %sOPENSHIFT_APPLICATION_CREDENTIALS (a directory)",
+                       ep, ep);
+    /* the AWS SDK's environment: the part of its default chain we implement. Read with the
+     * prefix first; the Go tool's SDK reads it unprefixed for every store, so a prefixed store
+     * with no prefixed SDK credentials falls back to them (an instance role or IRSA serves the
+     * secondary store too) */
+    sdk_env_creds(ep, c);
+    int have = (c->access_key && c->secret_key) || (c->role_arn && c->token_path);
+    if (!have && ep[0]) {
+        s3_creds_clear(c);
+        sdk_env_creds("", c);
+        have = (c->access_key && c->secret_key) || (c->role_arn && c->token_path);
+    }
+    if (c->access_key && c->secret_key) {
+        free(c->role_arn);
+        free(c->token_path);
+        c->role_arn = c->token_path = NULL;
+    }
+    if (!have)
+        return err_set(ERR_INVALID,
+                       "S3: no credentials: set %1$sAWS_APPLICATION_CREDENTIALS_JSON (a JSON "
+                       "file), %1$sAWS_APPLICATION_CREDENTIALS (a directory) or "
+                       "%1$sAWS_ACCESS_KEY_ID and %1$sAWS_SECRET_ACCESS_KEY",
+                       ep);
     return 0;
 }
 
@@ -1449,10 +1477,10 @@ int store_s3_driver_new(const StoreConfig *cfg, StoreDriver **out) {
     S3Driver *d = NULL;
     if (rc != 0) goto done;
     const char *bucket =
-        cfg->container && cfg->container[0] ? cfg->container : getenv("STORAGE_CONTAINER");
+        cfg->container && cfg->container[0] ? cfg->container : store_env(cfg, "STORAGE_CONTAINER");
     if (!bucket || !bucket[0]) {
-        rc = err_set(ERR_INVALID, "%s: no bucket: give --store-container or STORAGE_CONTAINER",
-                     prov);
+        rc = err_set(ERR_INVALID, "%s: no bucket: give --store-container or %sSTORAGE_CONTAINER",
+                     prov, store_env_prefix(cfg));
         goto done;
     }
     const char *region = cfg->region && cfg->region[0] ? cfg->region : c.region;

@@ -162,17 +162,25 @@ int swift_creds_load(const char *path, SwiftCreds *out) {
     return rc;
 }
 
-int swift_creds_from_env(SwiftCreds *out) {
+/* getenv(prefix + name). */
+static const char *penv(const char *prefix, const char *name) {
+    char full[128];
+    snprintf(full, sizeof full, "%s%s", prefix, name);
+    return getenv(full);
+}
+
+int swift_creds_from_env(const char *env_prefix, SwiftCreds *out) {
     memset(out, 0, sizeof *out);
-    const char *url = getenv("OS_AUTH_URL");
-    if (!set(url)) return err_set(ERR_NOT_FOUND, "Swift: OS_AUTH_URL is not set");
+    const char *ep = env_prefix ? env_prefix : "";
+    const char *url = penv(ep, "OS_AUTH_URL");
+    if (!set(url)) return err_set(ERR_NOT_FOUND, "Swift: %sOS_AUTH_URL is not set", ep);
     for (size_t i = 0; i < N_FIELDS; i++) {
-        const char *v = getenv(fields[i].env);
+        const char *v = penv(ep, fields[i].env);
         /* gophercloud: OS_PROJECT_NAME is the newer name of OS_TENANT_NAME and wins */
-        if (fields[i].off == offsetof(SwiftCreds, tenant_name) && set(getenv("OS_PROJECT_NAME")))
-            v = getenv("OS_PROJECT_NAME");
+        if (fields[i].off == offsetof(SwiftCreds, tenant_name) && set(penv(ep, "OS_PROJECT_NAME")))
+            v = penv(ep, "OS_PROJECT_NAME");
         if (fields[i].off == offsetof(SwiftCreds, domain_name) && !set(v))
-            v = getenv("OS_USER_DOMAIN_NAME");
+            v = penv(ep, "OS_USER_DOMAIN_NAME");
         if (!set(v)) continue;
         char **slot = field_slot(out, i);
         *slot = strdup(v);
@@ -1098,9 +1106,11 @@ static const char *env_nonempty(const char *name) {
 int store_swift_driver_new(const StoreConfig *cfg, StoreDriver **out) {
     *out = NULL;
     const char *container =
-        cfg->container && cfg->container[0] ? cfg->container : env_nonempty("STORAGE_CONTAINER");
+        cfg->container && cfg->container[0] ? cfg->container : store_env(cfg, "STORAGE_CONTAINER");
     if (!container)
-        return err_set(ERR_INVALID, "Swift: no container (--store-container or STORAGE_CONTAINER)");
+        return err_set(ERR_INVALID,
+                       "Swift: no container (--store-container or %sSTORAGE_CONTAINER)",
+                       store_env_prefix(cfg));
     SwiftDriver *d = calloc(1, sizeof *d);
     if (!d) return err_set(ERR_NOMEM, "Swift: out of memory");
     d->base.vt = &swift_vt;
@@ -1136,22 +1146,23 @@ int store_swift_driver_new(const StoreConfig *cfg, StoreDriver **out) {
         }
     }
     const char *path = cfg->credentials && cfg->credentials[0] ? cfg->credentials : NULL;
-    if (!path) path = env_nonempty("OPENSTACK_APPLICATION_CREDENTIALS_JSON");
-    if (!path) path = env_nonempty("OPENSTACK_APPLICATION_CREDENTIALS");
+    if (!path) path = store_env(cfg, "OPENSTACK_APPLICATION_CREDENTIALS_JSON");
+    if (!path) path = store_env(cfg, "OPENSTACK_APPLICATION_CREDENTIALS");
     if (path) {
         rc = swift_creds_load(path, &d->creds);
         if (rc == ERR_NOT_FOUND) rc = ERR_INVALID;
     } else {
-        rc = swift_creds_from_env(&d->creds);
+        rc = swift_creds_from_env(store_env_prefix(cfg), &d->creds);
         if (rc == ERR_NOT_FOUND)
             rc = err_set(ERR_INVALID,
-                         "Swift: no credentials: set OPENSTACK_APPLICATION_CREDENTIALS_JSON, "
-                         "OPENSTACK_APPLICATION_CREDENTIALS or the OS_* environment "
-                         "(OS_AUTH_URL, OS_USERNAME, OS_PASSWORD, ...)");
+                         "Swift: no credentials: set %1$sOPENSTACK_APPLICATION_CREDENTIALS_JSON, "
+                         "%1$sOPENSTACK_APPLICATION_CREDENTIALS or the %1$sOS_* environment "
+                         "(%1$sOS_AUTH_URL, %1$sOS_USERNAME, %1$sOS_PASSWORD, ...)",
+                         store_env_prefix(cfg));
     }
     if (rc) goto done;
     const char *region = cfg->region && cfg->region[0] ? cfg->region : d->creds.region;
-    if (!set(region)) region = env_nonempty("OS_REGION_NAME");
+    if (!set(region)) region = store_env(cfg, "OS_REGION_NAME");
     if (region && !(d->region = strdup(region))) {
         rc = err_set(ERR_NOMEM, "Swift: out of memory");
         goto done;

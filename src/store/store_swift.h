@@ -39,8 +39,9 @@ int swift_creds_load(const char *path, SwiftCreds *out);
 
 /* From gophercloud's environment: OS_AUTH_URL, OS_USERNAME, OS_PASSWORD, OS_DOMAIN_NAME,
  * OS_TENANT_NAME (OS_PROJECT_NAME wins), OS_REGION_NAME, OS_APPLICATION_CREDENTIAL_ID/_NAME/
- * _SECRET. ERR_NOT_FOUND when OS_AUTH_URL is unset; validated as swift_creds_check. */
-int swift_creds_from_env(SwiftCreds *out);
+ * _SECRET, each read with env_prefix ("" or NULL, "SOURCE_", "SECONDARY_"; seed-spec §12).
+ * ERR_NOT_FOUND when OS_AUTH_URL is unset; validated as swift_creds_check. */
+int swift_creds_from_env(const char *env_prefix, SwiftCreds *out);
 
 /* authURL is required, and either username + password or an application credential (secret plus
  * ID, or name + username), not both. 0 or ERR_INVALID naming where (borrowed) they came from. */

@@ -425,6 +425,7 @@ az_account_sas() {
 # at least 2 deltas, SIGTERM (exit 0, no error logged); the data dir lost; `restore` with the same
 # flags: every key, value, revision field and the current revision equal the source's. Credentials
 # come from the caller's environment. Sets RT_DELTAS and RT_REVISION; files under $WORK/rt-LABEL.
+# RT_SNAPSHOT_FLAGS (optional, word-split) adds flags that only `snapshot` takes (compression).
 store_round_trip() {
     local label=$1 dir i src_ep src_pid src_rev rev
     shift
@@ -440,7 +441,8 @@ store_round_trip() {
     for i in $(seq 1 40); do ectl put "/registry/pods/ns1/pod-$i" "{\"v\":$i}" >/dev/null; done
     ectl del /registry/pods/ns1/pod-2 >/dev/null
 
-    "$ETCDBR_BIN" snapshot --endpoints="$src_ep" "$@" --snapstore-temp-directory="$dir/snaptmp" \
+    # shellcheck disable=SC2086 # RT_SNAPSHOT_FLAGS: flags for the snapshot command only (word-split)
+    "$ETCDBR_BIN" snapshot --endpoints="$src_ep" "$@" ${RT_SNAPSHOT_FLAGS:-} --snapstore-temp-directory="$dir/snaptmp" \
         --schedule='0 0 1 1 *' --garbage-collection-period=0s --delta-snapshot-period=1s \
         >"$dir/snap.log" 2>&1 &
     SNAP_PID=$!

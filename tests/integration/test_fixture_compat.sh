@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Restores every store under tests/fixtures (written by the Go etcdbrctl: plain, gzip, zlib,
-# Go LZW, legacy v1 layout; ebr043-*: Go tool v0.43.0 with ~1 MiB values) and checks the keyspace and revision against expected/.
+# Go LZW, legacy v1 layout; ebr043-*: Go tool v0.43.0 with ~1 MiB values; etcdbr-gzip-parallel: ours,
+# parallel gzip members) and checks the keyspace and revision against expected/.
 source "$(dirname "$0")/lib.sh"
 make_workdir
 for fx in "$ETCDBR_SOURCE_DIR"/tests/fixtures/*/; do

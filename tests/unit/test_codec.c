@@ -1,7 +1,8 @@
 /* test_codec: sha256 framing and the compression filters (gzip, zlib, Go LZW, zstd).
  * Round trips through odd write and read sizes, the Go-written fixture stores, Go LZW reference
  * vectors (tests/unit/data/lzw, made by Go's compress/lzw), and the truncated/corrupt cases that
- * must give ERR_CORRUPT. Fixtures are found under $ETCDBR_SOURCE_DIR (default "."). */
+ * must give ERR_CORRUPT; gzip in both modes (parallel members, single stream), member by member.
+ * Fixtures are found under $ETCDBR_SOURCE_DIR (default "."). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -21,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
 /* ---- helpers ---- */
 
@@ -440,6 +442,274 @@ static void test_policy_and_suffix_names_map_to_kinds(void **state) {
     assert_int_equal(compress_from_suffix(".z", &k), ERR_UNSUPPORTED);
     assert_int_equal(compress_from_suffix(".bz2", &k), ERR_UNSUPPORTED);
     assert_int_equal(compress_from_suffix("final", &k), ERR_UNSUPPORTED);
+}
+
+/* ---- gzip modes: parallel members and the single zlib stream ---- */
+
+/* Compresses with explicit gzip options, through odd-size writes if asked. */
+static int gzip_opts_buf(const GzipWriterOptions *opt, const uint8_t *data, size_t len,
+                         MemSink *out, int odd_writes) {
+    IoWriter *w = compress_gzip_writer_new(opt, &out->base);
+    assert_non_null(w);
+    int rc = 0;
+    size_t off = 0;
+    for (size_t i = 0; off < len && rc == 0; i++) {
+        size_t n = odd_writes ? write_sizes[i % NSIZES(write_sizes)] : len;
+        if (n > len - off) n = len - off;
+        rc = io_write(w, data + off, n);
+        off += n;
+    }
+    if (rc == 0) rc = io_finish(w);
+    io_writer_free(w);
+    return rc;
+}
+
+/* Walks the gzip members of buf with zlib, one member at a time: each must start with Go's
+ * header; returns the member count and stores each member's ISIZE (up to max). */
+static size_t gzip_members(const uint8_t *buf, size_t len, uint32_t *isizes, size_t max) {
+    static const uint8_t go_hdr[10] = {0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff};
+    size_t off = 0, n = 0;
+    uint8_t *scratch = malloc(1 << 16);
+    assert_non_null(scratch);
+    while (off < len) {
+        assert_true(len - off >= 18);
+        assert_memory_equal(buf + off, go_hdr, sizeof go_hdr);
+        z_stream zs;
+        memset(&zs, 0, sizeof zs);
+        assert_int_equal(inflateInit2(&zs, 16 + MAX_WBITS), Z_OK);
+        zs.next_in = (Bytef *)(buf + off);
+        zs.avail_in = (uInt)(len - off);
+        int zr;
+        do {
+            zs.next_out = scratch;
+            zs.avail_out = 1 << 16;
+            zr = inflate(&zs, Z_NO_FLUSH);
+        } while (zr == Z_OK);
+        assert_int_equal(zr, Z_STREAM_END);
+        size_t used = (len - off) - zs.avail_in;
+        const uint8_t *t = buf + off + used - 4;
+        if (n < max)
+            isizes[n] =
+                (uint32_t)t[0] | (uint32_t)t[1] << 8 | (uint32_t)t[2] << 16 | (uint32_t)t[3] << 24;
+        inflateEnd(&zs);
+        off += used;
+        n++;
+    }
+    free(scratch);
+    return n;
+}
+
+static void test_parallel_gzip_round_trips_across_block_boundaries_and_thread_counts(void **state) {
+    (void)state;
+    enum { BLOCK = 4096, MAXLEN = 40 * BLOCK + 17 };
+    const size_t lens[] = {0, 1, BLOCK - 1, BLOCK, BLOCK + 1, 3 * BLOCK, 7 * BLOCK - 5, MAXLEN};
+    const int threads[] = {1, 2, 4};
+    uint8_t *data = malloc(MAXLEN);
+    assert_non_null(data);
+    fill_text(data, MAXLEN / 2);
+    fill_random(data + MAXLEN / 2, MAXLEN - MAXLEN / 2, 11);
+    for (size_t l = 0; l < NSIZES(lens); l++) {
+        MemSink ref;
+        sink_init(&ref);
+        for (size_t t = 0; t < NSIZES(threads); t++) {
+            GzipWriterOptions opt = {GZIP_MODE_PARALLEL, threads[t], BLOCK};
+            for (int odd = 0; odd < 2; odd++) {
+                MemSink z, plain;
+                sink_init(&z);
+                sink_init(&plain);
+                assert_int_equal(gzip_opts_buf(&opt, data, lens[l], &z, odd), 0);
+                /* the same bytes whatever the thread count and write sizes */
+                if (ref.len == 0) {
+                    assert_int_equal(sink_write(&ref.base, z.buf, z.len), 0);
+                } else {
+                    assert_int_equal(z.len, ref.len);
+                    assert_memory_equal(z.buf, ref.buf, z.len);
+                }
+                int rc = decompress_buf(COMPRESS_GZIP, z.buf, z.len, &plain);
+                if (rc) fail_msg("len %zu: %s: %s", lens[l], err_name(rc), err_msg());
+                assert_int_equal(plain.len, lens[l]);
+                if (lens[l]) assert_memory_equal(plain.buf, data, lens[l]);
+                sink_release(&z);
+                sink_release(&plain);
+            }
+        }
+        sink_release(&ref);
+    }
+    free(data);
+}
+
+static void test_parallel_gzip_writes_one_go_member_per_block(void **state) {
+    (void)state;
+    enum { BLOCK = 4096 };
+    const size_t lens[] = {0, 1, BLOCK, BLOCK + 1, 5 * BLOCK + 100};
+    uint8_t *data = malloc(6 * BLOCK);
+    assert_non_null(data);
+    fill_random(data, 6 * BLOCK, 5);
+    for (size_t l = 0; l < NSIZES(lens); l++) {
+        GzipWriterOptions opt = {GZIP_MODE_PARALLEL, 3, BLOCK};
+        MemSink z;
+        sink_init(&z);
+        assert_int_equal(gzip_opts_buf(&opt, data, lens[l], &z, 1), 0);
+        uint32_t isz[16];
+        size_t want = lens[l] == 0 ? 1 : (lens[l] + BLOCK - 1) / BLOCK;
+        assert_int_equal(gzip_members(z.buf, z.len, isz, 16), want);
+        for (size_t m = 0; m < want; m++) {
+            size_t exp = m + 1 < want ? BLOCK : lens[l] - m * BLOCK;
+            assert_int_equal(isz[m], exp);
+        }
+        sink_release(&z);
+    }
+    /* single mode: one member whatever the length (Go's own layout) */
+    GzipWriterOptions single = {GZIP_MODE_SINGLE, 4, BLOCK};
+    MemSink z;
+    sink_init(&z);
+    assert_int_equal(gzip_opts_buf(&single, data, 5 * BLOCK + 100, &z, 1), 0);
+    uint32_t isz = 0;
+    assert_int_equal(gzip_members(z.buf, z.len, &isz, 1), 1);
+    assert_int_equal(isz, 5 * BLOCK + 100);
+    sink_release(&z);
+    free(data);
+}
+
+static void test_gzip_defaults_select_the_mode_of_compress_writer_new(void **state) {
+    (void)state;
+    enum { LEN = 3 * GZIP_BLOCK_DEFAULT + 5 };
+    uint8_t *data = malloc(LEN);
+    assert_non_null(data);
+    fill_text(data, LEN);
+    /* built-in default: parallel, 1 MiB members */
+    MemSink z;
+    sink_init(&z);
+    assert_int_equal(compress_buf(COMPRESS_GZIP, data, LEN, &z, 0), 0);
+    assert_int_equal(gzip_members(z.buf, z.len, NULL, 0), 4);
+    sink_release(&z);
+    GzipWriterOptions single = {GZIP_MODE_SINGLE, 0, 0};
+    compress_set_gzip_defaults(&single);
+    round_trip(COMPRESS_GZIP, data, LEN);
+    sink_init(&z);
+    assert_int_equal(compress_buf(COMPRESS_GZIP, data, LEN, &z, 0), 0);
+    assert_int_equal(gzip_members(z.buf, z.len, NULL, 0), 1);
+    sink_release(&z);
+    compress_set_gzip_defaults(NULL);
+    sink_init(&z);
+    assert_int_equal(compress_buf(COMPRESS_GZIP, data, LEN, &z, 0), 0);
+    assert_int_equal(gzip_members(z.buf, z.len, NULL, 0), 4);
+    sink_release(&z);
+    free(data);
+
+    GzipMode m = GZIP_MODE_SINGLE;
+    assert_int_equal(compress_parse_gzip_mode("parallel", &m), 0);
+    assert_int_equal(m, GZIP_MODE_PARALLEL);
+    assert_int_equal(compress_parse_gzip_mode("single", &m), 0);
+    assert_int_equal(m, GZIP_MODE_SINGLE);
+    assert_int_equal(compress_parse_gzip_mode("Parallel", &m), ERR_INVALID);
+    assert_int_equal(compress_parse_gzip_mode(NULL, &m), ERR_INVALID);
+    GzipWriterOptions t = {GZIP_MODE_PARALLEL, 0, 0};
+    int autos = compress_gzip_threads(&t);
+    assert_true(autos >= 1 && autos <= 4);
+    t.threads = 3;
+    assert_int_equal(compress_gzip_threads(&t), 3);
+    t.threads = 1000;
+    assert_int_equal(compress_gzip_threads(&t), GZIP_THREADS_MAX);
+}
+
+/* Many members: every truncation (at and around each member boundary, and on a stride
+ * elsewhere) and a bad CRC or header in a later member are ERR_CORRUPT. */
+static void test_gzip_reader_rejects_truncated_or_corrupt_later_member(void **state) {
+    (void)state;
+    enum { BLOCK = 4096, LEN = 6 * BLOCK + 300 };
+    uint8_t *data = malloc(LEN);
+    assert_non_null(data);
+    fill_text(data, LEN / 2);
+    fill_random(data + LEN / 2, LEN - LEN / 2, 21);
+    GzipWriterOptions opt = {GZIP_MODE_PARALLEL, 2, BLOCK};
+    MemSink z, out;
+    sink_init(&z);
+    sink_init(&out);
+    assert_int_equal(gzip_opts_buf(&opt, data, LEN, &z, 0), 0);
+    assert_int_equal(gzip_members(z.buf, z.len, NULL, 0), 7);
+    assert_int_equal(decompress_buf(COMPRESS_GZIP, z.buf, z.len, &out), 0);
+    assert_int_equal(out.len, LEN);
+    assert_memory_equal(out.buf, data, LEN);
+    /* member start offsets: find Go's header after each member end */
+    size_t starts[8], ns = 0;
+    for (size_t off = 0; off + 10 <= z.len && ns < 8; off++)
+        if (z.buf[off] == 0x1f && z.buf[off + 1] == 0x8b && z.buf[off + 2] == 8 &&
+            z.buf[off + 9] == 0xff && (ns == 0 || off > starts[ns - 1] + 18)) {
+            /* a candidate: check it is a member end by decompressing the prefix */
+            MemSink tmp;
+            sink_init(&tmp);
+            if (off == 0 || decompress_buf(COMPRESS_GZIP, z.buf, off, &tmp) == 0)
+                starts[ns++] = off;
+            sink_release(&tmp);
+        }
+    assert_int_equal(ns, 7);
+    for (size_t cut = 0; cut < z.len; cut++) {
+        int near = 0;
+        for (size_t s = 0; s < ns; s++)
+            if (cut + 24 > starts[s] && cut < starts[s] + 24) near = 1;
+        if (!near && cut % 97 != 0) continue;
+        /* a cut exactly at a member boundary is a shorter valid stream, as for Go's reader */
+        int boundary = 0;
+        for (size_t s = 1; s < ns; s++)
+            boundary |= cut == starts[s];
+        out.len = 0;
+        int rc = decompress_buf(COMPRESS_GZIP, z.buf, cut, &out);
+        if (boundary) {
+            assert_int_equal(rc, 0);
+            continue;
+        }
+        if (rc != ERR_CORRUPT)
+            fail_msg("%zu of %zu bytes gave %s (%zu bytes out)", cut, z.len, err_name(rc), out.len);
+    }
+    /* the CRC of the third member, then the magic of the fourth */
+    const size_t flips[] = {starts[3] - 6, starts[3] + 1, starts[4] + 3};
+    for (size_t f = 0; f < NSIZES(flips); f++) {
+        z.buf[flips[f]] ^= 0x40;
+        out.len = 0;
+        assert_int_equal(decompress_buf(COMPRESS_GZIP, z.buf, z.len, &out), ERR_CORRUPT);
+        z.buf[flips[f]] ^= 0x40;
+    }
+    sink_release(&z);
+    sink_release(&out);
+    free(data);
+}
+
+/* A sink failing mid-stream with blocks in flight: the error comes back, stays, and freeing the
+ * writer (finished or not) stops its threads. */
+static void test_parallel_gzip_sink_failure_with_blocks_in_flight(void **state) {
+    (void)state;
+    enum { BLOCK = 4096, LEN = 64 * BLOCK };
+    uint8_t *data = malloc(LEN);
+    assert_non_null(data);
+    fill_random(data, LEN, 33);
+    const size_t fail_at[] = {0, 5000, 100000};
+    for (size_t f = 0; f < NSIZES(fail_at); f++) {
+        MemSink z;
+        sink_init(&z);
+        z.fail_after = fail_at[f];
+        GzipWriterOptions opt = {GZIP_MODE_PARALLEL, 4, BLOCK};
+        IoWriter *w = compress_gzip_writer_new(&opt, &z.base);
+        assert_non_null(w);
+        int rc = 0;
+        for (size_t off = 0; off < LEN && rc == 0; off += 1000)
+            rc = io_write(w, data + off, LEN - off < 1000 ? LEN - off : 1000);
+        if (rc == 0) rc = io_finish(w);
+        assert_int_equal(rc, ERR_IO);
+        assert_int_equal(io_write(w, data, 1), ERR_IO);
+        assert_int_equal(io_finish(w), ERR_IO);
+        io_writer_free(w);
+        sink_release(&z);
+    }
+    /* freed with blocks queued and never finished */
+    MemSink z;
+    sink_init(&z);
+    GzipWriterOptions opt = {GZIP_MODE_PARALLEL, 2, BLOCK};
+    IoWriter *w = compress_gzip_writer_new(&opt, &z.base);
+    assert_int_equal(io_write(w, data, LEN), 0);
+    io_writer_free(w);
+    sink_release(&z);
+    free(data);
 }
 
 /* ---- Go LZW reference vectors ---- */
@@ -905,6 +1175,11 @@ int main(void) {
         cmocka_unit_test(test_reader_error_repeats_on_next_read),
         cmocka_unit_test(test_writers_pass_on_sink_failure),
         cmocka_unit_test(test_policy_and_suffix_names_map_to_kinds),
+        cmocka_unit_test(test_parallel_gzip_round_trips_across_block_boundaries_and_thread_counts),
+        cmocka_unit_test(test_parallel_gzip_writes_one_go_member_per_block),
+        cmocka_unit_test(test_gzip_defaults_select_the_mode_of_compress_writer_new),
+        cmocka_unit_test(test_gzip_reader_rejects_truncated_or_corrupt_later_member),
+        cmocka_unit_test(test_parallel_gzip_sink_failure_with_blocks_in_flight),
         cmocka_unit_test(test_lzw_writer_output_is_byte_identical_to_go),
         cmocka_unit_test(test_go_gzip_fixtures_decompress_with_valid_trailers),
         cmocka_unit_test(test_go_zlib_fixtures_decompress_with_valid_trailers),

@@ -277,9 +277,11 @@ static void test_unimplemented_and_ignored_flags_warn_once_at_start(void **state
     setenv("ETCDBR_ETCD_BIN", "/usr/bin/etcd", 1);
     Opts *o = NULL;
     assert_int_equal(parse(CMD_SERVER, &o, "--enable-profiling", "--max-txn-ops=5",
-                           "--store-prefix=p", "--secondary-min-chunk-size=5242880", NULL),
+                           "--store-prefix=p", "--enable-member-lease-renewal",
+                           "--secondary-min-chunk-size=5242880", NULL),
                      0);
     assert_int_equal(opts_set_from_config(o, "use-etcd-wrapper", "true"), 0);
+    assert_int_equal(opts_set_from_config(o, "full-snapshot-lease-name", "s"), 0);
     assert_int_equal(opts_set_from_config(o, "secondary-store-prefix", "s"), 0);
     log_setup(LOG_INFO, 0);
     Capture cap;
@@ -292,14 +294,15 @@ static void test_unimplemented_and_ignored_flags_warn_once_at_start(void **state
     assert_non_null(
         strstr(log, "--enable-profiling=true (command line): not implemented yet: ignored"));
     assert_non_null(
-        strstr(log, "--secondary-min-chunk-size=5242880 (command line): not implemented yet"));
+        strstr(log, "--enable-member-lease-renewal=true (command line): not implemented yet"));
     assert_non_null(strstr(log, "--max-txn-ops=5 (command line): ignored: restore builds the db "
                                 "offline and starts no etcd"));
     assert_non_null(
         strstr(log, "--etcd-bin=/usr/bin/etcd (environment variable ETCDBR_ETCD_BIN): ignored"));
     assert_non_null(
         strstr(log, "--use-etcd-wrapper=true (config file): not implemented yet: ignored"));
-    assert_non_null(strstr(log, "--secondary-store-prefix=s (config file): not implemented yet"));
+    assert_non_null(strstr(log, "--full-snapshot-lease-name=s (config file): not implemented yet"));
+    assert_null(strstr(log, "secondary")); /* the secondary store's flags are implemented */
     /* implemented flags and flags left alone say nothing */
     assert_null(strstr(log, "store-prefix=p"));
     assert_null(strstr(log, "--k8s-heartbeat-duration"));
@@ -334,7 +337,7 @@ static void test_help_shows_status_ranges_and_allowed_values(void **state) {
     assert_non_null(line_of(help, "--enable-profiling ", line, sizeof line));
     assert_non_null(strstr(line, "(not implemented yet: ignored)"));
     assert_non_null(line_of(help, "--secondary-min-chunk-size ", line, sizeof line));
-    assert_non_null(strstr(line, "(not implemented yet: ignored)"));
+    assert_null(strstr(line, "not implemented"));
     assert_non_null(strstr(line, "(at least 5242880)"));
     /* the S3 driver honours the object-store flags */
     assert_non_null(line_of(help, "--min-chunk-size ", line, sizeof line));

@@ -228,6 +228,84 @@ static void test_parse_suffix_combinations(void **state) {
     /* unknown compressions are kept; decompression refuses them later */
     s = parse_ok("v2/Full-00000000-00030009-1518427675.bz2", "");
     assert_string_equal(s.compression_suffix, ".bz2");
+    assert_int_equal(s.encrypted, 0);
+}
+
+/* ".enc" first, then the compression, then ".final": the Go tool takes "enc" for an unknown
+ * compression and refuses the object instead of misreading it (docs/encryption.md). */
+static void test_parse_encrypted_names(void **state) {
+    (void)state;
+    Snapshot s = parse_ok("v2/Full-00000000-00000100-1700000000.enc.gz", "");
+    assert_int_equal(s.encrypted, 1);
+    assert_string_equal(s.compression_suffix, ".gz");
+    assert_int_equal(s.is_final, 0);
+    s = parse_ok("v2/Full-00000000-00000100-1700000000.enc", "");
+    assert_int_equal(s.encrypted, 1);
+    assert_string_equal(s.compression_suffix, "");
+    s = parse_ok("v2/Full-00000000-00000100-1700000000.enc.gz.final", "");
+    assert_int_equal(s.encrypted, 1);
+    assert_string_equal(s.compression_suffix, ".gz");
+    assert_int_equal(s.is_final, 1);
+    s = parse_ok("v2/Incr-00000101-00000200-1700000000.enc.final", "");
+    assert_int_equal(s.encrypted, 1);
+    assert_string_equal(s.compression_suffix, "");
+    assert_int_equal(s.is_final, 1);
+    s = parse_ok("v2/Full-00000000-00000100-1700000000.enc.zst/0000000002", "");
+    assert_int_equal(s.encrypted, 1);
+    assert_int_equal(s.is_chunk, 1);
+    /* every name without ".enc" reads as before */
+    s = parse_ok("v2/Full-00000000-00000100-1700000000.gz.final", "");
+    assert_int_equal(s.encrypted, 0);
+
+    char sfx[32], name[256];
+    assert_int_equal(snapname_suffix(1, ".zlib", sfx, sizeof sfx), 0);
+    assert_string_equal(sfx, ".enc.zlib");
+    assert_int_equal(snapname_suffix(0, ".zlib", sfx, sizeof sfx), 0);
+    assert_string_equal(sfx, ".zlib");
+    assert_int_equal(snapname_suffix(1, NULL, sfx, sizeof sfx), 0);
+    assert_string_equal(sfx, ".enc");
+    assert_int_equal(snapname_suffix(1, ".gz", sfx, 4), ERR_INVALID);
+    assert_int_equal(
+        snapname_format(SNAP_FULL, 0, 100, 1700000000, ".enc.gz", 1, name, sizeof name), 0);
+    assert_string_equal(name, "Full-00000000-00000100-1700000000.enc.gz.final");
+    assert_int_equal(snapname_format(SNAP_FULL, 0, 100, 1700000000, ".enc", 0, name, sizeof name),
+                     0);
+    assert_string_equal(name, "Full-00000000-00000100-1700000000.enc");
+    assert_int_equal(snapname_format(SNAP_FULL, 0, 1, 1, ".gz.enc", 0, name, sizeof name),
+                     ERR_INVALID);
+    assert_int_equal(snapname_format(SNAP_FULL, 0, 1, 1, ".enc.enc", 0, name, sizeof name),
+                     ERR_INVALID);
+    assert_int_equal(snapname_format(SNAP_FULL, 0, 1, 1, ".enc.", 0, name, sizeof name),
+                     ERR_INVALID);
+    assert_int_equal(snapname_format(SNAP_FULL, 0, 1, 1, ".encx", 0, name, sizeof name), 0);
+}
+
+/* store_name_suffix: ".enc" first exactly when the store has keys; the compression as before. */
+static void test_store_name_suffix_follows_keyring(void **state) {
+    (void)state;
+    assert_string_equal(store_name_suffix(NULL, COMPRESS_GZIP), ".gz");
+    char *dir = make_tmpdir();
+    StoreConfig cfg = {.provider = "Local", .container = dir, .prefix = "p"};
+    Store *st = NULL;
+    assert_int_equal(store_open(&cfg, &st), 0);
+    const CompressKind kinds[] = {COMPRESS_NONE, COMPRESS_GZIP, COMPRESS_ZLIB, COMPRESS_LZW,
+                                  COMPRESS_ZSTD};
+    for (size_t i = 0; i < 5; i++) {
+        assert_string_equal(store_name_suffix(st, kinds[i]), compress_suffix(kinds[i]));
+    }
+    assert_null(store_keyring(st));
+    static const char text[] = "k1 AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=\n";
+    Keyring *kr = NULL;
+    assert_int_equal(keyring_parse(text, sizeof text - 1, "test", &kr), 0);
+    store_set_keyring(st, kr);
+    assert_ptr_equal(store_keyring(st), kr);
+    for (size_t i = 0; i < 5; i++) {
+        char want[32];
+        snprintf(want, sizeof want, ".enc%s", compress_suffix(kinds[i]));
+        assert_string_equal(store_name_suffix(st, kinds[i]), want);
+    }
+    store_free(st);
+    rm_tmpdir(dir);
 }
 
 static void test_parse_chunks(void **state) {
@@ -272,7 +350,12 @@ static void test_parse_rejects_bad_names(void **state) {
     parse_fails("v2/Full-00000000-00000005-123.final.gz", "", "final");
     parse_fails("v2/Full-00000000-00000005-123.tar.gz", "", "compression suffix");
     parse_fails("v2/Full-00000000-00000005-123.final.final", "", "twice");
-    parse_fails("v2/Full-00000000-00000005-123.gz.gz.final", "", "too many");
+    parse_fails("v2/Full-00000000-00000005-123.gz.gz.final", "", "more than one compression");
+    parse_fails("v2/Full-00000000-00000005-123.enc.gz.gz.final", "", "too many");
+    /* ".enc" only first, once (docs/encryption.md) */
+    parse_fails("v2/Full-00000000-00000005-123.gz.enc", "", "more than one compression");
+    parse_fails("v2/Full-00000000-00000005-123.enc.enc", "", "twice");
+    parse_fails("v2/Full-00000000-00000005-123.final.enc", "", "final");
     parse_fails("v2/Full-00000000-00000005-123.g_z", "", "letters and digits");
     parse_fails("v2/Full-00000000-00000005-123.abcdefghijklmnop", "", "too long");
     parse_fails("v2/", "", "empty");
@@ -1333,6 +1416,8 @@ int main(void) {
         cmocka_unit_test(test_parse_v2_plain),
         cmocka_unit_test(test_parse_v1_backup_layout),
         cmocka_unit_test(test_parse_suffix_combinations),
+        cmocka_unit_test(test_parse_encrypted_names),
+        cmocka_unit_test(test_store_name_suffix_follows_keyring),
         cmocka_unit_test(test_parse_chunks),
         cmocka_unit_test(test_parse_rejects_bad_names),
         cmocka_unit_test(test_parse_rejects_v1_backup_dir_as_name),

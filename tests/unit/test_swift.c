@@ -86,7 +86,7 @@ static void test_credentials_from_environment(void **state) {
     (void)state;
     SwiftCreds c;
     unsetenv("OS_AUTH_URL");
-    assert_int_equal(swift_creds_from_env(&c), ERR_NOT_FOUND);
+    assert_int_equal(swift_creds_from_env("", &c), ERR_NOT_FOUND);
     setenv("OS_AUTH_URL", "https://keystone.example:5000", 1);
     setenv("OS_USERNAME", "alice", 1);
     setenv("OS_PASSWORD", "s3cret", 1);
@@ -94,16 +94,16 @@ static void test_credentials_from_environment(void **state) {
     setenv("OS_PROJECT_NAME", "project", 1);
     setenv("OS_USER_DOMAIN_NAME", "udom", 1);
     setenv("OS_REGION_NAME", "RegionTwo", 1);
-    assert_int_equal(swift_creds_from_env(&c), 0);
+    assert_int_equal(swift_creds_from_env("", &c), 0);
     assert_string_equal(c.tenant_name, "project"); /* OS_PROJECT_NAME wins */
     assert_string_equal(c.domain_name, "udom");    /* OS_DOMAIN_NAME unset */
     assert_string_equal(c.region, "RegionTwo");
     swift_creds_clear(&c);
     setenv("OS_APPLICATION_CREDENTIAL_ID", "x", 1);
     setenv("OS_APPLICATION_CREDENTIAL_SECRET", "y", 1);
-    assert_int_equal(swift_creds_from_env(&c), ERR_INVALID);
+    assert_int_equal(swift_creds_from_env("", &c), ERR_INVALID);
     unsetenv("OS_PASSWORD");
-    assert_int_equal(swift_creds_from_env(&c), 0);
+    assert_int_equal(swift_creds_from_env("", &c), 0);
     swift_creds_clear(&c);
     static const char *const vars[] = {"OS_AUTH_URL",         "OS_USERNAME",
                                        "OS_TENANT_NAME",      "OS_PROJECT_NAME",

@@ -1,0 +1,3 @@
+module etcdbr/go_gzip
+
+go 1.19

@@ -1,0 +1,3 @@
+module etcdbr/go_gunzip
+
+go 1.19
