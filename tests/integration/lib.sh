@@ -168,7 +168,7 @@ start_etcd() {
         for i in $(seq 1 200); do
             if etcdctl --endpoints="$ETCD_EP" endpoint health >/dev/null 2>&1; then return 0; fi
             if ! kill -0 "$ETCD_PID" 2>/dev/null; then
-                if tail -5 "$WORK/etcd-$name.log" | grep -q "address already in use"; then
+                if tail -5 "$WORK/etcd-$name.log" | grep "address already in use" >/dev/null; then
                     echo "etcd $name: port taken meanwhile (attempt $attempt), trying other ports" >&2
                     continue 2
                 fi

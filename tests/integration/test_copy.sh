@@ -188,7 +188,7 @@ SOURCE_AWS_APPLICATION_CREDENTIALS_JSON=$S3_CREDS_JSON timeout 120 "$ETCDBR_BIN"
     --source-storage-provider=S3 --source-store-container=nowhere \
     --source-store-endpoint-override="http://127.0.0.1:$DEAD" >"$WORK/copy5.log" 2>&1 || rc=$?
 [ "$rc" = 1 ] || { cat "$WORK/copy5.log"; fail "unreachable source: exit $rc, expected 1"; }
-grep "level=error" "$WORK/copy5.log" | grep -q "127.0.0.1:$DEAD" ||
+grep "level=error" "$WORK/copy5.log" | grep "127.0.0.1:$DEAD" >/dev/null ||
     { cat "$WORK/copy5.log"; fail "the error does not name the unreachable source"; }
 [ -z "$(ls "$WORK/local-unreached/v2" 2>/dev/null)" ] || fail "something was written for an unreachable source"
 # --- 7. encrypted backups are copied as stored, without keys --------------------------------------
@@ -204,7 +204,7 @@ stop_snapshotter
 ENC_REV=$(current_revision "$ETCD_EP")
 dump_keys "$ETCD_EP" >"$WORK/enc-live.jsonl"
 stop_pid "$ETCD_PID"
-ls "$ENC/v2" | grep -q '^Full-.*\.enc' || fail "the source's full snapshot is not encrypted: $(ls "$ENC/v2")"
+ls "$ENC/v2" | grep '^Full-.*\.enc' >/dev/null || fail "the source's full snapshot is not encrypted: $(ls "$ENC/v2")"
 AWS_APPLICATION_CREDENTIALS_JSON=$S3_CREDS_JSON "$ETCDBR_BIN" copy --storage-provider=S3 \
     --store-container="$S3_BUCKET" --store-prefix=enc --store-endpoint-override="$S3_ENDPOINT" \
     --source-storage-provider=Local --source-store-container="$ENC" --source-store-prefix= \

@@ -34,10 +34,10 @@ mark=$(wc -l <"$WORK/snap.log")
 for i in $(seq 1 5); do ectl put "/c/$i" "v$i" >/dev/null; done
 want=$(current_revision "$ETCD_EP")
 for i in $(seq 1 600); do
-    tail -n +"$((mark + 1))" "$WORK/snap.log" | grep -q "delta snapshot Incr-[0-9]*-0*$want-.* stored" && break
+    tail -n +"$((mark + 1))" "$WORK/snap.log" | grep "delta snapshot Incr-[0-9]*-0*$want-.* stored" >/dev/null && break
     sleep 0.1
 done
-tail -n +"$((mark + 1))" "$WORK/snap.log" | grep -q "delta snapshot Incr-[0-9]*-0*$want-.* stored" ||
+tail -n +"$((mark + 1))" "$WORK/snap.log" | grep "delta snapshot Incr-[0-9]*-0*$want-.* stored" >/dev/null ||
     fail "no delta up to revision $want stored after the good keys came back: $(tail -3 "$WORK/snap.log")"
 stop_snapshotter
 dump_keys "$ETCD_EP" >"$WORK/src.jsonl"

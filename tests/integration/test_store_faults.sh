@@ -77,9 +77,9 @@ timeout 300 "$ETCDBR_BIN" snapshot --endpoints="$ETCD_EP" --storage-provider=S3 
     --snapstore-temp-directory="$WORK/dead.tmp" --garbage-collection-period=0s \
     --delta-snapshot-period=1s >"$WORK/dead.log" 2>&1 || rc=$?
 [ "$rc" = 1 ] || fail "part 2 failing: snapshot exit $rc, want 1: $(tail -3 "$WORK/dead.log")"
-grep "level=error" "$WORK/dead.log" | head -1 | grep -q "HTTP 500.*InjectedFault" ||
+grep "level=error" "$WORK/dead.log" | head -1 | grep "HTTP 500.*InjectedFault" >/dev/null ||
     fail "the error does not give the status and the store's code: $(grep level=error "$WORK/dead.log" | head -1)"
-grep "level=error" "$WORK/dead.log" | head -1 | grep -q "$PROXY_EP/$S3_BUCKET/dead/" ||
+grep "level=error" "$WORK/dead.log" | head -1 | grep "$PROXY_EP/$S3_BUCKET/dead/" >/dev/null ||
     fail "the error does not name the request: $(grep level=error "$WORK/dead.log" | head -1)"
 grep -q "retrying (try 6 of 6)" "$WORK/dead.log" || fail "a failing request was not tried 6 times"
 if grep -q "retrying (try 7" "$WORK/dead.log"; then fail "a request was tried more than 6 times"; fi

@@ -50,7 +50,7 @@ done
 during=$(objects)
 rm -f "$WORK/outage-on"
 [ "$before" = "$during" ] || { diff <(echo "$before") <(echo "$during"); fail "the store changed during the outage"; }
-if tail -n +"$((mark + 1))" "$PROXY_LOG" | grep -q "^req DELETE"; then
+if tail -n +"$((mark + 1))" "$PROXY_LOG" | grep "^req DELETE" >/dev/null; then
     fail "GC deleted during the outage: $(tail -n +"$((mark + 1))" "$PROXY_LOG" | grep '^req DELETE' | head -3)"
 fi
 [ "$(tail -n +"$((mark + 1))" "$PROXY_LOG" | grep -c '^outage')" -ge 10 ] || fail "the outage was not hit"
