@@ -491,16 +491,17 @@ static const char *transport_hint(const GrpcCall *c) {
                      "signed it, or --insecure-skip-tls-verify to skip the check)"
                    : " (etcd's certificate is not trusted: give the CA that signed it with "
                      "--cacert, or --insecure-skip-tls-verify to skip the check)";
-    /* h2c to a TLS port: the server's TLS alert or its close is no HTTP/2 frame. Only on a
-     * connection opened for this call: one that served calls before speaks HTTP/2 (an etcd
-     * dying mid-call gives the same errors there). */
+    /* h2c to a TLS port: the server's TLS alert or its close (under load, a reset while curl
+     * still sends) is no HTTP/2 frame. Only on a connection opened for this call: one that
+     * served calls before speaks HTTP/2 (an etcd dying mid-call gives the same errors there). */
     long new_conns = 0;
     curl_easy_getinfo(c->easy, CURLINFO_NUM_CONNECTS, &new_conns);
     if (call_is_h2c(c) && new_conns > 0 && c->http_status == 0 && c->grpc_status < 0 &&
         c->delivered == 0 &&
         (c->result == CURLE_PARTIAL_FILE || c->result == CURLE_HTTP2 ||
          c->result == CURLE_HTTP2_STREAM || c->result == CURLE_GOT_NOTHING ||
-         c->result == CURLE_RECV_ERROR || c->result == CURLE_WEIRD_SERVER_REPLY))
+         c->result == CURLE_RECV_ERROR || c->result == CURLE_SEND_ERROR ||
+         c->result == CURLE_WEIRD_SERVER_REPLY))
         return " (the endpoint probably speaks TLS: use https:// and --cacert)";
     /* etcd with --client-cert-auth answers a handshake without a client certificate with an
      * alert */
