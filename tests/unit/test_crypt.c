@@ -678,6 +678,34 @@ static void test_keyring_errors_name_the_line_never_the_key(void **state) {
     expect_parse_fail(longid, "longer than 64");
 }
 
+/* --encryption-key-file (or ETCDBR_ENCRYPTION_KEY_FILE) given the key text instead of a path,
+ * as an operator may when mixing it up with ETCDBR_ENCRYPTION_KEYS: the failure must not quote
+ * the value back into the log (docs/encryption.md: keys never go into logs or error messages). */
+static void test_key_text_given_as_the_file_name_is_not_quoted(void **state) {
+    (void)state;
+    char text[256];
+    Keyring *kr = NULL;
+    snprintf(text, sizeof text, "k1 %s", K1);
+    assert_int_equal(keyring_load_file(text, &kr, NULL), ERR_NOT_FOUND);
+    assert_null(strstr(err_msg(), K1));
+    assert_non_null(strstr(err_msg(), "ETCDBR_ENCRYPTION_KEYS"));
+    /* the key alone, unpadded, and two keys separated by ';' */
+    assert_int_equal(keyring_load_file(K2, &kr, NULL), ERR_NOT_FOUND);
+    assert_null(strstr(err_msg(), "ICEiIyQlJicoKSorLC0uLzAxMjM0NTY3ODk6Ozw9Pj8"));
+    snprintf(text, sizeof text, "k1 %.43s;k2 %s", K1, K2);
+    assert_int_equal(keyring_load_file(text, &kr, NULL), ERR_NOT_FOUND);
+    assert_null(strstr(err_msg(), "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8"));
+    assert_null(strstr(err_msg(), "ICEiIyQlJicoKSorLC0uLzAxMjM0NTY3ODk6Ozw9Pj8"));
+    /* a real path that is missing is still named */
+    assert_int_equal(keyring_load_file("/nonexistent-etcdbr/keys", &kr, NULL), ERR_NOT_FOUND);
+    assert_non_null(strstr(err_msg(), "/nonexistent-etcdbr/keys"));
+    assert_true(crypt_text_holds_key(text, strlen(text)));
+    assert_true(crypt_text_holds_key(K3, strlen(K3)));
+    assert_false(crypt_text_holds_key("/etc/etcdbr/keys", 16));
+    assert_false(crypt_text_holds_key(K3, 40)); /* 30 bytes: not a key */
+    assert_false(crypt_text_holds_key("", 0));
+}
+
 static void test_keyring_file_reports_mode_and_missing_file(void **state) {
     (void)state;
     char dir[] = "/tmp/etcdbr-test-crypt-XXXXXX";
@@ -720,6 +748,7 @@ int main(void) {
         cmocka_unit_test(test_keyring_parses_comments_blanks_and_separators),
         cmocka_unit_test(test_keyring_errors_name_the_line_never_the_key),
         cmocka_unit_test(test_keyring_file_reports_mode_and_missing_file),
+        cmocka_unit_test(test_key_text_given_as_the_file_name_is_not_quoted),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
