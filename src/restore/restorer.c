@@ -717,6 +717,24 @@ done:
     return rc;
 }
 
+/* Says so when a delta to be applied is not encrypted though an object before it in the set is
+ * (verify's unencrypted-after-encrypted fault): written by a snapshotter without the keys, or
+ * planted by someone who has none; its contents are applied without authentication. */
+static void warn_unencrypted_after_encrypted(const Snapshot *full, const Snapshot *deltas,
+                                             size_t n) {
+    const char *enc = full->encrypted ? full->key : NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (deltas[i].encrypted) {
+            if (!enc) enc = deltas[i].key;
+        } else if (enc) {
+            log_warn("%s is not encrypted, but %s before it in the set is: it was written without "
+                     "the encryption keys or put there by someone who has none, and is applied "
+                     "unauthenticated (etcdbrctl verify reports it as a fault)",
+                     deltas[i].key, enc);
+        }
+    }
+}
+
 /* Says so when the store holds objects of other live histories than the restored set's: they
  * are never combined with it (snapname_set_at), but an operator should know they are there. */
 static void warn_other_histories(const Snapshot *list, size_t n, const Snapshot *full) {
@@ -916,6 +934,7 @@ int restorer_run(const RestoreConfig *cfg, RestoreResult *out) {
         deltas[kept++] = *d;
     }
     n_deltas = kept;
+    warn_unencrypted_after_encrypted(full, deltas, n_deltas);
     int64_t store_last = n_deltas ? deltas[n_deltas - 1].last_revision : full->last_revision;
     if (store_last < full->last_revision) store_last = full->last_revision;
     if (cfg->target_revision > store_last) {
