@@ -34,6 +34,9 @@ snap_round() {
 snap_round "$WORK/store" "$WORK/snap1.log" "${KEYS[@]}"
 snap_round "$WORK/store" "$WORK/snap2.log"
 ls "$WORK/store/v2" | grep '^Full-.*\.enc\.gz$' >/dev/null || fail "no encrypted full snapshot: $(ls "$WORK/store/v2")"
+grep -F 'level=warning msg="the latest set is encrypted' "$WORK/snap2.log" >/dev/null ||
+    fail "the snapshotter without keys continued an encrypted set without a warning"
+echo "PASS: a snapshotter without keys warns that it continues an encrypted set unencrypted"
 plain=$(ls "$WORK/store/v2" | grep '^Incr-.*[0-9]\.gz$' | head -1)
 [ -n "$plain" ] || fail "the snapshotter without keys wrote no plain delta: $(ls "$WORK/store/v2")"
 
