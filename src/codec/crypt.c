@@ -237,7 +237,9 @@ int keyring_load_file(const char *path, Keyring **out, unsigned *mode_out) {
                             ? "<redacted: the value holds a key, not a file name; give the key "
                               "text in ETCDBR_ENCRYPTION_KEYS or in a file>"
                             : path;
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    /* O_NONBLOCK: a FIFO without a writer would block open() for ever; it is refused below as
+     * not a regular file, and regular files ignore the flag */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
     if (fd < 0)
         return err_set(errno == ENOENT ? ERR_NOT_FOUND : ERR_IO, "key file %s: %s", shown,
                        strerror(errno));

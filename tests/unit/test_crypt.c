@@ -706,6 +706,25 @@ static void test_key_text_given_as_the_file_name_is_not_quoted(void **state) {
     assert_false(crypt_text_holds_key("", 0));
 }
 
+/* A FIFO (or another non-regular file) given as the key file is refused at once; open() of a
+ * FIFO without a writer used to block for ever. SIGALRM ends the test if it blocks. */
+static void test_keyring_file_fifo_is_refused_without_blocking(void **state) {
+    (void)state;
+    char dir[] = "/tmp/etcdbr-test-crypt-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[256];
+    snprintf(path, sizeof path, "%s/fifo", dir);
+    assert_int_equal(mkfifo(path, 0600), 0);
+    Keyring *kr = NULL;
+    alarm(5);
+    assert_int_equal(keyring_load_file(path, &kr, NULL), ERR_INVALID);
+    alarm(0);
+    assert_non_null(strstr(err_msg(), "not a regular file"));
+    assert_null(kr);
+    unlink(path);
+    rmdir(dir);
+}
+
 static void test_keyring_file_reports_mode_and_missing_file(void **state) {
     (void)state;
     char dir[] = "/tmp/etcdbr-test-crypt-XXXXXX";
@@ -748,6 +767,7 @@ int main(void) {
         cmocka_unit_test(test_keyring_parses_comments_blanks_and_separators),
         cmocka_unit_test(test_keyring_errors_name_the_line_never_the_key),
         cmocka_unit_test(test_keyring_file_reports_mode_and_missing_file),
+        cmocka_unit_test(test_keyring_file_fifo_is_refused_without_blocking),
         cmocka_unit_test(test_key_text_given_as_the_file_name_is_not_quoted),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
