@@ -290,19 +290,10 @@ static int build_event(Builder *b, const DeltaEvent *ev, const char *object) {
         return err_set(ERR_GAP, "%s: revision %lld follows revision %lld: revisions missing",
                        object, (long long)rev, (long long)b->rev);
     }
-    if (ev->key_len == 0)
-        return err_set(ERR_CORRUPT, "%s: event at revision %lld has no key", object,
-                       (long long)rev);
+    int rc = delta_event_check(ev);
+    if (rc) return err_wrap(rc, "%s", object);
     MvccKeyValue kv = {.key = ev->key, .key_len = ev->key_len};
     if (ev->type == ETCD_OP_PUT) {
-        /* what etcd's put writes: create <= mod, version 1 exactly when created here */
-        if (ev->version < 1 || ev->create_revision < 1 || ev->create_revision > rev ||
-            (ev->version == 1) != (ev->create_revision == rev))
-            return err_set(ERR_CORRUPT,
-                           "%s: put at revision %lld has create_revision %lld and version %lld, "
-                           "which etcd never writes",
-                           object, (long long)rev, (long long)ev->create_revision,
-                           (long long)ev->version);
         kv.value = ev->value;
         kv.value_len = ev->value_len;
         kv.create_revision = ev->create_revision;
@@ -323,7 +314,7 @@ static int build_event(Builder *b, const DeltaEvent *ev, const char *object) {
     size_t n = mvcc_kv_marshal(&kv, b->buf);
     uint8_t k[MVCC_MARK_BYTES];
     size_t kl = mvcc_rev_key(rev, sub, ev->type == ETCD_OP_DELETE, k);
-    int rc = bbolt_writer_put(b->w, k, kl, b->buf, n);
+    rc = bbolt_writer_put(b->w, k, kl, b->buf, n);
     if (rc) return err_wrap(rc, "%s: revision %lld", object, (long long)rev);
     b->rev = rev;
     b->sub = sub + 1;

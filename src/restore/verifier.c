@@ -479,6 +479,12 @@ static int check_delta(Checker *c, const Snapshot *s, TapReader *tap) {
                                   (long long)expect, (long long)(rev - 1), s->key, (long long)rev);
             goto done;
         }
+        if (delta_event_check(&ev)) { /* what a restore refuses */
+            rc = verify_add_fault(c->r, VERIFY_UNDECODABLE, 0, s->key, NULL, rev, rev,
+                                  "undecodable %s: event %llu: %s", s->key,
+                                  (unsigned long long)events + 1, err_msg());
+            goto done;
+        }
         prev = rev;
         events++;
     }
