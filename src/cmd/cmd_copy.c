@@ -20,6 +20,10 @@ int cmd_copy(const Opts *o) {
     int code = setup_store_as(o, "", "", "destination store", 0, &dst);
     if (!code) code = setup_store_as(o, "source-", "SOURCE_", "source store", 0, &src);
     if (code) goto done;
+    if (store_keyring(dst))
+        log_warn("copy: the encryption keys are not used: copy neither encrypts nor decrypts, it "
+                 "copies the stored bytes as they are; objects the source holds unencrypted "
+                 "arrive unencrypted (docs/copy.md)");
     CopierConfig cc = {
         .source = src,
         .dest = dst,

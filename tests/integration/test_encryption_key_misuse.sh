@@ -4,7 +4,8 @@
 # command that takes the flag refuses to run, and neither its effective-options line nor its error
 # quotes the key (docs/encryption.md: keys never go into logs or error messages). A key file that
 # exists is still named in the log. Needs no etcd: the commands fail before they would reach it;
-# the store is a real Local store holding an encrypted full snapshot written by `compact`.
+# the store is a real (empty) Local store. Last, `copy` given a key file warns that it encrypts
+# nothing (it copies stored bytes).
 source "$(dirname "$0")/lib.sh"
 make_workdir
 KEY=$(head -c 32 /dev/urandom | base64 -w0)
@@ -62,3 +63,14 @@ grep -F "encryption: 1 key(s) from $WORK/keys" "$WORK/list.log" >/dev/null || fa
 grep -F "encryption-key-file=$WORK/keys" "$WORK/list.log" >/dev/null || fail "the effective options do not show the key file's path"
 no_key_in "$WORK/list.log"
 echo "PASS: a key file given as a path is named in the log"
+
+# copy given keys: it copies stored bytes and encrypts nothing, so it must say so rather than
+# leave "new snapshots are encrypted" as the last word about the keys
+mkdir -p "$WORK/src/v2"
+rc=0
+"$ETCDBR_BIN" copy --source-storage-provider=Local --source-store-container="$WORK/src" \
+    "${STORE[@]}" --encryption-key-file="$WORK/keys" >"$WORK/copy.log" 2>&1 || rc=$?
+[ "$rc" = 0 ] || fail "copy with a key file exited $rc: $(tail -3 "$WORK/copy.log")"
+grep 'level=warning' "$WORK/copy.log" | grep -F 'copy neither encrypts nor decrypts' >/dev/null ||
+    fail "copy given keys does not warn that it encrypts nothing: $(grep -v 'msg="etcdbrctl' "$WORK/copy.log")"
+echo "PASS: copy given keys warns that it copies unencrypted objects unencrypted"
