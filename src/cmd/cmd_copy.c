@@ -52,6 +52,10 @@ int cmd_copy(const Opts *o) {
         code = EXIT_FAIL;
         goto done;
     }
+    if (res.backups == 0 && cc.max_backups != 0)
+        log_warn("copy: no backup selected in the source %s (no full snapshot there%s): nothing "
+                 "was copied; check --source-store-container and --source-store-prefix",
+                 store_describe(src), cc.max_backup_age_days >= 0 ? " young enough" : "");
     log_info("copy done: %zu backups, %zu objects copied (%.1f MiB), %zu already there, %.3fs",
              res.backups, res.copied, (double)res.bytes / 1048576.0, res.present, res.seconds);
 done:

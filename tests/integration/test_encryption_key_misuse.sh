@@ -74,3 +74,8 @@ rc=0
 grep 'level=warning' "$WORK/copy.log" | grep -F 'copy neither encrypts nor decrypts' >/dev/null ||
     fail "copy given keys does not warn that it encrypts nothing: $(grep -v 'msg="etcdbrctl' "$WORK/copy.log")"
 echo "PASS: copy given keys warns that it copies unencrypted objects unencrypted"
+
+# a source without backups (a mistyped container or prefix) copies nothing: exit 0, but a warning
+grep 'level=warning' "$WORK/copy.log" | grep -F "copy: no backup selected in the source" >/dev/null ||
+    fail "copy from a source without backups does not warn: $(grep -v 'msg="etcdbrctl' "$WORK/copy.log")"
+echo "PASS: copy from a source without backups warns"
