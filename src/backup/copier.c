@@ -108,6 +108,8 @@ int copier_dest_name(const Snapshot *s, char *out, size_t cap) {
 typedef struct {
     const char *name;
     size_t len;
+    int64_t size; /* as listed, -1 if unknown */
+    const char *key;
 } NameRef;
 
 static int nameref_cmp(const void *a, const void *b) {
@@ -125,13 +127,23 @@ int copier_plan(const Snapshot *src, const size_t *order, size_t n_order, const 
     size_t k = 0;
     for (size_t i = 0; i < n_dst; i++) {
         if (dst[i].is_chunk) continue;
-        names[k++] = (NameRef){dst[i].snap_name, stem_len(dst[i].snap_name)};
+        names[k++] =
+            (NameRef){dst[i].snap_name, stem_len(dst[i].snap_name), dst[i].size, dst[i].key};
     }
     qsort(names, k, sizeof *names, nameref_cmp);
     for (size_t j = 0; j < n_order; j++) {
         const Snapshot *s = &src[order[j]];
-        NameRef key = {s->snap_name, stem_len(s->snap_name)};
-        need[j] = !s->is_chunk && !(k && bsearch(&key, names, k, sizeof *names, nameref_cmp));
+        NameRef key = {s->snap_name, stem_len(s->snap_name), s->size, s->key};
+        const NameRef *there = k ? bsearch(&key, names, k, sizeof *names, nameref_cmp) : NULL;
+        need[j] = !s->is_chunk && !there;
+        /* a copy keeps the stored bytes, so the same name with another size is another object:
+         * it stays (nothing in the destination is replaced), but the operator must know the
+         * destination does not hold the source's */
+        if (!s->is_chunk && there && s->size >= 0 && there->size >= 0 && s->size != there->size)
+            log_warn("copy: %s is already in the destination as %s, but with %lld bytes where the "
+                     "source's has %lld: another object under the same name; it is kept, not "
+                     "replaced, so the destination does not hold the source's",
+                     s->key, there->key, (long long)there->size, (long long)s->size);
     }
     free(names);
     return 0;

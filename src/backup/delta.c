@@ -1312,3 +1312,17 @@ void delta_reader_close(DeltaReader *r) {
     free(r->value);
     free(r);
 }
+
+int delta_event_check(const DeltaEvent *ev) {
+    int64_t rev = ev->mod_revision;
+    if (ev->key_len == 0)
+        return err_set(ERR_CORRUPT, "event at revision %lld has no key", (long long)rev);
+    if (ev->type == ETCD_OP_PUT &&
+        (ev->version < 1 || ev->create_revision < 1 || ev->create_revision > rev ||
+         (ev->version == 1) != (ev->create_revision == rev)))
+        return err_set(ERR_CORRUPT,
+                       "put at revision %lld has create_revision %lld and version %lld, which "
+                       "etcd never writes",
+                       (long long)rev, (long long)ev->create_revision, (long long)ev->version);
+    return 0;
+}

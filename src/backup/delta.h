@@ -84,6 +84,13 @@ int delta_reader_open(IoReader *src, const char *tmp_dir, DeltaReader **out);
  * or mod_revision <= 0. Key names match case-insensitively; unknown keys are ignored
  * (Go encoding/json semantics). */
 int delta_reader_next(DeltaReader *r, DeltaEvent *ev, int *got);
+
+/* Whether ev is an event etcd writes, as a restore applies it (the restorer and verify share
+ * this, so verify passes no delta a restore refuses): a key (etcd refuses empty keys); for a
+ * put, version >= 1, 1 <= create_revision <= mod_revision, and version 1 exactly when
+ * create_revision is mod_revision (mvcc's put: a created key starts at version 1). 0, or
+ * ERR_CORRUPT with a message naming the revision (not the object; callers prefix it). */
+int delta_event_check(const DeltaEvent *ev);
 /* Starts reading the events again from the first one (the spool is kept): for a pre-scan, e.g.
  * finding the last revision recorded before a point in time. A reader that failed stays failed. */
 int delta_reader_rewind(DeltaReader *r);

@@ -569,6 +569,12 @@ static int start(Snapshotter *s) {
         if (!rc)
             log_info("resuming from %s: deltas from revision %lld", last->key,
                      (long long)(s->prev_rev + 1));
+        if (!rc && last->encrypted && !store_keyring(s->cfg.store))
+            log_warn("the latest set is encrypted (%s) but no encryption keys were given: the "
+                     "deltas continuing it are stored unencrypted, and etcdbrctl verify reports "
+                     "them (unencrypted-after-encrypted); give --encryption-key-file or "
+                     "ETCDBR_ENCRYPTION_KEYS",
+                     last->key);
     }
     free(idx);
     free(list);

@@ -20,6 +20,10 @@ int cmd_copy(const Opts *o) {
     int code = setup_store_as(o, "", "", "destination store", 0, &dst);
     if (!code) code = setup_store_as(o, "source-", "SOURCE_", "source store", 0, &src);
     if (code) goto done;
+    if (store_keyring(dst))
+        log_warn("copy: the encryption keys are not used: copy neither encrypts nor decrypts, it "
+                 "copies the stored bytes as they are; objects the source holds unencrypted "
+                 "arrive unencrypted (docs/copy.md)");
     CopierConfig cc = {
         .source = src,
         .dest = dst,
@@ -48,6 +52,10 @@ int cmd_copy(const Opts *o) {
         code = EXIT_FAIL;
         goto done;
     }
+    if (res.backups == 0 && cc.max_backups != 0)
+        log_warn("copy: no backup selected in the source %s (no full snapshot there%s): nothing "
+                 "was copied; check --source-store-container and --source-store-prefix",
+                 store_describe(src), cc.max_backup_age_days >= 0 ? " young enough" : "");
     log_info("copy done: %zu backups, %zu objects copied (%.1f MiB), %zu already there, %.3fs",
              res.backups, res.copied, (double)res.bytes / 1048576.0, res.present, res.seconds);
 done:

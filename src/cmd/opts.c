@@ -4,6 +4,7 @@
  * certificate checks). A flag the code does not read is marked UNIMPLEMENTED or IGNORED here,
  * never left to look as if it worked. */
 #include "opts.h"
+#include "../codec/crypt.h"
 #include "../common/err.h"
 #include "../common/log.h"
 #include "../common/timeutil.h"
@@ -743,6 +744,13 @@ static const char *support_text(const OptDef *d, char *buf, size_t cap) {
     return support_text_for(d, 0, buf, cap);
 }
 
+/* A value as logs may show it: secrets redacted, and so is any value holding key material (the
+ * keys given as --encryption-key-file instead of a file name: docs/encryption.md). */
+static const char *value_shown(const OptDef *d, const char *v) {
+    if (v[0] && (d->secret || crypt_text_holds_key(v, strlen(v)))) return "<redacted>";
+    return v;
+}
+
 int opts_finish(const Opts *o) {
     for (size_t i = 0; i < N_OPTS; i++) {
         const OptDef *d = &opt_table[i];
@@ -759,7 +767,7 @@ int opts_finish(const Opts *o) {
         if (!(d->commands & o->cmd) || !status || ov->origin == FROM_DEFAULT) continue;
         const char *src = ov->origin == FROM_CLI ? " (command line)"
                                                  : origin_text(d, ov->origin, from, sizeof from);
-        log_warn("--%s=%s%s: %s", d->name, d->secret ? "<redacted>" : ov->value, src, status);
+        log_warn("--%s=%s%s: %s", d->name, value_shown(d, ov->value), src, status);
     }
     return 0;
 }
@@ -975,7 +983,7 @@ void opts_log_effective(const Opts *o, const char *command) {
         const OptDef *d = &opt_table[i];
         if (!(d->commands & o->cmd)) continue;
         const char *v = o->v[i].value ? o->v[i].value : d->def;
-        if (d->secret && v[0]) v = "<redacted>";
+        v = value_shown(d, v);
         int w = snprintf(line + n, sizeof line - n, "%s%s=%s", n ? " " : "", d->name, v);
         if (w < 0) break;
         n += (size_t)w;

@@ -94,6 +94,29 @@ static int b64_decode(const char *s, size_t len, uint8_t *out, size_t cap, size_
     return 0;
 }
 
+static int key_token_sep(char c) {
+    return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == ';' || c == ',' || c == ':' ||
+           c == '"' || c == '\'' || c == '\0';
+}
+
+int crypt_text_holds_key(const char *text, size_t len) {
+    size_t i = 0;
+    while (i < len) {
+        while (i < len && key_token_sep(text[i]))
+            i++;
+        size_t start = i;
+        while (i < len && !key_token_sep(text[i]))
+            i++;
+        uint8_t raw[CRYPT_KEY_LEN];
+        size_t n = 0;
+        int hit = i > start && b64_decode(text + start, i - start, raw, sizeof raw, &n) == 0 &&
+                  n == CRYPT_KEY_LEN;
+        OPENSSL_cleanse(raw, sizeof raw);
+        if (hit) return 1;
+    }
+    return 0;
+}
+
 void keyring_free(Keyring *kr) {
     if (!kr) return;
     if (kr->keys) {
@@ -208,50 +231,58 @@ int keyring_parse(const char *text, size_t len, const char *what, Keyring **out)
 
 int keyring_load_file(const char *path, Keyring **out, unsigned *mode_out) {
     *out = NULL;
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    /* the key text itself given as the file name (mixed up with ETCDBR_ENCRYPTION_KEYS): the
+     * messages below must not quote it */
+    const char *shown = crypt_text_holds_key(path, strlen(path))
+                            ? "<redacted: the value holds a key, not a file name; give the key "
+                              "text in ETCDBR_ENCRYPTION_KEYS or in a file>"
+                            : path;
+    /* O_NONBLOCK: a FIFO without a writer would block open() for ever; it is refused below as
+     * not a regular file, and regular files ignore the flag */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
     if (fd < 0)
-        return err_set(errno == ENOENT ? ERR_NOT_FOUND : ERR_IO, "key file %s: %s", path,
+        return err_set(errno == ENOENT ? ERR_NOT_FOUND : ERR_IO, "key file %s: %s", shown,
                        strerror(errno));
     struct stat st;
     char *buf = NULL;
     size_t got = 0;
     int rc = 0;
     if (fstat(fd, &st) != 0) {
-        rc = err_set(ERR_IO, "key file %s: %s", path, strerror(errno));
+        rc = err_set(ERR_IO, "key file %s: %s", shown, strerror(errno));
         goto done;
     }
     if (!S_ISREG(st.st_mode)) {
-        rc = err_set(ERR_INVALID, "key file %s: not a regular file", path);
+        rc = err_set(ERR_INVALID, "key file %s: not a regular file", shown);
         goto done;
     }
     if (st.st_size > CRYPT_KEYRING_TEXT_MAX) {
         rc = err_set(ERR_INVALID, "key file %s: %lld bytes, more than the %d a keyring may have",
-                     path, (long long)st.st_size, CRYPT_KEYRING_TEXT_MAX);
+                     shown, (long long)st.st_size, CRYPT_KEYRING_TEXT_MAX);
         goto done;
     }
     if (mode_out) *mode_out = (unsigned)(st.st_mode & 07777);
     buf = malloc(CRYPT_KEYRING_TEXT_MAX + 1);
     if (!buf) {
-        rc = err_set(ERR_NOMEM, "key file %s: out of memory", path);
+        rc = err_set(ERR_NOMEM, "key file %s: out of memory", shown);
         goto done;
     }
     for (;;) {
         ssize_t n = read(fd, buf + got, CRYPT_KEYRING_TEXT_MAX + 1 - got);
         if (n < 0 && errno == EINTR) continue;
         if (n < 0) {
-            rc = err_set(ERR_IO, "key file %s: %s", path, strerror(errno));
+            rc = err_set(ERR_IO, "key file %s: %s", shown, strerror(errno));
             goto done;
         }
         if (n == 0) break;
         got += (size_t)n;
         if (got > CRYPT_KEYRING_TEXT_MAX) {
             rc = err_set(ERR_INVALID, "key file %s: more than the %d bytes a keyring may have",
-                         path, CRYPT_KEYRING_TEXT_MAX);
+                         shown, CRYPT_KEYRING_TEXT_MAX);
             goto done;
         }
     }
     char what[300];
-    snprintf(what, sizeof what, "key file %s", path);
+    snprintf(what, sizeof what, "key file %s", shown);
     rc = keyring_parse(buf, got, what, out);
 done:
     if (buf) {

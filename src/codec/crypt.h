@@ -40,6 +40,12 @@ int keyring_parse(const char *text, size_t len, const char *what, Keyring **out)
  * ERR_IO or ERR_INVALID naming the path. */
 int keyring_load_file(const char *path, Keyring **out, unsigned *mode_out);
 
+/* 1 when text (len bytes; not NUL-terminated) holds key material: a token (separated by
+ * blanks, line ends, ';', ',', ':' or quotes) that is standard base64 of exactly CRYPT_KEY_LEN
+ * bytes, as a key line's second field is. For messages and logs that would quote a value which
+ * should be a file name (--encryption-key-file) but may be the keys themselves. */
+int crypt_text_holds_key(const char *text, size_t len);
+
 /* Number of keys (>= 1 for a parsed keyring). */
 size_t keyring_count(const Keyring *kr);
 /* The id of key i (0 = the write key), borrowed; NULL when i is out of range. */

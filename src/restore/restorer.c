@@ -290,19 +290,10 @@ static int build_event(Builder *b, const DeltaEvent *ev, const char *object) {
         return err_set(ERR_GAP, "%s: revision %lld follows revision %lld: revisions missing",
                        object, (long long)rev, (long long)b->rev);
     }
-    if (ev->key_len == 0)
-        return err_set(ERR_CORRUPT, "%s: event at revision %lld has no key", object,
-                       (long long)rev);
+    int rc = delta_event_check(ev);
+    if (rc) return err_wrap(rc, "%s", object);
     MvccKeyValue kv = {.key = ev->key, .key_len = ev->key_len};
     if (ev->type == ETCD_OP_PUT) {
-        /* what etcd's put writes: create <= mod, version 1 exactly when created here */
-        if (ev->version < 1 || ev->create_revision < 1 || ev->create_revision > rev ||
-            (ev->version == 1) != (ev->create_revision == rev))
-            return err_set(ERR_CORRUPT,
-                           "%s: put at revision %lld has create_revision %lld and version %lld, "
-                           "which etcd never writes",
-                           object, (long long)rev, (long long)ev->create_revision,
-                           (long long)ev->version);
         kv.value = ev->value;
         kv.value_len = ev->value_len;
         kv.create_revision = ev->create_revision;
@@ -323,7 +314,7 @@ static int build_event(Builder *b, const DeltaEvent *ev, const char *object) {
     size_t n = mvcc_kv_marshal(&kv, b->buf);
     uint8_t k[MVCC_MARK_BYTES];
     size_t kl = mvcc_rev_key(rev, sub, ev->type == ETCD_OP_DELETE, k);
-    int rc = bbolt_writer_put(b->w, k, kl, b->buf, n);
+    rc = bbolt_writer_put(b->w, k, kl, b->buf, n);
     if (rc) return err_wrap(rc, "%s: revision %lld", object, (long long)rev);
     b->rev = rev;
     b->sub = sub + 1;
@@ -717,6 +708,24 @@ done:
     return rc;
 }
 
+/* Says so when a delta to be applied is not encrypted though an object before it in the set is
+ * (verify's unencrypted-after-encrypted fault): written by a snapshotter without the keys, or
+ * planted by someone who has none; its contents are applied without authentication. */
+static void warn_unencrypted_after_encrypted(const Snapshot *full, const Snapshot *deltas,
+                                             size_t n) {
+    const char *enc = full->encrypted ? full->key : NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (deltas[i].encrypted) {
+            if (!enc) enc = deltas[i].key;
+        } else if (enc) {
+            log_warn("%s is not encrypted, but %s before it in the set is: it was written without "
+                     "the encryption keys or put there by someone who has none, and is applied "
+                     "unauthenticated (etcdbrctl verify reports it as a fault)",
+                     deltas[i].key, enc);
+        }
+    }
+}
+
 /* Says so when the store holds objects of other live histories than the restored set's: they
  * are never combined with it (snapname_set_at), but an operator should know they are there. */
 static void warn_other_histories(const Snapshot *list, size_t n, const Snapshot *full) {
@@ -916,6 +925,7 @@ int restorer_run(const RestoreConfig *cfg, RestoreResult *out) {
         deltas[kept++] = *d;
     }
     n_deltas = kept;
+    warn_unencrypted_after_encrypted(full, deltas, n_deltas);
     int64_t store_last = n_deltas ? deltas[n_deltas - 1].last_revision : full->last_revision;
     if (store_last < full->last_revision) store_last = full->last_revision;
     if (cfg->target_revision > store_last) {

@@ -49,6 +49,8 @@ const char *verify_fault_kind_name(VerifyFaultKind k) {
         return "restore-failed";
     case VERIFY_RESTORE_MISMATCH:
         return "restore-mismatch";
+    case VERIFY_UNENCRYPTED_AFTER_ENCRYPTED:
+        return "unencrypted-after-encrypted";
     }
     return "unknown";
 }
@@ -157,6 +159,33 @@ static int is_delta(const Snapshot *s) {
     return !s->is_chunk && s->kind == SNAP_INCR;
 }
 
+/* Once a set holds an encrypted object, every later one must be encrypted too: a snapshotter
+ * with keys writes nothing else, so a plain object after it was written without the keys (a
+ * restart that lost them: its contents are in the clear) or planted by whoever can write the
+ * store (it needs no key, and a restore would apply it). Plain objects before the first
+ * encrypted one are a store that turned encryption on later. */
+static int check_encryption_kept(const Snapshot *full, const Snapshot *const *deltas, size_t n,
+                                 VerifyReport *r) {
+    const Snapshot *enc = full->encrypted ? full : NULL;
+    for (size_t i = 0; i < n; i++) {
+        const Snapshot *d = deltas[i];
+        if (d->encrypted) {
+            if (!enc) enc = d;
+            continue;
+        }
+        if (!enc) continue;
+        int rc = verify_add_fault(
+            r, VERIFY_UNENCRYPTED_AFTER_ENCRYPTED, 0, d->key, enc->key, d->start_revision,
+            d->last_revision,
+            "%s is not encrypted, but %s before it in the same set is: it was written without the "
+            "encryption keys or put there by someone who has none (a restore applies it "
+            "unauthenticated)",
+            d->key, enc->key);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
 /* Plans the set of the full snapshot snaps[f], up to end (the next full snapshot's revision, or
  * INT64_MAX), adding its history and contiguity faults to r. */
 static int plan_one(const Snapshot *snaps, size_t n, size_t f, int64_t end, VerifyPlanSet *ps,
@@ -199,6 +228,7 @@ static int plan_one(const Snapshot *snaps, size_t n, size_t f, int64_t end, Veri
         rc = added;
         goto done;
     }
+    if ((rc = check_encryption_kept(full, ptrs, ps->n_deltas, r))) goto done;
     memset(vs, 0, sizeof *vs);
     snprintf(vs->full_key, sizeof vs->full_key, "%s", full->key);
     snprintf(vs->history, sizeof vs->history, "%s", hist);
@@ -447,6 +477,12 @@ static int check_delta(Checker *c, const Snapshot *s, TapReader *tap) {
                                   "revisions %lld-%lld are missing inside %s (its events jump "
                                   "to %lld)",
                                   (long long)expect, (long long)(rev - 1), s->key, (long long)rev);
+            goto done;
+        }
+        if (delta_event_check(&ev)) { /* what a restore refuses */
+            rc = verify_add_fault(c->r, VERIFY_UNDECODABLE, 0, s->key, NULL, rev, rev,
+                                  "undecodable %s: event %llu: %s", s->key,
+                                  (unsigned long long)events + 1, err_msg());
             goto done;
         }
         prev = rev;

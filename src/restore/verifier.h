@@ -33,6 +33,8 @@ typedef enum {
     VERIFY_OTHER_HISTORY,    /* an object of another history lies inside a set */
     VERIFY_RESTORE_FAILED,   /* --restore-test: the restore or the scratch etcd failed */
     VERIFY_RESTORE_MISMATCH, /* --restore-test: HashKV of the restore differs from the live one */
+    VERIFY_UNENCRYPTED_AFTER_ENCRYPTED, /* an unencrypted object after an encrypted one in a set:
+                                           written without the keys, or planted */
 } VerifyFaultKind;
 
 /* "no-full-snapshot", "gap", "overlap", "bad-hash", ... (static; the JSON "kind"). */

@@ -678,6 +678,53 @@ static void test_keyring_errors_name_the_line_never_the_key(void **state) {
     expect_parse_fail(longid, "longer than 64");
 }
 
+/* --encryption-key-file (or ETCDBR_ENCRYPTION_KEY_FILE) given the key text instead of a path,
+ * as an operator may when mixing it up with ETCDBR_ENCRYPTION_KEYS: the failure must not quote
+ * the value back into the log (docs/encryption.md: keys never go into logs or error messages). */
+static void test_key_text_given_as_the_file_name_is_not_quoted(void **state) {
+    (void)state;
+    char text[256];
+    Keyring *kr = NULL;
+    snprintf(text, sizeof text, "k1 %s", K1);
+    assert_int_equal(keyring_load_file(text, &kr, NULL), ERR_NOT_FOUND);
+    assert_null(strstr(err_msg(), K1));
+    assert_non_null(strstr(err_msg(), "ETCDBR_ENCRYPTION_KEYS"));
+    /* the key alone, unpadded, and two keys separated by ';' */
+    assert_int_equal(keyring_load_file(K2, &kr, NULL), ERR_NOT_FOUND);
+    assert_null(strstr(err_msg(), "ICEiIyQlJicoKSorLC0uLzAxMjM0NTY3ODk6Ozw9Pj8"));
+    snprintf(text, sizeof text, "k1 %.43s;k2 %s", K1, K2);
+    assert_int_equal(keyring_load_file(text, &kr, NULL), ERR_NOT_FOUND);
+    assert_null(strstr(err_msg(), "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8"));
+    assert_null(strstr(err_msg(), "ICEiIyQlJicoKSorLC0uLzAxMjM0NTY3ODk6Ozw9Pj8"));
+    /* a real path that is missing is still named */
+    assert_int_equal(keyring_load_file("/nonexistent-etcdbr/keys", &kr, NULL), ERR_NOT_FOUND);
+    assert_non_null(strstr(err_msg(), "/nonexistent-etcdbr/keys"));
+    assert_true(crypt_text_holds_key(text, strlen(text)));
+    assert_true(crypt_text_holds_key(K3, strlen(K3)));
+    assert_false(crypt_text_holds_key("/etc/etcdbr/keys", 16));
+    assert_false(crypt_text_holds_key(K3, 40)); /* 30 bytes: not a key */
+    assert_false(crypt_text_holds_key("", 0));
+}
+
+/* A FIFO (or another non-regular file) given as the key file is refused at once; open() of a
+ * FIFO without a writer used to block for ever. SIGALRM ends the test if it blocks. */
+static void test_keyring_file_fifo_is_refused_without_blocking(void **state) {
+    (void)state;
+    char dir[] = "/tmp/etcdbr-test-crypt-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[256];
+    snprintf(path, sizeof path, "%s/fifo", dir);
+    assert_int_equal(mkfifo(path, 0600), 0);
+    Keyring *kr = NULL;
+    alarm(5);
+    assert_int_equal(keyring_load_file(path, &kr, NULL), ERR_INVALID);
+    alarm(0);
+    assert_non_null(strstr(err_msg(), "not a regular file"));
+    assert_null(kr);
+    unlink(path);
+    rmdir(dir);
+}
+
 static void test_keyring_file_reports_mode_and_missing_file(void **state) {
     (void)state;
     char dir[] = "/tmp/etcdbr-test-crypt-XXXXXX";
@@ -720,6 +767,8 @@ int main(void) {
         cmocka_unit_test(test_keyring_parses_comments_blanks_and_separators),
         cmocka_unit_test(test_keyring_errors_name_the_line_never_the_key),
         cmocka_unit_test(test_keyring_file_reports_mode_and_missing_file),
+        cmocka_unit_test(test_keyring_file_fifo_is_refused_without_blocking),
+        cmocka_unit_test(test_key_text_given_as_the_file_name_is_not_quoted),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -1310,6 +1310,47 @@ static void test_parse_time_gives_unix_nanoseconds(void **state) {
     assert_int_equal(delta_parse_time(NULL, &ns), ERR_INVALID);
 }
 
+/* delta_event_check: what etcd writes passes (a create, an update, a delete), what it never
+ * writes is ERR_CORRUPT naming the revision: the restorer and verify both apply it. */
+static void test_event_check_refuses_what_etcd_never_writes(void **state) {
+    (void)state;
+    uint8_t key[] = "/k";
+    DeltaEvent ev = {.type = ETCD_OP_PUT,
+                     .key = key,
+                     .key_len = 2,
+                     .create_revision = 7,
+                     .mod_revision = 7,
+                     .version = 1};
+    assert_int_equal(delta_event_check(&ev), 0);
+    ev.create_revision = 3;
+    ev.version = 4;
+    assert_int_equal(delta_event_check(&ev), 0); /* an update */
+    DeltaEvent del = {.type = ETCD_OP_DELETE, .key = key, .key_len = 2, .mod_revision = 9};
+    assert_int_equal(delta_event_check(&del), 0);
+    DeltaEvent bad = ev;
+    bad.key_len = 0;
+    assert_int_equal(delta_event_check(&bad), ERR_CORRUPT);
+    assert_non_null(strstr(err_msg(), "event at revision 7 has no key"));
+    del.key_len = 0;
+    assert_int_equal(delta_event_check(&del), ERR_CORRUPT);
+    bad = ev;
+    bad.create_revision = 8; /* after the put */
+    assert_int_equal(delta_event_check(&bad), ERR_CORRUPT);
+    assert_non_null(strstr(err_msg(), "create_revision 8 and version 4"));
+    bad = ev;
+    bad.version = 0;
+    assert_int_equal(delta_event_check(&bad), ERR_CORRUPT);
+    bad = ev;
+    bad.version = 1; /* version 1 but created earlier */
+    assert_int_equal(delta_event_check(&bad), ERR_CORRUPT);
+    bad = ev;
+    bad.create_revision = 7;
+    bad.version = 2; /* created here but not version 1 */
+    assert_int_equal(delta_event_check(&bad), ERR_CORRUPT);
+    bad.create_revision = 0;
+    assert_int_equal(delta_event_check(&bad), ERR_CORRUPT);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_reads_every_event_of_the_go_fixture_deltas),
@@ -1327,6 +1368,7 @@ int main(void) {
         cmocka_unit_test(test_fast_path_decodes_like_the_general_path),
         cmocka_unit_test(test_fast_path_agrees_on_hand_written_elements),
         cmocka_unit_test(test_parse_time_gives_unix_nanoseconds),
+        cmocka_unit_test(test_event_check_refuses_what_etcd_never_writes),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -141,6 +141,45 @@ static void test_verify_overlap_is_a_warning(void **state) {
     verify_report_free(&r);
 }
 
+/* A store written under encryption keys, then an unencrypted object after an encrypted one in
+ * the same set: a snapshotter restarted without the keys, or an object planted by whoever can
+ * write the store (no key needed, and a restore applies it). Encryption is meant to make such a
+ * change detectable (docs/encryption.md), so it is a fault; unencrypted objects before the first
+ * encrypted one (encryption turned on later) are not. */
+static void test_verify_unencrypted_object_after_encrypted_one_is_a_fault(void **state) {
+    (void)state;
+    Obj objs[] = {{"v2/Full-00000000-00000010-100.gz", H1},
+                  {"v2/Incr-00000011-00000020-101.enc.gz", H1},
+                  {"v2/Incr-00000021-00000025-102.gz", NULL},
+                  {"v2/Incr-00000026-00000030-103.enc.gz", H1},
+                  {NULL, NULL}};
+    VerifyReport r;
+    VerifyPlanSet *ps;
+    size_t n;
+    plan(objs, 0, &r, &ps, &n);
+    assert_int_equal(ps[0].n_deltas, 3);
+    assert_int_equal(r.n_faults, 1);
+    const VerifyFault *f = find_fault(&r, VERIFY_UNENCRYPTED_AFTER_ENCRYPTED);
+    assert_non_null(f);
+    assert_false(f->warning);
+    assert_string_equal(f->object, "v2/Incr-00000021-00000025-102.gz");
+    assert_string_equal(f->other, "v2/Incr-00000011-00000020-101.enc.gz");
+    assert_non_null(strstr(f->message, "not encrypted"));
+    assert_string_equal(verify_fault_kind_name(f->kind), "unencrypted-after-encrypted");
+    assert_false(r.sets[0].ok);
+    assert_false(verify_report_passed(&r));
+    verify_plan_free(ps, n);
+    verify_report_free(&r);
+    /* an encrypted full snapshot and a plain delta after it */
+    Obj objs2[] = {{"v2/Full-00000000-00000010-100.enc.zst", H1},
+                   {"v2/Incr-00000011-00000020-101.gz", H1},
+                   {NULL, NULL}};
+    plan(objs2, 0, &r, &ps, &n);
+    assert_non_null(find_fault(&r, VERIFY_UNENCRYPTED_AFTER_ENCRYPTED));
+    verify_plan_free(ps, n);
+    verify_report_free(&r);
+}
+
 static void test_verify_no_full_snapshot_is_a_fault(void **state) {
     (void)state;
     Obj objs[] = {{"v2/Incr-00000011-00000020-101.gz", H1}, {NULL, NULL}};
@@ -412,6 +451,7 @@ int main(void) {
         cmocka_unit_test(test_verify_gap_names_missing_revisions_and_both_objects),
         cmocka_unit_test(test_verify_gap_after_full_snapshot),
         cmocka_unit_test(test_verify_overlap_is_a_warning),
+        cmocka_unit_test(test_verify_unencrypted_object_after_encrypted_one_is_a_fault),
         cmocka_unit_test(test_verify_no_full_snapshot_is_a_fault),
         cmocka_unit_test(test_verify_delta_of_other_history_inside_set),
         cmocka_unit_test(test_verify_untagged_full_with_two_histories_of_deltas),
