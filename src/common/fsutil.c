@@ -1,6 +1,7 @@
 /* fsutil: see fsutil.h. */
 #include "fsutil.h"
 #include "err.h"
+#include "log.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -8,6 +9,7 @@
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -236,4 +238,74 @@ int64_t fs_file_size(const char *path) {
     struct stat st;
     if (stat(path, &st) != 0) return err_set(ERR_IO, "stat %s: %s", path, strerror(errno));
     return (int64_t)st.st_size;
+}
+
+/* ---------- scratch directories ---------- */
+
+#define SCRATCH_LOCK "owner.lock"
+
+static void remove_stale_scratch(const char *temp_dir, const char *prefix, const char *who) {
+    DIR *d = opendir(temp_dir);
+    if (!d) return;
+    struct dirent *e;
+    size_t plen = strlen(prefix);
+    while ((e = readdir(d)) != NULL) {
+        if (strncmp(e->d_name, prefix, plen) != 0 || strlen(e->d_name) != plen + 6) continue;
+        char *dir = fs_join(temp_dir, e->d_name);
+        char *lock = dir ? fs_join(dir, SCRATCH_LOCK) : NULL;
+        struct stat st;
+        int stale = 0;
+        if (lock && lstat(dir, &st) == 0 && S_ISDIR(st.st_mode)) {
+            int fd = open(lock, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+            if (fd >= 0) {
+                stale = flock(fd, LOCK_EX | LOCK_NB) == 0;
+                close(fd);
+            } else {
+                stale = errno == ENOENT && st.st_mtime < time(NULL) - 60;
+            }
+        }
+        if (stale) {
+            if (fs_remove_tree(dir) == 0)
+                log_info("removed %s, left by an earlier %s that did not finish", dir, who);
+            else
+                log_warn("cannot remove %s, left by an earlier %s: %s", dir, who, err_msg());
+        }
+        free(lock);
+        free(dir);
+    }
+    closedir(d);
+}
+
+int fs_scratch_create(const char *temp_dir, const char *prefix, const char *who, char **out,
+                      int *lock_fd) {
+    *out = NULL;
+    *lock_fd = -1;
+    int rc = fs_mkdir_p(temp_dir, 0700);
+    if (rc) return rc;
+    remove_stale_scratch(temp_dir, prefix, who);
+    size_t n = strlen(prefix) + 7;
+    char *name = malloc(n);
+    if (name) snprintf(name, n, "%sXXXXXX", prefix);
+    char *dir = name ? fs_join(temp_dir, name) : NULL;
+    free(name);
+    if (!dir) return err_set(ERR_NOMEM, "out of memory");
+    if (!mkdtemp(dir)) {
+        rc = err_set(ERR_IO, "create a scratch directory in %s: %s", temp_dir, strerror(errno));
+        free(dir);
+        return rc;
+    }
+    char *lock = fs_join(dir, SCRATCH_LOCK);
+    int fd = lock ? open(lock, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600) : -1;
+    if (fd < 0 || flock(fd, LOCK_EX) != 0) {
+        rc = err_set(ERR_IO, "lock %s: %s", lock ? lock : dir, strerror(errno));
+        if (fd >= 0) close(fd);
+        free(lock);
+        fs_remove_tree(dir);
+        free(dir);
+        return rc;
+    }
+    free(lock);
+    *lock_fd = fd;
+    *out = dir;
+    return 0;
 }

@@ -49,6 +49,16 @@ int fs_commit_file(int fd, const char *from, const char *to);
 /* Joins a and b with one '/' into a new string (owned; NULL on allocation failure). */
 char *fs_join(const char *a, const char *b);
 
+/* A private scratch directory "<temp_dir>/<prefix>XXXXXX" (temp_dir created 0700 when missing and
+ * never removed: it may hold the user's files), locked for this process by an exclusive flock
+ * on its "owner.lock" (*lock_fd: close it after removing the directory). First removes the
+ * scratch directories of this prefix that owners killed before they could clean up: only exact
+ * names, only when no live process holds their lock (the kernel drops it when the owner dies),
+ * one without a lock file once it is a minute old; each removal is logged naming `who` (e.g.
+ * "restore"). *out owned. 0 or ERR_IO / ERR_NOMEM. */
+int fs_scratch_create(const char *temp_dir, const char *prefix, const char *who, char **out,
+                      int *lock_fd);
+
 /* Directory part of path as a new string (owned). */
 char *fs_dirname(const char *path);
 

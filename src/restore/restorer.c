@@ -745,73 +745,10 @@ static void warn_other_histories(const Snapshot *list, size_t n, const Snapshot 
 }
 
 #define SCRATCH_PREFIX "etcdbr-restore."
-#define SCRATCH_LOCK "owner.lock"
 
-/* Removes scratch directories that earlier restores (killed before they could clean up) left in
- * temp_dir: only ours by name, and only when no live process holds their lock (an owner holds an
- * exclusive flock on <dir>/owner.lock for its whole run; the kernel releases it when the owner
- * dies). One without a lock file is removed once it is a minute old (its owner died between
- * mkdtemp and creating the lock). Failures are logged and otherwise ignored. */
-static void remove_stale_scratch(const char *temp_dir) {
-    DIR *d = opendir(temp_dir);
-    if (!d) return;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        if (strncmp(e->d_name, SCRATCH_PREFIX, strlen(SCRATCH_PREFIX)) != 0) continue;
-        char *dir = fs_join(temp_dir, e->d_name);
-        char *lock = dir ? fs_join(dir, SCRATCH_LOCK) : NULL;
-        struct stat st;
-        int stale = 0;
-        if (lock && lstat(dir, &st) == 0 && S_ISDIR(st.st_mode)) {
-            int fd = open(lock, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-            if (fd >= 0) {
-                stale = flock(fd, LOCK_EX | LOCK_NB) == 0;
-                close(fd);
-            } else {
-                stale = errno == ENOENT && st.st_mtime < time(NULL) - 60;
-            }
-        }
-        if (stale) {
-            if (fs_remove_tree(dir) == 0)
-                log_info("removed %s, left by an earlier restore that did not finish", dir);
-            else
-                log_warn("cannot remove %s, left by an earlier restore: %s", dir, err_msg());
-        }
-        free(lock);
-        free(dir);
-    }
-    closedir(d);
-}
-
-/* Creates a private scratch directory inside the user's --restoration-temp-snapshots-dir
- * (created when missing; never removed, as it may hold the user's files) and locks it for this
- * process (*lock_fd, to close at the end). Only what this function creates is removed afterwards.
- * *out owned. */
+/* A private scratch directory inside temp_dir, locked for this process (fs_scratch_create). */
 static int make_scratch(const char *temp_dir, char **out, int *lock_fd) {
-    int rc = fs_mkdir_p(temp_dir, 0700);
-    if (rc) return rc;
-    remove_stale_scratch(temp_dir);
-    char *tmpl = fs_join(temp_dir, SCRATCH_PREFIX "XXXXXX");
-    if (!tmpl) return err_set(ERR_NOMEM, "out of memory");
-    if (!mkdtemp(tmpl)) {
-        rc = err_set(ERR_IO, "create a scratch directory in %s: %s", temp_dir, strerror(errno));
-        free(tmpl);
-        return rc;
-    }
-    char *lock = fs_join(tmpl, SCRATCH_LOCK);
-    int fd = lock ? open(lock, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600) : -1;
-    if (fd < 0 || flock(fd, LOCK_EX) != 0) {
-        rc = err_set(ERR_IO, "lock %s: %s", lock ? lock : tmpl, strerror(errno));
-        if (fd >= 0) close(fd);
-        free(lock);
-        fs_remove_tree(tmpl);
-        free(tmpl);
-        return rc;
-    }
-    free(lock);
-    *lock_fd = fd;
-    *out = tmpl;
-    return 0;
+    return fs_scratch_create(temp_dir, SCRATCH_PREFIX, "restore", out, lock_fd);
 }
 
 int restorer_run(const RestoreConfig *cfg, RestoreResult *out) {

@@ -708,76 +708,10 @@ done:
 /* ---------- the run ---------- */
 
 #define SCRATCH_PREFIX "etcdbr-verify."
-#define SCRATCH_LOCK "owner.lock"
 
-/* Removes scratch directories of verifications that were killed before they could clean up
- * (a full snapshot's copy may be in one): only ours by name ("etcdbr-verify.XXXXXX"), and only
- * when no live process holds their lock (the owner holds an exclusive flock on
- * <dir>/owner.lock for its whole run; the kernel drops it when the owner dies). One without a
- * lock file is removed once it is a minute old (its owner died between mkdtemp and the lock).
- * Failures are logged and otherwise ignored. */
-static void remove_stale_scratch(const char *temp_dir) {
-    DIR *d = opendir(temp_dir);
-    if (!d) return;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        size_t plen = strlen(SCRATCH_PREFIX);
-        if (strncmp(e->d_name, SCRATCH_PREFIX, plen) != 0 || strlen(e->d_name) != plen + 6)
-            continue;
-        char *dir = fs_join(temp_dir, e->d_name);
-        char *lock = dir ? fs_join(dir, SCRATCH_LOCK) : NULL;
-        struct stat st;
-        int stale = 0;
-        if (lock && lstat(dir, &st) == 0 && S_ISDIR(st.st_mode)) {
-            int fd = open(lock, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-            if (fd >= 0) {
-                stale = flock(fd, LOCK_EX | LOCK_NB) == 0;
-                close(fd);
-            } else {
-                stale = errno == ENOENT && st.st_mtime < time(NULL) - 60;
-            }
-        }
-        if (stale) {
-            if (fs_remove_tree(dir) == 0)
-                log_info("removed %s, left by an earlier verification that did not finish", dir);
-            else
-                log_warn("cannot remove %s, left by an earlier verification: %s", dir, err_msg());
-        }
-        free(lock);
-        free(dir);
-    }
-    closedir(d);
-}
-
-/* A private scratch directory in temp_dir, locked for this process (*lock_fd, closed by the
- * caller after removing the directory). *out owned. */
+/* A private scratch directory inside temp_dir, locked for this process (fs_scratch_create). */
 static int make_scratch(const char *temp_dir, char **out, int *lock_fd) {
-    *out = NULL;
-    *lock_fd = -1;
-    int rc = fs_mkdir_p(temp_dir, 0700);
-    if (rc) return rc;
-    remove_stale_scratch(temp_dir);
-    char *dir = fs_join(temp_dir, SCRATCH_PREFIX "XXXXXX");
-    if (!dir) return err_set(ERR_NOMEM, "out of memory");
-    if (!mkdtemp(dir)) {
-        rc = err_set(ERR_IO, "create a scratch directory in %s: %s", temp_dir, strerror(errno));
-        free(dir);
-        return rc;
-    }
-    char *lock = fs_join(dir, SCRATCH_LOCK);
-    int fd = lock ? open(lock, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600) : -1;
-    if (fd < 0 || flock(fd, LOCK_EX) != 0) {
-        rc = err_set(ERR_IO, "lock %s: %s", lock ? lock : dir, strerror(errno));
-        if (fd >= 0) close(fd);
-        free(lock);
-        fs_remove_tree(dir);
-        free(dir);
-        return rc;
-    }
-    free(lock);
-    *lock_fd = fd;
-    *out = dir;
-    return 0;
+    return fs_scratch_create(temp_dir, SCRATCH_PREFIX, "verification", out, lock_fd);
 }
 
 void verify_report_free(VerifyReport *r) {
