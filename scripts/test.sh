@@ -40,7 +40,7 @@ echo "== build (-Werror, optimized, no sanitizers: catches -O2-only warnings)"
 BUILD_DIR=build-werror ./scripts/build.sh -DETCDBR_WERROR=ON
 echo "== build (-Werror, ASan+UBSan)"
 BUILD_DIR=build-asan ./scripts/build.sh -DETCDBR_WERROR=ON -DETCDBR_SANITIZE=ON
-echo "== build (-Werror, ThreadSanitizer; etcdbrctl only, for the threaded server tests)"
+echo "== build (-Werror, ThreadSanitizer; etcdbrctl and store_put, for the threaded server tests)"
 cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DETCDBR_WERROR=ON -DETCDBR_TSAN=ON >/dev/null
 cmake --build build-tsan -j"$(nproc)" --target etcdbrctl store_put
 if [ -n "$etcd_build_pid" ]; then
