@@ -8,7 +8,7 @@ LOADGEN=${ETCDBR_BUILD_DIR:-$(dirname "$ETCDBR_BIN")}/etcd_loadgen
 mkdir -p "$WORK/spool"
 if ! mount -t tmpfs -o size=8m tmpfs "$WORK/spool" 2>/dev/null; then
     echo "SKIP: cannot mount a tmpfs (needs root)"
-    exit 0
+    exit 77
 fi
 trap 'cleanup; umount "$WORK/spool" 2>/dev/null || true; rm -rf "$WORK"' EXIT
 KEEP_WORK=1
@@ -25,10 +25,15 @@ wait_for_log "$WORK/snap.log" "full snapshot Full-"
 "$LOADGEN" "$ETCD_EP" puts 20000 200 /a/ 16 &
 LPID=$!
 sleep 0.5
-dd if=/dev/zero of="$WORK/spool/fill" bs=64k status=none 2>/dev/null || true
+# keep the spool full: space a finished delta's spool file frees is taken again at once
+for i in $(seq 1 300); do
+    dd if=/dev/zero of="$WORK/spool/fill.$i" bs=4k status=none 2>/dev/null || true
+    grep "No space left on device" "$WORK/snap.log" >/dev/null && break
+    sleep 0.1
+done
 wait_for_log "$WORK/snap.log" "No space left on device" 30
 sleep 2
-rm -f "$WORK/spool/fill"
+rm -f "$WORK/spool"/fill.*
 wait "$LPID"
 "$LOADGEN" "$ETCD_EP" puts 2000 200 /b/ 16
 src_rev=$(current_revision "$ETCD_EP")
