@@ -798,3 +798,91 @@ oss_curl() {
     tail -c 3 "$WORK/oss-curl.out" >"$WORK/oss-curl.status"
     head -c -3 "$WORK/oss-curl.out"
 }
+
+# ---------- multi-member clusters ----------
+# start_cluster N [extra etcd flags...]: starts an N-member etcd cluster on loopback (members
+# m1..mN, data dirs $WORK/mI.etcd, logs $WORK/etcd-mI.log) and waits until every member answers.
+# Sets, indexed 1..N: MEMBER_EP (client URL), MEMBER_PEER (peer URL), MEMBER_DIR, MEMBER_PID;
+# and CLUSTER_EPS (comma-joined client URLs), INITIAL_CLUSTER (m1=peer,...), CLUSTER_TOKEN.
+# The extra flags are remembered for start_member.
+declare -a MEMBER_EP MEMBER_PEER MEMBER_DIR MEMBER_PID
+CLUSTER_EXTRA=()
+start_cluster() {
+    local n=$1 i
+    shift
+    CLUSTER_EXTRA=("$@")
+    CLUSTER_TOKEN=etcdbr-it-$$-$RANDOM
+    INITIAL_CLUSTER=""
+    CLUSTER_EPS=""
+    for i in $(seq 1 "$n"); do
+        MEMBER_EP[i]=http://127.0.0.1:$(free_port)
+        MEMBER_PEER[i]=http://127.0.0.1:$(free_port)
+        MEMBER_DIR[i]=$WORK/m$i.etcd
+        INITIAL_CLUSTER+="${INITIAL_CLUSTER:+,}m$i=${MEMBER_PEER[i]}"
+        CLUSTER_EPS+="${CLUSTER_EPS:+,}${MEMBER_EP[i]}"
+    done
+    CLUSTER_SIZE=$n
+    for i in $(seq 1 "$n"); do start_member "$i" new; done
+    for i in $(seq 1 "$n"); do wait_member "$i"; done
+}
+
+# start_member I STATE [extra etcd flags...]: starts member mI of the cluster (STATE: new or
+# existing) on its ports and data dir with INITIAL_CLUSTER; does not wait (wait_member).
+start_member() {
+    local i=$1 state=$2
+    shift 2
+    etcd --name "m$i" --data-dir "${MEMBER_DIR[i]}" \
+        --listen-client-urls "${MEMBER_EP[i]}" --advertise-client-urls "${MEMBER_EP[i]}" \
+        --listen-peer-urls "${MEMBER_PEER[i]}" --initial-advertise-peer-urls "${MEMBER_PEER[i]}" \
+        --initial-cluster "$INITIAL_CLUSTER" --initial-cluster-token "$CLUSTER_TOKEN" \
+        --initial-cluster-state "$state" "${CLUSTER_EXTRA[@]}" "$@" \
+        >>"$WORK/etcd-m$i.log" 2>&1 &
+    MEMBER_PID[i]=$!
+    PIDS+=("${MEMBER_PID[i]}")
+}
+
+# wait_member I [seconds]: until member mI answers /health (a learner answers too).
+wait_member() {
+    local i=$1 secs=${2:-30} k
+    for k in $(seq 1 $((secs * 10))); do
+        if curl -s -m 1 "${MEMBER_EP[i]}/health" 2>/dev/null | grep '"health":"true"' >/dev/null; then
+            return 0
+        fi
+        if ! kill -0 "${MEMBER_PID[i]}" 2>/dev/null; then
+            tail -20 "$WORK/etcd-m$i.log" >&2
+            fail "etcd m$i exited"
+        fi
+        sleep 0.1
+    done
+    tail -20 "$WORK/etcd-m$i.log" >&2
+    fail "etcd m$i not healthy within ${secs}s"
+}
+
+# kill_member I: kill -9 of member mI's etcd, reaped.
+kill_member() {
+    kill -9 "${MEMBER_PID[$1]}" 2>/dev/null || true
+    wait "${MEMBER_PID[$1]}" 2>/dev/null || true
+}
+
+# leader_index: the index I of the member the cluster reports as raft leader (empty if none
+# answers).
+leader_index() {
+    local i id lead
+    for i in $(seq 1 "$CLUSTER_SIZE"); do
+        lead=$(curl -s -m 2 -X POST "${MEMBER_EP[i]}/v3/maintenance/status" -d '{}' 2>/dev/null |
+            jq -r '.leader // empty' 2>/dev/null) || continue
+        [ -n "$lead" ] || continue
+        for i in $(seq 1 "$CLUSTER_SIZE"); do
+            id=$(curl -s -m 2 -X POST "${MEMBER_EP[i]}/v3/maintenance/status" -d '{}' 2>/dev/null |
+                jq -r '.header.member_id // empty' 2>/dev/null) || continue
+            [ "$id" = "$lead" ] && echo "$i" && return 0
+        done
+        return 0
+    done
+}
+
+# member_hashkv I REV: HashKV of member mI at revision REV (0 = current), from the gateway.
+member_hashkv() {
+    curl -s -m 5 -X POST "${MEMBER_EP[$1]}/v3/maintenance/hash" -d "{\"revision\":\"$2\"}" |
+        jq -r '.hash'
+}
