@@ -15,6 +15,7 @@
 #include "../format/bbolt.h"
 #include "../format/bbolt_writer.h"
 #include "../format/mvcc.h"
+#include "../common/thread.h"
 
 #include <stdatomic.h>
 #include <errno.h>
@@ -766,11 +767,7 @@ int restorer_run(const RestoreConfig *cfg, RestoreResult *out) {
     memset(&pool, 0, sizeof pool);
     memset(&b, 0, sizeof b);
     pthread_mutex_init(&pool.mu, NULL);
-    pthread_condattr_t cattr; /* timed waits on the monotonic clock */
-    pthread_condattr_init(&cattr);
-    pthread_condattr_setclock(&cattr, CLOCK_MONOTONIC);
-    pthread_cond_init(&pool.cv, &cattr);
-    pthread_condattr_destroy(&cattr);
+    cond_init_monotonic(&pool.cv); /* timed waits on the monotonic clock */
     int lock_fd = -1, scratch_lock = -1;
 
     if (cfg->target_revision && cfg->target_time_ns) {
