@@ -320,7 +320,10 @@ static int take_delta(Snapshotter *s, int *stored_out) {
     if (stored_out) *stored_out = 0;
     size_t n = delta_writer_events(s->spool);
     if (n == 0) {
-        if (s->watch) clear_failing(s); /* caught up, nothing pending */
+        if (s->watch) { /* caught up, nothing pending */
+            clear_failing(s);
+            emit(s, &(SnapshotterEvent){.kind = SNAP_EVENT_IDLE, .ok = 1});
+        }
         return 0;
     }
     int64_t t0 = now_mono_ms();

@@ -175,7 +175,7 @@ static void start_snapshotter(Server *sv) {
     if (sv->snap_owned || !sv->setup.has_store) return;
     SnapshotterConfig sc = sv->setup.snap;
     sc.on_event = server_on_snapshotter_event;
-    sc.event_ctx = sv;
+    sc.event_ctx = &sv->setup;
     Snapshotter *s = NULL;
     if (snapshotter_new(&sc, &s)) {
         log_error("snapshotter: %s", err_msg());
@@ -557,6 +557,10 @@ static int server_main(const Opts *o, char **etcd_argv) {
         log_error("%s", err_msg());
         server_teardown(&sv.setup);
         return EXIT_USAGE;
+    }
+    if (server_start_leases(&sv.setup) != EXIT_OK) {
+        server_teardown(&sv.setup);
+        return EXIT_FAIL;
     }
     pthread_mutex_init(&sv.mu, NULL);
     pthread_cond_init(&sv.snap_idle, NULL);
