@@ -39,7 +39,7 @@ struct LeaseRenewer {
     uint64_t full_seq; /* bumped by each full snapshot queued */
     int64_t full_rev, full_created_on, full_next_ms;
     int delta_pending;
-    int64_t delta_rev; /* -1: renew only (no delta stored since) */
+    int64_t delta_rev; /* last delta of the latest set; -1: none since the last full */
     /* worker thread only */
     int64_t hb_next_ms;
     int delta_failing, member_failing, member_ok_logged, delta_ok_logged;
@@ -289,9 +289,10 @@ static void *worker(void *arg) {
             return NULL;
         }
         if (r->delta_pending) {
+            /* delta_rev stays: a failed update is made good by the next renewal, as the Go
+             * tool's, which lists the latest set every time */
             int64_t rev = r->delta_rev;
             r->delta_pending = 0;
-            r->delta_rev = -1;
             pthread_mutex_unlock(&r->mu);
             do_delta(r, rev, LEASE_UPDATE_TIMEOUT_MS);
             pthread_mutex_lock(&r->mu);
@@ -383,8 +384,7 @@ static int64_t created_on_from_name(const char *name) {
 
 void lease_renewer_on_event(LeaseRenewer *r, const SnapshotterEvent *ev) {
     if (!r || !r->started || !r->snapshot_leases || !ev->ok) return;
-    if (ev->kind != SNAP_EVENT_FULL && ev->kind != SNAP_EVENT_DELTA &&
-        ev->kind != SNAP_EVENT_IDLE)
+    if (ev->kind != SNAP_EVENT_FULL && ev->kind != SNAP_EVENT_DELTA && ev->kind != SNAP_EVENT_IDLE)
         return;
     pthread_mutex_lock(&r->mu);
     if (ev->kind == SNAP_EVENT_FULL) {
@@ -394,9 +394,9 @@ void lease_renewer_on_event(LeaseRenewer *r, const SnapshotterEvent *ev) {
         r->full_rev = ev->revision;
         r->full_created_on = cr ? cr : ev->created_on;
         r->full_next_ms = 0;
+        r->delta_rev = -1; /* a new latest set, without deltas yet */
     } else {
-        if (ev->kind == SNAP_EVENT_DELTA && ev->revision > r->delta_rev)
-            r->delta_rev = ev->revision;
+        if (ev->kind == SNAP_EVENT_DELTA) r->delta_rev = ev->revision;
         r->delta_pending = 1;
     }
     pthread_cond_signal(&r->cv);
