@@ -7,6 +7,8 @@
 #include "../common/timeutil.h"
 #include "../k8s/k8s_client.h"
 #include "../k8s/lease.h"
+#include "../store/snapname.h"
+#include "../store/store.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -29,6 +31,7 @@ struct LeaseRenewer {
     int tls_enabled;
     int64_t heartbeat_ms, retry_ms, member_timeout_ms;
     EtcdConfig etcd; /* one endpoint; strings borrowed */
+    Store *store;    /* borrowed; NULL: no store */
     pthread_t thread;
     int started;
     pthread_mutex_t mu;
@@ -40,6 +43,8 @@ struct LeaseRenewer {
     int64_t full_rev, full_created_on, full_next_ms;
     int delta_pending;
     int64_t delta_rev; /* last delta of the latest set; -1: none since the last full */
+    int full_seen;     /* a full snapshot was stored, or the store's latest set was looked up */
+    int lookup;        /* look the latest set up in the store (the snapshotter resumed it) */
     /* worker thread only */
     int64_t hb_next_ms;
     int delta_failing, member_failing, member_ok_logged, delta_ok_logged;
@@ -272,6 +277,31 @@ static void do_member(LeaseRenewer *r) {
     r->member_failing = 0;
 }
 
+/* The store's latest set: its full snapshot's revision and CreatedOn (*frev -1: none) and its
+ * last delta's revision (*drev -1: none). 0 or an ERR_*. */
+static int latest_set(Store *store, int64_t *frev, int64_t *fcr, int64_t *drev) {
+    Snapshot *list = NULL;
+    size_t n = 0;
+    int rc = store_list(store, &list, &n);
+    if (rc) return rc;
+    size_t *idx = calloc(n ? n : 1, sizeof *idx);
+    if (!idx) {
+        free(list);
+        return err_set(ERR_NOMEM, "out of memory");
+    }
+    ptrdiff_t fi = -1;
+    size_t nd = 0;
+    snapname_latest_set(list, n, &fi, idx, &nd);
+    if (fi >= 0) {
+        *frev = list[fi].last_revision;
+        *fcr = list[fi].created_on;
+        if (nd) *drev = list[idx[nd - 1]].last_revision;
+    }
+    free(idx);
+    free(list);
+    return 0;
+}
+
 static void *worker(void *arg) {
     LeaseRenewer *r = arg;
     pthread_mutex_lock(&r->mu);
@@ -287,6 +317,25 @@ static void *worker(void *arg) {
             if (dp) do_delta(r, drev, LEASE_FINAL_TIMEOUT_MS);
             if (fp) do_full(r, frev, fcr, LEASE_FINAL_TIMEOUT_MS, &ok);
             return NULL;
+        }
+        if (r->lookup) {
+            r->lookup = 0;
+            pthread_mutex_unlock(&r->mu);
+            int64_t frev = -1, fcr = 0, drev = -1;
+            int rc = latest_set(r->store, &frev, &fcr, &drev);
+            pthread_mutex_lock(&r->mu);
+            if (rc) {
+                log_warn("snapshot Leases: the store's latest set cannot be listed: %s", err_msg());
+            } else if (frev >= 0 && !r->full_pending && r->full_seq == 0) {
+                /* as the Go tool: the Leases follow the latest set the snapshotter continues */
+                r->full_pending = 1;
+                r->full_seq++;
+                r->full_rev = frev;
+                r->full_created_on = fcr;
+                r->full_next_ms = 0;
+                if (r->delta_rev < 0) r->delta_rev = drev;
+            }
+            continue;
         }
         if (r->delta_pending) {
             /* delta_rev stays: a failed update is made good by the next renewal, as the Go
@@ -343,8 +392,10 @@ static void *worker(void *arg) {
     }
 }
 
-int lease_renewer_start(LeaseRenewer *r, const EtcdConfig *etcd, int64_t status_timeout_ms) {
+int lease_renewer_start(LeaseRenewer *r, const EtcdConfig *etcd, int64_t status_timeout_ms,
+                        Store *store) {
     if (!r) return 0;
+    r->store = store;
     r->etcd = *etcd;
     r->etcd.n_endpoints = 1; /* this member's etcd, as the Go tool's heartbeat */
     if (status_timeout_ms > 0) r->etcd.connection_timeout_ms = status_timeout_ms;
@@ -395,7 +446,12 @@ void lease_renewer_on_event(LeaseRenewer *r, const SnapshotterEvent *ev) {
         r->full_created_on = cr ? cr : ev->created_on;
         r->full_next_ms = 0;
         r->delta_rev = -1; /* a new latest set, without deltas yet */
+        r->full_seen = 1;
     } else {
+        if (!r->full_seen && r->store) { /* resumed from the store's latest set */
+            r->full_seen = 1;
+            r->lookup = 1;
+        }
         if (ev->kind == SNAP_EVENT_DELTA) r->delta_rev = ev->revision;
         r->delta_pending = 1;
     }

@@ -14,6 +14,7 @@
 #include "opts.h"
 #include "../backup/snapshotter.h"
 #include "../etcd/etcd_client.h"
+#include "../store/store.h"
 
 #include <stdint.h>
 
@@ -27,8 +28,12 @@ int lease_renewer_new(const Opts *o, LeaseRenewer **out);
 
 /* Starts the worker thread (stop signals blocked in it). etcd (copied; its strings borrowed
  * until lease_renewer_free) reaches this member at endpoints[0]; status_timeout_ms bounds its
- * Status call. NULL r: nothing. 0 or ERR_IO (logged by the caller). */
-int lease_renewer_start(LeaseRenewer *r, const EtcdConfig *etcd, int64_t status_timeout_ms);
+ * Status call. store (borrowed until lease_renewer_free; may be NULL): when the snapshotter's
+ * first event is a delta (it resumed the store's latest set), that set's full snapshot and last
+ * delta are looked up and the Leases updated with them, as the Go tool does on start.
+ * NULL r: nothing. 0 or ERR_IO (logged by the caller). */
+int lease_renewer_start(LeaseRenewer *r, const EtcdConfig *etcd, int64_t status_timeout_ms,
+                        Store *store);
 
 /* Queues the updates a snapshotter event asks for (FULL, DELTA, IDLE; others ignored).
  * Never blocks on I/O; any thread. NULL r: nothing. */

@@ -337,7 +337,7 @@ int server_setup(const Opts *o, ServerSetup *s) {
 }
 
 int server_start_leases(ServerSetup *s) {
-    if (lease_renewer_start(s->leases, &s->snap.etcd, s->leader_timeout_ms)) {
+    if (lease_renewer_start(s->leases, &s->snap.etcd, s->leader_timeout_ms, s->store)) {
         log_error("%s", err_msg());
         return EXIT_FAIL;
     }

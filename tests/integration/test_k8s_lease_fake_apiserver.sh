@@ -10,7 +10,9 @@
 #   minute);
 # - the member Lease is renewed every heartbeat with <member hex>:<cluster hex>:Leader and the
 #   tls-enabled annotation;
+# - outside a cluster the server refuses to start;
 # - a refused token (401) is reported while backups go on, and a rotated token is picked up;
+# - a restarted server that resumes the store's latest set updates the Leases from that set;
 # - compact --enable-snapshot-lease-renewal updates the full-snapshot Lease.
 source "$(dirname "$0")/lib.sh"
 make_workdir
@@ -71,23 +73,33 @@ YAML
 start_etcd m1 "$WORK/m1.etcd"
 for i in $(seq 1 10); do ectl put "/k/$i" "v$i" >/dev/null; done
 
+# outside a cluster (no KUBERNETES_SERVICE_HOST) the server refuses to start and says why
+rc=0
+env -u KUBERNETES_SERVICE_HOST "$ETCDBR_BIN" server --endpoints="$ETCD_EP" --server-port=0 \
+    --data-dir="$WORK/m1.etcd" --enable-snapshot-lease-renewal >"$WORK/refused.log" 2>&1 || rc=$?
+[ "$rc" = 2 ] && grep "KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT must be set" \
+    "$WORK/refused.log" >/dev/null || fail "server outside a cluster: exit $rc, $(tail -2 "$WORK/refused.log")"
+
 # the first PATCH of the full-snapshot Lease meets another writer (holderIdentity "1")
 fake POST /fake/faults '{"method":"PATCH","name":"full-snapshot-revisions","status":409,"count":1,
     "concurrent":{"spec":{"holderIdentity":"1"}}}' >/dev/null
 
 PORT=$(free_port)
 H=http://127.0.0.1:$PORT
-KUBERNETES_SERVICE_HOST=127.0.0.1 KUBERNETES_SERVICE_PORT=${API##*:} \
-    ETCDBR_K8S_SERVICE_ACCOUNT_DIR=$SA POD_NAMESPACE=$NS POD_NAME=$MEMBER \
-    ETCD_CONF=$WORK/etcd.conf.yaml ETCDBR_K8S_LEASE_RETRY_PERIOD=2s \
-    "$ETCDBR_BIN" server --endpoints="$ETCD_EP" --storage-provider=Local \
-    --store-container="$WORK/store" --snapstore-temp-directory="$WORK/snaptmp" \
-    --server-port="$PORT" --data-dir="$WORK/m1.etcd" --delta-snapshot-period=1s \
-    --schedule='0 0 1 1 *' --reelection-period=2s --garbage-collection-period=0s \
-    --enable-snapshot-lease-renewal --enable-member-lease-renewal --k8s-heartbeat-duration=1s \
-    >"$WORK/server.log" 2>&1 &
-SERVER_PID=$!
-PIDS+=("$SERVER_PID")
+start_server() { # sets SERVER_PID; log in server.log
+    KUBERNETES_SERVICE_HOST=127.0.0.1 KUBERNETES_SERVICE_PORT=${API##*:} \
+        ETCDBR_K8S_SERVICE_ACCOUNT_DIR=$SA POD_NAMESPACE=$NS POD_NAME=$MEMBER \
+        ETCD_CONF=$WORK/etcd.conf.yaml ETCDBR_K8S_LEASE_RETRY_PERIOD=2s \
+        "$ETCDBR_BIN" server --endpoints="$ETCD_EP" --storage-provider=Local \
+        --store-container="$WORK/store" --snapstore-temp-directory="$WORK/snaptmp" \
+        --server-port="$PORT" --data-dir="$WORK/m1.etcd" --delta-snapshot-period=1s \
+        --schedule='0 0 1 1 *' --reelection-period=2s --garbage-collection-period=0s \
+        --enable-snapshot-lease-renewal --enable-member-lease-renewal \
+        --k8s-heartbeat-duration=1s >>"$WORK/server.log" 2>&1 &
+    SERVER_PID=$!
+    PIDS+=("$SERVER_PID")
+}
+start_server
 wait_for_log "$WORK/server.log" "full snapshot .* stored" 30
 
 # --- full-snapshot Lease: revision and creation time of the full snapshot, after a 409 ---
@@ -178,6 +190,23 @@ poll 10 "delta-snapshot Lease holds $target after the token rotation" \
 echo "401 reported, backups went on, rotated token used"
 grep -i "token-one\|token-two" "$WORK/server.log" >/dev/null && fail "a token reached the log"
 
+kill -TERM "$SERVER_PID"
+rc=0
+wait "$SERVER_PID" || rc=$?
+[ "$rc" = 0 ] || fail "server exited $rc"
+
+# --- a restarted server resumes the store's latest set: the Leases follow that set ---
+FULL=$(latest Full)
+fake PUT "/fake/leases/$NS/full-snapshot-revisions" '{"spec":{"holderIdentity":"3"}}' >/dev/null
+mv "$WORK/server.log" "$WORK/server1.log"
+start_server
+wait_for_log "$WORK/server.log" "snapshotter started" 30
+poll 15 "full-snapshot Lease holds the resumed set's $(last_rev "$FULL")" \
+    holder_is full-snapshot-revisions "$(last_rev "$FULL")"
+[ "$(lease full-snapshot-revisions | jq -r .spec.renewTime)" = "$(micro "$(created "$FULL")")" ] ||
+    fail "resumed: renewTime is not the creation time of $FULL"
+[ "$(latest Full)" = "$FULL" ] || fail "the restarted server took a full snapshot: the resume was not tested"
+echo "restarted server: full-snapshot Lease follows the resumed set"
 kill -TERM "$SERVER_PID"
 rc=0
 wait "$SERVER_PID" || rc=$?
