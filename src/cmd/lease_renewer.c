@@ -4,6 +4,7 @@
 #include "etcd_config.h"
 #include "../common/err.h"
 #include "../common/log.h"
+#include "../common/thread.h"
 #include "../common/timeutil.h"
 #include "../k8s/k8s_client.h"
 #include "../k8s/lease.h"
@@ -13,7 +14,6 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -400,19 +400,9 @@ int lease_renewer_start(LeaseRenewer *r, const EtcdConfig *etcd, int64_t status_
     r->etcd.n_endpoints = 1; /* this member's etcd, as the Go tool's heartbeat */
     if (status_timeout_ms > 0) r->etcd.connection_timeout_ms = status_timeout_ms;
     r->hb_next_ms = now_mono_ms() + r->heartbeat_ms; /* the first after one period, as Go */
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&r->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    cond_init_monotonic(&r->cv);
     pthread_mutex_init(&r->mu, NULL);
-    sigset_t block, old;
-    sigemptyset(&block);
-    sigaddset(&block, SIGTERM);
-    sigaddset(&block, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &block, &old);
-    int rc = pthread_create(&r->thread, NULL, worker, r);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    int rc = thread_start_quiet(&r->thread, worker, r);
     if (rc != 0) {
         pthread_cond_destroy(&r->cv);
         pthread_mutex_destroy(&r->mu);
