@@ -82,10 +82,17 @@ static int member_from_etcd_config(char *name, size_t cap, int *tls) {
     size_t n = buf ? fread(buf, 1, (1 << 20) + 1, f) : 0;
     fclose(f);
     if (!buf) return err_set(ERR_NOMEM, "out of memory");
-    char *text = NULL;
-    int rc = etcd_config_render(buf, n, pod, NULL, 0, &text);
+    int rc = lease_member_identity(buf, n, pod, name, cap, tls);
     free(buf);
     if (rc) return err_wrap(rc, "%s", path);
+    return 0;
+}
+
+int lease_member_identity(const char *yaml, size_t len, const char *pod_name, char *name,
+                          size_t cap, int *tls) {
+    char *text = NULL;
+    int rc = etcd_config_render(yaml, len, pod_name, NULL, 0, &text);
+    if (rc) return rc;
     yaml_parser_t p;
     yaml_document_t d;
     name[0] = '\0';
@@ -98,7 +105,7 @@ static int member_from_etcd_config(char *name, size_t cap, int *tls) {
     int loaded = yaml_parser_load(&p, &d);
     yaml_parser_delete(&p);
     free(text);
-    if (!loaded) return err_set(ERR_INVALID, "%s: cannot read it back", path);
+    if (!loaded) return err_set(ERR_INVALID, "etcd config: cannot read it back");
     yaml_node_t *root = yaml_document_get_root_node(&d);
     const char *urls = NULL;
     size_t urls_len = 0;
@@ -131,7 +138,7 @@ static int member_from_etcd_config(char *name, size_t cap, int *tls) {
     }
     *tls = all;
     yaml_document_delete(&d);
-    if (!name[0]) return err_set(ERR_INVALID, "%s: no member name", path);
+    if (!name[0]) return err_set(ERR_INVALID, "etcd config: no member name");
     return 0;
 }
 

@@ -43,6 +43,15 @@ void lease_renewer_on_event(LeaseRenewer *r, const SnapshotterEvent *ev);
  * r. NULL-safe. */
 void lease_renewer_free(LeaseRenewer *r);
 
+/* This member's name (the member Lease's) and whether all its peer URLs are https, from the
+ * etcd config file's text yaml (len bytes, borrowed) for pod pod_name, resolved as GET /config
+ * resolves it (etcd_config_render: <member-name-prefix>-<pod_name>, the member's entry of
+ * initial-advertise-peer-urls). *tls is 1 iff there is at least one peer URL and every one
+ * starts with "https://" (the Go tool's IsPeerURLTLSEnabled). name gets cap bytes at most.
+ * 0 or ERR_INVALID / ERR_NOMEM with a message. */
+int lease_member_identity(const char *yaml, size_t len, const char *pod_name, char *name,
+                          size_t cap, int *tls);
+
 /* compact --enable-snapshot-lease-renewal: updates the full-snapshot Lease now, within 60 s
  * (seed-spec Appendix B), for full snapshot rev created at created_on_s. Logs the outcome (info)
  * or the failure (warn). 0 or an ERR_*. */
