@@ -171,8 +171,9 @@ static const OptDef opt_table[] = {
      "initial cluster of the restored member set", ACTIVE, IGNORED_IN(CMD_COMPACT, NO_MEMBER)},
     {"initial-cluster-token", 0, OPT_STRING, "etcd-cluster", NULL, RESTORE, 0,
      "initial cluster token", ACTIVE, IGNORED_IN(CMD_COMPACT, NO_MEMBER)},
-    {"data-dir", 'd', OPT_STRING, "default.etcd", NULL, RESTORE, 0, "data dir to restore into",
-     ACTIVE, IGNORED_IN(CMD_COMPACT, NO_MEMBER)},
+    {"data-dir", 'd', OPT_STRING, "default.etcd", NULL, RESTORE, 0,
+     "data dir to restore into (restore: {name} in it is replaced by the member's name)", ACTIVE,
+     IGNORED_IN(CMD_COMPACT, NO_MEMBER)},
     {"restoration-temp-snapshots-dir", 0, OPT_STRING, "default.restoration.tmp", NULL, RESTORE, 0,
      "scratch directory for downloaded snapshots", ACTIVE},
     {"initial-advertise-peer-urls", 0, OPT_LIST, "http://localhost:2380", NULL, RESTORE, 0,
@@ -218,6 +219,11 @@ static const OptDef opt_table[] = {
     {"mark-compacted", 0, OPT_BOOL, "false", NULL, CMD_RESTORE | CMD_INITIALIZE, 0,
      "with --bump-revision: compact at the bumped revision, so watchers of older revisions get "
      "\"compacted\" instead of silently missing events",
+     ACTIVE},
+    {"all-members", 0, OPT_BOOL, "false", NULL, CMD_RESTORE, 0,
+     "restore every member of --initial-cluster from one download of one set, each into "
+     "--data-dir with {name} replaced by its name (docs/runbook-quorum-loss.md); --name and "
+     "--initial-advertise-peer-urls then come from --initial-cluster",
      ACTIVE},
     {"new-lease-ttl", 0, OPT_DURATION, "1h", NULL, RESTORE, 0,
      "TTL given to a lease granted after the full snapshot when its delta does not record the "
