@@ -169,10 +169,12 @@ quorum_run() {
 
     run_block restore-all
     echo "[$((SECONDS - t_start)) s] restored"
-    # runbook: each member's data dir to its host (here: its place on this machine)
-    for i in 1 2 3; do
+    # runbook: each member's data dir to its host (here: its place on this machine); m3 instead
+    # restores itself (the runbook's Kubernetes variant), pinned to the same revision
+    for i in 1 2; do
         mv "$RESTORE_DIR/m$i.etcd" "${MEMBER_DIR[i]}"
     done
+    NAME=m3 DATA_DIR=${MEMBER_DIR[3]} run_block restore-one
     CLUSTER_TOKEN=$NEW_TOKEN
     CLUSTER_EXTRA=()
     for i in 1 2 3; do start_member "$i" new; done
@@ -224,6 +226,21 @@ quorum_run() {
     grep "required revision has been compacted" <<<"$out" >/dev/null ||
         problems+=("the watcher from before the loss, resuming at revision $((seen + 1)): $out")
     stop_pid "$watch_pid"
+    # backups again: a sidecar on the restored leader forks a new history from the old one
+    local old_history new_history lead2 port2
+    old_history=$(etcdbrctl list $STORE_FLAGS -o json | jq -r '.sets[] | select(.latest) | .history')
+    lead2=$(leader_index)
+    port2=$(free_port)
+    "$ETCDBR_BIN" server --endpoints="${MEMBER_EP[lead2]}" $STORE_FLAGS \
+        --snapstore-temp-directory="$WORK/snaptmp2" --server-port="$port2" \
+        --data-dir="${MEMBER_DIR[lead2]}" --delta-snapshot-period=1s --schedule='0 0 1 1 *' \
+        --reelection-period=2s --garbage-collection-period=0s >"$WORK/server2.log" 2>&1 &
+    PIDS+=("$!")
+    wait_backed_up "http://127.0.0.1:$port2" "$((want_rev + 2))" 30
+    new_history=$(etcdbrctl list $STORE_FLAGS -o json | jq -r '.sets[] | select(.latest) | .history')
+    [ "$new_history" != "$old_history" ] && [ -n "$new_history" ] ||
+        problems+=("after the restore the latest set is of history '$new_history', before '$old_history': no fork")
+    grep -i "fork" "$WORK/server2.log" >/dev/null || problems+=("the restored cluster's sidecar did not log a fork")
     # the old data dir was moved aside, not deleted
     [ -d "${MEMBER_DIR[s]}.before-restore/member" ] || problems+=("the survivor's old data dir is gone")
 
