@@ -119,6 +119,13 @@ quorum_run() {
     if etcdctl --endpoints="${MEMBER_EP[s]}" --command-timeout=3s put /quorum-probe x >/dev/null 2>&1; then
         fail "the survivor m$s took a write without quorum"
     fi
+    # what the runbook's step 0 tells the operator to look at
+    local health
+    if health=$(etcdctl --endpoints="$CLUSTER_EPS" --command-timeout=3s endpoint health 2>&1); then
+        fail "endpoint health passes without quorum: $health"
+    fi
+    echo "endpoint health without quorum:"
+    echo "$health" | sed 's/^/  | /'
     echo "[$((SECONDS - t_start)) s] quorum lost: m${lost[0]} and m${lost[1]} gone, m$s refuses writes"
     # the watcher: it saw the history, and etcd canceled it ("no leader", as etcdctl and the
     # Kubernetes API server watch with WithRequireLeader); a client resumes from the revision
