@@ -619,6 +619,37 @@ static int build_meta_bucket(Builder *b, BboltName *path, int in_source) {
     return n ? bbolt_writer_put(b->w, ex.key, ex.key_len, ex.value, ex.value_len) : 0;
 }
 
+/* The new history of a restore of a cluster of several members: every member's db must carry
+ * the same one, also when each member is restored by its own run (the runbook's per-member
+ * restore), or a sidecar on another member later would see a history it never forked. Derived
+ * from what those runs share and a new cluster differs in: the history and revision restored, the
+ * bump, and etcd's cluster ID of --initial-cluster with its token (cluster.h). 0 = a random id
+ * is used (one member, or no parsable --initial-cluster). */
+static int cluster_history_id(const Builder *b, char out[HISTORY_ID_LEN + 1]) {
+    const RestoreConfig *c = b->cfg;
+    if (!c->initial_cluster || !*c->initial_cluster) return 0;
+    InitialCluster ic;
+    if (initial_cluster_parse(c->initial_cluster,
+                              c->initial_cluster_token ? c->initial_cluster_token : "", &ic))
+        return 0;
+    int several = ic.n > 1;
+    uint64_t cid = ic.cluster_id;
+    initial_cluster_free(&ic);
+    if (!several) return 0;
+    char text[256];
+    int len = snprintf(text, sizeof text, "etcdbr restore mark|%s|%lld|%lld|%016llx", b->history,
+                       (long long)b->rev, (long long)c->bump_revision, (unsigned long long)cid);
+    Sha256 *h = sha256_new();
+    if (!h) return 0;
+    uint8_t d[SHA256_LEN];
+    sha256_update(h, text, (size_t)len);
+    sha256_final(h, d);
+    sha256_free(h);
+    for (int i = 0; i < 8; i++)
+        snprintf(out + 2 * i, 3, "%02x", d[i]);
+    return 1;
+}
+
 /* The restore mark (history.h): which history and revision the db was restored from, so that
  * a snapshotter of the restored etcd continues or forks that history instead of refusing it. A
  * mark in the source db (restored before) is replaced. */
@@ -626,7 +657,7 @@ static int build_mark_bucket(Builder *b) {
     HistoryRestoreMark m = {.present = 1, .revision = b->rev, .time_s = now_unix_s()};
     snprintf(m.from_history, sizeof m.from_history, "%s", b->history);
     char json[512];
-    int rc = history_new_id(m.new_history);
+    int rc = cluster_history_id(b, m.new_history) ? 0 : history_new_id(m.new_history);
     if (!rc) rc = history_mark_format(&m, json, sizeof json);
     if (!rc)
         rc = bbolt_writer_put(b->w, (const uint8_t *)HISTORY_DB_KEY, strlen(HISTORY_DB_KEY),
