@@ -940,6 +940,9 @@ int snapshotter_run(Snapshotter *s, atomic_int *stop, int fail_fast) {
     }
     set_active(s, 0);
     if (!started || s->fenced) return 0;
+    /* a sidecar that is not the leader any more (stopped by the server's leader check) leaves
+     * the pending revisions to the new leader's sidecar, which resumes from the store */
+    if (fence(s, "the last delta before stop")) return 0;
     /* the last delta: events up to the revision current now, collected again if the watch had
      * failed (a stop must not silently leave revisions unstored) */
     if (!s->watch && !s->need_full && deltas_enabled(s)) {

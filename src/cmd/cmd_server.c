@@ -689,8 +689,9 @@ static int server_main(const Opts *o, char **etcd_argv) {
     sigaddset(&stop_sigs, SIGTERM);
     sigaddset(&stop_sigs, SIGINT);
     pthread_sigmask(SIG_BLOCK, &stop_sigs, &old_mask);
-    int hrc = http_server_start(NULL, (int)opt_int(o, "server-port"), *cert ? cert : NULL,
-                                *key ? key : NULL, handle, &sv, &http);
+    const char *addr = opt_str(o, "server-address");
+    int hrc = http_server_start(*addr ? addr : NULL, (int)opt_int(o, "server-port"),
+                                *cert ? cert : NULL, *key ? key : NULL, handle, &sv, &http);
     pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
     if (hrc) {
         log_error("%s", err_msg());
