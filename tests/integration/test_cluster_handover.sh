@@ -152,6 +152,7 @@ wait_count "$NL" "resuming from" 1
 grep -m1 "resuming from" "$WORK/sidecar$NL.log" | sed 's/^/   m'"$NL"': /'
 wait_count "$NL" "delta snapshot Incr-.* stored" 1
 wait_count "$L" "snapshotter stopped" 1
+wait_count "$L" "not confirmed as the raft leader" 1 # the fence: nothing stored after the kill
 wait_health "$NL" 200
 wait_health "$L" 503
 S=$((6 - L - NL)) # the surviving follower
@@ -170,6 +171,7 @@ etcdctl --endpoints="${MEMBER_EP[NL]}" move-leader "$TID" >/dev/null || fail "mo
 [ "$(leader_index)" = "$S" ] || fail "m$S is not the leader after move-leader"
 wait_count "$S" "snapshotter started" 1
 wait_count "$NL" "snapshotter stopped" $((stopped + 1))
+wait_count "$NL" "not confirmed as the raft leader" 1 # its fence refused the next store
 wait_count "$S" "delta snapshot Incr-.* stored" $((deltas_s + 2))
 wait_health "$S" 200
 wait_health "$NL" 503
