@@ -168,6 +168,10 @@ TID=$(etcdctl --endpoints="${MEMBER_EP[S]}" endpoint status | awk -F', ' '{print
 stopped=$(count "$NL" "snapshotter stopped")
 deltas_s=$(count "$S" "delta snapshot Incr-.* stored")
 etcdctl --endpoints="${MEMBER_EP[NL]}" move-leader "$TID" >/dev/null || fail "move-leader to m$S ($TID)"
+for k in $(seq 1 50); do
+    [ "$(leader_index)" = "$S" ] && break
+    sleep 0.1
+done
 [ "$(leader_index)" = "$S" ] || fail "m$S is not the leader after move-leader"
 wait_count "$S" "snapshotter started" 1
 wait_count "$NL" "snapshotter stopped" $((stopped + 1))
