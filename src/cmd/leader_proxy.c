@@ -37,9 +37,7 @@ static size_t body_write(char *p, size_t size, size_t nmemb, void *ud) {
     return n;
 }
 
-/* The leader sidecar's base URL from the member's comma-joined client URLs: the first URL's host
- * (an [IPv6] literal kept in brackets) with port `port`, scheme by tls. */
-static int leader_base(const char *client_urls, int port, int tls, char *out, size_t cap) {
+int leader_proxy_base_url(const char *client_urls, int port, int tls, char *out, size_t cap) {
     char first[512];
     snprintf(first, sizeof first, "%s", client_urls);
     char *comma = strchr(first, ',');
@@ -59,7 +57,8 @@ static int leader_base(const char *client_urls, int port, int tls, char *out, si
         return err_set(ERR_INVALID, "leader's client URL \"%s\" has no host", first);
     memcpy(h, host, hl);
     h[hl] = '\0';
-    snprintf(out, cap, "%s://%s:%d", tls ? "https" : "http", h, port);
+    if (snprintf(out, cap, "%s://%s:%d", tls ? "https" : "http", h, port) >= (int)cap)
+        return err_set(ERR_INVALID, "leader URL longer than %zu bytes", cap - 1);
     return 0;
 }
 
@@ -153,7 +152,9 @@ int leader_proxy_forward(const LeaderProxyConfig *cfg, const char *method, const
     memset(out, 0, sizeof *out);
     char urls[512];
     int rc = find_leader(cfg, urls, sizeof urls);
-    if (!rc) rc = leader_base(urls, cfg->server_port, cfg->tls, out->leader, sizeof out->leader);
+    if (!rc)
+        rc = leader_proxy_base_url(urls, cfg->server_port, cfg->tls, out->leader,
+                                   sizeof out->leader);
     if (rc) return rc;
     /* the leader's sidecar must say it is healthy (it is the backup leader) */
     char url[2048];

@@ -36,6 +36,12 @@ typedef struct LeaderProxyResponse {
     char leader[512]; /* the leader sidecar's base URL, e.g. "https://10.0.0.2:8080" */
 } LeaderProxyResponse;
 
+/* The leader sidecar's base URL ("https://10.0.0.2:8080") into out (cap bytes) from the
+ * leader's comma-joined etcd client URLs: the first URL's host (an [IPv6] literal kept in
+ * brackets; a URL without scheme taken as host[:port]) with `port`, https when tls. 0, or
+ * ERR_INVALID for a URL without a host or a result longer than cap - 1. Pure. */
+int leader_proxy_base_url(const char *client_urls, int port, int tls, char *out, size_t cap);
+
 /* Forwards `method` `path_query` (path plus "?query", as received) to the backup leader's
  * sidecar and fills *out with its answer (any status, including 5xx). Errors, with the step that
  * failed in the message: ERR_ETCD (Status or MemberList), ERR_INVALID (no leader, the leader is
