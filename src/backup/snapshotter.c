@@ -54,6 +54,8 @@ struct Snapshotter {
     int adopts_untagged;              /* its GC may collect untagged objects */
     int record_pending;               /* record is written before the history's next object */
     HistoryRecord record;
+    int fenced;                /* the fence refused a store: the loop stops (still_leader) */
+    int64_t handover_until_ms; /* monotonic; before it each delta re-lists the store first */
 
     pthread_mutex_t req_mu; /* one requester at a time */
     pthread_mutex_t mu;     /* guards req and status */
@@ -172,6 +174,25 @@ static void set_conflict(Snapshotter *s, int conflict) {
     pthread_mutex_unlock(&s->mu);
 }
 
+/* The server's fence (SnapshotterConfig.still_leader) before storing `what` or collecting
+ * garbage: 0 to go on; else the loop is fenced: ERR_CANCELED, logged, status.fenced set. */
+static int fence(Snapshotter *s, const char *what) {
+    if (!s->cfg.still_leader) return 0;
+    if (s->fenced) return err_set(ERR_CANCELED, "%s not stored: no longer the backup leader", what);
+    int rc = s->cfg.still_leader(s->cfg.leader_ctx);
+    if (!rc) return 0;
+    char why[600];
+    snprintf(why, sizeof why, "%s", err_msg());
+    s->fenced = 1;
+    pthread_mutex_lock(&s->mu);
+    s->status.fenced = 1;
+    pthread_mutex_unlock(&s->mu);
+    log_warn("%s: not done, this member's etcd is not confirmed as the raft leader any more (%s); "
+             "stopping snapshots, the new leader's sidecar continues from the store",
+             what, why);
+    return err_set(ERR_CANCELED, "%s not done: no longer the backup leader (%s)", what, why);
+}
+
 /* Lists the store and decides under which history this etcd may write (history_decide). mark:
  * the restore mark of a full snapshot just taken, or NULL. *recs (may be NULL) receives the
  * records (owned). */
@@ -192,6 +213,16 @@ static int decide_history(Snapshotter *s, const HistoryRestoreMark *mark, Histor
     }
     history_decide(list, n, recs, nr, st.cluster_id, st.member_id, st.revision, mark,
                    s->cfg.abandon_other_histories, now_unix_s(), d);
+    /* a new raft leader may not have applied every committed entry yet while the previous
+     * leader's sidecar stored them: its revision catches up within moments (up to 3 s here) */
+    for (int i = 0; i < 30 && !mark && d->action == HISTORY_NEED_DB &&
+                    d->latest_revision > st.revision && d->latest_revision - st.revision < 100000;
+         i++) {
+        usleep(100 * 1000);
+        if (etcd_status(s->client, &st) != 0) break;
+        history_decide(list, n, recs, nr, st.cluster_id, st.member_id, st.revision, mark,
+                       s->cfg.abandon_other_histories, now_unix_s(), d);
+    }
     if (list_out) {
         *list_out = list;
         *n_out = n;
@@ -268,7 +299,11 @@ static int full_hook(void *ctx, const char *db_path, uint64_t db_bytes, int64_t 
     HistoryDecision d;
     HistoryRecord *recs = NULL;
     size_t nr = 0;
-    int rc = history_mark_read_db(db_path, db_bytes, &mark);
+    char what[300];
+    snprintf(what, sizeof what, "full snapshot %s", snap_name);
+    int rc = fence(s, what);
+    if (rc) return rc;
+    rc = history_mark_read_db(db_path, db_bytes, &mark);
     if (rc) return err_wrap(rc, "reading the restore mark of the snapshot");
     rc = decide_history(s, &mark, &d, NULL, NULL, &recs, &nr);
     if (!rc) rc = apply_history(s, &d, recs, nr);
@@ -286,6 +321,7 @@ static int take_full(Snapshotter *s, int is_final) {
     int rc = fullsnap_take(s->client, s->cfg.store, s->cfg.temp_dir, s->cfg.compression, is_final,
                            full_hook, s, &res);
     double secs = (double)(now_mono_ms() - t0) / 1000.0;
+    if (rc && s->fenced) return rc; /* not a failure: the hook stored nothing */
     if (rc) {
         err_wrap(rc, "full snapshot");
         char *msg = strdup(err_msg());
@@ -313,6 +349,50 @@ static int take_full(Snapshotter *s, int is_final) {
     return rc;
 }
 
+/* Handover window: lists the store again. When its latest set covers revisions after prev_rev
+ * without a hole (objects the previous leader's sidecar stored after this loop listed the store),
+ * the loop continues after them: prev_rev moves there and the watch is reopened after it (the
+ * spool is dropped; what it held after that revision is collected again), *moved = 1. */
+static int handover_relist(Snapshotter *s, int *moved) {
+    *moved = 0;
+    Snapshot *list = NULL;
+    size_t n = 0;
+    int rc = store_list_ex(s->cfg.store, 0, &list, &n, NULL, NULL);
+    if (rc) return err_wrap(rc, "listing the store (leader handover window)");
+    size_t *idx = calloc(n ? n : 1, sizeof *idx);
+    if (!idx) {
+        free(list);
+        return err_set(ERR_NOMEM, "out of memory");
+    }
+    ptrdiff_t fi = -1, last = -1;
+    size_t nd = 0;
+    snapname_latest_set(list, n, &fi, idx, &nd);
+    int64_t next = fi >= 0 ? list[fi].last_revision + 1 : 0;
+    if (fi >= 0) last = fi;
+    for (size_t i = 0; fi >= 0 && i < nd; i++) {
+        const Snapshot *d = &list[idx[i]];
+        if (d->last_revision < next) continue;
+        if (d->start_revision > next) break;
+        next = d->last_revision + 1;
+        last = (ptrdiff_t)idx[i];
+    }
+    if (last >= 0 && next - 1 > s->prev_rev) {
+        log_info("leader handover: %s in the store already covers revisions %lld-%lld (stored "
+                 "by another sidecar); continuing after it",
+                 list[last].snap_name, (long long)(s->prev_rev + 1), (long long)(next - 1));
+        s->prev_rev = next - 1;
+        s->last_stored = list[last];
+        pthread_mutex_lock(&s->mu);
+        s->status.last_revision = s->prev_rev;
+        pthread_mutex_unlock(&s->mu);
+        rc = open_watch(s);
+        if (!rc) *moved = 1;
+    }
+    free(idx);
+    free(list);
+    return rc;
+}
+
 /* Stores the pending events as one delta. 0 with nothing to do when the spool is empty
  * (*stored = 0). */
 static int take_delta(Snapshotter *s, int *stored_out) {
@@ -326,12 +406,22 @@ static int take_delta(Snapshotter *s, int *stored_out) {
         }
         return 0;
     }
+    int rc;
+    if (s->handover_until_ms && now_mono_ms() < s->handover_until_ms) {
+        int moved = 0;
+        if ((rc = handover_relist(s, &moved)) || moved) return rc;
+    }
+    if ((rc = fence(s, "delta snapshot"))) {
+        spool_reset(s);
+        etcd_watch_close(s->watch);
+        s->watch = NULL;
+        return rc;
+    }
     int64_t t0 = now_mono_ms();
     int64_t last = delta_writer_last_revision(s->spool);
     char name[256];
-    int rc =
-        snapname_format(SNAP_INCR, s->prev_rev + 1, last, now_unix_s(),
-                        store_name_suffix(s->cfg.store, s->cfg.compression), 0, name, sizeof name);
+    rc = snapname_format(SNAP_INCR, s->prev_rev + 1, last, now_unix_s(),
+                         store_name_suffix(s->cfg.store, s->cfg.compression), 0, name, sizeof name);
     if (rc) return rc;
     IoReader *payload = NULL;
     rc = tag_object(s, name);
@@ -747,10 +837,12 @@ static int check_history(Snapshotter *s) {
 static int maybe_gc(Snapshotter *s, int failing) {
     if (s->cfg.gc_period_ms <= 1000 || now_mono_ms() < s->next_gc_ms) return 0;
     s->next_gc_ms = now_mono_ms() + s->cfg.gc_period_ms;
+    int rc = fence(s, "garbage collection");
+    if (rc) return rc;
     /* the history check and the GC plan share one listing of the store */
     store_pin_listing(s->cfg.store);
     if (!failing && s->history[0]) {
-        int rc = check_history(s);
+        rc = check_history(s);
         if (rc) {
             store_unpin_listing(s->cfg.store);
             return rc;
@@ -760,9 +852,9 @@ static int maybe_gc(Snapshotter *s, int failing) {
     memset(&st, 0, sizeof st);
     int64_t t0 = now_mono_ms();
     GcScope scope = {s->history, s->adopts_untagged};
-    int rc = gc_run_scoped(s->cfg.store, s->history[0] ? &scope : NULL, s->cfg.gc_policy,
-                           s->cfg.max_backups, s->cfg.delta_retention_s, now_unix_s(),
-                           failing || !s->history[0], &st);
+    rc = gc_run_scoped(s->cfg.store, s->history[0] ? &scope : NULL, s->cfg.gc_policy,
+                       s->cfg.max_backups, s->cfg.delta_retention_s, now_unix_s(),
+                       failing || !s->history[0], &st);
     store_unpin_listing(s->cfg.store);
     if (rc) log_error("garbage collection: %s", err_msg());
     emit(s, &(SnapshotterEvent){.kind = SNAP_EVENT_GC,
@@ -800,7 +892,9 @@ int snapshotter_run(Snapshotter *s, atomic_int *stop, int fail_fast) {
     int64_t retry_at = 0;                           /* monotonic ms; 0 = not waiting to retry */
     int started = 0;
     int rc = 0;
-    while (!*stop) {
+    s->handover_until_ms =
+        s->cfg.handover_window_ms > 0 ? now_mono_ms() + s->cfg.handover_window_ms : 0;
+    while (!*stop && !s->fenced) {
         if (retry_at && now_mono_ms() < retry_at) {
             (void)maybe_gc(s, 1);
             usleep(100 * 1000);
@@ -825,6 +919,7 @@ int snapshotter_run(Snapshotter *s, atomic_int *stop, int fail_fast) {
                 return rc;
             }
         }
+        if (s->fenced) break; /* not a failure: another sidecar leads now */
         if (started && (rc == ERR_COMPACTED || rc == ERR_GAP)) {
             log_warn("%s: taking a full snapshot instead of a delta with a hole", err_msg());
             s->need_full = 1;
@@ -844,7 +939,10 @@ int snapshotter_run(Snapshotter *s, atomic_int *stop, int fail_fast) {
         }
     }
     set_active(s, 0);
-    if (!started) return 0;
+    if (!started || s->fenced) return 0;
+    /* a sidecar that is not the leader any more (stopped by the server's leader check) leaves
+     * the pending revisions to the new leader's sidecar, which resumes from the store */
+    if (fence(s, "the last delta before stop")) return 0;
     /* the last delta: events up to the revision current now, collected again if the watch had
      * failed (a stop must not silently leave revisions unstored) */
     if (!s->watch && !s->need_full && deltas_enabled(s)) {
@@ -868,6 +966,7 @@ int snapshotter_run(Snapshotter *s, atomic_int *stop, int fail_fast) {
         return rc;
     }
     rc = take_delta(s, NULL);
+    if (rc && s->fenced) return 0; /* logged by the fence: the new leader stores them */
     if (rc) log_error("last delta before stop: %s", err_msg());
     return rc;
 }

@@ -68,6 +68,19 @@ typedef struct SnapshotterConfig {
                                     store's others (--abandon-other-histories, history.h) */
     void (*on_event)(void *ctx, const SnapshotterEvent *ev); /* may be NULL; loop thread */
     void *event_ctx;
+    /* The fence of server mode (docs/server.md, "Leader handover"): called on the loop thread
+     * just before any object (full or delta) is stored and before garbage collection; returns
+     * 0 when this member's etcd is still the raft leader, nonzero (ERR_*, message set) when it
+     * is not or cannot tell. Then nothing is stored, the loop stops without a last delta and
+     * without counting a failure, status.fenced is set and snapshotter_run returns 0. NULL: no
+     * fence (the snapshot command). */
+    int (*still_leader)(void *ctx);
+    void *leader_ctx;
+    /* For this long (ms) after the loop started, the store is listed again before each delta:
+     * when another sidecar (the previous leader) stored revisions after the last one this loop
+     * stored, the loop continues after them (watch reopened there) instead of storing an
+     * overlapping delta. 0 = never (the snapshot command). */
+    int64_t handover_window_ms;
 } SnapshotterConfig;
 
 typedef struct Snapshotter Snapshotter;
@@ -104,6 +117,7 @@ typedef struct SnapshotterStatus {
     int64_t last_full_ok_s, last_delta_ok_s; /* Unix seconds, 0 = never */
     int64_t last_revision;                   /* last stored revision */
     int store_conflict; /* refusing to write: the store holds another history (history.h) */
+    int fenced;         /* the fence (still_leader) refused a store: the loop has stopped */
     char history[HISTORY_ID_LEN + 1]; /* the backup history written under, "" = not decided */
     int adopts_untagged;              /* its GC may collect untagged objects */
     char last_error[512];

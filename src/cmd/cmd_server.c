@@ -9,6 +9,7 @@
  * leadership while requests are in flight is safe. Only the main thread takes stop signals. */
 #include "cmd.h"
 #include "config_file.h"
+#include "leader_proxy.h"
 #include "secondary_sync.h"
 #include "server_common.h"
 #include "server_verify.h"
@@ -57,7 +58,8 @@ typedef struct {
      * written only by request_snapshotter_stop */
     atomic_int snap_stop;
     int64_t next_no_store_warn_ms; /* no store: monotonic time of the next warning */
-    int leading;
+    int leading;        /* this member's etcd is the raft leader: the backup leader (written by the
+                           main thread under mu; read by handlers under mu) */
     int etcd_ok;        /* last probe answered */
     int probe_failures; /* consecutive failed probes */
     int64_t last_probe_log_ms;
@@ -159,6 +161,26 @@ static void init_start(Server *sv, const char *mode) {
 
 /* ---------- snapshotter while leading ---------- */
 
+static void set_leading(Server *sv, int leading) {
+    pthread_mutex_lock(&sv->mu);
+    sv->leading = leading;
+    pthread_mutex_unlock(&sv->mu);
+}
+
+/* The snapshotter's fence (SnapshotterConfig.still_leader), on its thread: this member's etcd
+ * (first endpoint) still names itself the raft leader. The leader check only runs every
+ * --reelection-period; this asks right before each store. */
+static int still_leader(void *ctx) {
+    Server *sv = ctx;
+    EtcdStatus st;
+    int rc = server_probe_etcd(&sv->setup, &st);
+    if (rc) return err_wrap(rc, "etcd status");
+    if (st.leader == 0 || st.leader != st.member_id)
+        return err_set(ERR_CANCELED, "etcd member %llx now reports leader %llx",
+                       (unsigned long long)st.member_id, (unsigned long long)st.leader);
+    return 0;
+}
+
 static void *snap_main(void *arg) {
     Server *sv = arg;
     snapshotter_run(sv->snap_owned, &sv->snap_stop, 0);
@@ -170,12 +192,22 @@ static void request_snapshotter_stop(Server *sv) {
     atomic_store(&sv->snap_stop, 1);
 }
 
+/* The longest time one delta is taken to need to reach the store (ms): part of the handover
+ * window (docs/server.md, "Leader handover"). */
+#define HANDOVER_STORE_MS 60000
+
 /* Main thread only. */
 static void start_snapshotter(Server *sv) {
     if (sv->snap_owned || !sv->setup.has_store) return;
     SnapshotterConfig sc = sv->setup.snap;
     sc.on_event = server_on_snapshotter_event;
     sc.event_ctx = &sv->setup;
+    sc.still_leader = still_leader;
+    sc.leader_ctx = sv;
+    /* the previous leader's sidecar may still store one delta it checked its fence for before
+     * the handover: the leader check runs every reelection period (twice covers the old one
+     * noticing), and a delta's store is taken to take under HANDOVER_STORE_MS */
+    sc.handover_window_ms = 2 * opt_duration_ms(sv->o, "reelection-period") + HANDOVER_STORE_MS;
     Snapshotter *s = NULL;
     if (snapshotter_new(&sc, &s)) {
         log_error("snapshotter: %s", err_msg());
@@ -259,9 +291,11 @@ static void method_not_allowed(HttpResponse *resp, const char *allow) {
     resp->allow = allow;
 }
 
+/* As the Go tool: 200 only on the backup leader (its etcd is the raft leader and answers), with
+ * no initialization running and snapshots not failing; followers are 503. */
 static int healthy(Server *sv) {
     pthread_mutex_lock(&sv->mu);
-    int ok = sv->etcd_ok && sv->init_state != INIT_PROGRESS;
+    int ok = sv->leading && sv->etcd_ok && sv->init_state != INIT_PROGRESS;
     pthread_mutex_unlock(&sv->mu);
     Snapshotter *s = ok ? snap_acquire(sv) : NULL;
     if (s) {
@@ -273,9 +307,64 @@ static int healthy(Server *sv) {
     return ok;
 }
 
-static void handle_snapshot(Server *sv, SnapshotRequestKind kind, HttpResponse *resp) {
+/* A follower's /snapshot/full or /snapshot/delta: forwarded to the backup leader's sidecar
+ * (leader_proxy.h); any failure on the way is 405, as the Go tool. */
+static void forward_to_leader(Server *sv, const HttpRequest *req, HttpResponse *resp) {
+    if (http_request_header(req, LEADER_PROXY_HEADER)) {
+        http_respond(resp, 405, NULL,
+                     "not the backup leader, and this request was already forwarded to this "
+                     "sidecar as the leader's: not forwarding it again\n");
+        return;
+    }
+    char path[1200];
+    size_t pl = (size_t)snprintf(path, sizeof path, "%s", http_request_path(req));
+    if (pl >= sizeof path || http_request_query_string(req, path + pl, sizeof path - pl)) {
+        http_respond(resp, 405, NULL, "not the backup leader; request too long to forward\n");
+        return;
+    }
+    const char *cert = opt_str(sv->o, "server-cert"), *key = opt_str(sv->o, "server-key");
+    LeaderProxyConfig pc = {
+        .etcd = sv->setup.snap.etcd,
+        .server_port = (int)opt_int(sv->o, "server-port"),
+        .tls = *cert && *key,
+        .cacert = sv->setup.snap.etcd.cacert,
+        .health_timeout_ms = 10000,
+        .request_timeout_ms = sv->setup.snap.etcd.snapshot_timeout_ms + 90000,
+    };
+    pc.etcd.connection_timeout_ms = sv->setup.leader_timeout_ms;
+    LeaderProxyResponse pr;
+    int rc = leader_proxy_forward(&pc, http_request_method(req), path, &pr);
+    if (rc) {
+        char msg[1300];
+        snprintf(msg, sizeof msg,
+                 "not the backup leader, and the request could not be forwarded to the leader's "
+                 "sidecar: %s\n",
+                 err_msg());
+        log_warn("%s %s: %s", http_request_method(req), path, msg);
+        http_respond(resp, 405, NULL, msg);
+        return;
+    }
+    log_debug("%s %s forwarded to the backup leader %s: HTTP %d", http_request_method(req), path,
+              pr.leader, pr.status);
+    resp->status = pr.status;
+    resp->content_type = pr.content_type;
+    free(resp->body);
+    resp->body = pr.body;
+    resp->body_len = pr.body_len;
+}
+
+static void handle_snapshot(Server *sv, SnapshotRequestKind kind, const HttpRequest *req,
+                            HttpResponse *resp) {
+    if (!sv->setup.has_store) {
+        http_respond(resp, 405, NULL, "no snapshot store is configured: no snapshots are taken\n");
+        return;
+    }
     Snapshotter *s = snap_acquire(sv);
     if (!s) {
+        pthread_mutex_lock(&sv->mu);
+        int leading = sv->leading;
+        pthread_mutex_unlock(&sv->mu);
+        if (!leading) return forward_to_leader(sv, req, resp);
         http_respond(resp, 500, NULL, "snapshotter is not active\n");
         return;
     }
@@ -328,10 +417,10 @@ static void handle(void *ctx, const HttpRequest *req, HttpResponse *resp) {
             http_respond(resp, 400, NULL, "invalid value of query parameter final\n");
             return;
         }
-        handle_snapshot(sv, final ? SNAP_REQ_FULL_FINAL : SNAP_REQ_FULL, resp);
+        handle_snapshot(sv, final ? SNAP_REQ_FULL_FINAL : SNAP_REQ_FULL, req, resp);
     } else if (!strcmp(path, "/snapshot/delta")) {
         if (!is_get_or_post(req)) return method_not_allowed(resp, "GET, POST");
-        handle_snapshot(sv, SNAP_REQ_DELTA, resp);
+        handle_snapshot(sv, SNAP_REQ_DELTA, req, resp);
     } else if (!strcmp(path, "/snapshot/latest")) {
         if (!is_get(req)) return method_not_allowed(resp, "GET, HEAD");
         char *text = NULL;
@@ -410,7 +499,7 @@ static void leader_check(Server *sv) {
     sv->probe_failures = rc ? sv->probe_failures + 1 : 0;
     int lead = rc == 0 && st.leader != 0 && st.leader == st.member_id;
     if (lead && !sv->leading) {
-        sv->leading = 1;
+        set_leading(sv, 1);
         start_snapshotter(sv);
         server_verify_set_leading(sv->verify, 1);
     } else if (!lead && sv->leading) {
@@ -418,11 +507,26 @@ static void leader_check(Server *sv) {
                     : "no longer the leader: "
                       "stopping snapshots%s",
                  rc ? err_msg() : "");
-        sv->leading = 0;
+        set_leading(sv, 0);
         server_verify_set_leading(sv->verify, 0);
         stop_snapshotter(sv);
     }
     if (rc == 0) update_cluster_size(sv);
+}
+
+/* Main thread: a snapshotter whose fence refused a store (this member's etcd is no longer the
+ * raft leader) has stopped its loop: it is freed and the member counts as a follower until
+ * the next leader check, which the caller runs at once. 1 when that happened. */
+static int stop_if_fenced(Server *sv) {
+    if (!sv->snap_owned) return 0;
+    SnapshotterStatus st;
+    snapshotter_status(sv->snap_owned, &st);
+    if (!st.fenced) return 0;
+    log_info("leadership moved (the fence refused a store): stopping snapshots");
+    set_leading(sv, 0);
+    server_verify_set_leading(sv->verify, 0);
+    stop_snapshotter(sv);
+    return 1;
 }
 
 /* ---------- run mode: etcd as a child ---------- */
@@ -479,7 +583,8 @@ static void supervise(Server *sv, Child *ch) {
                       "in %.0fs",
                       WTERMSIG(st), (double)backoff / 1000.0);
         stop_snapshotter(sv);
-        sv->leading = 0;
+        set_leading(sv, 0);
+        server_verify_set_leading(sv->verify, 0);
         return;
     }
     if (now_mono_ms() < ch->next_start_ms) return;
@@ -584,8 +689,9 @@ static int server_main(const Opts *o, char **etcd_argv) {
     sigaddset(&stop_sigs, SIGTERM);
     sigaddset(&stop_sigs, SIGINT);
     pthread_sigmask(SIG_BLOCK, &stop_sigs, &old_mask);
-    int hrc = http_server_start(NULL, (int)opt_int(o, "server-port"), *cert ? cert : NULL,
-                                *key ? key : NULL, handle, &sv, &http);
+    const char *addr = opt_str(o, "server-address");
+    int hrc = http_server_start(*addr ? addr : NULL, (int)opt_int(o, "server-port"),
+                                *cert ? cert : NULL, *key ? key : NULL, handle, &sv, &http);
     pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
     if (hrc) {
         log_error("%s", err_msg());
@@ -606,6 +712,7 @@ static int server_main(const Opts *o, char **etcd_argv) {
         pthread_mutex_lock(&sv.mu);
         int initializing = sv.init_running;
         pthread_mutex_unlock(&sv.mu);
+        if (stop_if_fenced(&sv)) next_check = 0;
         if (!initializing && now_mono_ms() >= next_check) {
             leader_check(&sv);
             /* while etcd starts, look again soon */

@@ -34,6 +34,69 @@ const char *http_request_query(const HttpRequest *r, const char *name) {
     return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
 }
 
+const char *http_request_header(const HttpRequest *r, const char *name) {
+    return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
+}
+
+typedef struct {
+    char *buf;
+    size_t cap, len;
+    int overflow;
+} QueryBuf;
+
+static void query_put_escaped(QueryBuf *q, const char *v) {
+    static const char hex[] = "0123456789ABCDEF";
+    for (const unsigned char *p = (const unsigned char *)v; *p; p++) {
+        char enc[4] = {(char)*p, 0, 0, 0};
+        size_t k = 1;
+        if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
+              *p == '-' || *p == '_' || *p == '.' || *p == '~')) {
+            enc[0] = '%';
+            enc[1] = hex[*p >> 4];
+            enc[2] = hex[*p & 15];
+            k = 3;
+        }
+        if (q->len + k >= q->cap) {
+            q->overflow = 1;
+            return;
+        }
+        memcpy(q->buf + q->len, enc, k);
+        q->len += k;
+    }
+}
+
+static enum MHD_Result query_arg(void *cls, enum MHD_ValueKind kind, const char *key,
+                                 const char *value) {
+    (void)kind;
+    QueryBuf *q = cls;
+    if (q->len + 1 >= q->cap) {
+        q->overflow = 1;
+        return MHD_NO;
+    }
+    char sep = q->len == 0 ? '?' : '&';
+    q->buf[q->len++] = sep;
+    query_put_escaped(q, key);
+    if (value) {
+        if (q->len + 1 >= q->cap) {
+            q->overflow = 1;
+            return MHD_NO;
+        }
+        q->buf[q->len++] = '=';
+        query_put_escaped(q, value);
+    }
+    q->buf[q->len] = '\0';
+    return q->overflow ? MHD_NO : MHD_YES;
+}
+
+int http_request_query_string(const HttpRequest *r, char *buf, size_t cap) {
+    if (cap == 0) return err_set(ERR_INVALID, "query buffer of 0 bytes");
+    QueryBuf q = {buf, cap, 0, 0};
+    buf[0] = '\0';
+    MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, query_arg, &q);
+    if (q.overflow) return err_set(ERR_INVALID, "query string longer than %zu bytes", cap - 1);
+    return 0;
+}
+
 void http_respond(HttpResponse *resp, int status, const char *content_type, const char *text) {
     resp->status = status;
     resp->content_type = content_type;

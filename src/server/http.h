@@ -15,6 +15,14 @@ const char *http_request_path(const HttpRequest *r);
 /* Query argument value or NULL (borrowed). */
 const char *http_request_query(const HttpRequest *r, const char *name);
 
+/* Request header value or NULL (borrowed; name case-insensitive). */
+const char *http_request_header(const HttpRequest *r, const char *name);
+
+/* The query string rebuilt from the parsed arguments, in their order, percent-encoded (RFC 3986
+ * unreserved characters kept), with its leading '?' ("" without arguments), into buf of cap
+ * bytes. 0, or ERR_INVALID when it does not fit. */
+int http_request_query_string(const HttpRequest *r, char *buf, size_t cap);
+
 typedef struct HttpResponse {
     int status;               /* HTTP status code */
     const char *content_type; /* static string, default "text/plain; charset=utf-8" */

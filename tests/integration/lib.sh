@@ -804,8 +804,10 @@ oss_curl() {
 # m1..mN, data dirs $WORK/mI.etcd, logs $WORK/etcd-mI.log) and waits until every member answers.
 # Sets, indexed 1..N: MEMBER_EP (client URL), MEMBER_PEER (peer URL), MEMBER_DIR, MEMBER_PID;
 # and CLUSTER_EPS (comma-joined client URLs), INITIAL_CLUSTER (m1=peer,...), CLUSTER_TOKEN.
-# The extra flags are remembered for start_member.
-declare -a MEMBER_EP MEMBER_PEER MEMBER_DIR MEMBER_PID
+# The extra flags are remembered for start_member. With CLUSTER_DISTINCT_HOSTS=1 member mI
+# listens on 127.0.0.I (MEMBER_HOST), so a sidecar per member can bind the same port on its
+# member's address, as pods do.
+declare -a MEMBER_EP MEMBER_PEER MEMBER_DIR MEMBER_PID MEMBER_HOST
 CLUSTER_EXTRA=()
 start_cluster() {
     local n=$1 i
@@ -815,8 +817,10 @@ start_cluster() {
     INITIAL_CLUSTER=""
     CLUSTER_EPS=""
     for i in $(seq 1 "$n"); do
-        MEMBER_EP[i]=http://127.0.0.1:$(free_port)
-        MEMBER_PEER[i]=http://127.0.0.1:$(free_port)
+        MEMBER_HOST[i]=127.0.0.1
+        [ "${CLUSTER_DISTINCT_HOSTS:-0}" = 1 ] && MEMBER_HOST[i]=127.0.0.$i
+        MEMBER_EP[i]=http://${MEMBER_HOST[i]}:$(free_port)
+        MEMBER_PEER[i]=http://${MEMBER_HOST[i]}:$(free_port)
         MEMBER_DIR[i]=$WORK/m$i.etcd
         INITIAL_CLUSTER+="${INITIAL_CLUSTER:+,}m$i=${MEMBER_PEER[i]}"
         CLUSTER_EPS+="${CLUSTER_EPS:+,}${MEMBER_EP[i]}"
