@@ -183,6 +183,14 @@ quorum_run() {
         mv "$RESTORE_DIR/m$i.etcd" "${MEMBER_DIR[i]}"
     done
     NAME=m3 DATA_DIR=${MEMBER_DIR[3]} run_block restore-one
+    # one restore mark for the cluster: the per-member run forks into the same new history as the
+    # one-run restore (a sidecar on any member continues one history)
+    local mark_all mark_one
+    mark_all=$(sed -n 's/.*backs up as history \([0-9a-f]*\).*/\1/p' "$WORK/block-restore-all.log" | sort -u)
+    mark_one=$(sed -n 's/.*backs up as history \([0-9a-f]*\).*/\1/p' "$WORK/block-restore-one.log" | sort -u)
+    [ -n "$mark_all" ] && [ "$mark_all" = "$mark_one" ] ||
+        fail "restore marks differ: --all-members '$mark_all', per-member '$mark_one'"
+    echo "restore mark: new history $mark_all on every member"
     CLUSTER_TOKEN=$NEW_TOKEN
     CLUSTER_EXTRA=()
     for i in 1 2 3; do start_member "$i" new; done
