@@ -32,7 +32,7 @@ cmp "$ETCDBR_SOURCE_DIR/deploy/prometheus/etcdbr-alerts.yaml" "$CHART/files/etcd
 
 # 2. the flags `etcdbrctl server` accepts, from the binary's own table (one "--name" a line)
 "$ETCDBR_BIN" __flags-md >"$WORK/flags.md"
-awk -F'|' '/^\| `-/ && $8 ~ /(^|[ ,])server(,|[ ]|$)/ { print $2 }' "$WORK/flags.md" |
+awk -F'|' '/^\| `-/ && $7 ~ /(^|[ ,])server(,|[ ]|$)/ { print $2 }' "$WORK/flags.md" |
     grep -o -- '--[a-z0-9-]*' | sort -u >"$WORK/server-flags"
 [ "$(wc -l <"$WORK/server-flags")" -gt 50 ] || fail "could not read the server flags from __flags-md"
 grep -qx -- --storage-provider "$WORK/server-flags" || fail "--storage-provider not among the server flags"
@@ -160,11 +160,18 @@ crt=$(awk -v n="$REL-etcdbr-server-tls" '$1 == "name:" && $2 == n { s = 1 } s &&
 [ "$(base64 -d <<<"$crt")" = "$(cat "$T/br.crt")" ] || fail "tls: $REL-etcdbr-server-tls does not carry the sidecar's certificate"
 
 # 5. the checks can fail: broken values and broken manifests are rejected
-for f in broken-quantity broken-annotation-type; do
+# rejected REPORT WHY: k8svalidate's report names the expected problem
+rejected() {
+    grep -F -- "$2" "$1" >/dev/null || { cat "$1" >&2; fail "$(basename "$1"): rejected, but not for: $2"; }
+    grep -F -- "$2" "$1" | head -1
+}
+for f in broken-quantity:"quantities must match" broken-annotation-type:"cannot unmarshal number into Go struct field ObjectMeta.spec.template.metadata.annotations"; do
+    why=${f#*:}
+    f=${f%%:*}
     "$HELM" template "$REL" "$CHART" --namespace "$NS" -f "$FIX/$f.yaml" >"$WORK/$f.yaml" 2>"$WORK/$f.err" ||
         fail "$f: helm template failed ($(cat "$WORK/$f.err")); the validator was to reject it"
     if "$VALIDATE" "$WORK/$f.yaml" >"$WORK/$f.validate" 2>&1; then fail "$f: k8svalidate accepted it"; fi
-    grep "^invalid: " "$WORK/$f.validate" | head -3
+    rejected "$WORK/$f.validate" "$why"
 done
 "$HELM" template "$REL" "$CHART" --namespace "$NS" -f "$FIX/broken-flag.yaml" >"$WORK/broken-flag.yaml"
 if check_flags "$WORK/broken-flag.yaml" 2>"$WORK/broken-flag.err"; then fail "broken-flag: the flag check accepted it"; fi
@@ -178,13 +185,17 @@ done
 # manifests edited after rendering: a dangling Secret, a selector that selects nothing, an
 # unknown field, an unknown kind
 sed "s/secretName: $REL-etcd-backup/secretName: $REL-etcd-backup-typo/" "$WORK/s3.yaml" >"$WORK/bad-ref.yaml"
-sed "0,/app.kubernetes.io\/name: etcd$/s//app.kubernetes.io\/name: etcd-typo/" "$WORK/s3.yaml" >"$WORK/bad-label.yaml"
+sed "s/^        app.kubernetes.io\/name: etcd$/        app.kubernetes.io\/name: etcd-typo/" "$WORK/s3.yaml" >"$WORK/bad-label.yaml"
 sed "s/^  serviceName: /  serviceNmae: /" "$WORK/s3.yaml" >"$WORK/bad-field.yaml"
 sed "s/^kind: Lease$/kind: Leese/" "$WORK/s3.yaml" >"$WORK/bad-kind.yaml"
-for f in bad-ref bad-label bad-field bad-kind; do
+for f in bad-ref:"refers to Secret \"$REL-etcd-backup-typo\", which is not in the manifests" \
+    bad-label:"does not match the pod template labels" bad-field:"unknown field \"serviceNmae\"" \
+    bad-kind:"unknown apiVersion/kind coordination.k8s.io/v1 Leese"; do
+    why=${f#*:}
+    f=${f%%:*}
     cmp -s "$WORK/$f.yaml" "$WORK/s3.yaml" && fail "$f: the edit did not apply"
     if "$VALIDATE" "$WORK/$f.yaml" >"$WORK/$f.validate" 2>&1; then fail "$f: k8svalidate accepted it"; fi
-    grep "^invalid: " "$WORK/$f.validate" | head -2
+    rejected "$WORK/$f.validate" "$why"
 done
 # a changed copy of the alert rules is noticed
 cp "$CHART/files/etcdbr-alerts.yaml" "$WORK/alerts-copy.yaml"

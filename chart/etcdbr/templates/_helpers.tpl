@@ -77,3 +77,14 @@ helm.sh/chart: {{ .Chart.Name }}-{{ .Chart.Version | replace "+" "_" }}
 {{- define "etcdbr.leasesEnabled" -}}
 {{- if or .Values.backup.leases.snapshotLeaseRenewal .Values.backup.leases.memberLeaseRenewal -}}true{{- end -}}
 {{- end }}
+
+{{/* initial-cluster: every member's peer URL (the headless service's per-pod DNS names). */}}
+{{- define "etcdbr.initialCluster" -}}
+{{- $name := include "etcdbr.name" . -}}
+{{- $peerScheme := include "etcdbr.peerScheme" . -}}
+{{- $entries := list -}}
+{{- range $i := until (int .Values.replicas) -}}
+{{- $entries = append $entries (printf "%s-%d=%s://%s-%d.%s-peer.%s.svc:%d" $name $i $peerScheme $name $i $name $.Release.Namespace (int $.Values.servicePorts.etcd.peer)) -}}
+{{- end -}}
+{{ join "," $entries }}
+{{- end }}

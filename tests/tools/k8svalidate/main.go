@@ -14,6 +14,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -320,8 +321,17 @@ func (c *checker) document(where string, doc []byte) {
 		c.errorf(where, "unknown apiVersion/kind %s %s", tm.APIVersion, tm.Kind)
 		return
 	}
-	// strict: unknown fields and duplicate keys are errors
-	if err := yaml.UnmarshalStrict(doc, obj); err != nil {
+	// strict, as the API server decodes what kubectl sends: YAML to JSON without the target
+	// type's hints (a number stays a number where a string is due), duplicate keys and unknown
+	// fields are errors
+	j, err := yaml.YAMLToJSONStrict(doc)
+	if err != nil {
+		c.errorf(where, "%s %s: %v", tm.APIVersion, tm.Kind, err)
+		return
+	}
+	dec := json.NewDecoder(bytes.NewReader(j))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(obj); err != nil {
 		c.errorf(where, "%s %s: %v", tm.APIVersion, tm.Kind, err)
 		return
 	}
