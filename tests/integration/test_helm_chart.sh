@@ -11,18 +11,11 @@
 # helm and the validator come from scripts/build-helm.sh: missing, the test is skipped (77),
 # or fails under ETCDBR_REQUIRE_TOOLS=1.
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/chart_lib.sh"
 make_workdir
 CHART=$ETCDBR_SOURCE_DIR/chart/etcdbr
 FIX=$ETCDBR_SOURCE_DIR/tests/fixtures/helm
-{ read -r HELM; read -r VALIDATE; } < <("$ETCDBR_SOURCE_DIR/scripts/build-helm.sh" --paths)
-for t in "$HELM" "$VALIDATE"; do
-    if [ ! -x "$t" ]; then
-        [ "${ETCDBR_REQUIRE_TOOLS:-0}" = 1 ] && fail "$t not built (run scripts/build-helm.sh)"
-        echo "SKIP: $t not built (run scripts/build-helm.sh)"
-        exit 77
-    fi
-done
-export HELM_CACHE_HOME=$WORK/helm-cache HELM_CONFIG_HOME=$WORK/helm-config HELM_DATA_HOME=$WORK/helm-data
+chart_tools
 REL=etcdbr-ci
 NS=etcd-ci
 
@@ -37,18 +30,10 @@ awk -F'|' '/^\| `-/ && $7 ~ /(^|[ ,])server(,|[ ]|$)/ { print $2 }' "$WORK/flags
 [ "$(wc -l <"$WORK/server-flags")" -gt 50 ] || fail "could not read the server flags from __flags-md"
 grep -qx -- --storage-provider "$WORK/server-flags" || fail "--storage-provider not among the server flags"
 
-# sidecar_args FILE: the backup-restore container's args in a rendered manifest, one a line
-sidecar_args() {
-    awk '/^      - name: backup-restore$/ { c = 1; next }
-         c && /^        args:$/ { a = 1; next }
-         a && /^        - / { sub(/^        - /, ""); print; next }
-         a && /^        #/ { next }
-         a { exit }' "$1"
-}
 # check_flags FILE: every sidecar flag is a server flag
 check_flags() {
     local args bad=0 f
-    args=$(sidecar_args "$1")
+    args=$(chart_sidecar_args "$1")
     [ "$(sed -n 1p <<<"$args")" = server ] || { echo "sidecar does not run 'server': $(sed -n 1p <<<"$args")" >&2; return 1; }
     while IFS= read -r f; do
         case $f in server) continue ;; --*) ;; *) echo "sidecar argument '$f' is not a --flag" >&2; bad=1; continue ;; esac
@@ -65,7 +50,7 @@ render() {
         { cat "$WORK/$name.err" >&2; fail "$name: helm template"; }
     "$VALIDATE" "$WORK/$name.yaml" >"$WORK/$name.validate" 2>&1 || { cat "$WORK/$name.validate" >&2; fail "$name: k8svalidate"; }
     check_flags "$WORK/$name.yaml" || fail "$name: sidecar flags"
-    echo "$name: $(tail -1 "$WORK/$name.validate"), $(sidecar_args "$WORK/$name.yaml" | grep -c -- '^--') sidecar flags"
+    echo "$name: $(tail -1 "$WORK/$name.validate"), $(chart_sidecar_args "$WORK/$name.yaml" | grep -c -- '^--') sidecar flags"
 }
 has() { grep -qF -- "$2" "$WORK/$1.yaml" || fail "$1: the manifest lacks: $2"; }
 hasnt() { ! grep -qF -- "$2" "$WORK/$1.yaml" || fail "$1: the manifest must not contain: $2"; }

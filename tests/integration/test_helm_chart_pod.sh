@@ -11,15 +11,10 @@
 # with every key. helm from scripts/build-helm.sh: missing, the test is skipped (77), or fails
 # under ETCDBR_REQUIRE_TOOLS=1.
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/chart_lib.sh"
 make_workdir
 CHART=$ETCDBR_SOURCE_DIR/chart/etcdbr
-HELM=$("$ETCDBR_SOURCE_DIR/scripts/build-helm.sh" --paths | sed -n 1p)
-if [ ! -x "$HELM" ]; then
-    [ "${ETCDBR_REQUIRE_TOOLS:-0}" = 1 ] && fail "$HELM not built (run scripts/build-helm.sh)"
-    echo "SKIP: $HELM not built (run scripts/build-helm.sh)"
-    exit 77
-fi
-export HELM_CACHE_HOME=$WORK/helm-cache HELM_CONFIG_HOME=$WORK/helm-config HELM_DATA_HOME=$WORK/helm-data
+chart_tools
 # the newest etcd available (the image's default is 3.6); 3.4 restores with etcdctl
 V=$(etcd_versions | tail -1)
 use_etcd "$V"
@@ -36,63 +31,27 @@ SPORT=$(free_port)
     --set servicePorts.etcd.metrics="$MPORT" --set servicePorts.etcdBackupRestore.server="$SPORT" \
     --set backup.deltaSnapshotPeriod=1s --set backup.schedule="0 0 1 1 *" \
     --set backup.garbageCollectionPeriod=0s >"$WORK/pod.yaml"
-
-# the pod's paths and names on this machine
-localize() {
-    sed -e "s|/var/etcd/|$WORK/var/etcd/|g" -e "s|/home/nonroot/|$WORK/home/|g" \
-        -e "s|\$(POD_NAME)\.$N-peer\.$NS\.svc|127.0.0.1|g" -e "s|$N-[0-9]*\.$N-peer\.$NS\.svc|127.0.0.1|g" \
-        -e "s|$N-local|127.0.0.1|g" -e "s|$N-client|127.0.0.1|g" -e "s|0\.0\.0\.0|127.0.0.1|g" \
-        -e "s|\$(POD_NAME)|$N-0|g"
-}
-# block KEY: a config map's block scalar "  KEY: |-" (its lines are indented by 4)
-block() {
-    awk -v k="  $1: |-" '$0 == k { b = 1; next } b && /^    / { print substr($0, 5); next } b && /^$/ { print; next } b { exit }' "$WORK/pod.yaml"
-}
-# container_env CONTAINER NAME: the value of an env entry of a container
-container_env() {
-    awk -v c="      - name: $1" -v e="        - name: $2" '$0 == c { in_c = 1; next } in_c && /^      - name: / { exit }
-        in_c && $0 == e { v = 1; next } v { sub(/^ *value: /, ""); print; exit }' "$WORK/pod.yaml"
-}
-mkdir -p "$WORK/var/etcd/data" "$WORK/var/etcd/config" "$WORK/var/etcd/run" "$WORK/var/etcd/bootstrap" "$WORK/home"
-block etcd.conf.yaml | localize >"$WORK/var/etcd/config/etcd.conf.yaml"
-block bootstrap.sh | localize >"$WORK/var/etcd/bootstrap/bootstrap.sh"
-grep -q "^initial-cluster: $N-0=http://127.0.0.1:$PPORT$" "$WORK/var/etcd/config/etcd.conf.yaml" ||
-    { cat "$WORK/var/etcd/config/etcd.conf.yaml"; fail "etcd.conf.yaml: unexpected initial-cluster"; }
-grep -q "etcd --config-file" "$WORK/var/etcd/bootstrap/bootstrap.sh" || fail "bootstrap.sh not extracted"
-mapfile -t ARGS < <(awk '/^      - name: backup-restore$/ { c = 1; next }
-    c && /^        args:$/ { a = 1; next } a && /^        - / { sub(/^        - /, ""); print; next }
-    a && /^        #/ { next } a { exit }' "$WORK/pod.yaml" | localize)
-[ "${ARGS[0]}" = server ] || fail "sidecar args: ${ARGS[*]}"
-STORE=$(container_env backup-restore STORAGE_CONTAINER | localize)
-BACKUP_EP=$(container_env etcd BACKUP_ENDPOINT | localize)
-[ "$STORE" = "$WORK/home/etcd-backups" ] || fail "STORAGE_CONTAINER: $STORE"
+P=$WORK/pod
+chart_start_pod "$WORK/pod.yaml" "$P" 127.0.0.1 0 "$REL" "$NS"
+SIDECAR=$POD_SIDECAR
+BOOT=$POD_BOOT
+STORE=$POD_STORE
+BACKUP_EP=$POD_BACKUP_EP
+cat "$P/args.log"
+grep -q "^initial-cluster: $N-0=http://127.0.0.1:$PPORT$" "$P/var/etcd/config/etcd.conf.yaml" ||
+    { cat "$P/var/etcd/config/etcd.conf.yaml"; fail "etcd.conf.yaml: unexpected initial-cluster"; }
+[ "$STORE" = "$P/home/etcd-backups" ] || fail "STORAGE_CONTAINER: $STORE"
 [ "$BACKUP_EP" = "http://127.0.0.1:$SPORT" ] || fail "BACKUP_ENDPOINT: $BACKUP_EP"
-mkdir -p "$STORE"
-printf 'sidecar:'
-printf ' %q' "${ARGS[@]}"
-echo
-
-# the pod: the sidecar and the etcd container
-env POD_NAME="$N-0" POD_NAMESPACE="$NS" STORAGE_CONTAINER="$STORE" HOME="$WORK/home" \
-    ETCD_CONF="$WORK/var/etcd/config/etcd.conf.yaml" "$ETCDBR_BIN" "${ARGS[@]}" >"$WORK/sidecar.log" 2>&1 &
-SIDECAR=$!
-PIDS+=("$SIDECAR")
-start_bootstrap() {
-    (cd "$WORK" && exec env BACKUP_ENDPOINT="$BACKUP_EP" sh "$WORK/var/etcd/bootstrap/bootstrap.sh") \
-        >>"$WORK/etcd-container.log" 2>&1 &
-    BOOT=$!
-    PIDS+=("$BOOT")
-}
 EP=http://127.0.0.1:$CPORT
 wait_etcd() {
     local i
     for i in $(seq 1 600); do
         etcdctl --endpoints="$EP" endpoint health >/dev/null 2>&1 && return 0
-        kill -0 "$BOOT" 2>/dev/null || { tail -20 "$WORK/etcd-container.log" "$WORK/sidecar.log"; fail "the etcd container exited"; }
-        kill -0 "$SIDECAR" 2>/dev/null || { tail -20 "$WORK/sidecar.log"; fail "the sidecar exited"; }
+        kill -0 "$BOOT" 2>/dev/null || { tail -20 "$P/etcd-container.log" "$P/sidecar.log"; fail "the etcd container exited"; }
+        kill -0 "$SIDECAR" 2>/dev/null || { tail -20 "$P/sidecar.log"; fail "the sidecar exited"; }
         sleep 0.1
     done
-    tail -20 "$WORK/etcd-container.log" "$WORK/sidecar.log"
+    tail -20 "$P/etcd-container.log" "$P/sidecar.log"
     fail "etcd did not come up"
 }
 # ready: the chart's readiness probe for one member (the sidecar's /healthz)
@@ -102,13 +61,12 @@ wait_ready() {
         [ "$(curl -s -o /dev/null -w '%{http_code}' "$BACKUP_EP/healthz")" = 200 ] && return 0
         sleep 0.1
     done
-    tail -20 "$WORK/sidecar.log"
+    tail -20 "$P/sidecar.log"
     fail "the readiness probe (/healthz) did not turn 200"
 }
-start_bootstrap
 wait_etcd
 wait_ready
-grep -q "bootstrap: requesting full validation" "$WORK/etcd-container.log" || fail "bootstrap did not request a full validation"
+grep -q "bootstrap: requesting full validation" "$P/etcd-container.log" || fail "bootstrap did not request a full validation"
 # etcd's health on the metrics port (the multi-member readiness probe) answers too
 curl -sf "http://127.0.0.1:$MPORT/health" >/dev/null || fail "etcd /health on the metrics port"
 # etcd runs with this member's config from /config
@@ -132,12 +90,13 @@ dump_keys "$EP" >"$WORK/before.jsonl"
 ETCD_CHILD=$(pgrep -P "$BOOT" -x etcd) || fail "etcd is not the bootstrap script's child"
 kill -9 "$ETCD_CHILD"
 wait "$BOOT" 2>/dev/null || true
-[ "$(cat "$WORK/var/etcd/data/validation_marker")" = 137 ] || fail "bootstrap.sh did not record etcd's exit status 137"
-rm -rf "$WORK/var/etcd/data/new.etcd"
-start_bootstrap
+[ "$(cat "$P/var/etcd/data/validation_marker")" = 137 ] || fail "bootstrap.sh did not record etcd's exit status 137"
+rm -rf "$P/var/etcd/data/new.etcd"
+chart_start_bootstrap "$P" "$BACKUP_EP"
+BOOT=$POD_BOOT
 wait_etcd
 wait_ready
-grep -q "restor" "$WORK/sidecar.log" || fail "the sidecar log does not mention a restore"
+grep -q "restor" "$P/sidecar.log" || fail "the sidecar log does not mention a restore"
 dump_keys "$EP" >"$WORK/after.jsonl"
 cmp "$WORK/before.jsonl" "$WORK/after.jsonl" || fail "the restored keyspace differs"
 [ "$(current_revision "$EP")" -ge "$rev" ] || fail "restored revision below $rev"
@@ -147,5 +106,5 @@ ETCD_CHILD=$(pgrep -P "$BOOT" -x etcd)
 kill -TERM "$BOOT"
 wait "$BOOT" 2>/dev/null || true
 ! kill -0 "$ETCD_CHILD" 2>/dev/null || fail "etcd still runs after the container's SIGTERM"
-case "$(cat "$WORK/var/etcd/data/validation_marker")" in 0 | 143) ;; *) fail "marker after SIGTERM: $(cat "$WORK/var/etcd/data/validation_marker")" ;; esac
+case "$(cat "$P/var/etcd/data/validation_marker")" in 0 | 143) ;; *) fail "marker after SIGTERM: $(cat "$P/var/etcd/data/validation_marker")" ;; esac
 echo "PASS: one chart pod on loopback: bootstrap, readiness, backups, restore after a lost data dir ($(wc -l <"$WORK/after.jsonl") keys, etcd $V)"
