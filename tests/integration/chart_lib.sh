@@ -38,13 +38,35 @@ chart_env() {
         in_c && $0 == e { v = 1; next } v { sub(/^ *value: /, ""); print; exit }' "$1"
 }
 
+# chart_envs MANIFEST CONTAINER: NAME=value of each env entry of a container with a plain value
+chart_envs() {
+    awk -v c="      - name: $2" '$0 == c { in_c = 1; next }
+        in_c && /^      - name: / { exit }
+        in_c && /^        - name: / { n = $3; next }
+        in_c && n != "" && /^          value: / { v = $0; sub(/^          value: /, "", v); print n "=" v; n = ""; next }
+        in_c && /^          valueFrom:/ { n = "" }' "$1"
+}
+
+# chart_secret_files MANIFEST SECRET DIR: writes each data key of the rendered Secret SECRET
+# into DIR (decoded), as a secret volume holds them; nothing when there is no such Secret.
+chart_secret_files() {
+    local k v
+    while read -r k v; do
+        mkdir -p "$3"
+        base64 -d <<<"$v" >"$3/$k"
+    done < <(awk -v s="  name: $2" '/^kind: / { sec = ($2 == "Secret"); found = 0; d = 0 }
+        sec && $0 == s { found = 1 } found && /^data:/ { d = 1; next }
+        d && /^  [^ ]/ { k = $1; sub(/:$/, "", k); print k, $2; next } d { d = 0 }' "$1")
+}
+
 # chart_localize ROOT IP INDEX RELEASE NAMESPACE: a sed filter that moves a rendered pod of
 # release RELEASE onto this machine: /var/etcd/ and /home/nonroot/ under ROOT, member j's peer
 # service name (and the pod's own, $(POD_NAME)...) to 127.0.0.(j+1), <release>-etcd-local,
 # -client and 0.0.0.0 to IP, $(POD_NAME) to member INDEX's name.
 chart_localize() {
     local root=$1 ip=$2 i=$3 n=$4-etcd ns=$5 j
-    local args=(-e "s|/var/etcd/|$root/var/etcd/|g" -e "s|/home/nonroot/|$root/home/|g"
+    local args=(-e "s|/var/etcd/|$root/var/etcd/|g" -e "s|/var/etcd-backup|$root/var/etcd-backup|g"
+        -e "s|/var/\.gcp/|$root/var/.gcp/|g" -e "s|/home/nonroot/|$root/home/|g"
         -e "s|\$(POD_NAME)\.$n-peer\.$ns\.svc|$ip|g")
     for j in 0 1 2 3 4; do args+=(-e "s|$n-$j\.$n-peer\.$ns\.svc|127.0.0.$((j + 1))|g"); done
     args+=(-e "s|$n-local|$ip|g" -e "s|$n-client|$ip|g" -e "s|0\.0\.0\.0|$ip|g" -e "s|\$(POD_NAME)|$n-$i|g")
@@ -62,13 +84,18 @@ chart_start_pod() {
     grep -q "etcd --config-file" "$root/var/etcd/bootstrap/bootstrap.sh" || fail "bootstrap.sh not found in $m"
     mapfile -t args < <(chart_sidecar_args "$m" | chart_localize "$root" "$ip" "$i" "$rel" "$ns")
     [ "${args[0]:-}" = server ] || fail "sidecar args: ${args[*]}"
+    # the sidecar's env entries with a plain value (STORAGE_CONTAINER, *_APPLICATION_CREDENTIALS)
+    local envs=() line
+    while IFS= read -r line; do envs+=("$line"); done < <(chart_envs "$m" backup-restore | chart_localize "$root" "$ip" "$i" "$rel" "$ns")
+    # the store Secret, as the kubelet mounts it: one file per key
+    chart_secret_files "$m" "$rel-etcd-backup" "$root/var/etcd-backup"
     POD_STORE=$(chart_env "$m" backup-restore STORAGE_CONTAINER | chart_localize "$root" "$ip" "$i" "$rel" "$ns")
     POD_BACKUP_EP=$(chart_env "$m" etcd BACKUP_ENDPOINT | chart_localize "$root" "$ip" "$i" "$rel" "$ns")
     [ -z "$POD_STORE" ] || mkdir -p "$POD_STORE"
     printf '%s sidecar:' "$rel-etcd-$i" >>"$root/args.log"
     printf ' %q' "${args[@]}" >>"$root/args.log"
     echo >>"$root/args.log"
-    env POD_NAME="$rel-etcd-$i" POD_NAMESPACE="$ns" ${POD_STORE:+STORAGE_CONTAINER="$POD_STORE"} HOME="$root/home" \
+    env ${envs[@]+"${envs[@]}"} POD_NAME="$rel-etcd-$i" POD_NAMESPACE="$ns" HOME="$root/home" \
         ETCD_CONF="$root/var/etcd/config/etcd.conf.yaml" "$ETCDBR_BIN" "${args[@]}" >>"$root/sidecar.log" 2>&1 &
     POD_SIDECAR=$!
     PIDS+=("$POD_SIDECAR")
