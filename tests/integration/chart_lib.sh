@@ -66,7 +66,7 @@ chart_secret_files() {
 chart_localize() {
     local root=$1 ip=$2 i=$3 n=$4-etcd ns=$5 j
     local args=(-e "s|/var/etcd/|$root/var/etcd/|g" -e "s|/var/etcd-backup|$root/var/etcd-backup|g"
-        -e "s|/var/\.gcp/|$root/var/.gcp/|g" -e "s|/home/nonroot/|$root/home/|g"
+        -e "s|/var/\.gcp/|$root/var/.gcp/|g" -e "s|/var/etcdbr/|$root/var/etcdbr/|g" -e "s|/home/nonroot/|$root/home/|g"
         -e "s|\$(POD_NAME)\.$n-peer\.$ns\.svc|$ip|g")
     for j in 0 1 2 3 4; do args+=(-e "s|$n-$j\.$n-peer\.$ns\.svc|127.0.0.$((j + 1))|g"); done
     args+=(-e "s|$n-local|$ip|g" -e "s|$n-client|$ip|g" -e "s|0\.0\.0\.0|$ip|g" -e "s|\$(POD_NAME)|$n-$i|g")
@@ -99,13 +99,14 @@ chart_start_pod() {
         ETCD_CONF="$root/var/etcd/config/etcd.conf.yaml" "$ETCDBR_BIN" "${args[@]}" >>"$root/sidecar.log" 2>&1 &
     POD_SIDECAR=$!
     PIDS+=("$POD_SIDECAR")
-    chart_start_bootstrap "$root" "$POD_BACKUP_EP"
+    POD_BACKUP_CA=$(chart_env "$m" etcd BACKUP_CA | chart_localize "$root" "$ip" "$i" "$rel" "$ns")
+    chart_start_bootstrap "$root" "$POD_BACKUP_EP" "$POD_BACKUP_CA"
 }
 
-# chart_start_bootstrap ROOT BACKUP_EP: (re)starts the etcd container of the pod under ROOT
-# (its sidecar at BACKUP_EP); sets POD_BOOT.
+# chart_start_bootstrap ROOT BACKUP_EP [BACKUP_CA]: (re)starts the etcd container of the pod
+# under ROOT (its sidecar at BACKUP_EP, TLS checked against BACKUP_CA); sets POD_BOOT.
 chart_start_bootstrap() {
-    (cd "$1" && exec env BACKUP_ENDPOINT="$2" sh "$1/var/etcd/bootstrap/bootstrap.sh") \
+    (cd "$1" && exec env BACKUP_ENDPOINT="$2" BACKUP_CA="${3:-}" sh "$1/var/etcd/bootstrap/bootstrap.sh") \
         >>"$1/etcd-container.log" 2>&1 &
     POD_BOOT=$!
     PIDS+=("$POD_BOOT")

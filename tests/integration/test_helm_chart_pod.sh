@@ -92,7 +92,7 @@ kill -9 "$ETCD_CHILD"
 wait "$BOOT" 2>/dev/null || true
 [ "$(cat "$P/var/etcd/data/validation_marker")" = 137 ] || fail "bootstrap.sh did not record etcd's exit status 137"
 rm -rf "$P/var/etcd/data/new.etcd"
-chart_start_bootstrap "$P" "$BACKUP_EP"
+chart_start_bootstrap "$P" "$BACKUP_EP" "$POD_BACKUP_CA"
 BOOT=$POD_BOOT
 wait_etcd
 wait_ready
@@ -107,4 +107,60 @@ kill -TERM "$BOOT"
 wait "$BOOT" 2>/dev/null || true
 ! kill -0 "$ETCD_CHILD" 2>/dev/null || fail "etcd still runs after the container's SIGTERM"
 case "$(cat "$P/var/etcd/data/validation_marker")" in 0 | 143) ;; *) fail "marker after SIGTERM: $(cat "$P/var/etcd/data/validation_marker")" ;; esac
-echo "PASS: one chart pod on loopback: bootstrap, readiness, backups, restore after a lost data dir ($(wc -l <"$WORK/after.jsonl") keys, etcd $V)"
+
+# TLS: etcd client and peer traffic and the sidecar's server, with certificates for the pod's
+# names (and 127.0.0.1, where the names point here); the TLS Secrets written out as mounted
+T=$WORK/tls
+mkdir -p "$T"
+openssl req -x509 -newkey rsa:2048 -nodes -keyout "$T/ca.key" -subj /CN=ca -days 2 -out "$T/ca.crt" 2>/dev/null
+for c in server client; do
+    openssl req -newkey rsa:2048 -nodes -keyout "$T/$c.key" -subj "/CN=$c" -out "$T/$c.csr" 2>/dev/null
+    printf 'subjectAltName=DNS:%s,DNS:%s,IP:127.0.0.1\nextendedKeyUsage=serverAuth,clientAuth\n' "$N-local" "$N-0.$N-peer.$NS.svc" >"$T/$c.ext"
+    openssl x509 -req -in "$T/$c.csr" -CA "$T/ca.crt" -CAkey "$T/ca.key" -CAcreateserial -days 2 \
+        -extfile "$T/$c.ext" -out "$T/$c.crt" 2>/dev/null
+done
+SPORT=$(free_port)
+"$HELM" template "$REL" "$CHART" --namespace "$NS" -f "$CHART/ci/local-values.yaml" \
+    --set servicePorts.etcd.client="$CPORT" --set servicePorts.etcd.peer="$PPORT" \
+    --set servicePorts.etcd.metrics="$MPORT" --set servicePorts.etcdBackupRestore.server="$SPORT" \
+    --set backup.deltaSnapshotPeriod=1s --set backup.schedule="0 0 1 1 *" --set backup.storageContainer=tls-backups \
+    --set-file tls.etcd.ca="$T/ca.crt" --set-file tls.etcd.server.crt="$T/server.crt" \
+    --set-file tls.etcd.server.key="$T/server.key" --set-file tls.etcd.client.crt="$T/client.crt" \
+    --set-file tls.etcd.client.key="$T/client.key" --set-file tls.etcd.peer.ca="$T/ca.crt" \
+    --set-file tls.etcd.peer.server.crt="$T/server.crt" --set-file tls.etcd.peer.server.key="$T/server.key" \
+    --set-file tls.etcdBackupRestore.ca="$T/ca.crt" --set-file tls.etcdBackupRestore.server.crt="$T/server.crt" \
+    --set-file tls.etcdBackupRestore.server.key="$T/server.key" >"$WORK/tls.yaml"
+P=$WORK/tls-pod
+for s in ca:var/etcd/ssl/ca server-tls:var/etcd/ssl/server client-tls:var/etcd/ssl/client \
+    peer-ca:var/etcd/ssl/peer/ca peer-server-tls:var/etcd/ssl/peer/server; do
+    chart_secret_files "$WORK/tls.yaml" "$N-${s%%:*}" "$P/${s#*:}"
+done
+chart_secret_files "$WORK/tls.yaml" "$REL-etcdbr-ca" "$P/var/etcdbr/ssl/ca"
+chart_secret_files "$WORK/tls.yaml" "$REL-etcdbr-server-tls" "$P/var/etcdbr/ssl/server"
+cmp "$P/var/etcdbr/ssl/server/tls.crt" "$T/server.crt" || fail "tls: the sidecar's certificate Secret differs"
+chart_start_pod "$WORK/tls.yaml" "$P" 127.0.0.1 0 "$REL" "$NS"
+SIDECAR=$POD_SIDECAR
+BOOT=$POD_BOOT
+BACKUP_EP=$POD_BACKUP_EP
+[ "$BACKUP_EP" = "https://127.0.0.1:$SPORT" ] || fail "tls: BACKUP_ENDPOINT $BACKUP_EP"
+[ "$POD_BACKUP_CA" = "$P/var/etcdbr/ssl/ca/bundle.crt" ] || fail "tls: BACKUP_CA $POD_BACKUP_CA"
+EP=https://127.0.0.1:$CPORT
+TLSCTL=(--cacert="$T/ca.crt" --cert="$T/client.crt" --key="$T/client.key")
+for i in $(seq 1 600); do
+    etcdctl --endpoints="$EP" "${TLSCTL[@]}" endpoint health >/dev/null 2>&1 && break
+    kill -0 "$BOOT" 2>/dev/null || { tail -20 "$P/etcd-container.log" "$P/sidecar.log"; fail "tls: the etcd container exited"; }
+    kill -0 "$SIDECAR" 2>/dev/null || { tail -20 "$P/sidecar.log"; fail "tls: the sidecar exited"; }
+    sleep 0.1
+done
+etcdctl --endpoints="$EP" "${TLSCTL[@]}" put /registry/tls/a b >/dev/null || fail "tls: etcd does not serve TLS clients"
+# the readiness probe over HTTPS, the certificate checked
+for i in $(seq 1 300); do
+    [ "$(curl -s --cacert "$T/ca.crt" -o /dev/null -w '%{http_code}' "$BACKUP_EP/healthz")" = 200 ] && break
+    sleep 0.1
+done
+[ "$(curl -s --cacert "$T/ca.crt" -o /dev/null -w '%{http_code}' "$BACKUP_EP/healthz")" = 200 ] ||
+    { tail -20 "$P/sidecar.log"; fail "tls: /healthz over HTTPS did not turn 200"; }
+curl -sf --cacert "$T/ca.crt" "$BACKUP_EP/snapshot/full" >/dev/null || fail "tls: /snapshot/full (the sidecar did not back up over TLS)"
+find "$P/home/tls-backups/$N/v2" -name 'Full-*' | grep -q . || fail "tls: no full snapshot in the store"
+grep -q "^peer-transport-security:" "$P/var/etcd/run/etcd.conf.yaml" || fail "tls: etcd runs without peer TLS"
+echo "PASS: one chart pod on loopback: bootstrap, readiness, backups, restore after a lost data dir ($(wc -l <"$WORK/after.jsonl") keys, etcd $V); with TLS: bootstrap, readiness over HTTPS, a backup"
