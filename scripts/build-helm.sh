@@ -49,7 +49,7 @@ else
     echo "build-helm: building tests/tools/k8svalidate"
     rm -rf "$val_out.tmp"
     mkdir -p "$val_out.tmp"
-    (cd "$src" && GOFLAGS=-mod=mod go build -ldflags='-s -w' -o "$val_out.tmp/k8svalidate" .)
+    (cd "$src" && GOFLAGS="-mod=mod -buildvcs=false" go build -ldflags='-s -w' -o "$val_out.tmp/k8svalidate" .)
     rm -rf "$val_out"
     mv "$val_out.tmp" "$val_out"
     # older validator builds are stale
