@@ -90,7 +90,7 @@ export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 (cd build-asan && ctest --output-on-failure -j2 --timeout 900)
 
-# The server's threads (HTTP connections, snapshotter, initialization, leader check) under
+# The server's threads (HTTP connections, snapshotter, initialization, leader check, Leases) under
 # ThreadSanitizer: the server and run-mode integration tests again with the TSan binary. A report
 # stops the process (halt_on_error) and is also written to build-tsan/tsan-reports/, which must
 # stay empty: a test that would not notice the dead server still fails here.
@@ -99,7 +99,7 @@ rm -rf build-tsan/tsan-reports
 mkdir -p build-tsan/tsan-reports
 tsan_rc=0
 (cd build-tsan && TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:log_path=$PWD/tsan-reports/report" \
-    ctest --output-on-failure -j2 --timeout 900 -R '^integration\.(test_server.*|test_run_mode)$') || tsan_rc=$?
+    ctest --output-on-failure -j2 --timeout 900 -R '^integration\.(test_server.*|test_run_mode|test_k8s_lease.*)$') || tsan_rc=$?
 if [ -n "$(ls build-tsan/tsan-reports)" ]; then
     cat build-tsan/tsan-reports/*
     echo "ThreadSanitizer reported the races above" >&2

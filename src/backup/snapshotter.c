@@ -12,6 +12,7 @@
 #include "../common/i64map.h"
 #include "../common/log.h"
 #include "../common/timeutil.h"
+#include "../common/thread.h"
 
 #include <stdatomic.h>
 #include <pthread.h>
@@ -71,11 +72,7 @@ int snapshotter_new(const SnapshotterConfig *cfg, Snapshotter **out) {
     if (s->cfg.stop_drain_ms <= 0) s->cfg.stop_drain_ms = 5000;
     pthread_mutex_init(&s->mu, NULL);
     pthread_mutex_init(&s->req_mu, NULL);
-    pthread_condattr_t ca; /* request deadlines are monotonic: a wall-clock step moves none */
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&s->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    cond_init_monotonic(&s->cv);              /* request deadlines: a wall-clock step moves none */
     int rc = fs_mkdir_p(cfg->temp_dir, 0700); /* as the Go tool: created if missing */
     if (!rc) rc = etcd_client_new(&cfg->etcd, &s->client);
     if (!rc) rc = delta_writer_new(cfg->temp_dir, &s->spool);
@@ -323,7 +320,10 @@ static int take_delta(Snapshotter *s, int *stored_out) {
     if (stored_out) *stored_out = 0;
     size_t n = delta_writer_events(s->spool);
     if (n == 0) {
-        if (s->watch) clear_failing(s); /* caught up, nothing pending */
+        if (s->watch) { /* caught up, nothing pending */
+            clear_failing(s);
+            emit(s, &(SnapshotterEvent){.kind = SNAP_EVENT_IDLE, .ok = 1});
+        }
         return 0;
     }
     int64_t t0 = now_mono_ms();

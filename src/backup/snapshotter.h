@@ -23,6 +23,7 @@ typedef enum {
     SNAP_EVENT_GC,     /* a garbage collection cycle ended */
     SNAP_EVENT_DEFRAG, /* one member was defragmented */
     SNAP_EVENT_EVENTS, /* events are pending (not yet stored) */
+    SNAP_EVENT_IDLE,   /* a delta period ended with nothing to store (caught up) */
 } SnapshotterEventKind;
 
 /* What the loop reports to its observer (metrics); pointers valid during the call only. */

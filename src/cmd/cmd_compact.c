@@ -29,6 +29,7 @@ typedef struct {
     char name[256];
     uint64_t stored_bytes, db_bytes;
     int64_t revision;
+    int64_t created_on; /* Unix s in the new snapshot's name */
 } CompactCtx;
 
 static int progress_tick(void *ctx, uint64_t n) {
@@ -76,8 +77,9 @@ static int store_db(void *ctx, const char *db_path, const Snapshot *full,
     c->revision = res->revision;
     c->db_bytes = (uint64_t)st.st_size;
     /* ".enc" first when the store has an encryption key (docs/encryption.md) */
+    c->created_on = now_unix_s();
     rc =
-        snapname_format(SNAP_FULL, 0, res->revision, now_unix_s(),
+        snapname_format(SNAP_FULL, 0, res->revision, c->created_on,
                         store_name_suffix(c->store, kind), full->is_final, c->name, sizeof c->name);
     if (rc) return rc;
     /* the new full snapshot continues the set's history (history.h); an untagged set (the Go
@@ -166,6 +168,9 @@ int cmd_compact(const Opts *o) {
              res.deltas_applied, (unsigned long long)res.revisions_applied,
              (double)ctx.db_bytes / 1048576.0, (double)ctx.stored_bytes / 1048576.0,
              res.seconds_total);
+    /* as the Go tool: a failed Lease update is a warning, the compaction stands */
+    if (opt_bool(o, "enable-snapshot-lease-renewal"))
+        lease_update_full_now(o, ctx.revision, ctx.created_on);
     int64_t wait_ms = opt_duration_ms(o, "metrics-scrape-wait-duration");
     if (wait_ms > 0) {
         log_info("compact: waiting %lld ms (--metrics-scrape-wait-duration)", (long long)wait_ms);

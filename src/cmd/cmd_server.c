@@ -20,6 +20,7 @@
 #include "../restore/initializer.h"
 #include "../server/http.h"
 #include "../server/metrics.h"
+#include "../common/thread.h"
 
 #include <jansson.h>
 #include <pthread.h>
@@ -148,7 +149,7 @@ static void init_start(Server *sv, const char *mode) {
              mode && !strcmp(mode, "sanity") ? "sanity" : "full");
     sv->init_state = INIT_PROGRESS;
     sv->init_running = 1;
-    if (pthread_create(&sv->init_thread, NULL, init_main, sv) != 0) {
+    if (thread_start_quiet(&sv->init_thread, init_main, sv) != 0) {
         sv->init_state = INIT_FAILED;
         sv->init_running = 0;
         sv->init_thread = 0;
@@ -169,25 +170,12 @@ static void request_snapshotter_stop(Server *sv) {
     atomic_store(&sv->snap_stop, 1);
 }
 
-/* pthread_create with SIGTERM/SIGINT blocked in the new thread: stop signals go to the main
- * thread, the only reader of their flag. */
-static int create_thread(pthread_t *t, void *(*fn)(void *), void *arg) {
-    sigset_t block, old;
-    sigemptyset(&block);
-    sigaddset(&block, SIGTERM);
-    sigaddset(&block, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &block, &old);
-    int rc = pthread_create(t, NULL, fn, arg);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    return rc;
-}
-
 /* Main thread only. */
 static void start_snapshotter(Server *sv) {
     if (sv->snap_owned || !sv->setup.has_store) return;
     SnapshotterConfig sc = sv->setup.snap;
     sc.on_event = server_on_snapshotter_event;
-    sc.event_ctx = sv;
+    sc.event_ctx = &sv->setup;
     Snapshotter *s = NULL;
     if (snapshotter_new(&sc, &s)) {
         log_error("snapshotter: %s", err_msg());
@@ -195,7 +183,7 @@ static void start_snapshotter(Server *sv) {
     }
     sv->snap_stop = 0; /* no snapshotter thread runs now */
     sv->snap_owned = s;
-    if (create_thread(&sv->snap_thread, snap_main, sv) != 0) {
+    if (thread_start_quiet(&sv->snap_thread, snap_main, sv) != 0) {
         log_error("cannot start the snapshotter thread");
         sv->snap_owned = NULL;
         snapshotter_free(s);
@@ -569,6 +557,10 @@ static int server_main(const Opts *o, char **etcd_argv) {
         log_error("%s", err_msg());
         server_teardown(&sv.setup);
         return EXIT_USAGE;
+    }
+    if (server_start_leases(&sv.setup) != EXIT_OK) {
+        server_teardown(&sv.setup);
+        return EXIT_FAIL;
     }
     pthread_mutex_init(&sv.mu, NULL);
     pthread_cond_init(&sv.snap_idle, NULL);

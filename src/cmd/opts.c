@@ -171,8 +171,9 @@ static const OptDef opt_table[] = {
      "initial cluster of the restored member set", ACTIVE, IGNORED_IN(CMD_COMPACT, NO_MEMBER)},
     {"initial-cluster-token", 0, OPT_STRING, "etcd-cluster", NULL, RESTORE, 0,
      "initial cluster token", ACTIVE, IGNORED_IN(CMD_COMPACT, NO_MEMBER)},
-    {"data-dir", 'd', OPT_STRING, "default.etcd", NULL, RESTORE, 0, "data dir to restore into",
-     ACTIVE, IGNORED_IN(CMD_COMPACT, NO_MEMBER)},
+    {"data-dir", 'd', OPT_STRING, "default.etcd", NULL, RESTORE, 0,
+     "data dir to restore into (restore: {name} in it is replaced by the member's name)", ACTIVE,
+     IGNORED_IN(CMD_COMPACT, NO_MEMBER)},
     {"restoration-temp-snapshots-dir", 0, OPT_STRING, "default.restoration.tmp", NULL, RESTORE, 0,
      "scratch directory for downloaded snapshots", ACTIVE},
     {"initial-advertise-peer-urls", 0, OPT_LIST, "http://localhost:2380", NULL, RESTORE, 0,
@@ -219,6 +220,11 @@ static const OptDef opt_table[] = {
      "with --bump-revision: compact at the bumped revision, so watchers of older revisions get "
      "\"compacted\" instead of silently missing events",
      ACTIVE},
+    {"all-members", 0, OPT_BOOL, "false", NULL, CMD_RESTORE, 0,
+     "restore every member of --initial-cluster from one download of one set, each into "
+     "--data-dir with {name} replaced by its name (docs/runbook-quorum-loss.md); --name and "
+     "--initial-advertise-peer-urls then come from --initial-cluster",
+     ACTIVE},
     {"new-lease-ttl", 0, OPT_DURATION, "1h", NULL, RESTORE, 0,
      "TTL given to a lease granted after the full snapshot when its delta does not record the "
      "TTL (deltas of the Go tool); keys keep their lease either way",
@@ -238,15 +244,24 @@ static const OptDef opt_table[] = {
      "after a peer URL change, ask etcd-wrapper (port 9095) to restart etcd", UNIMPLEMENTED},
     /* HEALTH (seed-spec §1.7; lease flags also for compact, §1.10) */
     {"enable-snapshot-lease-renewal", 0, OPT_BOOL, "false", NULL, CMD_SERVER | CMD_COMPACT, 0,
-     "update the full/delta snapshot Leases after snapshots", UNIMPLEMENTED},
+     "update the Kubernetes Leases of --full-snapshot-lease-name (revision and creation time of "
+     "each full snapshot, retried every minute until it succeeds) and "
+     "--delta-snapshot-lease-name (after each delta period) in POD_NAMESPACE with the pod's "
+     "service account; compact updates the full one (docs/kubernetes.md)",
+     ACTIVE},
     {"enable-member-lease-renewal", 0, OPT_BOOL, "false", NULL, CMD_SERVER, 0,
-     "periodically renew the member heartbeat Lease", UNIMPLEMENTED},
+     "renew this member's Kubernetes Lease (<member-name-prefix>-$POD_NAME of the etcd config "
+     "file) every --k8s-heartbeat-duration with <member ID>:<cluster ID>:Leader|Member "
+     "(docs/kubernetes.md)",
+     ACTIVE},
     {"k8s-heartbeat-duration", 0, OPT_DURATION, "30s", NULL, CMD_SERVER, 0,
-     "member Lease renewal period", UNIMPLEMENTED},
+     "period of the member Lease renewal; more than 0", ACTIVE},
     {"full-snapshot-lease-name", 0, OPT_STRING, "full-snapshot-revisions", NULL,
-     CMD_SERVER | CMD_COMPACT, 0, "name of the full snapshot Lease", UNIMPLEMENTED},
+     CMD_SERVER | CMD_COMPACT, 0, "name of the Lease holding the last full snapshot's revision",
+     ACTIVE},
     {"delta-snapshot-lease-name", 0, OPT_STRING, "delta-snapshot-revisions", NULL,
-     CMD_SERVER | CMD_COMPACT, 0, "name of the delta snapshot Lease", UNIMPLEMENTED},
+     CMD_SERVER | CMD_COMPACT, 0,
+     "name of the Lease holding the last delta snapshot's revision (compact: not used)", ACTIVE},
     /* LEADER-ELECTION (seed-spec §1.7) */
     {"reelection-period", 0, OPT_DURATION, "5s", NULL, CMD_SERVER, 0,
      "period of the backup-leadership check; more than 1s", ACTIVE},

@@ -7,6 +7,7 @@
 #include "../common/log.h"
 #include "../common/timeutil.h"
 #include "../server/metrics.h"
+#include "../common/thread.h"
 
 #include <pthread.h>
 #include <signal.h>
@@ -166,19 +167,8 @@ int secondary_sync_start(const SecondarySyncConfig *cfg, SecondarySync **out) {
     s->cfg = *cfg;
     atomic_init(&s->stop, 0);
     pthread_mutex_init(&s->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&s->cv, &ca);
-    pthread_condattr_destroy(&ca);
-    /* stop signals belong to the main thread */
-    sigset_t block, old;
-    sigemptyset(&block);
-    sigaddset(&block, SIGTERM);
-    sigaddset(&block, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &block, &old);
-    int prc = pthread_create(&s->thread, NULL, sync_main, s);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    cond_init_monotonic(&s->cv);
+    int prc = thread_start_quiet(&s->thread, sync_main, s);
     if (prc != 0) {
         pthread_cond_destroy(&s->cv);
         pthread_mutex_destroy(&s->mu);

@@ -329,6 +329,18 @@ int server_setup(const Opts *o, ServerSetup *s) {
         return EXIT_USAGE;
     }
     opts_log_effective(o, "server");
+    if ((code = lease_renewer_new(o, &s->leases)) != EXIT_OK) {
+        server_teardown(s);
+        return code;
+    }
+    return EXIT_OK;
+}
+
+int server_start_leases(ServerSetup *s) {
+    if (lease_renewer_start(s->leases, &s->snap.etcd, s->leader_timeout_ms, s->store)) {
+        log_error("%s", err_msg());
+        return EXIT_FAIL;
+    }
     return EXIT_OK;
 }
 
@@ -364,6 +376,8 @@ int server_take_etcd_client_urls(ServerSetup *s, char *const *etcd_argv) {
 }
 
 void server_teardown(ServerSetup *s) {
+    lease_renewer_free(s->leases); /* after the snapshotter: its last delta's update */
+    s->leases = NULL;
     store_free(s->store);
     s->store = NULL;
     store_free(s->secondary);
@@ -428,7 +442,7 @@ static void set_store_conflict(int conflict) {
 }
 
 void server_on_snapshotter_event(void *ctx, const SnapshotterEvent *ev) {
-    (void)ctx;
+    if (ctx) lease_renewer_on_event(((ServerSetup *)ctx)->leases, ev);
     const char *kind = ev->kind == SNAP_EVENT_FULL ? "Full" : "Incr";
     switch (ev->kind) {
     case SNAP_EVENT_FULL:
@@ -453,6 +467,8 @@ void server_on_snapshotter_event(void *ctx, const SnapshotterEvent *ev) {
         metrics_gauge_set(etcdbr_metric(ETCDBR_M_SNAPSHOT_REQUIRED), incr, 1);
         break;
     }
+    case SNAP_EVENT_IDLE:
+        break;
     case SNAP_EVENT_GC:
         if (ev->gc) {
             const char *fo[] = {"Full", "true"}, *io[] = {"Incr", "true"};

@@ -4,6 +4,7 @@
 #ifndef ETCDBR_SERVER_COMMON_H
 #define ETCDBR_SERVER_COMMON_H
 
+#include "lease_renewer.h"
 #include "opts.h"
 #include "../backup/snapshotter.h"
 #include "../restore/initializer.h"
@@ -25,6 +26,7 @@ typedef struct ServerSetup {
     int64_t secondary_period_ms;  /* --secondary-backup-sync-period */
     char *client_urls;            /* owned: run mode's endpoints taken from etcd's flags */
     const char **client_url_list; /* owned array into client_urls */
+    LeaseRenewer *leases;         /* owned; NULL without --enable-*-lease-renewal */
 } ServerSetup;
 
 /* Parts, each logging a clear error and returning an EXIT_* code. */
@@ -59,7 +61,12 @@ void server_teardown(ServerSetup *s);
  * of the etcd command line etcd_argv (etcd_client_urls), when it names any; logged. 0 or ERR_*. */
 int server_take_etcd_client_urls(ServerSetup *s, char *const *etcd_argv);
 
-/* Snapshotter observer: updates metrics (snapshot_duration, latest revision, failures...). */
+/* Starts the Kubernetes Lease renewals (lease_renewer.h) once the endpoints are final (after
+ * server_take_etcd_client_urls); server_teardown stops them. EXIT_OK or EXIT_FAIL (logged). */
+int server_start_leases(ServerSetup *s);
+
+/* Snapshotter observer: updates metrics (snapshot_duration, latest revision, failures...) and
+ * queues the snapshot Lease updates; ctx is the ServerSetup (or NULL: metrics only). */
 void server_on_snapshotter_event(void *ctx, const SnapshotterEvent *ev);
 /* Registers etcdbr_full_snapshot_age_seconds and etcdbr_delta_snapshot_age_seconds (gauges,
  * seconds since the last successful snapshot of this process, NaN before the first). */

@@ -8,6 +8,7 @@
 #include "../common/log.h"
 #include "../common/timeutil.h"
 #include "../server/metrics.h"
+#include "../common/thread.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -175,18 +176,8 @@ int server_verify_start(const Opts *o, const ServerSetup *setup, ServerVerify **
         .stop = &v->cancel,
     };
     pthread_mutex_init(&v->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&v->cv, &ca);
-    pthread_condattr_destroy(&ca);
-    sigset_t block, old;
-    sigemptyset(&block);
-    sigaddset(&block, SIGTERM);
-    sigaddset(&block, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &block, &old);
-    int prc = pthread_create(&v->thread, NULL, verify_main, v);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    cond_init_monotonic(&v->cv);
+    int prc = thread_start_quiet(&v->thread, verify_main, v);
     if (prc) {
         log_error("cannot start the verification thread");
         pthread_cond_destroy(&v->cv);

@@ -3,6 +3,7 @@
 #include "progress.h"
 #include "log.h"
 #include "timeutil.h"
+#include "thread.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -124,11 +125,7 @@ Progress *progress_start(const char *what, uint64_t total, int counts_bytes) {
     atomic_init(&p->items_done, 0);
     atomic_init(&p->items_total, 0);
     pthread_mutex_init(&p->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&p->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    cond_init_monotonic(&p->cv);
     if (pthread_create(&p->thread, NULL, reporter, p) != 0) {
         pthread_cond_destroy(&p->cv);
         pthread_mutex_destroy(&p->mu);

@@ -2,6 +2,7 @@
  * deltas into spool files (DeltaReader) at most max_fetchers ahead of the builder; one builder
  * streams the full snapshot's db and the deltas, in order, into the new db. */
 #include "restorer.h"
+#include "cluster.h"
 #include "../store/snapobj.h"
 #include "../backup/delta.h"
 #include "../backup/fullsnap.h"
@@ -15,6 +16,7 @@
 #include "../format/bbolt.h"
 #include "../format/bbolt_writer.h"
 #include "../format/mvcc.h"
+#include "../common/thread.h"
 
 #include <stdatomic.h>
 #include <errno.h>
@@ -617,6 +619,37 @@ static int build_meta_bucket(Builder *b, BboltName *path, int in_source) {
     return n ? bbolt_writer_put(b->w, ex.key, ex.key_len, ex.value, ex.value_len) : 0;
 }
 
+/* The new history of a restore of a cluster of several members: every member's db must carry
+ * the same one, also when each member is restored by its own run (the runbook's per-member
+ * restore), or a sidecar on another member later would see a history it never forked. Derived
+ * from what those runs share and a new cluster differs in: the history and revision restored, the
+ * bump, and etcd's cluster ID of --initial-cluster with its token (cluster.h). 0 = a random id
+ * is used (one member, or no parsable --initial-cluster). */
+static int cluster_history_id(const Builder *b, char out[HISTORY_ID_LEN + 1]) {
+    const RestoreConfig *c = b->cfg;
+    if (!c->initial_cluster || !*c->initial_cluster) return 0;
+    InitialCluster ic;
+    if (initial_cluster_parse(c->initial_cluster,
+                              c->initial_cluster_token ? c->initial_cluster_token : "", &ic))
+        return 0;
+    int several = ic.n > 1;
+    uint64_t cid = ic.cluster_id;
+    initial_cluster_free(&ic);
+    if (!several) return 0;
+    char text[256];
+    int len = snprintf(text, sizeof text, "etcdbr restore mark|%s|%lld|%lld|%016llx", b->history,
+                       (long long)b->rev, (long long)c->bump_revision, (unsigned long long)cid);
+    Sha256 *h = sha256_new();
+    if (!h) return 0;
+    uint8_t d[SHA256_LEN];
+    sha256_update(h, text, (size_t)len);
+    sha256_final(h, d);
+    sha256_free(h);
+    for (int i = 0; i < 8; i++)
+        snprintf(out + 2 * i, 3, "%02x", d[i]);
+    return 1;
+}
+
 /* The restore mark (history.h): which history and revision the db was restored from, so that
  * a snapshotter of the restored etcd continues or forks that history instead of refusing it. A
  * mark in the source db (restored before) is replaced. */
@@ -624,7 +657,7 @@ static int build_mark_bucket(Builder *b) {
     HistoryRestoreMark m = {.present = 1, .revision = b->rev, .time_s = now_unix_s()};
     snprintf(m.from_history, sizeof m.from_history, "%s", b->history);
     char json[512];
-    int rc = history_new_id(m.new_history);
+    int rc = cluster_history_id(b, m.new_history) ? 0 : history_new_id(m.new_history);
     if (!rc) rc = history_mark_format(&m, json, sizeof json);
     if (!rc)
         rc = bbolt_writer_put(b->w, (const uint8_t *)HISTORY_DB_KEY, strlen(HISTORY_DB_KEY),
@@ -747,6 +780,69 @@ static void warn_other_histories(const Snapshot *list, size_t n, const Snapshot 
 #define SCRATCH_PREFIX "etcdbr-restore."
 
 /* A private scratch directory inside temp_dir, locked for this process (fs_scratch_create). */
+/* cfg->check_old_token: whether a member ID of the restored cluster is one of the backed-up
+ * cluster's (its "members" bucket; keys are IDs in hex as etcd's types.ID prints them). */
+static int check_old_token(const RestoreConfig *cfg, const RestoreMember *ms, size_t nm,
+                           BboltDb *db, RestoreResult *out) {
+    for (size_t i = 0; i < nm; i++) {
+        uint64_t id = cluster_member_id(ms[i].peer_urls, cfg->initial_cluster_token);
+        char key[17];
+        int kl = snprintf(key, sizeof key, "%llx", (unsigned long long)id);
+        if (bbolt_get(db, "members", key, (size_t)kl, NULL, 0, NULL) != 0) continue;
+        const char *what =
+            "member %s would get ID %s, a member ID of the backed-up cluster: "
+            "--initial-cluster-token \"%s\" and its peer URLs are the old cluster's, so a "
+            "member of the old cluster could talk to the restored one as its own. Give the "
+            "restored cluster a new token (e.g. --initial-cluster-token=%s-restored-YYYYMMDD), "
+            "the same on every member and in every member's etcd flags";
+        if (cfg->check_old_token >= 2) {
+            out->target_refused = 1;
+            return err_set(ERR_INVALID, what, ms[i].name, key, cfg->initial_cluster_token,
+                           cfg->initial_cluster_token);
+        }
+        log_warn(what, ms[i].name, key, cfg->initial_cluster_token, cfg->initial_cluster_token);
+        return 0;
+    }
+    return 0;
+}
+
+/* Opens (and flocks) the parent directory of data_dir into *fd, unless an earlier member's
+ * parent (fds[0..i)) is the same directory: then *fd is that one and *owned 0. */
+static int lock_parent(const char *data_dir, const int *fds, size_t i, int *fd, int *owned) {
+    *fd = -1;
+    *owned = 0;
+    char *parent = fs_dirname(data_dir);
+    int rc = parent ? fs_mkdir_p(parent, 0700) : err_set(ERR_NOMEM, "out of memory");
+    if (rc) goto done;
+    int f = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (f < 0) {
+        rc = err_set(ERR_IO, "open %s: %s", parent, strerror(errno));
+        goto done;
+    }
+    struct stat st, other;
+    if (fstat(f, &st) == 0)
+        for (size_t j = 0; j < i; j++)
+            if (fds[j] >= 0 && fstat(fds[j], &other) == 0 && other.st_dev == st.st_dev &&
+                other.st_ino == st.st_ino) {
+                close(f);
+                *fd = fds[j];
+                goto done;
+            }
+    if (flock(f, LOCK_EX | LOCK_NB) != 0) {
+        rc = err_set(ERR_EXISTS,
+                     "another restore into %s is running (it holds the lock on that "
+                     "directory); not starting a second one",
+                     parent);
+        close(f);
+        goto done;
+    }
+    *fd = f;
+    *owned = 1;
+done:
+    free(parent);
+    return rc;
+}
+
 static int make_scratch(const char *temp_dir, char **out, int *lock_fd) {
     return fs_scratch_create(temp_dir, SCRATCH_PREFIX, "restore", out, lock_fd);
 }
@@ -756,7 +852,7 @@ int restorer_run(const RestoreConfig *cfg, RestoreResult *out) {
     Snapshot *list = NULL, *deltas = NULL;
     size_t n_list = 0, n_deltas = 0;
     size_t *delta_idx = NULL;
-    char *part = NULL, *scratch = NULL, *full_path = NULL, *db_path = NULL, *tool_log = NULL;
+    char **parts = NULL, *scratch = NULL, *full_path = NULL, *db_path = NULL, *tool_log = NULL;
     FetchPool pool;
     pthread_t *threads = NULL;
     size_t n_threads = 0;
@@ -766,12 +862,19 @@ int restorer_run(const RestoreConfig *cfg, RestoreResult *out) {
     memset(&pool, 0, sizeof pool);
     memset(&b, 0, sizeof b);
     pthread_mutex_init(&pool.mu, NULL);
-    pthread_condattr_t cattr; /* timed waits on the monotonic clock */
-    pthread_condattr_init(&cattr);
-    pthread_condattr_setclock(&cattr, CLOCK_MONOTONIC);
-    pthread_cond_init(&pool.cv, &cattr);
-    pthread_condattr_destroy(&cattr);
-    int lock_fd = -1, scratch_lock = -1;
+    cond_init_monotonic(&pool.cv); /* timed waits on the monotonic clock */
+    int scratch_lock = -1;
+    RestoreMember single = {cfg->name, cfg->data_dir, cfg->initial_advertise_peer_urls};
+    const RestoreMember *ms = cfg->n_members ? cfg->members : &single;
+    size_t nm = cfg->db_sink ? 0 : cfg->n_members ? cfg->n_members : 1, committed = 0;
+    int *lock_fds = malloc((nm + 1) * sizeof *lock_fds), *owns = calloc(nm + 1, sizeof *owns);
+    parts = calloc(nm + 1, sizeof *parts);
+    for (size_t i = 0; lock_fds && i <= nm; i++)
+        lock_fds[i] = -1;
+    if (!lock_fds || !owns || !parts) {
+        rc = err_set(ERR_NOMEM, "out of memory");
+        goto done;
+    }
 
     if (cfg->target_revision && cfg->target_time_ns) {
         out->target_refused = 1;
@@ -784,32 +887,24 @@ int restorer_run(const RestoreConfig *cfg, RestoreResult *out) {
         goto done;
     }
 
-    if (!cfg->db_sink) {
-        /* One restore at a time per parent directory: two restores into one data dir would delete
-         * each other's <data-dir>.part (flock on the parent; released when the process ends). */
-        char *parent = fs_dirname(cfg->data_dir);
-        rc = parent ? fs_mkdir_p(parent, 0700) : err_set(ERR_NOMEM, "out of memory");
-        if (!rc) {
-            lock_fd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-            if (lock_fd < 0)
-                rc = err_set(ERR_IO, "open %s: %s", parent, strerror(errno));
-            else if (flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
-                rc = err_set(ERR_EXISTS,
-                             "another restore into %s is running (it holds the lock on that "
-                             "directory); not starting a second one",
-                             parent);
-                close(lock_fd);
-                lock_fd = -1;
+    /* One restore at a time per parent directory: two restores into one data dir would delete
+     * each other's <data-dir>.part (flock on the parent; released when the process ends). */
+    for (size_t i = 0; i < nm; i++) {
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(ms[i].data_dir, ms[j].data_dir) == 0) {
+                out->target_refused = 1;
+                rc = err_set(ERR_INVALID, "members %s and %s are given the same data dir %s",
+                             ms[j].name, ms[i].name, ms[i].data_dir);
+                goto done;
             }
-        }
-        free(parent);
-        if (rc) goto done;
-
-        rc = fs_dir_nonempty(cfg->data_dir);
+        if ((rc = lock_parent(ms[i].data_dir, lock_fds, i, &lock_fds[i], &owns[i]))) goto done;
+        rc = fs_dir_nonempty(ms[i].data_dir);
         if (rc < 0) goto done;
         if (rc > 0) {
-            rc = err_set(ERR_EXISTS, "data dir %s is not empty; refusing to restore over it",
-                         cfg->data_dir);
+            rc = err_set(ERR_EXISTS,
+                         "data dir %s is not empty; refusing to restore over it (nothing is "
+                         "ever deleted: move it aside, e.g. mv %s %s.old)",
+                         ms[i].data_dir, ms[i].data_dir, ms[i].data_dir);
             goto done;
         }
     }
@@ -887,14 +982,14 @@ int restorer_run(const RestoreConfig *cfg, RestoreResult *out) {
         snprintf(out->last_delta_suffix, sizeof out->last_delta_suffix, "%s",
                  deltas[n_deltas - 1].compression_suffix);
     }
-    if (!cfg->db_sink) {
-        part = malloc(strlen(cfg->data_dir) + 6);
-        if (!part) {
+    for (size_t i = 0; i < nm; i++) {
+        parts[i] = malloc(strlen(ms[i].data_dir) + 6);
+        if (!parts[i]) {
             rc = err_set(ERR_NOMEM, "out of memory");
             goto done;
         }
-        sprintf(part, "%s.part", cfg->data_dir); /* ours: guarded by the lock on the parent */
-        if ((rc = fs_remove_tree(part))) goto done;
+        sprintf(parts[i], "%s.part", ms[i].data_dir); /* ours: guarded by the lock on the parent */
+        if ((rc = fs_remove_tree(parts[i]))) goto done;
     }
     if ((rc = make_scratch(cfg->temp_dir, &scratch, &scratch_lock))) goto done;
     full_path = fs_join(scratch, "snapshot-full.db");
@@ -949,6 +1044,7 @@ int restorer_run(const RestoreConfig *cfg, RestoreResult *out) {
     const char *tool_input = db_path;
     rc = bbolt_open(full_path, db_len, &b.src);
     if (rc) goto done;
+    if (cfg->check_old_token && (rc = check_old_token(cfg, ms, nm, b.src, out))) goto done;
     rc = build_db(&b, &pool, db_path);
     bbolt_close(b.src);
     b.src = NULL;
@@ -977,47 +1073,59 @@ int restorer_run(const RestoreConfig *cfg, RestoreResult *out) {
     const char *tool = cfg->etcdutl_bin && *cfg->etcdutl_bin ? cfg->etcdutl_bin
                        : in_path("etcdutl")                  ? "etcdutl"
                                                              : "etcdctl";
-    char *argv[20];
-    int a = 0;
-    argv[a++] = (char *)tool;
-    argv[a++] = "snapshot";
-    argv[a++] = "restore";
-    argv[a++] = (char *)tool_input;
-    argv[a++] = "--name";
-    argv[a++] = (char *)cfg->name;
-    argv[a++] = "--initial-cluster";
-    argv[a++] = (char *)cfg->initial_cluster;
-    argv[a++] = "--initial-cluster-token";
-    argv[a++] = (char *)cfg->initial_cluster_token;
-    argv[a++] = "--initial-advertise-peer-urls";
-    argv[a++] = (char *)cfg->initial_advertise_peer_urls;
-    argv[a++] = "--data-dir";
-    argv[a++] = part;
-    /* our db has no sha256 trailer; a full snapshot's trailer was checked by fetch_full (the tool
-     * then only cuts it off) */
-    argv[a++] = "--skip-hash-check";
-    argv[a] = NULL;
-    if ((rc = stopped(cfg))) goto done;
-    rc = run_tool(argv, tool_log, cfg->stop);
-    if (!rc) rc = stopped(cfg); /* a signal during the tool: not committed yet, so clean up */
-    if (rc) goto done;
+    for (size_t i = 0; i < nm; i++) {
+        char *argv[20];
+        int a = 0;
+        argv[a++] = (char *)tool;
+        argv[a++] = "snapshot";
+        argv[a++] = "restore";
+        argv[a++] = (char *)tool_input; /* the tool copies it; every member gets the same db */
+        argv[a++] = "--name";
+        argv[a++] = (char *)ms[i].name;
+        argv[a++] = "--initial-cluster";
+        argv[a++] = (char *)cfg->initial_cluster;
+        argv[a++] = "--initial-cluster-token";
+        argv[a++] = (char *)cfg->initial_cluster_token;
+        argv[a++] = "--initial-advertise-peer-urls";
+        argv[a++] = (char *)ms[i].peer_urls;
+        argv[a++] = "--data-dir";
+        argv[a++] = parts[i];
+        /* our db has no sha256 trailer; a full snapshot's trailer was checked by fetch_full (the
+         * tool then only cuts it off) */
+        argv[a++] = "--skip-hash-check";
+        argv[a] = NULL;
+        if ((rc = stopped(cfg))) goto done;
+        rc = run_tool(argv, tool_log, cfg->stop);
+        if (!rc) rc = stopped(cfg); /* a signal during the tool: not committed yet, so clean up */
+        if (rc) {
+            if (nm > 1) rc = err_wrap(rc, "member %s", ms[i].name);
+            goto done;
+        }
+        if (nftw(parts[i], fsync_cb, 32, FTW_PHYS) != 0) {
+            rc = err_set(ERR_IO, "fsync %s: %s", parts[i], strerror(errno));
+            goto done;
+        }
+        if (nm > 1)
+            log_info("member %s: member dir written to %s (peer URLs %s)", ms[i].name, parts[i],
+                     ms[i].peer_urls);
+    }
     unlink(tool_input);
-    if (nftw(part, fsync_cb, 32, FTW_PHYS) != 0) {
-        rc = err_set(ERR_IO, "fsync %s: %s", part, strerror(errno));
-        goto done;
-    }
-    /* an empty target dir (allowed) is replaced */
-    if (fs_exists(cfg->data_dir) && rmdir(cfg->data_dir) != 0) {
-        rc = err_set(ERR_IO, "remove empty %s: %s", cfg->data_dir, strerror(errno));
-        goto done;
-    }
-    if (rename(part, cfg->data_dir) != 0) {
-        rc = err_set(ERR_IO, "rename %s -> %s: %s", part, cfg->data_dir, strerror(errno));
-        goto done;
-    }
-    if (fsync(lock_fd) != 0) { /* lock_fd is the parent directory: makes the rename durable */
-        rc = err_set(ERR_IO, "fsync directory of %s: %s", cfg->data_dir, strerror(errno));
-        goto done;
+    /* every member's tool succeeded: commit them all */
+    for (size_t i = 0; i < nm; i++, committed++) {
+        /* an empty target dir (allowed) is replaced */
+        if (fs_exists(ms[i].data_dir) && rmdir(ms[i].data_dir) != 0) {
+            rc = err_set(ERR_IO, "remove empty %s: %s", ms[i].data_dir, strerror(errno));
+            goto done;
+        }
+        if (rename(parts[i], ms[i].data_dir) != 0) {
+            rc = err_set(ERR_IO, "rename %s -> %s: %s", parts[i], ms[i].data_dir, strerror(errno));
+            goto done;
+        }
+        /* lock_fds[i] is the parent directory: makes the rename durable */
+        if (fsync(lock_fds[i]) != 0) {
+            rc = err_set(ERR_IO, "fsync directory of %s: %s", ms[i].data_dir, strerror(errno));
+            goto done;
+        }
     }
     out->revision = final_rev;
 done:
@@ -1036,21 +1144,31 @@ done:
     i64map_free(b.known);
     i64map_free(b.added);
     i64map_free(b.ttls);
-    if (rc && part && lock_fd >= 0) {
+    if (rc && parts) {
         char msg[2048];
         snprintf(msg, sizeof msg, "%s", err_msg());
-        fs_remove_tree(part);
-        err_set(rc, "%s", msg);
+        for (size_t i = committed; i < nm; i++)
+            if (parts[i] && lock_fds[i] >= 0) fs_remove_tree(parts[i]);
+        if (committed) /* a rename or fsync failed after others were committed */
+            err_set(rc, "%s (the data dirs of the first %zu members were already written)", msg,
+                    committed);
+        else
+            err_set(rc, "%s", msg);
     }
     if (scratch && (rc == 0 || !getenv("ETCDBR_KEEP_TEMP"))) fs_remove_tree(scratch);
     if (scratch_lock >= 0) close(scratch_lock);
-    if (lock_fd >= 0) close(lock_fd);
+    for (size_t i = 0; lock_fds && owns && i < nm; i++)
+        if (owns[i]) close(lock_fds[i]);
     free(threads);
     free(pool.readers);
     free(pool.rcs);
     free(pool.errs);
     free(pool.ready);
-    free(part);
+    for (size_t i = 0; parts && i < nm; i++)
+        free(parts[i]);
+    free(parts);
+    free(lock_fds);
+    free(owns);
     free(scratch);
     free(full_path);
     free(db_path);

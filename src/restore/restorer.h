@@ -17,6 +17,13 @@
 
 typedef struct RestoreResult RestoreResult;
 
+/* One member of a whole-cluster restore (RestoreConfig.members). All borrowed. */
+typedef struct RestoreMember {
+    const char *name;
+    const char *data_dir;  /* must be absent or empty; distinct from every other member's */
+    const char *peer_urls; /* comma-joined, as in initial_cluster */
+} RestoreMember;
+
 typedef struct RestoreConfig {
     Store *store;         /* borrowed */
     const char *data_dir; /* target; must be absent or empty */
@@ -46,6 +53,20 @@ typedef struct RestoreConfig {
      * during the call only; full is the set's full snapshot (borrowed). data_dir and the member
      * fields are then unused and nothing is written outside the scratch dir. The sink's nonzero
      * return (an ERR_* with its message set) is restorer_run's. */
+    /* A whole cluster from one set (docs/runbook-quorum-loss.md): with n_members > 0, one data
+     * dir per entry is written from the one db built, by etcd's restore tool run once per member
+     * (name, data_dir and initial_advertise_peer_urls above are then unused). All of them are
+     * committed (renamed into place) only after every member's tool succeeded; on error none is
+     * written. */
+    const RestoreMember *members; /* borrowed */
+    size_t n_members;
+    /* Whether the token is checked against the backed-up cluster: when a member ID etcd
+     * computes from the member's peer URLs and initial_cluster_token (cluster.h) is a member of
+     * the full snapshot's cluster (its db's "members" bucket, written by etcd 3.4+), the token
+     * and peer URLs are the old ones, and old members could talk to the new cluster as their
+     * own. 0: no check, 1: warn, 2: refuse (ERR_INVALID, target_refused), before the db is
+     * built. */
+    int check_old_token;
     int (*db_sink)(void *ctx, const char *db_path, const Snapshot *full, const RestoreResult *res);
     void *db_sink_ctx;
 } RestoreConfig;

@@ -4,10 +4,12 @@
 # with the rendered etcd config, bootstrap.sh, the sidecar's exact args and env, and the store
 # Secret written out as the kubelet mounts it (the S3 credentials directory). Only paths, host
 # names, $(POD_NAME) and the sidecars' ports (one port per machine here, one per pod in a
-# cluster) differ. The three etcd members form one cluster under the chart's member names; the
+# cluster) differ; the Kubernetes API is tests/servers/fake_k8s_apiserver.py (a fake: there is no
+# API server here) holding the Lease objects the chart renders. The three etcd members form one
+# cluster under the chart's member names; the
 # chart's readiness probe for several members (etcd's /health on the metrics port) turns 200 on
-# each; writes reach the store through the backup leader's sidecar, and a restore of the store
-# has every key. helm from scripts/build-helm.sh, s3rver from scripts/test-servers.sh: missing,
+# each; writes reach the store through the backup leader's sidecar; the sidecars renew the
+# snapshot Leases and their member Leases (one Leader); a restore of the store has every key. helm from scripts/build-helm.sh, s3rver from scripts/test-servers.sh: missing,
 # the test is skipped (77), or fails under ETCDBR_REQUIRE_TOOLS=1.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/chart_lib.sh"
@@ -17,6 +19,25 @@ chart_tools
 V=$(etcd_versions | tail -1)
 use_etcd "$V"
 start_s3rver etcd-backups
+# the Kubernetes API for the Leases: the fake API server of the Lease tests (there is no real one
+# here), with the Lease objects the chart renders created in it
+command -v openssl >/dev/null || fail "openssl not found"
+SA=$WORK/sa
+mkdir -p "$SA"
+openssl req -x509 -newkey rsa:2048 -nodes -keyout "$WORK/api.key" -out "$SA/ca.crt" -days 1 \
+    -subj /CN=fake-apiserver -addext subjectAltName=IP:127.0.0.1 >/dev/null 2>&1 || fail "openssl"
+echo "chart-token" >"$SA/token"
+cp "$SA/token" "$WORK/valid-token"
+echo default >"$SA/namespace"
+python3 "$ETCDBR_SOURCE_DIR/tests/servers/fake_k8s_apiserver.py" --cert "$SA/ca.crt" --key "$WORK/api.key" \
+    --token-file "$WORK/valid-token" --log "$WORK/requests.jsonl" --port-file "$WORK/api.port" 2>"$WORK/api.log" &
+PIDS+=("$!")
+for i in $(seq 1 100); do [ -s "$WORK/api.port" ] && break; sleep 0.05; done
+[ -s "$WORK/api.port" ] || fail "the fake API server did not start: $(cat "$WORK/api.log")"
+API=https://127.0.0.1:$(cat "$WORK/api.port")
+fake() { curl -sf --cacert "$SA/ca.crt" -X "$1" "$API$2" ${3:+-H 'Content-Type: application/json' -d "$3"}; }
+# what the kubelet gives every pod (the token directory stands in for the mounted service account)
+export KUBERNETES_SERVICE_HOST=127.0.0.1 KUBERNETES_SERVICE_PORT=${API##*:} ETCDBR_K8S_SERVICE_ACCOUNT_DIR=$SA
 REL=cl
 NS=etcd-test
 N=$REL-etcd
@@ -30,7 +51,7 @@ for i in 0 1 2; do
     ip=127.0.0.$((i + 1))
     sport=$(free_port)
     "$HELM" template "$REL" "$CHART" --namespace "$NS" -f "$CHART/ci/s3-values.yaml" \
-        --set backup.leases.snapshotLeaseRenewal=false --set backup.leases.memberLeaseRenewal=false \
+        --set backup.leases.heartbeatDuration=1s \
         --set backup.s3.region=us-east-1 --set backup.s3.accessKeyID="$S3_ACCESS_KEY" \
         --set backup.s3.secretAccessKey="$S3_SECRET_KEY" --set backup.s3.endpoint="$S3_ENDPOINT" \
         --set backup.deltaSnapshotPeriod=1s --set backup.schedule="0 0 1 1 *" \
@@ -39,6 +60,12 @@ for i in 0 1 2; do
         --set servicePorts.etcd.metrics="$MPORT" --set servicePorts.etcdBackupRestore.server="$sport" \
         >"$WORK/pod-$i.yaml"
     ROOT[i]=$WORK/pod-$i
+    if [ "$i" = 0 ]; then
+        # the chart's Lease objects, created as `helm install` would
+        leases=$(awk '/^kind: Lease$/ { l = 1; next } l && /^  name: / { print $2; l = 0 }' "$WORK/pod-0.yaml" | sort | tr '\n' ' ')
+        [ "$leases" = "$N-0 $N-1 $N-2 delta-snapshot-revisions full-snapshot-revisions " ] || fail "rendered Leases: $leases"
+        for l in $leases; do fake PUT "/fake/leases/$NS/$l" '{"spec":{}}' >/dev/null || fail "creating Lease $l"; done
+    fi
     chart_start_pod "$WORK/pod-$i.yaml" "${ROOT[i]}" "$ip" "$i" "$REL" "$NS"
     BACKUP_EP[i]=$POD_BACKUP_EP
     SIDECARS[i]=$POD_SIDECAR
@@ -96,10 +123,28 @@ writers=$(grep -l "snapshot .* stored" "${ROOT[0]}/sidecar.log" "${ROOT[1]}/side
 [ "$writers" = 1 ] || fail "$writers sidecars stored snapshots; one (the backup leader) should"
 echo "store at revision $last (etcd $rev), written by one sidecar"
 
+# the Leases: the snapshot Leases carry the store's revisions, every member renews its own Lease
+# and exactly one says Leader
+lease_holder() { fake GET "/fake/leases/$NS/$1" | jq -r '.spec.holderIdentity // ""'; }
+end=$((SECONDS + 30))
+while [ "$SECONDS" -lt "$end" ]; do
+    ok=1
+    [ "$(lease_holder delta-snapshot-revisions)" = "$last" ] || ok=0
+    [ -n "$(lease_holder full-snapshot-revisions)" ] || ok=0
+    for i in 0 1 2; do [[ "$(lease_holder "$N-$i")" =~ ^[0-9a-f]+:[0-9a-f]+:(Leader|Member)$ ]] || ok=0; done
+    [ "$ok" = 1 ] && break
+    sleep 0.2
+done
+for l in full-snapshot-revisions delta-snapshot-revisions "$N-0" "$N-1" "$N-2"; do echo "Lease $l: $(lease_holder "$l")"; done
+[ "$ok" = 1 ] || fail "the Leases were not renewed as expected"
+leaders=0
+for i in 0 1 2; do case "$(lease_holder "$N-$i")" in *:Leader) leaders=$((leaders + 1)) ;; esac; done
+[ "$leaders" = 1 ] || fail "$leaders member Leases say Leader"
+
 # a restore of the store has every key
 "$ETCDBR_BIN" restore "${store[@]}" --data-dir="$WORK/restored" --snapstore-temp-directory="$WORK/tmp" \
     --restoration-temp-snapshots-dir="$WORK/restore.tmp" >"$WORK/restore.log" 2>&1 || { cat "$WORK/restore.log"; fail "restore"; }
 start_etcd restored "$WORK/restored"
 dump_keys "$ETCD_EP" >"$WORK/after.jsonl"
 cmp "$WORK/before.jsonl" "$WORK/after.jsonl" || fail "the restored keyspace differs from the cluster's"
-echo "PASS: three chart pods on loopback form one cluster, are ready by etcd's /health, back up to S3 (revision $last), and the store restores every key (etcd $V)"
+echo "PASS: three chart pods on loopback form one cluster, are ready by etcd's /health, back up to S3 (revision $last), renew the chart's Leases (fake API server), and the store restores every key (etcd $V)"
