@@ -34,6 +34,25 @@ if command -v go >/dev/null || [ -x /usr/local/go/bin/go ]; then
     trap 'kill -- -$etcd_build_pid 2>/dev/null || true; kill -- -$gcs_build_pid 2>/dev/null || true; rm -f "$etcd_build_log" "$gcs_build_log"' EXIT
 fi
 
+# helm and the chart validator (tests/integration/test_helm_chart.sh) from the Go module proxy
+# into ~/.cache/etcdbr/helm, in the background too (docs/deploy.md has the measured times;
+# seconds when cached). It shares Go's build cache with the builds above.
+helm_build_pid=""
+helm_build_log=$(mktemp "${TMPDIR:-/tmp}/etcdbr-build-helm.XXXXXX")
+if command -v go >/dev/null || [ -x /usr/local/go/bin/go ]; then
+    echo "== helm + k8svalidate build started in the background (scripts/build-helm.sh, log $helm_build_log)"
+    setsid -w ./scripts/build-helm.sh >"$helm_build_log" 2>&1 &
+    helm_build_pid=$!
+fi
+kill_builds() {
+    local p
+    for p in "$etcd_build_pid" "$gcs_build_pid" "$helm_build_pid"; do
+        [ -z "$p" ] || kill -- -"$p" 2>/dev/null || true
+    done
+    rm -f "$etcd_build_log" "$gcs_build_log" "$helm_build_log"
+}
+trap kill_builds EXIT
+
 echo "== clang-format check"
 git ls-files '*.c' '*.h' | xargs clang-format --dry-run --Werror
 echo "== build (-Werror, optimized, no sanitizers: catches -O2-only warnings)"
@@ -47,7 +66,7 @@ if [ -n "$etcd_build_pid" ]; then
     echo "== waiting for the etcd 3.5/3.6/3.7 build"
     rc=0
     wait "$etcd_build_pid" || rc=$?
-    trap 'kill -- -$gcs_build_pid 2>/dev/null || true; rm -f "$etcd_build_log" "$gcs_build_log"' EXIT
+    etcd_build_pid=""
     cat "$etcd_build_log"
     [ "$rc" = 0 ] || { echo "scripts/build-etcd.sh failed (exit $rc)" >&2; exit 1; }
 fi
@@ -55,9 +74,17 @@ if [ -n "$gcs_build_pid" ]; then
     echo "== waiting for the fake-gcs-server build"
     rc=0
     wait "$gcs_build_pid" || rc=$?
+    gcs_build_pid=""
     cat "$gcs_build_log"
-    rm -f "$gcs_build_log"
     [ "$rc" = 0 ] || { echo "scripts/build-fake-gcs.sh failed (exit $rc)" >&2; exit 1; }
+fi
+if [ -n "$helm_build_pid" ]; then
+    echo "== waiting for the helm + k8svalidate build"
+    rc=0
+    wait "$helm_build_pid" || rc=$?
+    helm_build_pid=""
+    cat "$helm_build_log"
+    [ "$rc" = 0 ] || { echo "scripts/build-helm.sh failed (exit $rc)" >&2; exit 1; }
 fi
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1

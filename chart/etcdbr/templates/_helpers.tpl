@@ -1,0 +1,90 @@
+{{/* Names and labels (the Go tool's chart: <release>-etcd, app.kubernetes.io/name etcd). */}}
+{{- define "etcdbr.name" -}}{{ .Release.Name }}-etcd{{- end }}
+
+{{- define "etcdbr.selectorLabels" -}}
+app.kubernetes.io/name: etcd
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "etcdbr.labels" -}}
+{{ include "etcdbr.selectorLabels" . }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: etcdbr
+helm.sh/chart: {{ .Chart.Name }}-{{ .Chart.Version | replace "+" "_" }}
+{{- end }}
+
+{{/* The etcdbr image; the etcd container's image (defaults to the etcdbr image). */}}
+{{- define "etcdbr.image" -}}
+{{ .Values.images.etcdbr.repository }}:{{ .Values.images.etcdbr.tag | default .Chart.AppVersion }}
+{{- end }}
+{{- define "etcdbr.etcdImage" -}}
+{{- if .Values.images.etcd.repository -}}
+{{ .Values.images.etcd.repository }}:{{ required "images.etcd.tag is required with images.etcd.repository" .Values.images.etcd.tag }}
+{{- else -}}
+{{ include "etcdbr.image" . }}
+{{- end }}
+{{- end }}
+
+{{/* URL schemes */}}
+{{- define "etcdbr.clientScheme" -}}{{ if .Values.tls.etcd }}https{{ else }}http{{ end }}{{- end }}
+{{- define "etcdbr.peerScheme" -}}{{ if and .Values.tls.etcd .Values.tls.etcd.peer }}https{{ else }}http{{ end }}{{- end }}
+{{- define "etcdbr.serverScheme" -}}{{ if .Values.tls.etcdBackupRestore }}https{{ else }}http{{ end }}{{- end }}
+
+{{/* The provider, checked: a typo fails the render instead of a pod that cannot back up. */}}
+{{- define "etcdbr.provider" -}}
+{{- $p := .Values.backup.storageProvider | default "" -}}
+{{- if not (has $p (list "" "Local" "S3" "ABS" "GCS" "Swift" "OSS" "ECS" "OCS")) -}}
+{{- fail (printf "backup.storageProvider %q: use one of Local, S3, ABS, GCS, Swift, OSS, ECS, OCS (case-sensitive) or empty" $p) -}}
+{{- end -}}
+{{ $p }}
+{{- end }}
+
+{{/* Values checks that no template would catch: replicas and TLS pairs. */}}
+{{- define "etcdbr.validate" -}}
+{{- $r := int .Values.replicas -}}
+{{- if or (lt $r 1) (eq (mod $r 2) 0) -}}
+{{- fail (printf "replicas %d: use an odd member count (1, 3 or 5)" $r) -}}
+{{- end -}}
+{{- if .Values.tls.etcd -}}
+{{- if not (and .Values.tls.etcd.ca .Values.tls.etcd.server .Values.tls.etcd.client) -}}
+{{- fail "tls.etcd needs ca, server (crt, key) and client (crt, key)" -}}
+{{- end -}}
+{{- if .Values.tls.etcd.peer -}}
+{{- if not (and .Values.tls.etcd.peer.ca .Values.tls.etcd.peer.server) -}}
+{{- fail "tls.etcd.peer needs ca and server (crt, key)" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- if .Values.tls.etcdBackupRestore -}}
+{{- if not (and .Values.tls.etcdBackupRestore.ca .Values.tls.etcdBackupRestore.server) -}}
+{{- fail "tls.etcdBackupRestore needs ca and server (crt, key)" -}}
+{{- end -}}
+{{- end -}}
+{{- if and (eq (include "etcdbr.provider" .) "Local") (gt $r 1) -}}
+{{- fail "backup.storageProvider Local (a hostPath) works with replicas 1 only: members on other nodes would not share it" -}}
+{{- end -}}
+{{- end }}
+
+{{/* The member names (StatefulSet pod names), one per replica. */}}
+{{- define "etcdbr.memberNames" -}}
+{{- $names := list -}}
+{{- range $i := until (int .Values.replicas) -}}
+{{- $names = append $names (printf "%s-%d" (include "etcdbr.name" $) $i) -}}
+{{- end -}}
+{{ join "," $names }}
+{{- end }}
+
+{{- define "etcdbr.leasesEnabled" -}}
+{{- if or .Values.backup.leases.snapshotLeaseRenewal .Values.backup.leases.memberLeaseRenewal -}}true{{- end -}}
+{{- end }}
+
+{{/* initial-cluster: every member's peer URL (the headless service's per-pod DNS names). */}}
+{{- define "etcdbr.initialCluster" -}}
+{{- $name := include "etcdbr.name" . -}}
+{{- $peerScheme := include "etcdbr.peerScheme" . -}}
+{{- $entries := list -}}
+{{- range $i := until (int .Values.replicas) -}}
+{{- $entries = append $entries (printf "%s-%d=%s://%s-%d.%s-peer.%s.svc:%d" $name $i $peerScheme $name $i $name $.Release.Namespace (int $.Values.servicePorts.etcd.peer)) -}}
+{{- end -}}
+{{ join "," $entries }}
+{{- end }}
