@@ -17,11 +17,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#define LIST_ATTEMPTS 3 /* member list at initialization: 0 s, 1 s, 2 s */
-#define ADD_ATTEMPTS 6  /* seed-spec §9.2: 6 attempts, backoff 2 s x2 */
+#define LIST_ATTEMPTS 2      /* member list at initialization: now and after 1 s */
+#define LIST_TIMEOUT_MS 2000 /* an etcd waiting for its peers at bootstrap does not answer */
+#define ADD_ATTEMPTS 6       /* seed-spec §9.2: 6 attempts, backoff 2 s x2 */
 #define TOO_MANY_LEARNERS_WAIT_MS 5000
 #define TOO_MANY_LEARNERS_MAX 60 /* 5 minutes waiting for another learner's promotion */
 #define REMOVE_ATTEMPTS 5
+#define REMOVE_SETTLE_MS 1000
 #define CALL_TIMEOUT_MS 5000
 #define STATUS_TIMEOUT_MS 2000
 #define WARN_EVERY_MS 60000
@@ -128,7 +130,7 @@ static int client_for(const MemberCtl *m, const char *const *eps, size_t n, int6
 
 static int list_members(MemberCtl *m, EtcdMember **ms, size_t *n) {
     EtcdClient *c = NULL;
-    int rc = client_for(m, (const char *const *)m->cluster, m->n_cluster, CALL_TIMEOUT_MS, &c);
+    int rc = client_for(m, (const char *const *)m->cluster, m->n_cluster, LIST_TIMEOUT_MS, &c);
     if (!rc) rc = etcd_member_list(c, ms, n);
     etcd_client_free(c);
     return rc;
@@ -217,7 +219,9 @@ static InitMemberState probe(void *ctx) {
     InitMemberState st = INIT_MEMBER_UNKNOWN;
     const EtcdMember *self = find_self(m, ms, n);
     char why[256] = "";
-    if (self && !self->name[0] && !self->is_learner) {
+    if (self && !self->client_urls[0] && !self->is_learner) {
+        /* client URLs are published by a member's first start; a member of the initial cluster
+         * has its name from --initial-cluster before */
         log_info("member %s is listed (%llx) but has never started: cluster bootstrap, "
                  "single-member rules apply",
                  m->name, (unsigned long long)self->id);
@@ -274,6 +278,9 @@ static int remove_self(void *ctx) {
             log_warn("removed member %s (%llx) from the cluster: its data dir is unusable, it "
                      "rejoins as a learner",
                      m->name, (unsigned long long)id);
+            /* raft silently drops a configuration change proposed before the previous one is
+             * applied everywhere it counts (the add would time out): give it a moment */
+            pause_ms(m, REMOVE_SETTLE_MS);
             return 0;
         }
         log_warn("removing member %s (%llx) failed (attempt %d of %d): %s", m->name,

@@ -810,6 +810,16 @@ CLUSTER_EXTRA=()
 start_cluster() {
     local n=$1 i
     shift
+    plan_cluster "$n" "$@"
+    for i in $(seq 1 "$n"); do start_member "$i" new; done
+    for i in $(seq 1 "$n"); do wait_member "$i"; done
+}
+
+# plan_cluster N [extra etcd flags...]: start_cluster's ports, data dirs, INITIAL_CLUSTER,
+# CLUSTER_EPS and token, without starting anything (for members started otherwise, run_member).
+plan_cluster() {
+    local n=$1 i
+    shift
     CLUSTER_EXTRA=("$@")
     CLUSTER_TOKEN=etcdbr-it-$$-$RANDOM
     INITIAL_CLUSTER=""
@@ -822,8 +832,6 @@ start_cluster() {
         CLUSTER_EPS+="${CLUSTER_EPS:+,}${MEMBER_EP[i]}"
     done
     CLUSTER_SIZE=$n
-    for i in $(seq 1 "$n"); do start_member "$i" new; done
-    for i in $(seq 1 "$n"); do wait_member "$i"; done
 }
 
 # start_member I STATE [extra etcd flags...]: starts member mI of the cluster (STATE: new or
@@ -886,3 +894,23 @@ member_hashkv() {
     curl -s -m 5 -X POST "${MEMBER_EP[$1]}/v3/maintenance/hash" -d "{\"revision\":\"$2\"}" |
         jq -r '.hash'
 }
+
+# run_member I STATE IC [etcdbrctl flags...]: member mI as `etcdbrctl run -- etcd ...` with
+# initial cluster IC (start_member's etcd flags; MEMBER_HTTP[I] its server port), logging to
+# $WORK/run-mI.log; MEMBER_PID[I] is etcdbrctl's PID (member_etcd_pid I: its etcd child's).
+run_member() {
+    local i=$1 state=$2 ic=$3
+    shift 3
+    MEMBER_HTTP[i]=${MEMBER_HTTP[i]:-$(free_port)}
+    "$ETCDBR_BIN" run --server-port="${MEMBER_HTTP[i]}" "$@" -- \
+        etcd --name "m$i" --data-dir "${MEMBER_DIR[i]}" \
+        --listen-client-urls "${MEMBER_EP[i]}" --advertise-client-urls "${MEMBER_EP[i]}" \
+        --listen-peer-urls "${MEMBER_PEER[i]}" --initial-advertise-peer-urls "${MEMBER_PEER[i]}" \
+        --initial-cluster "$ic" --initial-cluster-token "$CLUSTER_TOKEN" \
+        --initial-cluster-state "$state" "${CLUSTER_EXTRA[@]}" \
+        >>"$WORK/run-m$i.log" 2>&1 &
+    MEMBER_PID[i]=$!
+    PIDS+=("${MEMBER_PID[i]}")
+}
+
+member_etcd_pid() { pgrep -P "${MEMBER_PID[$1]}" -x etcd || true; }
