@@ -95,7 +95,9 @@ static int run(const InitConfig *cfg, InitResult *out) {
     default:
         break;
     }
-    if (ms == INIT_MEMBER_LISTED) { /* the others have quorum: resync from them, not the store */
+    /* the others have quorum: resync from them, not the store (a valid data dir with a restore
+     * target set is restored as asked) */
+    if (ms == INIT_MEMBER_LISTED && vr.status != DATA_DIR_VALID) {
         char why[160];
         snprintf(why, sizeof why, "%s", data_dir_status_name(vr.status));
         return join_as_learner(cfg, out, 1, why);
