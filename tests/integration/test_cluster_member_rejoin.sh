@@ -6,6 +6,8 @@
 # etcdbr_is_learner 1 while it is one), starts etcd with --initial-cluster-state=existing, and
 # promotes it (log, metric, member list: 3 voters, no learner); it is not restored from the
 # store; no write through the others fails; HashKV at one revision agrees on all 3 members.
+# Then, with two members stopped, the lost member finds no quorum among the others: the member
+# list stays as it was (nothing removed or added) and the single-member rules apply.
 # ETCDBR_MEMBER_ETCD picks the etcd version (default 3.4, Debian's).
 source "$(dirname "$0")/lib.sh"
 make_workdir
@@ -130,4 +132,21 @@ h3=$(member_hashkv 3 "$rev")
 [ "$h1" = "$h2" ] && [ "$h2" = "$h3" ] || fail "HashKV at revision $rev differs: $h1 $h2 $h3"
 n=$(etcdctl --endpoints="${MEMBER_EP[v]}" get /w/ --prefix --keys-only | grep -c . || true)
 [ "$n" -ge "$acked" ] || fail "m$v has $n of $acked acknowledged keys"
-echo "member rejoin (etcd $ETCD_VERSION): $acked writes through the others ($((acked_at_promotion - acked_at_kill)) while m$v was down or a learner), none failed; HashKV $h1 at revision $rev on all 3; $((SECONDS - T0))s"
+summary="$acked writes through the others ($((acked_at_promotion - acked_at_kill)) while m$v was down or a learner), none failed; HashKV $h1 at revision $rev on all 3"
+
+# Without quorum among the others nothing is removed or added: stop m$v and a second member,
+# delete m$v's data dir, start m$v's run again: it says so and keeps the single-member rules.
+ids_before=$(curl -s -m 5 -X POST "${MEMBER_EP[${others[0]}]}/v3/cluster/member/list" -d '{}' | jq -c '[.members[].ID] | sort')
+b=${others[1]}
+for i in "$v" "$b"; do
+    kill -TERM "${MEMBER_PID[i]}"
+    wait "${MEMBER_PID[i]}" || fail "m$i's run did not stop cleanly"
+done
+rm -rf "${MEMBER_DIR[v]}"
+: >"$LOG"
+run_member "$v" new "$INITIAL_CLUSTER" "${FLAGS[@]}"
+wait_for_log "$LOG" "member m$v: the other members have no quorum" 30
+grep -q "removed member\|added member" "$LOG" && fail "a member was removed or added without quorum"
+ids_after=$(curl -s -m 5 -X POST "${MEMBER_EP[${others[0]}]}/v3/cluster/member/list" -d '{}' | jq -c '[.members[].ID] | sort')
+[ "$ids_before" = "$ids_after" ] || fail "the member list changed without quorum: $ids_before -> $ids_after"
+echo "member rejoin (etcd $ETCD_VERSION): $summary; without quorum among the others the member list stayed $ids_after; $((SECONDS - T0))s"
