@@ -517,7 +517,8 @@ static char *pick(const Opts *o, const char *flag, char *const *argv, const char
         if (!v && file_value && *file_value) v = file_value;
     }
     if (v) return strdup(v);
-    size_t n = 0, len = 1;
+    if (strcmp(flag, "initial-advertise-peer-urls") != 0) return strdup(opt_str(o, flag));
+    size_t n = 0, len = 1; /* the one list flag */
     const char *const *l = opt_list(o, flag, &n);
     for (size_t i = 0; i < n; i++)
         len += strlen(l[i]) + 1;
