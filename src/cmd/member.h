@@ -3,7 +3,10 @@
  * and the promotion of a learner to a voting member. Only this member is ever removed, and only
  * while the other voting members have quorum. Where the Go tool also consults the member's
  * Kubernetes Lease ("was member in cluster?"), etcdbr uses etcd's member list only.
- * docs/cluster.md describes the behaviour for operators. Not thread-safe: one thread at a time. */
+ * docs/cluster.md describes the behaviour for operators. Threads: the initializer hooks run on
+ * one thread at a time (the server's initialization thread, or run mode's main thread), and
+ * member_ctl_tick on the main thread; the two touch disjoint state (the configuration both read
+ * is fixed at member_ctl_new). */
 #ifndef ETCDBR_MEMBER_H
 #define ETCDBR_MEMBER_H
 
