@@ -145,21 +145,30 @@ static int list_members_retry(MemberCtl *m, EtcdMember **ms, size_t *n) {
     return rc;
 }
 
-/* Status of one member through its client URLs: it answers and knows a leader. */
-static int member_has_leader(const MemberCtl *m, const EtcdMember *mem) {
+/* Status of one member through its client URLs: 1 when it answers; *has_leader (may be NULL)
+ * whether it knows a leader. */
+static int member_answers(const MemberCtl *m, const EtcdMember *mem, int *has_leader) {
     char **eps = NULL;
     size_t n = 0;
     int ok = 0;
+    if (has_leader) *has_leader = 0;
     if (split_into(mem->client_urls, &eps, &n) == 0 && n) {
         EtcdClient *c = NULL;
         EtcdStatus st;
         if (client_for(m, (const char *const *)eps, n, STATUS_TIMEOUT_MS, &c) == 0 &&
-            etcd_status(c, &st) == 0)
-            ok = st.leader != 0;
+            etcd_status(c, &st) == 0) {
+            ok = 1;
+            if (has_leader) *has_leader = st.leader != 0;
+        }
         etcd_client_free(c);
     }
     free_list(eps, n);
     return ok;
+}
+
+static int member_has_leader(const MemberCtl *m, const EtcdMember *mem) {
+    int lead = 0;
+    return member_answers(m, mem, &lead) && lead;
 }
 
 /* More than half of the voting members answer with a leader without this one, and a
@@ -229,6 +238,13 @@ static InitMemberState probe(void *ctx) {
         log_warn("member %s: the other members have no quorum (%s): single-member rules apply, "
                  "no member is removed or added",
                  m->name, why);
+    } else if (self && member_answers(m, self, NULL)) {
+        /* this member's etcd is stopped while the initializer runs: a running one is another */
+        log_error("member %s: the member list entry %llx (%s, peer URLs %s) answers on its client "
+                  "URLs %s, so it is another running member: check --name and the peer URLs; "
+                  "single-member rules apply, no member is removed or added",
+                  m->name, (unsigned long long)self->id, self->name, self->peer_urls,
+                  self->client_urls);
     } else if (self) {
         log_info("member %s is in the cluster's member list as %llx (%s, %zu members)", m->name,
                  (unsigned long long)self->id, self->is_learner ? "learner" : "voting member", n);
@@ -263,6 +279,14 @@ static int remove_self(void *ctx) {
                          m->name, why);
             free(ms);
             continue;
+        }
+        if (member_answers(m, self, NULL)) { /* never remove a running member */
+            rc = err_set(ERR_EXISTS,
+                         "not removing member %llx (%s): it answers on its client URLs %s, so "
+                         "it is not this stopped member",
+                         (unsigned long long)self->id, self->name, self->client_urls);
+            free(ms);
+            return rc;
         }
         uint64_t id = self->id;
         free(ms);

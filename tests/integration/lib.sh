@@ -914,3 +914,23 @@ run_member() {
 }
 
 member_etcd_pid() { pgrep -P "${MEMBER_PID[$1]}" -x etcd || true; }
+
+# hashkv_agree REV [seconds]: until every member (1..CLUSTER_SIZE) has reached REV and their
+# HashKV at REV agree (a member still applying can answer a transient value); HASHKV is the
+# agreed hash. Fails with every member's answer when they do not agree in time.
+hashkv_agree() {
+    local rev=$1 secs=${2:-10} k i h all ok
+    for k in $(seq 1 $((secs * 5))); do
+        all="" ok=1 HASHKV=""
+        for i in $(seq 1 "$CLUSTER_SIZE"); do
+            h=$(member_hashkv "$i" "$rev" 2>/dev/null || true)
+            all+="${all:+ }m$i=${h:-none}"
+            [ -n "$h" ] && [ "$h" != null ] || ok=0
+            [ -n "$HASHKV" ] || HASHKV=$h
+            [ "$h" = "$HASHKV" ] || ok=0
+        done
+        [ "$ok" = 1 ] && return 0
+        sleep 0.2
+    done
+    fail "HashKV at revision $rev does not agree: $all"
+}

@@ -121,15 +121,8 @@ nfail=$(wc -l <"$WORK/failed")
 
 # HashKV at one revision agrees across the 3 members
 rev=$(current_revision "${MEMBER_EP[$lead]}")
-for k in $(seq 1 100); do
-    [ "$(current_revision "${MEMBER_EP[v]}")" -ge "$rev" ] && break
-    sleep 0.1
-done
-h1=$(member_hashkv 1 "$rev")
-h2=$(member_hashkv 2 "$rev")
-h3=$(member_hashkv 3 "$rev")
-[ -n "$h1" ] && [ "$h1" != null ] || fail "no HashKV from m1"
-[ "$h1" = "$h2" ] && [ "$h2" = "$h3" ] || fail "HashKV at revision $rev differs: $h1 $h2 $h3"
+hashkv_agree "$rev"
+h1=$HASHKV
 n=$(etcdctl --endpoints="${MEMBER_EP[v]}" get /w/ --prefix --keys-only | grep -c . || true)
 [ "$n" -ge "$acked" ] || fail "m$v has $n of $acked acknowledged keys"
 summary="$acked writes through the others ($((acked_at_promotion - acked_at_kill)) while m$v was down or a learner), none failed; HashKV $h1 at revision $rev on all 3"
