@@ -889,10 +889,12 @@ leader_index() {
     done
 }
 
-# member_hashkv I REV: HashKV of member mI at revision REV (0 = current), from the gateway.
+# member_hashkv I REV: HashKV of member mI at revision REV (0 = current). Through etcdctl: etcd
+# 3.4's gateway maps /v3/maintenance/hash to Hash (the whole backend, members and meta included,
+# revision ignored), not HashKV, and has no /v3/maintenance/hashkv.
 member_hashkv() {
-    curl -s -m 5 -X POST "${MEMBER_EP[$1]}/v3/maintenance/hash" -d "{\"revision\":\"$2\"}" |
-        jq -r '.hash'
+    etcdctl --endpoints="${MEMBER_EP[$1]}" --command-timeout=5s endpoint hashkv --rev="$2" -w json |
+        jq -r '.[0].HashKV.hash'
 }
 
 # run_member I STATE IC [etcdbrctl flags...]: member mI as `etcdbrctl run -- etcd ...` with
@@ -930,6 +932,7 @@ hashkv_agree() {
             [ "$h" = "$HASHKV" ] || ok=0
         done
         [ "$ok" = 1 ] && return 0
+        [ "$k" = 1 ] && echo "HashKV at revision $rev not (yet) agreed: $all; polling" >&2
         sleep 0.2
     done
     fail "HashKV at revision $rev does not agree: $all"
