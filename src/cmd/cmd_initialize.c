@@ -2,6 +2,7 @@
  * sanity) and restore it from the store when it is missing, corrupt or older than the store
  * (seed-spec §1.11, §9). Unlike the Go tool it needs no POD_NAME/POD_NAMESPACE. */
 #include "cmd.h"
+#include "member.h"
 #include "server_common.h"
 #include "../common/err.h"
 #include "../common/log.h"
@@ -20,6 +21,7 @@ int cmd_initialize(const Opts *o) {
     memset(&ic, 0, sizeof ic);
     char *peer_urls = NULL;
     Store *store = NULL;
+    MemberCtl *member = NULL;
     int code = setup_restore_config(o, &ic.restore, &peer_urls);
     if (code) return code;
     opts_log_effective(o, "initialize");
@@ -28,6 +30,11 @@ int cmd_initialize(const Opts *o) {
     ic.restore.store = store;
     ic.restore.stop = cmd_install_stop_signals(); /* a restore stops cleanly on SIGTERM/SIGINT */
     ic.full_mode = strcmp(mode, "full") == 0;
+    EtcdConfig ec;
+    if ((code = setup_etcd_config(o, &ec)) ||
+        (code = member_ctl_new(o, &ec, NULL, 0, ic.restore.stop, &member)))
+        goto done;
+    ic.member = member_ctl_init_hooks(member);
     InitResult res;
     if (initializer_run(&ic, &res)) {
         log_error("initialization failed: %s", err_msg());
@@ -36,6 +43,7 @@ int cmd_initialize(const Opts *o) {
     }
     log_info("initialization done: %s", res.summary);
 done:
+    member_ctl_free(member);
     store_free(store);
     free(peer_urls);
     return code;

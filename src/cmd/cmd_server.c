@@ -10,6 +10,7 @@
 #include "cmd.h"
 #include "config_file.h"
 #include "leader_proxy.h"
+#include "member.h"
 #include "secondary_sync.h"
 #include "server_common.h"
 #include "server_verify.h"
@@ -65,6 +66,7 @@ typedef struct {
     int64_t last_probe_log_ms;
     int64_t cluster_size_ms; /* monotonic; when etcdbr_cluster_size was last read (0: never) */
     ServerVerify *verify;    /* --verify-schedule's thread, or NULL */
+    MemberCtl *member;       /* rejoin, scale-up and promotion (member.h) */
 } Server;
 
 /* ---------- initialization ---------- */
@@ -108,7 +110,8 @@ static void *init_main(void *arg) {
     Server *sv = arg;
     int64_t t0 = now_mono_ms();
     InitConfig ic = {.restore = sv->setup.restore,
-                     .full_mode = strcmp(sv->init_mode, "sanity") != 0};
+                     .full_mode = strcmp(sv->init_mode, "sanity") != 0,
+                     .member = member_ctl_init_hooks(sv->member)};
     InitResult res;
     memset(&res, 0, sizeof res);
     int rc = init_precheck(sv);
@@ -497,6 +500,7 @@ static void leader_check(Server *sv) {
                  (unsigned long long)st.leader);
     }
     sv->probe_failures = rc ? sv->probe_failures + 1 : 0;
+    member_ctl_tick(sv->member, rc, &st); /* a learner's promotion */
     int lead = rc == 0 && st.leader != 0 && st.leader == st.member_id;
     if (lead && !sv->leading) {
         set_leading(sv, 1);
@@ -593,7 +597,8 @@ static void supervise(Server *sv, Child *ch) {
         ch->next_start_ms = now_mono_ms() + 5000;
         return;
     }
-    InitConfig ic = {.restore = sv->setup.restore, .full_mode = 1};
+    InitConfig ic = {
+        .restore = sv->setup.restore, .full_mode = 1, .member = member_ctl_init_hooks(sv->member)};
     InitResult res;
     int rc = initializer_run(&ic, &res);
     observe_init(&res, rc);
@@ -603,7 +608,7 @@ static void supervise(Server *sv, Child *ch) {
         return;
     }
     log_info("%s", res.summary);
-    ch->pid = spawn_etcd(ch->argv);
+    ch->pid = spawn_etcd((char **)member_ctl_etcd_argv(sv->member, ch->argv));
     if (ch->pid < 0) {
         log_error("%s", err_msg());
         ch->pid = 0;
@@ -679,6 +684,15 @@ static int server_main(const Opts *o, char **etcd_argv) {
         pthread_mutex_destroy(&sv.mu);
         return code;
     }
+    if ((code = member_ctl_new(o, &sv.setup.snap.etcd, etcd_argv,
+                               opt_duration_ms(o, "reelection-period"), cmd_install_stop_signals(),
+                               &sv.member))) {
+        server_verify_stop(sv.verify);
+        server_teardown(&sv.setup);
+        pthread_cond_destroy(&sv.snap_idle);
+        pthread_mutex_destroy(&sv.mu);
+        return code;
+    }
     /* temp files of a killed run go now, not at this member's first full snapshot as leader */
     if (sv.setup.has_store) fullsnap_cleanup_stale(sv.setup.snap.temp_dir);
     HttpServer *http = NULL;
@@ -695,6 +709,7 @@ static int server_main(const Opts *o, char **etcd_argv) {
     pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
     if (hrc) {
         log_error("%s", err_msg());
+        member_ctl_free(sv.member);
         server_verify_stop(sv.verify);
         server_teardown(&sv.setup);
         pthread_cond_destroy(&sv.snap_idle);
@@ -728,6 +743,7 @@ static int server_main(const Opts *o, char **etcd_argv) {
     stop_snapshotter(&sv);         /* its last delta needs etcd: before etcd stops */
     stop_child(&child);
     if (sv.init_thread) pthread_join(sv.init_thread, NULL);
+    member_ctl_free(sv.member);
     server_teardown(&sv.setup);
     pthread_cond_destroy(&sv.snap_idle);
     pthread_mutex_destroy(&sv.mu);

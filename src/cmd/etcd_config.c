@@ -259,11 +259,75 @@ done:
     return rc;
 }
 
+/* The URL list of node v ("a,b", a [a, b] sequence) appended to o, comma-separated. */
+static void append_urls(Out *o, yaml_node_t *v, yaml_document_t *d) {
+    if (!v) return;
+    if (v->type == YAML_SCALAR_NODE && v->data.scalar.length) {
+        if (o->len) put(o, ",", 1);
+        put(o, (const char *)v->data.scalar.value, v->data.scalar.length);
+    } else if (v->type == YAML_SEQUENCE_NODE) {
+        for (yaml_node_item_t *it = v->data.sequence.items.start; it < v->data.sequence.items.top;
+             it++)
+            append_urls(o, yaml_document_get_node(d, *it), d);
+    }
+}
+
+int etcd_config_member(const char *yaml, size_t len, const char *pod_name, EtcdConfigMember *out) {
+    memset(out, 0, sizeof *out);
+    char *text = NULL;
+    int rc = etcd_config_render(yaml, len, pod_name, NULL, 0, &text);
+    if (rc) return rc;
+    free(text); /* rendered only to resolve the member name the same way as /config */
+    yaml_parser_t parser;
+    yaml_document_t doc;
+    if (!yaml_parser_initialize(&parser)) return err_set(ERR_NOMEM, "out of memory");
+    yaml_parser_set_input_string(&parser, (const unsigned char *)yaml, len);
+    if (!yaml_parser_load(&parser, &doc)) {
+        yaml_parser_delete(&parser);
+        return err_set(ERR_INVALID, "etcd config file: invalid YAML");
+    }
+    yaml_parser_delete(&parser);
+    yaml_node_t *root = yaml_document_get_root_node(&doc);
+    yaml_node_t *prefix = lookup(&doc, root, "member-name-prefix");
+    yaml_node_t *file_name = lookup(&doc, root, "name");
+    if (pod_name && *pod_name) {
+        if (prefix && prefix->type == YAML_SCALAR_NODE && prefix->data.scalar.length)
+            snprintf(out->name, sizeof out->name, "%.*s-%s", (int)prefix->data.scalar.length,
+                     (const char *)prefix->data.scalar.value, pod_name);
+        else
+            snprintf(out->name, sizeof out->name, "%s", pod_name);
+    } else if (file_name && file_name->type == YAML_SCALAR_NODE) {
+        snprintf(out->name, sizeof out->name, "%.*s", (int)file_name->data.scalar.length,
+                 (const char *)file_name->data.scalar.value);
+    }
+    Out peer = {0}, clients = {0};
+    yaml_node_t *v = lookup(&doc, root, "initial-advertise-peer-urls");
+    append_urls(&peer, v && v->type == YAML_MAPPING_NODE ? lookup(&doc, v, out->name) : v, &doc);
+    v = lookup(&doc, root, "advertise-client-urls");
+    if (v && v->type == YAML_MAPPING_NODE) { /* every member's: how to reach the cluster */
+        for (yaml_node_pair_t *p = v->data.mapping.pairs.start; p < v->data.mapping.pairs.top; p++)
+            append_urls(&clients, yaml_document_get_node(&doc, p->value), &doc);
+    } else {
+        append_urls(&clients, v, &doc);
+    }
+    v = lookup(&doc, root, "initial-cluster");
+    if (v && v->type == YAML_SCALAR_NODE)
+        snprintf(out->initial_cluster, sizeof out->initial_cluster, "%.*s",
+                 (int)v->data.scalar.length, (const char *)v->data.scalar.value);
+    snprintf(out->peer_urls, sizeof out->peer_urls, "%s", peer.buf ? peer.buf : "");
+    snprintf(out->client_urls, sizeof out->client_urls, "%s", clients.buf ? clients.buf : "");
+    rc = peer.oom || clients.oom ? err_set(ERR_NOMEM, "out of memory") : 0;
+    free(peer.buf);
+    free(clients.buf);
+    yaml_document_delete(&doc);
+    return rc;
+}
+
 /* ---------- run mode: the client URLs of etcd's own command line ---------- */
 
 /* The value of flag name in etcd's argv (Go flag syntax: -name=v, --name=v, -name v, --name v;
  * the last one wins), or NULL. Borrowed. */
-static const char *etcd_flag(char *const *argv, const char *name) {
+const char *etcd_argv_flag(char *const *argv, const char *name) {
     const char *v = NULL;
     size_t len = strlen(name);
     for (char *const *a = argv + 1; *a; a++) {
@@ -354,7 +418,7 @@ int etcd_client_urls(char *const *argv, char **out, const char **source) {
     static const char *const keys[] = {"listen-client-urls", "advertise-client-urls"};
     static const char *const envs[] = {"ETCD_LISTEN_CLIENT_URLS", "ETCD_ADVERTISE_CLIENT_URLS"};
     char *found = NULL;
-    const char *cfg = etcd_flag(argv, "config-file");
+    const char *cfg = etcd_argv_flag(argv, "config-file");
     if (!cfg) cfg = getenv("ETCD_CONFIG_FILE");
     for (size_t k = 0; k < 2 && !found; k++) {
         if (cfg && *cfg) { /* etcd then ignores its other flags and environment */
@@ -365,7 +429,7 @@ int etcd_client_urls(char *const *argv, char **out, const char **source) {
                             : "listen-client-urls of etcd's --config-file";
             continue;
         }
-        const char *v = etcd_flag(argv, keys[k]);
+        const char *v = etcd_argv_flag(argv, keys[k]);
         if (v && *v) {
             *source = k ? "etcd's --advertise-client-urls" : "etcd's --listen-client-urls";
         } else if ((v = getenv(envs[k])) && *v) {

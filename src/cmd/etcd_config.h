@@ -20,6 +20,23 @@
 int etcd_config_render(const char *yaml, size_t len, const char *pod_name,
                        const EtcdMember *members, size_t n, char **text);
 
+/* This member as the etcd config file describes it (seed-spec §10.6). */
+typedef struct EtcdConfigMember {
+    char name[256];             /* resolved as etcd_config_render does; "" if none */
+    char peer_urls[1024];       /* its initial-advertise-peer-urls, "a,b"; "" if none */
+    char client_urls[2048];     /* advertise-client-urls of every member in the file, "a,b" */
+    char initial_cluster[4096]; /* initial-cluster as written */
+} EtcdConfigMember;
+
+/* Reads yaml (len bytes, borrowed; as etcd_config_render) for member pod_name (NULL: the file's
+ * "name"). Values longer than the fields are cut. 0, ERR_INVALID (not YAML) or ERR_NOMEM. */
+int etcd_config_member(const char *yaml, size_t len, const char *pod_name, EtcdConfigMember *out);
+
+/* The value of flag name (without dashes) in etcd's argv (argv[0] the binary, NULL-terminated;
+ * Go flag syntax: -name=v, --name=v, -name v, --name v; the last one wins, as in etcd), or
+ * NULL. Borrowed from argv. */
+const char *etcd_argv_flag(char *const *argv, const char *name);
+
 /* Run mode: the client URLs of the etcd that argv starts (argv[0] the binary, NULL-terminated),
  * for --endpoints when it is not given. From etcd's --config-file (or ETCD_CONFIG_FILE), whose
  * listen-client-urls, else advertise-client-urls, count alone as etcd ignores its flags then;

@@ -63,7 +63,9 @@ static const OptDef opt_table[] = {
     {"endpoints", 'e', OPT_LIST, "http://127.0.0.1:2379", NULL, ETCD, 0,
      "comma-separated etcd client endpoints; failover in order", ACTIVE},
     {"service-endpoints", 0, OPT_LIST, "", NULL, ETCD & ~CMD_VERIFY, 0,
-     "endpoints reaching etcd through a Service", ACTIVE},
+     "endpoints reaching etcd through a Service; also how a member finds the others to rejoin "
+     "or join as a learner (docs/cluster.md)",
+     ACTIVE},
     {"etcd-username", 0, OPT_STRING, "", "ETCD_USERNAME", ETCD, 0, "etcd user name", ACTIVE},
     {"etcd-password", 0, OPT_STRING, "", "ETCD_PASSWORD", ETCD, 1, "etcd password", ACTIVE},
     {"etcd-connection-timeout", 0, OPT_DURATION, "30s", NULL, ETCD, 0,

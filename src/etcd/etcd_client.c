@@ -31,6 +31,9 @@
 #define M_HASHKV "/etcdserverpb.Maintenance/HashKV"
 #define M_SNAPSHOT "/etcdserverpb.Maintenance/Snapshot"
 #define M_MEMBERS "/etcdserverpb.Cluster/MemberList"
+#define M_MEMBER_ADD "/etcdserverpb.Cluster/MemberAdd"
+#define M_MEMBER_REMOVE "/etcdserverpb.Cluster/MemberRemove"
+#define M_MEMBER_PROMOTE "/etcdserverpb.Cluster/MemberPromote"
 #define M_AUTH "/etcdserverpb.Auth/Authenticate"
 #define M_LEASE_GRANT "/etcdserverpb.Lease/LeaseGrant"
 #define M_LEASE_TTL "/etcdserverpb.Lease/LeaseTimeToLive"
@@ -310,6 +313,7 @@ int etcd_status(EtcdClient *c, EtcdStatus *out) {
     out->leader = resp->leader;
     out->raft_index = resp->raftindex;
     out->raft_term = (int64_t)resp->raftterm;
+    out->is_learner = resp->islearner;
     if (resp->header) {
         out->member_id = resp->header->member_id;
         out->cluster_id = resp->header->cluster_id;
@@ -382,6 +386,27 @@ static void join_urls(char *dst, size_t cap, char **urls, size_t n) {
     }
 }
 
+static void copy_member(EtcdMember *d, const Etcdserverpb__Member *s) {
+    d->id = s->id;
+    snprintf(d->name, sizeof d->name, "%s", s->name ? s->name : "");
+    join_urls(d->peer_urls, sizeof d->peer_urls, s->peerurls, s->n_peerurls);
+    join_urls(d->client_urls, sizeof d->client_urls, s->clienturls, s->n_clienturls);
+    d->is_learner = s->islearner;
+}
+
+/* members of a reply as a malloc'ed array (NULL out: nothing copied). */
+static int copy_members(EtcdClient *c, const char *method, Etcdserverpb__Member **src, size_t n,
+                        EtcdMember **members_out, size_t *n_out) {
+    if (!members_out) return 0;
+    EtcdMember *m = calloc(n ? n : 1, sizeof *m);
+    if (!m) return err_set(ERR_NOMEM, "etcd %s %s: out of memory", etcd_client_endpoint(c), method);
+    for (size_t i = 0; i < n; i++)
+        copy_member(&m[i], src[i]);
+    *members_out = m;
+    if (n_out) *n_out = n;
+    return 0;
+}
+
 int etcd_member_list(EtcdClient *c, EtcdMember **members_out, size_t *n_out) {
     Etcdserverpb__MemberListRequest req = ETCDSERVERPB__MEMBER_LIST_REQUEST__INIT;
     Etcdserverpb__MemberListResponse *resp = NULL;
@@ -390,24 +415,55 @@ int etcd_member_list(EtcdClient *c, EtcdMember **members_out, size_t *n_out) {
     int rc = call_unary(c, M_MEMBERS, &req.base, &etcdserverpb__member_list_response__descriptor,
                         c->conn_timeout_ms, 1, (ProtobufCMessage **)&resp);
     if (rc) return rc;
-    EtcdMember *m = calloc(resp->n_members ? resp->n_members : 1, sizeof *m);
-    if (!m) {
-        rc = err_set(ERR_NOMEM, "etcd %s %s: out of memory", etcd_client_endpoint(c), M_MEMBERS);
-        goto done;
-    }
-    for (size_t i = 0; i < resp->n_members; i++) {
-        const Etcdserverpb__Member *s = resp->members[i];
-        m[i].id = s->id;
-        snprintf(m[i].name, sizeof m[i].name, "%s", s->name ? s->name : "");
-        join_urls(m[i].peer_urls, sizeof m[i].peer_urls, s->peerurls, s->n_peerurls);
-        join_urls(m[i].client_urls, sizeof m[i].client_urls, s->clienturls, s->n_clienturls);
-        m[i].is_learner = s->islearner;
-    }
-    *members_out = m;
-    *n_out = resp->n_members;
-done:
+    rc = copy_members(c, M_MEMBERS, resp->members, resp->n_members, members_out, n_out);
     protobuf_c_message_free_unpacked(&resp->base, NULL);
     return rc;
+}
+
+int etcd_member_add(EtcdClient *c, const char *const *peer_urls, size_t n_urls, int is_learner,
+                    EtcdMember *added, EtcdMember **members_out, size_t *n_out) {
+    Etcdserverpb__MemberAddRequest req = ETCDSERVERPB__MEMBER_ADD_REQUEST__INIT;
+    Etcdserverpb__MemberAddResponse *resp = NULL;
+    if (members_out) *members_out = NULL;
+    if (n_out) *n_out = 0;
+    req.peerurls = (char **)(uintptr_t)peer_urls;
+    req.n_peerurls = n_urls;
+    req.islearner = is_learner != 0;
+    /* not idempotent: a second add of the same peer URLs fails with "Peer URLs already exists" */
+    int rc = call_unary(c, M_MEMBER_ADD, &req.base, &etcdserverpb__member_add_response__descriptor,
+                        c->conn_timeout_ms, 0, (ProtobufCMessage **)&resp);
+    if (rc) return rc;
+    if (added) {
+        memset(added, 0, sizeof *added);
+        if (resp->member) copy_member(added, resp->member);
+    }
+    rc = copy_members(c, M_MEMBER_ADD, resp->members, resp->n_members, members_out, n_out);
+    protobuf_c_message_free_unpacked(&resp->base, NULL);
+    return rc;
+}
+
+int etcd_member_remove(EtcdClient *c, uint64_t id) {
+    Etcdserverpb__MemberRemoveRequest req = ETCDSERVERPB__MEMBER_REMOVE_REQUEST__INIT;
+    Etcdserverpb__MemberRemoveResponse *resp = NULL;
+    req.id = id;
+    int rc =
+        call_unary(c, M_MEMBER_REMOVE, &req.base, &etcdserverpb__member_remove_response__descriptor,
+                   c->conn_timeout_ms, 0, (ProtobufCMessage **)&resp);
+    if (rc) return rc;
+    protobuf_c_message_free_unpacked(&resp->base, NULL);
+    return 0;
+}
+
+int etcd_member_promote(EtcdClient *c, uint64_t id) {
+    Etcdserverpb__MemberPromoteRequest req = ETCDSERVERPB__MEMBER_PROMOTE_REQUEST__INIT;
+    Etcdserverpb__MemberPromoteResponse *resp = NULL;
+    req.id = id;
+    int rc = call_unary(c, M_MEMBER_PROMOTE, &req.base,
+                        &etcdserverpb__member_promote_response__descriptor, c->conn_timeout_ms, 0,
+                        (ProtobufCMessage **)&resp);
+    if (rc) return rc;
+    protobuf_c_message_free_unpacked(&resp->base, NULL);
+    return 0;
 }
 
 /* ---- KV ---- */

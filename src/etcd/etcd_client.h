@@ -39,6 +39,7 @@ typedef struct EtcdStatus {
     uint64_t leader, member_id, cluster_id;
     int64_t revision, raft_term;
     uint64_t raft_index;
+    int is_learner; /* the answering member is a learner (etcd >= 3.4) */
 } EtcdStatus;
 
 /* Maintenance/Status of the current endpoint. */
@@ -147,6 +148,27 @@ typedef struct EtcdMember {
 
 /* Cluster/MemberList. *members_out is malloc'ed (owned by caller, free()). */
 int etcd_member_list(EtcdClient *c, EtcdMember **members_out, size_t *n_out);
+
+/* Cluster/MemberAdd of a member with peer_urls (n_urls of them), as a learner when is_learner
+ * (etcd >= 3.4; a learner receives the log but does not vote until promoted). *added (may be
+ * NULL) gets the new member (its name is empty until it starts); *members_out (may be NULL) the
+ * member list after the add, malloc'ed (caller free()s). Not retried on another endpoint once
+ * sent. ERR_ETCD with etcd's message, e.g. "etcdserver: too many learner members in cluster",
+ * "etcdserver: Peer URLs already exists", "etcdserver: unhealthy cluster". */
+int etcd_member_add(EtcdClient *c, const char *const *peer_urls, size_t n_urls, int is_learner,
+                    EtcdMember *added, EtcdMember **members_out, size_t *n_out);
+
+/* Cluster/MemberRemove of member id. ERR_ETCD with etcd's message ("etcdserver: member not
+ * found", "etcdserver: re-configuration failed due to not enough started members"...). Not
+ * retried on another endpoint once sent. */
+int etcd_member_remove(EtcdClient *c, uint64_t id);
+
+/* Cluster/MemberPromote of learner id to a voting member. Must reach a voting member (a learner
+ * serves only Status and serializable Range). ERR_ETCD with etcd's message: "etcdserver: can
+ * only promote a learner member which is in sync with leader" (not caught up yet: retry later),
+ * "etcdserver: can only promote a learner member" (already a voter), "etcdserver: member not
+ * found". */
+int etcd_member_promote(EtcdClient *c, uint64_t id);
 
 /* Maintenance/Snapshot stream: sink is called with each blob chunk in order (db bytes, then the
  * 32-byte sha256 message etcd appends). Nonzero from sink aborts and is returned. The whole

@@ -36,9 +36,33 @@ static int store_has_full(Store *store, int *has_full) {
     return 0;
 }
 
+/* The learner path: remove this member (rejoin only), move the data dir aside, add this member
+ * as a learner. A failure after the removal leaves this member out of the member list: the next
+ * attempt sees it absent and only adds it. */
+static int join_as_learner(const InitConfig *cfg, InitResult *out, int remove, const char *why) {
+    const InitMember *m = cfg->member;
+    const char *dd = cfg->restore.data_dir;
+    int64_t t0 = now_mono_ms();
+    int rc = remove ? m->remove_self(m->ctx) : 0;
+    if (rc) return err_wrap(rc, "removing this member from the cluster");
+    if (fs_exists(dd) && (rc = move_aside(dd))) return rc;
+    rc = m->add_learner(m->ctx);
+    out->restore_seconds = (double)(now_mono_ms() - t0) / 1000.0;
+    if (rc) return err_wrap(rc, "adding this member to the cluster as a learner");
+    out->joined_as_learner = 1;
+    snprintf(out->summary, sizeof out->summary,
+             "data dir %s: %s; this member was %sadded to the cluster as a learner in %.3fs: etcd "
+             "starts with an empty data dir and --initial-cluster-state=existing",
+             dd, why, remove ? "removed and " : "", out->restore_seconds);
+    return 0;
+}
+
 static int run(const InitConfig *cfg, InitResult *out) {
     memset(out, 0, sizeof *out);
     const char *dd = cfg->restore.data_dir;
+    InitMemberState ms = cfg->member ? cfg->member->probe(cfg->member->ctx) : INIT_MEMBER_UNKNOWN;
+    if (ms == INIT_MEMBER_ABSENT) /* scale-up: the learner syncs from the leader */
+        return join_as_learner(cfg, out, 0, "this member is not in the cluster's member list");
     ValidationResult vr;
     validate_data_dir(dd, cfg->full_mode ? VALIDATE_FULL : VALIDATE_SANITY, cfg->restore.store,
                       &vr);
@@ -70,6 +94,13 @@ static int run(const InitConfig *cfg, InitResult *out) {
                        vr.message);
     default:
         break;
+    }
+    /* the others have quorum: resync from them, not the store (a valid data dir with a restore
+     * target set is restored as asked) */
+    if (ms == INIT_MEMBER_LISTED && vr.status != DATA_DIR_VALID) {
+        char why[160];
+        snprintf(why, sizeof why, "%s", data_dir_status_name(vr.status));
+        return join_as_learner(cfg, out, 1, why);
     }
     int exists = fs_exists(dd);
     if (!cfg->restore.store) {

@@ -180,8 +180,9 @@ typedef enum {
 /* Values of the restore label of etcdbr_restoration_duration_seconds, as the Go tool writes
  * them. An initialization that restores this member's data dir from the store (or clears it
  * when the store is empty) is "single_node", whatever the cluster size; "single_member" is the
- * Go tool's multi-node path (remove the member, re-add it as a learner), which etcdbr does not
- * take, so that label only ever shows its pre-initialised zeros. */
+ * Go tool's multi-node path (remove the member, re-add it as a learner), which etcdbr measures
+ * with the member remove/add-learner metrics instead (src/cmd/member.c, docs/cluster.md), so
+ * that label only ever shows its pre-initialised zeros. */
 #define ETCDBR_RESTORE_SINGLE_NODE "single_node"
 #define ETCDBR_RESTORE_SINGLE_MEMBER "single_member"
 

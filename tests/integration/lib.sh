@@ -812,6 +812,16 @@ CLUSTER_EXTRA=()
 start_cluster() {
     local n=$1 i
     shift
+    plan_cluster "$n" "$@"
+    for i in $(seq 1 "$n"); do start_member "$i" new; done
+    for i in $(seq 1 "$n"); do wait_member "$i"; done
+}
+
+# plan_cluster N [extra etcd flags...]: start_cluster's ports, data dirs, INITIAL_CLUSTER,
+# CLUSTER_EPS and token, without starting anything (for members started otherwise, run_member).
+plan_cluster() {
+    local n=$1 i
+    shift
     CLUSTER_EXTRA=("$@")
     CLUSTER_TOKEN=etcdbr-it-$$-$RANDOM
     INITIAL_CLUSTER=""
@@ -826,8 +836,6 @@ start_cluster() {
         CLUSTER_EPS+="${CLUSTER_EPS:+,}${MEMBER_EP[i]}"
     done
     CLUSTER_SIZE=$n
-    for i in $(seq 1 "$n"); do start_member "$i" new; done
-    for i in $(seq 1 "$n"); do wait_member "$i"; done
 }
 
 # start_member I STATE [extra etcd flags...]: starts member mI of the cluster (STATE: new or
@@ -885,8 +893,51 @@ leader_index() {
     done
 }
 
-# member_hashkv I REV: HashKV of member mI at revision REV (0 = current), from the gateway.
+# member_hashkv I REV: HashKV of member mI at revision REV (0 = current). Through etcdctl: etcd
+# 3.4's gateway maps /v3/maintenance/hash to Hash (the whole backend, members and meta included,
+# revision ignored), not HashKV, and has no /v3/maintenance/hashkv.
 member_hashkv() {
-    curl -s -m 5 -X POST "${MEMBER_EP[$1]}/v3/maintenance/hash" -d "{\"revision\":\"$2\"}" |
-        jq -r '.hash'
+    etcdctl --endpoints="${MEMBER_EP[$1]}" --command-timeout=5s endpoint hashkv --rev="$2" -w json |
+        jq -r '.[0].HashKV.hash'
+}
+
+# run_member I STATE IC [etcdbrctl flags...]: member mI as `etcdbrctl run -- etcd ...` with
+# initial cluster IC (start_member's etcd flags; MEMBER_HTTP[I] its server port), logging to
+# $WORK/run-mI.log; MEMBER_PID[I] is etcdbrctl's PID (member_etcd_pid I: its etcd child's).
+run_member() {
+    local i=$1 state=$2 ic=$3
+    shift 3
+    MEMBER_HTTP[i]=${MEMBER_HTTP[i]:-$(free_port)}
+    "$ETCDBR_BIN" run --server-port="${MEMBER_HTTP[i]}" "$@" -- \
+        etcd --name "m$i" --data-dir "${MEMBER_DIR[i]}" \
+        --listen-client-urls "${MEMBER_EP[i]}" --advertise-client-urls "${MEMBER_EP[i]}" \
+        --listen-peer-urls "${MEMBER_PEER[i]}" --initial-advertise-peer-urls "${MEMBER_PEER[i]}" \
+        --initial-cluster "$ic" --initial-cluster-token "$CLUSTER_TOKEN" \
+        --initial-cluster-state "$state" "${CLUSTER_EXTRA[@]}" \
+        >>"$WORK/run-m$i.log" 2>&1 &
+    MEMBER_PID[i]=$!
+    PIDS+=("${MEMBER_PID[i]}")
+}
+
+member_etcd_pid() { pgrep -P "${MEMBER_PID[$1]}" -x etcd || true; }
+
+# hashkv_agree REV [seconds]: until every member (1..CLUSTER_SIZE) has reached REV and their
+# HashKV at REV agree (a member still applying can answer a transient value); HASHKV is the
+# agreed hash. Fails with every member's answer when they do not agree in time.
+hashkv_agree() {
+    local rev=$1 secs=${2:-10} k i h all ok
+    for k in $(seq 1 $((secs * 5))); do
+        all="" ok=1 HASHKV=""
+        for i in $(seq 1 "$CLUSTER_SIZE"); do
+            h=$(member_hashkv "$i" "$rev" 2>/dev/null || true)
+            all+="${all:+ }m$i=${h:-none}"
+            [ -n "$h" ] && [ "$h" != null ] || ok=0
+            [ -n "$HASHKV" ] || HASHKV=$h
+            [ "$h" = "$HASHKV" ] || ok=0
+        done
+        [ "$ok" = 1 ] && return 0
+        [ "$k" = 1 ] && echo "HashKV at revision $rev not (yet) agreed: $all; polling" >&2
+        sleep 0.2
+    done
+    fail "HashKV at revision $rev does not agree: $all"
 }

@@ -85,11 +85,45 @@ static void test_config_rejects_non_mapping_and_bad_yaml(void **state) {
     assert_null(out);
 }
 
+static void test_config_member_gives_identity_and_every_client_url(void **state) {
+    (void)state;
+    EtcdConfigMember m;
+    assert_int_equal(etcd_config_member(conf, sizeof conf - 1, "etcd-main-1", &m), 0);
+    assert_string_equal(m.name, "etcd-main-etcd-main-1");
+    assert_string_equal(m.peer_urls, "https://etcd-main-1.peer:2380");
+    /* every member's client URLs: how a rejoining member reaches the others */
+    assert_string_equal(m.client_urls, "https://etcd-main-0:2379,https://e0.alt:2379");
+    assert_non_null(strstr(m.initial_cluster, "etcd-main-etcd-main-2=https://x:2380"));
+    /* no POD_NAME: the file's name, whose URLs the maps do not list */
+    assert_int_equal(etcd_config_member(conf, sizeof conf - 1, NULL, &m), 0);
+    assert_string_equal(m.name, "etcd-main");
+    assert_string_equal(m.peer_urls, "");
+    assert_int_equal(etcd_config_member("- a\n", 4, NULL, &m), ERR_INVALID);
+}
+
+static void test_argv_flag_takes_the_last_value_in_go_flag_syntax(void **state) {
+    (void)state;
+    char *argv[] = {"etcd",
+                    "--name",
+                    "a",
+                    "-name=b",
+                    "--initial-cluster-state=new",
+                    "--initial-cluster-state",
+                    "existing",
+                    "--names=x",
+                    NULL};
+    assert_string_equal(etcd_argv_flag(argv, "name"), "b");
+    assert_string_equal(etcd_argv_flag(argv, "initial-cluster-state"), "existing");
+    assert_null(etcd_argv_flag(argv, "data-dir"));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_config_resolves_this_members_name_and_urls),
         cmocka_unit_test(test_config_drops_initial_cluster_entries_of_removed_members),
         cmocka_unit_test(test_config_rejects_non_mapping_and_bad_yaml),
+        cmocka_unit_test(test_config_member_gives_identity_and_every_client_url),
+        cmocka_unit_test(test_argv_flag_takes_the_last_value_in_go_flag_syntax),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
