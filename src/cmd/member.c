@@ -235,9 +235,10 @@ static InitMemberState probe(void *ctx) {
                  "single-member rules apply",
                  m->name, (unsigned long long)self->id);
     } else if (!others_have_quorum(m, ms, n, self, why, sizeof why)) {
-        log_warn("member %s: the other members have no quorum (%s): single-member rules apply, "
-                 "no member is removed or added",
+        log_warn("member %s: the other members have no quorum (%s): no member is removed or "
+                 "added; a valid data dir starts as is, an invalid one is not restored",
                  m->name, why);
+        st = INIT_MEMBER_NO_QUORUM;
     } else if (self && member_answers(m, self, NULL)) {
         /* this member's etcd is stopped while the initializer runs: a running one is another */
         log_error("member %s: the member list entry %llx (%s, peer URLs %s) answers on its client "

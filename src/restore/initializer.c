@@ -95,6 +95,18 @@ static int run(const InitConfig *cfg, InitResult *out) {
     default:
         break;
     }
+    /* a member of a running multi-member cluster whose others have no quorum: restored from the
+     * store (or started empty) under its old member ID, it would take the raft log the old
+     * leader replays onto it once quorum returns on top of its own db (a diverging keyspace).
+     * Nothing is touched; the caller retries, and the member rejoins as a learner then. */
+    if (ms == INIT_MEMBER_NO_QUORUM && vr.status != DATA_DIR_VALID)
+        return err_set(ERR_ETCD,
+                       "data dir %s is %s, but the other members of this cluster have no quorum: "
+                       "not restoring it from the store nor starting etcd empty (the others would "
+                       "replay their raft log onto it); once they have quorum again it rejoins as "
+                       "a learner; if their data dirs are lost too, follow "
+                       "docs/runbook-quorum-loss.md",
+                       dd, data_dir_status_name(vr.status));
     /* the others have quorum: resync from them, not the store (a valid data dir with a restore
      * target set is restored as asked) */
     if (ms == INIT_MEMBER_LISTED && vr.status != DATA_DIR_VALID) {

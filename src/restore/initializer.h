@@ -13,11 +13,15 @@
 /* What a member of a multi-member cluster is, as seen from the other members (seed-spec §9.2
  * pre-step). */
 typedef enum {
-    INIT_MEMBER_UNKNOWN = 0, /* single member, the cluster cannot be reached, the others have no
-                                quorum, or a bootstrap member that never started: the single-member
-                                rules apply (validate, restore from the store) */
+    INIT_MEMBER_UNKNOWN = 0, /* single member, the cluster cannot be reached, or a bootstrap
+                                member that never started: the single-member rules apply
+                                (validate, restore from the store) */
     INIT_MEMBER_ABSENT,      /* not in the member list of a cluster with quorum: scale-up */
     INIT_MEMBER_LISTED,      /* in the member list of a cluster whose other members have quorum */
+    INIT_MEMBER_NO_QUORUM,   /* the member list was read but the others have no quorum: a valid
+                                data dir starts as is; an invalid one is an error (neither
+                                restored nor started empty: once quorum returns, the leader would
+                                replay its raft log onto it under the same member ID) */
 } InitMemberState;
 
 /* The cluster operations of a member of a multi-member cluster, implemented above this layer

@@ -3,7 +3,8 @@
  * tests/integration/test_cluster_*.sh): a member absent from the member list joins as a learner
  * with its data dir aside and without validation; a listed member with an invalid data dir is
  * removed, its data dir kept aside, and re-added; a failed removal touches nothing; without the
- * cluster the single-member rules apply and no hook but the probe runs. */
+ * cluster the single-member rules apply and no hook but the probe runs; a listed member whose
+ * others have no quorum is neither restored nor started empty. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -159,6 +160,29 @@ static void test_unknown_cluster_keeps_the_single_member_rules(void **state) {
     assert_non_null(strstr(res.summary, "no store is configured"));
 }
 
+/* A listed member whose other members have no quorum: a restore from the store (or an empty
+ * start) under the same member ID would let the old leader replay its raft log onto it once
+ * quorum returns (a diverging keyspace), so nothing is restored, removed, added or moved. */
+static void test_no_quorum_refuses_to_restore_an_invalid_data_dir(void **state) {
+    (void)state;
+    char dd[512], marker[600];
+    snprintf(dd, sizeof dd, "%s/noquorum.etcd", root);
+    snprintf(marker, sizeof marker, "%s/member/marker", dd);
+    stale_dir(dd);
+    Fake f = {.state = INIT_MEMBER_NO_QUORUM};
+    InitResult res;
+    assert_int_equal(run_init(dd, &f, &res), ERR_ETCD);
+    assert_non_null(strstr(err_msg(), "no quorum"));
+    assert_int_equal(f.removes + f.adds, 0);
+    assert_false(res.restored);
+    assert_false(res.joined_as_learner);
+    assert_true(fs_exists(marker)); /* the data dir is where it was */
+
+    snprintf(dd, sizeof dd, "%s/noquorum-missing.etcd", root);
+    assert_int_equal(run_init(dd, &f, &res), ERR_ETCD);
+    assert_false(fs_exists(dd)); /* etcd does not start empty either */
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_absent_member_joins_as_learner_with_its_data_dir_aside),
@@ -166,6 +190,7 @@ int main(void) {
         cmocka_unit_test(test_failed_removal_keeps_the_data_dir_and_adds_nothing),
         cmocka_unit_test(test_failed_add_is_an_error),
         cmocka_unit_test(test_unknown_cluster_keeps_the_single_member_rules),
+        cmocka_unit_test(test_no_quorum_refuses_to_restore_an_invalid_data_dir),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
