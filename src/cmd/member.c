@@ -228,13 +228,23 @@ static InitMemberState probe(void *ctx) {
     InitMemberState st = INIT_MEMBER_UNKNOWN;
     const EtcdMember *self = find_self(m, ms, n);
     char why[256] = "";
-    if (self && !self->client_urls[0] && !self->is_learner) {
-        /* client URLs are published by a member's first start; a member of the initial cluster
-         * has its name from --initial-cluster before */
+    /* client URLs are published by a member's first start; a member of the initial cluster has
+     * its name from --initial-cluster before */
+    int never_started = self && !self->client_urls[0] && !self->is_learner;
+    int quorum = others_have_quorum(m, ms, n, self, why, sizeof why);
+    if (never_started && !quorum) {
         log_info("member %s is listed (%llx) but has never started: cluster bootstrap, "
                  "single-member rules apply",
                  m->name, (unsigned long long)self->id);
-    } else if (!others_have_quorum(m, ms, n, self, why, sizeof why)) {
+    } else if (never_started) {
+        /* the others already run: a db restored from the store (or an empty one) would sit at
+         * the bootstrap's raft index, and the leader would replay its log from there onto it */
+        log_info("member %s is listed (%llx) but has never started, and the other members run "
+                 "with quorum: it joins them (a valid data dir starts as is, else as a learner), "
+                 "never restored from the store",
+                 m->name, (unsigned long long)self->id);
+        st = INIT_MEMBER_LISTED;
+    } else if (!quorum) {
         log_warn("member %s: the other members have no quorum (%s): no member is removed or "
                  "added; a valid data dir starts as is, an invalid one is not restored",
                  m->name, why);

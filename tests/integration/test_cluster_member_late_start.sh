@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# A member of the initial cluster that starts late, after the others formed the cluster, took
+# writes and backed them up (a slow third pod of a new StatefulSet; the third member of a
+# quorum-loss restore started after the two others): three members under `etcdbrctl run` on one
+# Local store, m1 and m2 first. m3's data dir is missing and its entry in the member list has
+# never started. It must not be restored from the store: its restored db would sit at raft index
+# 3 (a bootstrap) and the leader would replay the raft log from index 4 onto it, so its keyspace
+# would differ from the others'. It joins as a learner (removed, re-added), is promoted, and
+# HashKV agrees on all three. ETCDBR_MEMBER_ETCD picks the etcd version (default 3.4).
+source "$(dirname "$0")/lib.sh"
+make_workdir
+use_etcd "${ETCDBR_MEMBER_ETCD:-3.4}"
+T0=$SECONDS
+plan_cluster 3
+FLAGS=(--storage-provider=Local --store-container="$WORK/store"
+    --snapstore-temp-directory="$WORK/snaptmp" --restoration-temp-snapshots-dir="$WORK/restore.tmp"
+    --delta-snapshot-period=1s --schedule='0 0 1 1 *' --garbage-collection-period=0s
+    --reelection-period=2s --etcd-connection-timeout-leader-election=2s
+    --service-endpoints="$CLUSTER_EPS")
+for i in 1 2; do run_member "$i" new "$INITIAL_CLUSTER" "${FLAGS[@]}"; done
+for i in 1 2; do wait_member "$i" 40; done
+for n in $(seq 1 40); do gw_put "${MEMBER_EP[$((n % 2 + 1))]}" "$(b64 /w/$n)" "$(b64 v$n)" >/dev/null || fail "put $n"; done
+for k in $(seq 1 100); do
+    [ "$(count_objects "$WORK/store" Incr)" -ge 1 ] && break
+    sleep 0.2
+done
+[ "$(count_objects "$WORK/store" Incr)" -ge 1 ] || fail "m1 and m2 stored no delta"
+echo "m1 and m2 took 40 writes, the store has $(count_objects "$WORK/store" Full) full and $(count_objects "$WORK/store" Incr) deltas ($((SECONDS - T0)) s)"
+
+run_member 3 new "$INITIAL_CLUSTER" "${FLAGS[@]}"
+LOG=$WORK/run-m3.log
+wait_for_log "$LOG" "started etcd" 60
+grep -q "restoring data dir" "$LOG" && fail "m3 was restored from the store instead of joining the running cluster"
+wait_for_log "$LOG" "added member m3 as a learner" 30
+wait_for_log "$LOG" "promoted member m3 (" 60
+gw_put "${MEMBER_EP[3]}" "$(b64 /after)" "$(b64 m3)" >/dev/null || fail "a write through m3 failed"
+CLUSTER_SIZE=3
+hashkv_agree "$(current_revision "${MEMBER_EP[1]}")" 20
+echo "late member m3 joined as a learner, promoted; HashKV $HASHKV on all 3 ($((SECONDS - T0)) s)"
