@@ -44,9 +44,10 @@ if command -v go >/dev/null || [ -x /usr/local/go/bin/go ]; then
     setsid -w ./scripts/build-helm.sh >"$helm_build_log" 2>&1 &
     helm_build_pid=$!
 fi
-kill_builds() {
+outage_pid=""
+kill_builds() { # and the outage test if it still runs (it has its own process group)
     local p
-    for p in "$etcd_build_pid" "$gcs_build_pid" "$helm_build_pid"; do
+    for p in "$etcd_build_pid" "$gcs_build_pid" "$helm_build_pid" "$outage_pid"; do
         [ -z "$p" ] || kill -- -"$p" 2>/dev/null || true
     done
     rm -f "$etcd_build_log" "$gcs_build_log" "$helm_build_log"
@@ -78,6 +79,28 @@ if [ -n "$gcs_build_pid" ]; then
     cat "$gcs_build_log"
     [ "$rc" = 0 ] || { echo "scripts/build-fake-gcs.sh failed (exit $rc)" >&2; exit 1; }
 fi
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+# test_store_outage mostly waits (a 5-minute store outage, one put every 2 s): it runs beside
+# the others instead of holding one of ctest's two slots for 5 minutes
+outage_log=$PWD/build-asan/test_store_outage.log
+ETCDBR_SOURCE_DIR=$PWD ETCDBR_BIN=$PWD/build-asan/etcdbrctl ETCDBR_BUILD_DIR=$PWD/build-asan \
+    setsid -w timeout 900 bash tests/integration/test_store_outage.sh >"$outage_log" 2>&1 &
+outage_pid=$!
+# every other test but the chart's while helm still builds (its cold build is ~500 CPU-seconds:
+# it overlaps the tests instead of delaying them), then the chart's tests once it is done
+(cd build-asan && ctest --output-on-failure -j2 --timeout 900 \
+    -E '^integration\.(test_helm_chart.*|test_store_outage)$')
+echo "== integration.test_store_outage (ran beside the others)"
+outage_rc=0
+wait "$outage_pid" || outage_rc=$?
+outage_pid=""
+tail -20 "$outage_log"
+case "$outage_rc" in
+0) echo "integration.test_store_outage passed" ;;
+77) echo "integration.test_store_outage SKIPPED (exit 77)" ;;
+*) echo "integration.test_store_outage FAILED (exit $outage_rc; log $outage_log)" >&2 && exit 1 ;;
+esac
 if [ -n "$helm_build_pid" ]; then
     echo "== waiting for the helm + k8svalidate build"
     rc=0
@@ -86,9 +109,7 @@ if [ -n "$helm_build_pid" ]; then
     cat "$helm_build_log"
     [ "$rc" = 0 ] || { echo "scripts/build-helm.sh failed (exit $rc)" >&2; exit 1; }
 fi
-export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
-export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-(cd build-asan && ctest --output-on-failure -j2 --timeout 900)
+(cd build-asan && ctest --output-on-failure -j2 --timeout 900 -R '^integration\.test_helm_chart')
 
 # The server's threads (HTTP connections, snapshotter, initialization, leader check, Leases, the
 # leader fence and forwarding to the leader in test_cluster_handover) under

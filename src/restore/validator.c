@@ -6,6 +6,8 @@
 #include "../common/err.h"
 #include "../common/fsutil.h"
 #include "../format/bbolt.h"
+#include "../common/log.h"
+#include "../store/history.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -271,7 +273,42 @@ done:
  * and conf changes raise nothing, and counting them let a stale data dir pass. So replay reaches
  * at most db revision + writes_after. Below the store's revision the dir is certainly stale; at
  * or above it, it may well not be, and we keep it. 0 = go on, 1 = status set. */
-static int check_revision(const char *member, Store *store, ValidationResult *out) {
+/* A data dir restored on purpose to an older revision than the store's latest (the runbook's
+ * "pick an older set", --revision/--time): its db carries etcdbr's restore mark (history.h) at a
+ * revision the db has reached, and every backup after the db's revision was stored before that
+ * restore ran, so the operator chose not to have it. Such a dir is not stale; restoring the latest
+ * set over it would undo the choice (and members restored at different moments would differ).
+ * Backups stored after the restore (etcd ran since, and someone backed it up further) still make
+ * it stale. 1 = restored on purpose (message in *why), 0 = not. */
+static int restored_on_purpose(BboltDb *db, Store *store, int64_t db_revision, char *why,
+                               size_t cap) {
+    char buf[1024];
+    size_t vlen = 0;
+    if (bbolt_get(db, HISTORY_DB_BUCKET, HISTORY_DB_KEY, strlen(HISTORY_DB_KEY), buf,
+                  sizeof buf - 1, &vlen) != 0 ||
+        vlen >= sizeof buf)
+        return 0;
+    buf[vlen] = '\0';
+    HistoryRestoreMark m;
+    if (history_mark_parse(buf, vlen, &m) != 0 || !m.present || db_revision < m.revision) return 0;
+    Snapshot *snaps = NULL;
+    size_t n = 0;
+    if (store_list(store, &snaps, &n) != 0) return 0;
+    int later = 0;
+    for (size_t i = 0; i < n && !later; i++)
+        later = !snaps[i].is_chunk && snaps[i].last_revision > db_revision &&
+                snaps[i].created_on > m.time_s;
+    free(snaps);
+    if (later) return 0;
+    snprintf(why, cap,
+             "restored on purpose to revision %lld (restore mark: from %s%s, at %lld); the newer "
+             "backups were all stored before that restore",
+             (long long)m.revision, m.from_history[0] ? "history " : "untagged backups",
+             m.from_history, (long long)m.time_s);
+    return 1;
+}
+
+static int check_revision(const char *member, BboltDb *db, Store *store, ValidationResult *out) {
     int64_t rev = 0;
     int rc = store_latest_revision(store, &rev);
     if (rc) {
@@ -281,6 +318,14 @@ static int check_revision(const char *member, Store *store, ValidationResult *ou
     }
     out->store_revision = rev;
     if (rev == 0 || out->db_revision >= rev) return 0;
+    char why[400];
+    if (restored_on_purpose(db, store, out->db_revision, why, sizeof why)) {
+        log_info(
+            "data dir at revision %lld is behind the latest backup (revision %lld) but was %s: "
+            "kept",
+            (long long)out->db_revision, (long long)rev, why);
+        return 0;
+    }
     if (read_wal(member, out)) return 1;
     uint64_t extra = out->wal.writes_after;
     int64_t reach = extra > (uint64_t)(INT64_MAX - out->db_revision)
@@ -373,7 +418,7 @@ static void validate(const char *data_dir, ValidationMode mode, Store *store,
         goto done;
     }
 
-    if (store && check_revision(member, store, out)) goto done;
+    if (store && check_revision(member, db, store, out)) goto done;
 
     if (mode == VALIDATE_FULL) {
         if ((rc = bbolt_check(db, &out->db_pages))) {
