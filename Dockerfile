@@ -50,10 +50,11 @@ RUN cmake -S . -B /build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DETCDBR_WERROR=ON \
 # ---- runtime ----
 FROM ${RUNTIME_IMAGE}
 # the runtime libraries of the -dev packages above (`ldd etcdbrctl`), curl for the chart's etcd
-# bootstrap script and probes, CA certificates for the object stores
+# bootstrap script and probes, jq for the quorum-loss runbook's commands
+# (docs/runbook-quorum-loss.md), CA certificates for the object stores
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      ca-certificates curl \
+      ca-certificates curl jq \
       libcurl4 libnghttp2-14 libprotobuf-c1 libssl3 zlib1g libzstd1 libdeflate0 libjansson4 \
       libmicrohttpd12 libyaml-0-2 \
  && rm -rf /var/lib/apt/lists/* \
