@@ -40,6 +40,9 @@ cleanup() {
     if [ -n "$WORK" ] && [ -z "${KEEP_WORK:-}" ]; then rm -rf "$WORK"; fi
 }
 trap cleanup EXIT
+# set -e ends a test at a failing command without a word (e.g. `h=$(etcdctl ... | jq ...)` when
+# etcdctl times out): say which command and where, so a CI log shows why the test failed
+trap 'echo "FAIL: command exited $? at ${BASH_SOURCE[0]##*/}:$LINENO: $BASH_COMMAND" >&2' ERR
 
 make_workdir() {
     WORK=$(mktemp -d "${TMPDIR:-/tmp}/etcdbr-it.XXXXXX")

@@ -6,7 +6,7 @@
 # references, every flag the sidecar is given is one `etcdbrctl server` accepts (from the
 # binary's `__flags-md`), and the rendering says what the values ask (provider credentials,
 # readiness probe per member count, leases, alert rules). The chart's copy of the alert rules
-# equals deploy/prometheus/etcdbr-alerts.yaml. Broken values (tests/fixtures/helm/broken-*.yaml)
+# equals deploy/prometheus/etcdbr-alerts.yaml. Broken values (tests/helm-fixtures/broken-*.yaml)
 # and broken manifests must be rejected: the checks can fail.
 # helm and the validator come from scripts/build-helm.sh: missing, the test is skipped (77),
 # or fails under ETCDBR_REQUIRE_TOOLS=1.
@@ -14,7 +14,7 @@ source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/chart_lib.sh"
 make_workdir
 CHART=$ETCDBR_SOURCE_DIR/chart/etcdbr
-FIX=$ETCDBR_SOURCE_DIR/tests/fixtures/helm
+FIX=$ETCDBR_SOURCE_DIR/tests/helm-fixtures
 chart_tools
 REL=etcdbr-ci
 NS=etcd-ci

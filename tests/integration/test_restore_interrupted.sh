@@ -28,7 +28,8 @@ check_exact() { # DATA_DIR LABEL
     [ "$(current_revision "$ETCD_EP")" = "$src_rev" ] || fail "$2: revision differs"
     dump_keys "$ETCD_EP" | cmp - "$WORK/src.jsonl" || fail "$2: keyspace differs"
     local h
-    h=$(etcdctl --endpoints="$ETCD_EP" endpoint hashkv --rev="$src_rev" -w json | jq '.[0].HashKV.hash')
+    h=$(etcdctl --endpoints="$ETCD_EP" --command-timeout=30s endpoint hashkv --rev="$src_rev" -w json |
+        jq '.[0].HashKV.hash') || fail "$2: etcdctl endpoint hashkv failed"
     [ "$h" = "$src_hash" ] || fail "$2: HashKV $h, source $src_hash"
     stop_pid "$ETCD_PID"
 }
