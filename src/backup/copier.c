@@ -163,6 +163,7 @@ typedef struct {
     _Atomic uint64_t bytes; /* all bytes so far, in-flight included (progress) */
     Progress *progress;
     size_t failed;       /* (mu) */
+    size_t vanished;     /* removed from the source after the listing (mu) */
     int first_rc;        /* (mu) */
     char failures[2048]; /* the first few failures (mu) */
 } Run;
@@ -192,11 +193,14 @@ static int copy_one(Run *run, const Snapshot *s, uint64_t *bytes) {
     uint64_t copied = 0;
     int rc = copier_dest_name(s, name, sizeof name);
     if (rc) return rc;
+    rc = store_open_read(cfg->source, s, &r);
+    if (rc == ERR_NOT_FOUND) /* removed since the listing (the source's garbage collection) */
+        return err_set(ERR_NOT_FOUND, "%s is not in %s any more (removed since it was listed)",
+                       s->key, store_describe(cfg->source));
+    if (rc) return err_wrap(rc, "reading %s from %s", s->key, store_describe(cfg->source));
     /* the tag before the object, as the snapshotter does: an object of ours is never untagged
      * (its history's record was written before the workers started) */
-    if (s->history[0] && (rc = store_history_tag(cfg->dest, s->history, name))) return rc;
-    rc = store_open_read(cfg->source, s, &r);
-    if (rc) return err_wrap(rc, "reading %s from %s", s->key, store_describe(cfg->source));
+    if (s->history[0] && (rc = store_history_tag(cfg->dest, s->history, name))) goto done;
     rc = store_open_write(cfg->dest, name, &w);
     if (rc) goto done;
     rc = io_copy_tick(r, store_writer_io(w), &copied, tick, &t);
@@ -249,7 +253,9 @@ static void *worker(void *arg) {
         pthread_mutex_unlock(&run->mu);
         uint64_t bytes = 0;
         int rc = copy_one(run, s, &bytes);
-        if (rc && rc != ERR_CANCELED)
+        if (rc == ERR_NOT_FOUND) /* gone from the source: nothing to copy, not a failure */
+            log_info("not copied: %s", err_msg());
+        else if (rc && rc != ERR_CANCELED)
             log_error("copy of %s failed: %s", s->snap_name, err_msg());
         else if (!rc && run->cfg->progress) /* the progress line counts them */
             log_debug("copied %s (%llu bytes) to %s", s->snap_name, (unsigned long long)bytes,
@@ -262,6 +268,8 @@ static void *worker(void *arg) {
         if (!rc) {
             run->copied++;
             run->bytes_done += bytes;
+        } else if (rc == ERR_NOT_FOUND) {
+            run->vanished++;
         } else {
             if (!run->first_rc || run->first_rc == ERR_CANCELED) run->first_rc = rc;
             if (rc != ERR_CANCELED) {
@@ -436,6 +444,7 @@ finish:
     run.progress = NULL;
     res.copied = run.copied;
     res.failed = run.failed;
+    res.vanished = run.vanished;
     res.bytes = run.bytes_done;
     if (!rc && run.first_rc) {
         if (run.failed)

@@ -62,6 +62,7 @@ typedef struct CopierResult {
     size_t selected;          /* objects in them */
     size_t present;           /* of those, already in the destination (skipped) */
     size_t copied, failed;    /* objects copied and verified / failed */
+    size_t vanished;          /* removed from the source after the listing (its GC): skipped */
     uint64_t bytes;           /* bytes copied (objects copied only) */
     double seconds;           /* wall time, waiting for a final snapshot included */
     int final_wait_timed_out; /* the wait for a final snapshot ended at its timeout */
