@@ -450,3 +450,25 @@ int etcd_client_urls(char *const *argv, char **out, const char **source) {
     }
     return 0;
 }
+
+int etcd_config_read_file(char **buf, size_t *len, const char **path_out) {
+    *buf = NULL;
+    *len = 0;
+    const char *path = getenv("ETCD_CONF");
+    if (!path || !*path) path = "/var/etcd/config/etcd.conf.yaml";
+    if (path_out) *path_out = path;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return err_set(ERR_NOT_FOUND, "etcd config file %s (ETCD_CONF): %s", path, strerror(errno));
+    char *b = malloc((1 << 20) + 1);
+    size_t n = b ? fread(b, 1, (1 << 20) + 1, f) : 0;
+    fclose(f);
+    if (!b) return err_set(ERR_NOMEM, "out of memory");
+    if (n > (1 << 20)) {
+        free(b);
+        return err_set(ERR_INVALID, "etcd config file %s is larger than 1 MiB", path);
+    }
+    *buf = b;
+    *len = n;
+    return 0;
+}

@@ -28,6 +28,13 @@ typedef struct EtcdConfigMember {
     char initial_cluster[4096]; /* initial-cluster as written */
 } EtcdConfigMember;
 
+/* Reads the etcd config file of seed-spec §10.6: $ETCD_CONF, else /var/etcd/config/etcd.conf.yaml
+ * (the Go tool's fixed path), at most 1 MiB. *buf (malloc'ed, owned by the caller, not
+ * NUL-terminated) and *len receive its bytes; *path (may be NULL) the path read (static or from
+ * the environment). 0, ERR_NOT_FOUND (cannot open; message with the path and errno), ERR_INVALID
+ * (larger than 1 MiB), ERR_NOMEM. */
+int etcd_config_read_file(char **buf, size_t *len, const char **path);
+
 /* Reads yaml (len bytes, borrowed; as etcd_config_render) for member pod_name (NULL: the file's
  * "name"). Values longer than the fields are cut. 0, ERR_INVALID (not YAML) or ERR_NOMEM. */
 int etcd_config_member(const char *yaml, size_t len, const char *pod_name, EtcdConfigMember *out);

@@ -70,19 +70,15 @@ static int valid_lease_name(const char *flag, const char *name) {
  * launcher gets it (etcd_config_render resolves the member-name-prefix and the per-member URL
  * maps). 0 or an ERR_* with a message. */
 static int member_from_etcd_config(char *name, size_t cap, int *tls) {
-    const char *path = getenv("ETCD_CONF");
-    if (!path || !*path) path = "/var/etcd/config/etcd.conf.yaml";
     const char *pod = getenv("POD_NAME");
     if (!pod || !*pod)
         return err_set(ERR_INVALID, "POD_NAME is not set: the member Lease is named after it");
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return err_set(ERR_NOT_FOUND, "etcd config file %s (ETCD_CONF): %s", path, strerror(errno));
-    char *buf = malloc((1 << 20) + 1);
-    size_t n = buf ? fread(buf, 1, (1 << 20) + 1, f) : 0;
-    fclose(f);
-    if (!buf) return err_set(ERR_NOMEM, "out of memory");
-    int rc = lease_member_identity(buf, n, pod, name, cap, tls);
+    const char *path = NULL;
+    char *buf = NULL;
+    size_t n = 0;
+    int rc = etcd_config_read_file(&buf, &n, &path);
+    if (rc) return rc;
+    rc = lease_member_identity(buf, n, pod, name, cap, tls);
     free(buf);
     if (rc) return err_wrap(rc, "%s", path);
     return 0;

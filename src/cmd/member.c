@@ -528,18 +528,15 @@ char *const *member_ctl_etcd_argv(MemberCtl *m, char *const *argv) {
 
 static void read_etcd_conf(EtcdConfigMember *fm, int *have) {
     *have = 0;
-    const char *path = getenv("ETCD_CONF");
-    if (!path || !*path) path = "/var/etcd/config/etcd.conf.yaml";
-    FILE *f = fopen(path, "rb");
-    if (!f) return;
-    char *buf = malloc((1 << 20) + 1);
-    size_t n = buf ? fread(buf, 1, (1 << 20) + 1, f) : 0;
-    fclose(f);
-    if (buf && n <= (1 << 20) && etcd_config_member(buf, n, getenv("POD_NAME"), fm) == 0)
+    const char *path = NULL;
+    char *buf = NULL;
+    size_t n = 0;
+    int rc = etcd_config_read_file(&buf, &n, &path);
+    if (rc == ERR_NOT_FOUND) return; /* no file: the flags and etcd's argv decide */
+    if (!rc && etcd_config_member(buf, n, getenv("POD_NAME"), fm) == 0)
         *have = 1;
-    else if (buf)
-        log_warn("etcd config file %s not used for this member's identity: %s", path,
-                 n > (1 << 20) ? "larger than 1 MiB" : err_msg());
+    else
+        log_warn("etcd config file %s not used for this member's identity: %s", path, err_msg());
     free(buf);
 }
 

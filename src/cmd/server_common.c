@@ -541,15 +541,11 @@ int server_latest_json(const ServerSetup *s, char **text) {
 }
 
 int server_etcd_config(const ServerSetup *s, char **text) {
-    const char *path = getenv("ETCD_CONF");
-    if (!path || !*path) path = "/var/etcd/config/etcd.conf.yaml";
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return err_set(ERR_NOT_FOUND, "etcd config file %s (ETCD_CONF): %s", path, strerror(errno));
-    char *buf = malloc((1 << 20) + 1);
-    size_t n = buf ? fread(buf, 1, (1 << 20) + 1, f) : 0;
-    fclose(f);
-    if (!buf) return err_set(ERR_NOMEM, "out of memory");
+    const char *path = NULL;
+    char *buf = NULL;
+    size_t n = 0;
+    int rc = etcd_config_read_file(&buf, &n, &path);
+    if (rc) return rc;
     /* the member list decides which initial-cluster entries stay (no list: keep them all) */
     EtcdMember *members = NULL;
     size_t n_members = 0;
@@ -568,7 +564,7 @@ int server_etcd_config(const ServerSetup *s, char **text) {
         n_members = 0;
     }
     etcd_client_free(c);
-    int rc = etcd_config_render(buf, n, getenv("POD_NAME"), members, n_members, text);
+    rc = etcd_config_render(buf, n, getenv("POD_NAME"), members, n_members, text);
     free(members);
     free(buf);
     if (rc) return err_wrap(rc, "%s", path);
