@@ -944,3 +944,41 @@ hashkv_agree() {
     done
     fail "HashKV at revision $rev does not agree: $all"
 }
+
+# member_run_flags: sets RUN_FLAGS, the `etcdbrctl run` flags the member tests share (one Local
+# store under $WORK, deltas every second, no scheduled full snapshot, no GC, a 2 s reelection
+# period, the cluster found through --service-endpoints=$CLUSTER_EPS). After plan_cluster.
+member_run_flags() {
+    RUN_FLAGS=(--storage-provider=Local --store-container="$WORK/store"
+        --snapstore-temp-directory="$WORK/snaptmp" --restoration-temp-snapshots-dir="$WORK/restore.tmp"
+        --delta-snapshot-period=1s --schedule='0 0 1 1 *' --garbage-collection-period=0s
+        --reelection-period=2s --etcd-connection-timeout-leader-election=2s
+        --service-endpoints="$CLUSTER_EPS")
+}
+
+# start_writer EP...: a background writer putting /w/N = vN through the endpoints round robin
+# (3 s per put) until $WORK/stop-writer exists; appends N to $WORK/acked for every acknowledged
+# put and "N EP" to $WORK/failed for every other one. Returns once 20 are acknowledged (5 s at
+# most); sets WRITER (stop: touch $WORK/stop-writer; wait "$WRITER").
+start_writer() {
+    local eps=("$@")
+    : >"$WORK/acked"
+    : >"$WORK/failed"
+    (
+        n=0
+        while [ ! -e "$WORK/stop-writer" ]; do
+            ep=${eps[$((n % ${#eps[@]}))]}
+            if curl -sf -m 3 -X POST "$ep/v3/kv/put" \
+                -d "{\"key\":\"$(b64 "/w/$n")\",\"value\":\"$(b64 "v$n")\"}" >/dev/null; then
+                echo "$n" >>"$WORK/acked"
+            else
+                echo "$n $ep" >>"$WORK/failed"
+            fi
+            n=$((n + 1))
+        done
+    ) &
+    WRITER=$!
+    PIDS+=("$WRITER")
+    local k
+    for k in $(seq 1 50); do [ "$(wc -l <"$WORK/acked")" -ge 20 ] && break; sleep 0.1; done
+}

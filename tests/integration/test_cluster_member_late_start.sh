@@ -12,12 +12,8 @@ make_workdir
 use_etcd "${ETCDBR_MEMBER_ETCD:-3.4}"
 T0=$SECONDS
 plan_cluster 3
-FLAGS=(--storage-provider=Local --store-container="$WORK/store"
-    --snapstore-temp-directory="$WORK/snaptmp" --restoration-temp-snapshots-dir="$WORK/restore.tmp"
-    --delta-snapshot-period=1s --schedule='0 0 1 1 *' --garbage-collection-period=0s
-    --reelection-period=2s --etcd-connection-timeout-leader-election=2s
-    --service-endpoints="$CLUSTER_EPS")
-for i in 1 2; do run_member "$i" new "$INITIAL_CLUSTER" "${FLAGS[@]}"; done
+member_run_flags
+for i in 1 2; do run_member "$i" new "$INITIAL_CLUSTER" "${RUN_FLAGS[@]}"; done
 for i in 1 2; do wait_member "$i" 40; done
 for n in $(seq 1 40); do gw_put "${MEMBER_EP[$((n % 2 + 1))]}" "$(b64 /w/$n)" "$(b64 v$n)" >/dev/null || fail "put $n"; done
 for k in $(seq 1 100); do
@@ -27,7 +23,7 @@ done
 [ "$(count_objects "$WORK/store" Incr)" -ge 1 ] || fail "m1 and m2 stored no delta"
 echo "m1 and m2 took 40 writes, the store has $(count_objects "$WORK/store" Full) full and $(count_objects "$WORK/store" Incr) deltas ($((SECONDS - T0)) s)"
 
-run_member 3 new "$INITIAL_CLUSTER" "${FLAGS[@]}"
+run_member 3 new "$INITIAL_CLUSTER" "${RUN_FLAGS[@]}"
 LOG=$WORK/run-m3.log
 wait_for_log "$LOG" "started etcd" 60
 grep -q "restoring data dir" "$LOG" && fail "m3 was restored from the store instead of joining the running cluster"

@@ -15,12 +15,8 @@ make_workdir
 use_etcd "${ETCDBR_MEMBER_ETCD:-3.4}"
 T0=$SECONDS
 plan_cluster 3
-FLAGS=(--storage-provider=Local --store-container="$WORK/store"
-    --snapstore-temp-directory="$WORK/snaptmp" --restoration-temp-snapshots-dir="$WORK/restore.tmp"
-    --delta-snapshot-period=1s --schedule='0 0 1 1 *' --garbage-collection-period=0s
-    --reelection-period=2s --etcd-connection-timeout-leader-election=2s
-    --service-endpoints="$CLUSTER_EPS")
-for i in 1 2 3; do run_member "$i" new "$INITIAL_CLUSTER" "${FLAGS[@]}"; done
+member_run_flags
+for i in 1 2 3; do run_member "$i" new "$INITIAL_CLUSTER" "${RUN_FLAGS[@]}"; done
 for i in 1 2 3; do wait_member "$i" 40; done
 echo "cluster of 3 under etcdbrctl run up after $((SECONDS - T0))s"
 
@@ -37,25 +33,7 @@ for i in 1 2 3; do [ "$i" = "$v" ] || others+=("$i"); done
 echo "leader m$lead; the victim is follower m$v"
 
 # writes through the two others, round robin, each acknowledged or counted as failed
-writer() {
-    local n=0 ep
-    while [ ! -e "$WORK/stop-writer" ]; do
-        ep=${MEMBER_EP[${others[$((n % 2))]}]}
-        if curl -sf -m 3 -X POST "$ep/v3/kv/put" \
-            -d "{\"key\":\"$(b64 "/w/$n")\",\"value\":\"$(b64 "v$n")\"}" >/dev/null; then
-            echo "$n" >>"$WORK/acked"
-        else
-            echo "$n $ep" >>"$WORK/failed"
-        fi
-        n=$((n + 1))
-    done
-}
-: >"$WORK/acked"
-: >"$WORK/failed"
-writer &
-WRITER=$!
-PIDS+=("$WRITER")
-for k in $(seq 1 50); do [ "$(wc -l <"$WORK/acked")" -ge 20 ] && break; sleep 0.1; done
+start_writer "${MEMBER_EP[${others[0]}]}" "${MEMBER_EP[${others[1]}]}"
 
 child=$(member_etcd_pid "$v")
 [ -n "$child" ] || fail "m$v has no etcd child"
@@ -138,7 +116,7 @@ for i in "$v" "$b"; do
 done
 rm -rf "${MEMBER_DIR[v]}"
 : >"$LOG"
-run_member "$v" new "$INITIAL_CLUSTER" "${FLAGS[@]}"
+run_member "$v" new "$INITIAL_CLUSTER" "${RUN_FLAGS[@]}"
 wait_for_log "$LOG" "member m$v: the other members have no quorum" 30
 grep -q "removed member\|added member" "$LOG" && fail "a member was removed or added without quorum"
 ids_after=$(curl -s -m 5 -X POST "${MEMBER_EP[${others[0]}]}/v3/cluster/member/list" -d '{}' | jq -c '[.members[].ID] | sort')
@@ -150,7 +128,7 @@ wait_for_log "$LOG" "not restoring it from the store nor starting etcd empty" 30
 grep -q "restoring data dir\|etcd starts empty\|started etcd" "$LOG" &&
     fail "m$v was restored or started without quorum among the others"
 [ -e "${MEMBER_DIR[v]}" ] && fail "m$v's data dir was created without quorum among the others"
-run_member "$b" existing "$INITIAL_CLUSTER" "${FLAGS[@]}"
+run_member "$b" existing "$INITIAL_CLUSTER" "${RUN_FLAGS[@]}"
 wait_for_log "$LOG" "added member m$v as a learner" 60
 wait_for_log "$LOG" "promoted member m$v (" 60
 gw_put "${MEMBER_EP[$b]}" "$(b64 /after-quorum)" "$(b64 back)" || fail "a write through m$b failed"

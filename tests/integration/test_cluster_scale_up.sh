@@ -12,33 +12,12 @@ make_workdir
 use_etcd "${ETCDBR_MEMBER_ETCD:-3.4}"
 T0=$SECONDS
 plan_cluster 3
-FLAGS=(--storage-provider=Local --store-container="$WORK/store"
-    --snapstore-temp-directory="$WORK/snaptmp" --restoration-temp-snapshots-dir="$WORK/restore.tmp"
-    --delta-snapshot-period=1s --schedule='0 0 1 1 *' --garbage-collection-period=0s
-    --reelection-period=2s --etcd-connection-timeout-leader-election=2s
-    --service-endpoints="$CLUSTER_EPS")
-run_member 1 new "m1=${MEMBER_PEER[1]}" "${FLAGS[@]}"
+member_run_flags
+run_member 1 new "m1=${MEMBER_PEER[1]}" "${RUN_FLAGS[@]}"
 wait_member 1 30
 wait_for_log "$WORK/run-m1.log" "full snapshot Full-" 30
 
-writer() {
-    local n=0
-    while [ ! -e "$WORK/stop-writer" ]; do
-        if curl -sf -m 3 -X POST "${MEMBER_EP[1]}/v3/kv/put" \
-            -d "{\"key\":\"$(b64 "/w/$n")\",\"value\":\"$(b64 "v$n")\"}" >/dev/null; then
-            echo "$n" >>"$WORK/acked"
-        else
-            echo "$n" >>"$WORK/failed"
-        fi
-        n=$((n + 1))
-    done
-}
-: >"$WORK/acked"
-: >"$WORK/failed"
-writer &
-WRITER=$!
-PIDS+=("$WRITER")
-for k in $(seq 1 50); do [ "$(wc -l <"$WORK/acked")" -ge 20 ] && break; sleep 0.1; done
+start_writer "${MEMBER_EP[1]}"
 
 # m3 has a stale data dir from an earlier life: it must go aside, not be used or deleted
 mkdir -p "${MEMBER_DIR[3]}/member"
@@ -47,8 +26,8 @@ acked_before=$(wc -l <"$WORK/acked")
 echo "m1 alone up with backups after $((SECONDS - T0))s; scaling up to 3"
 MEMBER_HTTP[2]=$(free_port)
 MEMBER_HTTP[3]=$(free_port)
-run_member 2 new "$INITIAL_CLUSTER" "${FLAGS[@]}"
-run_member 3 new "$INITIAL_CLUSTER" "${FLAGS[@]}"
+run_member 2 new "$INITIAL_CLUSTER" "${RUN_FLAGS[@]}"
+run_member 3 new "$INITIAL_CLUSTER" "${RUN_FLAGS[@]}"
 for i in 2 3; do
     wait_for_log "$WORK/run-m$i.log" "member m$i is not in the cluster's member list" 30
     wait_for_log "$WORK/run-m$i.log" "added member m$i as a learner" 60
