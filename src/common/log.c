@@ -1,7 +1,9 @@
-/* log: see log.h. One fprintf per line under a mutex so lines from threads never interleave. */
+/* log: see log.h. Each line is formatted whole and written with one write(2) under a mutex, so
+ * neither threads nor processes sharing stderr (etcd under `run`) splice into it. */
 #include "log.h"
 #include "err.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -9,6 +11,7 @@
 #include <strings.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 static LogLevel log_level = LOG_INFO;
 static int log_json;
@@ -51,24 +54,50 @@ static const char *level_name(LogLevel l) {
     }
 }
 
-/* Writes s as a JSON / logfmt quoted string. */
-static void put_quoted(FILE *f, const char *s) {
-    fputc('"', f);
+/* Appends s quoted as a JSON / logfmt string to line (at *len, capacity cap; cap leaves room for
+ * the closing quote and the line's tail). Stops before an escape that would not fit. */
+static void put_quoted(char *line, size_t *len, size_t cap, const char *s) {
+    size_t n = *len;
+    line[n++] = '"';
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        char esc[8];
+        size_t k;
         if (*p == '"' || *p == '\\') {
-            fputc('\\', f);
-            fputc(*p, f);
+            esc[0] = '\\';
+            esc[1] = (char)*p;
+            k = 2;
         } else if (*p == '\n') {
-            fputs("\\n", f);
+            memcpy(esc, "\\n", 2);
+            k = 2;
         } else if (*p == '\t') {
-            fputs("\\t", f);
+            memcpy(esc, "\\t", 2);
+            k = 2;
         } else if (*p < 0x20) {
-            fprintf(f, "\\u%04x", *p);
+            k = (size_t)snprintf(esc, sizeof esc, "\\u%04x", *p);
         } else {
-            fputc(*p, f);
+            esc[0] = (char)*p;
+            k = 1;
         }
+        if (n + k + 1 > cap) break;
+        memcpy(line + n, esc, k);
+        n += k;
     }
-    fputc('"', f);
+    line[n++] = '"';
+    *len = n;
+}
+
+/* Writes all of buf to fd 2, retrying short writes and EINTR; errors are dropped (nowhere to
+ * report them). */
+static void write_stderr(const char *buf, size_t len) {
+    while (len > 0) {
+        ssize_t w = write(STDERR_FILENO, buf, len);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            return;
+        }
+        buf += w;
+        len -= (size_t)w;
+    }
 }
 
 void log_msg(LogLevel level, const char *fmt, ...) {
@@ -87,16 +116,24 @@ void log_msg(LogLevel level, const char *fmt, ...) {
     size_t n = strftime(tbuf, sizeof tbuf, "%Y-%m-%dT%H:%M:%S", &tm);
     snprintf(tbuf + n, sizeof tbuf - n, ".%03ldZ", ts.tv_nsec / 1000000);
 
+    /* The whole line goes out in one write(2): etcd (under `run`) and other processes share
+     * this stderr, and a line written piecewise gets their output spliced into it. */
+    enum { TAIL = 128 };
+    char line[sizeof msg * 2 + 256];
+    size_t len;
+    if (log_json)
+        len = (size_t)snprintf(line, sizeof line, "{\"level\":\"%s\",\"msg\":", level_name(level));
+    else
+        len = (size_t)snprintf(line, sizeof line, "time=\"%s\" level=%s msg=", tbuf,
+                               level_name(level));
+    put_quoted(line, &len, sizeof line - TAIL, msg);
+    if (log_json)
+        len += (size_t)snprintf(line + len, sizeof line - len, ",\"time\":\"%s\"}\n", tbuf);
+    else
+        line[len++] = '\n';
+
     pthread_mutex_lock(&log_mu);
-    if (log_json) {
-        fprintf(stderr, "{\"level\":\"%s\",\"msg\":", level_name(level));
-        put_quoted(stderr, msg);
-        fprintf(stderr, ",\"time\":\"%s\"}\n", tbuf);
-    } else {
-        fprintf(stderr, "time=\"%s\" level=%s msg=", tbuf, level_name(level));
-        put_quoted(stderr, msg);
-        fputc('\n', stderr);
-    }
     fflush(stderr);
+    write_stderr(line, len);
     pthread_mutex_unlock(&log_mu);
 }

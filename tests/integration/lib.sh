@@ -957,9 +957,11 @@ member_run_flags() {
 }
 
 # start_writer EP...: a background writer putting /w/N = vN through the endpoints round robin
-# (3 s per put) until $WORK/stop-writer exists; appends N to $WORK/acked for every acknowledged
-# put and "N EP" to $WORK/failed for every other one. Returns once 20 are acknowledged (5 s at
-# most); sets WRITER (stop: touch $WORK/stop-writer; wait "$WRITER").
+# until $WORK/stop-writer exists; appends N to $WORK/acked for every acknowledged put and
+# "N EP +Ss curl=RC ANSWER" to $WORK/failed for every other one (an error answer, or none within
+# 10 s: a put on a loaded CI machine can take seconds without the cluster being down). Returns
+# once 20 are acknowledged (5 s at most); sets WRITER (stop: touch $WORK/stop-writer; wait
+# "$WRITER").
 start_writer() {
     local eps=("$@")
     : >"$WORK/acked"
@@ -968,11 +970,13 @@ start_writer() {
         n=0
         while [ ! -e "$WORK/stop-writer" ]; do
             ep=${eps[$((n % ${#eps[@]}))]}
-            if curl -sf -m 3 -X POST "$ep/v3/kv/put" \
-                -d "{\"key\":\"$(b64 "/w/$n")\",\"value\":\"$(b64 "v$n")\"}" >/dev/null; then
+            rc=0
+            out=$(curl -sS -m 10 -X POST "$ep/v3/kv/put" \
+                -d "{\"key\":\"$(b64 "/w/$n")\",\"value\":\"$(b64 "v$n")\"}" 2>&1) || rc=$?
+            if [ "$rc" = 0 ] && printf '%s' "$out" | jq -e '.header.revision' >/dev/null 2>&1; then
                 echo "$n" >>"$WORK/acked"
             else
-                echo "$n $ep" >>"$WORK/failed"
+                echo "$n $ep +$((SECONDS - ${T0:-0}))s curl=$rc ${out:0:300}" >>"$WORK/failed"
             fi
             n=$((n + 1))
         done

@@ -1,4 +1,5 @@
-/* test_common: Go duration parsing, robfig-compatible cron schedules, the option parser. */
+/* test_common: Go duration parsing, robfig-compatible cron schedules, the option parser, the
+ * logger's whole lines. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,12 +10,15 @@
 #include "common/cron.h"
 #include "common/err.h"
 #include "common/fsutil.h"
+#include "common/log.h"
 #include "common/timeutil.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -219,6 +223,65 @@ static void test_fs_remove_stale_temp_removes_only_unlocked_files_of_ours(void *
     assert_int_equal(fs_remove_tree(dir), 0);
 }
 
+/* Under `run`, etcd writes to the same stderr as etcdbr: a log line written piecewise got etcd's
+ * lines spliced into it (seen in CI: a test's grep for "promoted member m2 (" missed). Another
+ * process writes its own lines to the same file description while this one logs; every line of
+ * the file must be one or the other, whole. */
+static void test_log_lines_stay_whole_beside_another_writer(void **state) {
+    (void)state;
+    char path[] = "/tmp/etcdbr-test-log-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    unlink(path);
+    int saved = dup(STDERR_FILENO);
+    assert_true(saved >= 0);
+    fflush(stderr);
+    assert_int_equal(dup2(fd, STDERR_FILENO), STDERR_FILENO);
+    enum { CHILD_LINES = 4000, LOG_LINES = 400 };
+    static const char child_line[] = "etcd: some other process's line\n";
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        for (int i = 0; i < CHILD_LINES; i++)
+            if (write(STDERR_FILENO, child_line, sizeof child_line - 1) < 0) _exit(1);
+        _exit(0);
+    }
+    char msg[600];
+    memset(msg, 'm', sizeof msg - 1);
+    msg[sizeof msg - 1] = '\0';
+    static const char head[] = "promoted \"member\"\tm2\n(";
+    memcpy(msg, head, sizeof head - 1);
+    for (int i = 0; i < LOG_LINES; i++)
+        log_info("%s %d", msg, i);
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    fflush(stderr);
+    assert_int_equal(dup2(saved, STDERR_FILENO), STDERR_FILENO);
+    close(saved);
+
+    FILE *f = fdopen(fd, "r");
+    assert_non_null(f);
+    rewind(f);
+    static char line[4096];
+    int child = 0, logged = 0, other = 0;
+    const char *quoted = "msg=\"promoted \\\"member\\\"\\tm2\\n(mmmm";
+    while (fgets(line, sizeof line, f)) {
+        if (strcmp(line, child_line) == 0) {
+            child++;
+        } else if (strncmp(line, "time=\"", 6) == 0 && strstr(line, quoted) &&
+                   strstr(line, "mmm ") && line[strlen(line) - 2] == '"') {
+            logged++;
+        } else {
+            if (other++ < 3) fprintf(stderr, "spliced line: %.200s\n", line);
+        }
+    }
+    fclose(f);
+    assert_int_equal(other, 0);
+    assert_int_equal(child, CHILD_LINES);
+    assert_int_equal(logged, LOG_LINES);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_duration_parses_go_forms),
@@ -231,6 +294,7 @@ int main(void) {
         cmocka_unit_test(test_opts_rejects_unknown_flag_and_bad_values),
         cmocka_unit_test(test_fs_join_and_dirname),
         cmocka_unit_test(test_fs_remove_stale_temp_removes_only_unlocked_files_of_ours),
+        cmocka_unit_test(test_log_lines_stay_whole_beside_another_writer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
