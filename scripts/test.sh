@@ -7,52 +7,53 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
 
-# etcd 3.5/3.6/3.7 for the integration tests (Debian ships 3.4 only): built from the Go module
-# proxy into ~/.cache/etcdbr/etcd in the background while the C builds run; cached versions are
-# not rebuilt. Without Go the tests run against 3.4 and say which versions they skip, unless
-# ETCDBR_REQUIRE_ETCD_VERSIONS=1 (CI), where a missing version fails the tests.
-etcd_build_pid=""
-etcd_build_log=$(mktemp "${TMPDIR:-/tmp}/etcdbr-build-etcd.XXXXXX")
-if command -v go >/dev/null || [ -x /usr/local/go/bin/go ] || [ "${ETCDBR_REQUIRE_ETCD_VERSIONS:-0}" = 1 ]; then
-    echo "== etcd 3.5/3.6/3.7 build started in the background (scripts/build-etcd.sh, log $etcd_build_log)"
-    setsid -w ./scripts/build-etcd.sh >"$etcd_build_log" 2>&1 &
-    etcd_build_pid=$!
-    # its own process group: stopped with its go children if this script ends early
-    trap 'kill -- -$etcd_build_pid 2>/dev/null || true; rm -f "$etcd_build_log"' EXIT
-else
-    echo "== no Go: etcd 3.5/3.6/3.7 not built; the integration tests run against etcd 3.4 only"
-fi
-
-# fake-gcs-server (the GCS emulator of the test_gcs_* tests) from the Go module proxy into
-# ~/.cache/etcdbr/fake-gcs, in the background too (about 4-5 min cold on 2 cores, seconds cached).
-gcs_build_pid=""
-gcs_build_log=$(mktemp "${TMPDIR:-/tmp}/etcdbr-build-fake-gcs.XXXXXX")
-if command -v go >/dev/null || [ -x /usr/local/go/bin/go ]; then
-    echo "== fake-gcs-server build started in the background (scripts/build-fake-gcs.sh, log $gcs_build_log)"
-    setsid -w ./scripts/build-fake-gcs.sh >"$gcs_build_log" 2>&1 &
-    gcs_build_pid=$!
-    trap 'kill -- -$etcd_build_pid 2>/dev/null || true; kill -- -$gcs_build_pid 2>/dev/null || true; rm -f "$etcd_build_log" "$gcs_build_log"' EXIT
-fi
-
-# helm and the chart validator (tests/integration/test_helm_chart.sh) from the Go module proxy
-# into ~/.cache/etcdbr/helm, in the background too (docs/deploy.md has the measured times;
-# seconds when cached). It shares Go's build cache with the builds above.
-helm_build_pid=""
-helm_build_log=$(mktemp "${TMPDIR:-/tmp}/etcdbr-build-helm.XXXXXX")
-if command -v go >/dev/null || [ -x /usr/local/go/bin/go ]; then
-    echo "== helm + k8svalidate build started in the background (scripts/build-helm.sh, log $helm_build_log)"
-    setsid -w ./scripts/build-helm.sh >"$helm_build_log" 2>&1 &
-    helm_build_pid=$!
-fi
+# Background builds from the Go module proxy, each in its own process group (stopped with its go
+# children if this script ends early) while the C builds run; cached results are not rebuilt:
+# - etcd 3.5/3.6/3.7 for the integration tests (Debian ships 3.4 only) into ~/.cache/etcdbr/etcd.
+#   Without Go the tests run against 3.4 and say which versions they skip, unless
+#   ETCDBR_REQUIRE_ETCD_VERSIONS=1 (CI), where a missing version fails the tests;
+# - fake-gcs-server (the GCS emulator of the test_gcs_* tests) into ~/.cache/etcdbr/fake-gcs
+#   (about 4-5 min cold on 2 cores, seconds cached);
+# - helm and the chart validator (test_helm_chart*) into ~/.cache/etcdbr/helm (docs/deploy.md
+#   has the measured times); it shares Go's build cache with the builds above.
+declare -A bg_pid bg_log
+have_go() { command -v go >/dev/null || [ -x /usr/local/go/bin/go ]; }
+# bg_start NAME SCRIPT: runs SCRIPT in the background, its output in a temporary log.
+bg_start() {
+    bg_log[$1]=$(mktemp "${TMPDIR:-/tmp}/etcdbr-build-$1.XXXXXX")
+    echo "== $1 build started in the background ($2, log ${bg_log[$1]})"
+    setsid -w "$2" >"${bg_log[$1]}" 2>&1 &
+    bg_pid[$1]=$!
+}
+# bg_wait NAME: waits for a bg_start'ed build (nothing if none was started), prints its log and
+# exits the script if it failed.
+bg_wait() {
+    [ -n "${bg_pid[$1]:-}" ] || return 0
+    echo "== waiting for the $1 build"
+    local rc=0
+    wait "${bg_pid[$1]}" || rc=$?
+    unset "bg_pid[$1]"
+    cat "${bg_log[$1]}"
+    [ "$rc" = 0 ] || { echo "the $1 build failed (exit $rc)" >&2; exit 1; }
+}
 outage_pid=""
 kill_builds() { # and the outage test if it still runs (it has its own process group)
     local p
-    for p in "$etcd_build_pid" "$gcs_build_pid" "$helm_build_pid" "$outage_pid"; do
+    for p in "${bg_pid[@]}" "$outage_pid"; do
         [ -z "$p" ] || kill -- -"$p" 2>/dev/null || true
     done
-    rm -f "$etcd_build_log" "$gcs_build_log" "$helm_build_log"
+    rm -f "${bg_log[@]}"
 }
 trap kill_builds EXIT
+if have_go || [ "${ETCDBR_REQUIRE_ETCD_VERSIONS:-0}" = 1 ]; then
+    bg_start etcd ./scripts/build-etcd.sh
+else
+    echo "== no Go: etcd 3.5/3.6/3.7 not built; the integration tests run against etcd 3.4 only"
+fi
+if have_go; then
+    bg_start fake-gcs-server ./scripts/build-fake-gcs.sh
+    bg_start helm ./scripts/build-helm.sh
+fi
 
 echo "== clang-format check"
 git ls-files '*.c' '*.h' | xargs clang-format --dry-run --Werror
@@ -63,22 +64,8 @@ BUILD_DIR=build-asan ./scripts/build.sh -DETCDBR_WERROR=ON -DETCDBR_SANITIZE=ON
 echo "== build (-Werror, ThreadSanitizer; etcdbrctl and store_put, for the threaded server tests)"
 cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DETCDBR_WERROR=ON -DETCDBR_TSAN=ON >/dev/null
 cmake --build build-tsan -j"$(nproc)" --target etcdbrctl store_put
-if [ -n "$etcd_build_pid" ]; then
-    echo "== waiting for the etcd 3.5/3.6/3.7 build"
-    rc=0
-    wait "$etcd_build_pid" || rc=$?
-    etcd_build_pid=""
-    cat "$etcd_build_log"
-    [ "$rc" = 0 ] || { echo "scripts/build-etcd.sh failed (exit $rc)" >&2; exit 1; }
-fi
-if [ -n "$gcs_build_pid" ]; then
-    echo "== waiting for the fake-gcs-server build"
-    rc=0
-    wait "$gcs_build_pid" || rc=$?
-    gcs_build_pid=""
-    cat "$gcs_build_log"
-    [ "$rc" = 0 ] || { echo "scripts/build-fake-gcs.sh failed (exit $rc)" >&2; exit 1; }
-fi
+bg_wait etcd
+bg_wait fake-gcs-server
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 # test_store_outage mostly waits (a 5-minute store outage, one put every 2 s): it runs beside
@@ -87,10 +74,13 @@ outage_log=$PWD/build-asan/test_store_outage.log
 ETCDBR_SOURCE_DIR=$PWD ETCDBR_BIN=$PWD/build-asan/etcdbrctl ETCDBR_BUILD_DIR=$PWD/build-asan \
     setsid -w timeout 900 bash tests/integration/test_store_outage.sh >"$outage_log" 2>&1 &
 outage_pid=$!
+# Every stage runs even when one before failed, so one run shows every failure; the script
+# fails at the end if any did (failed lists them).
+failed=()
 # every other test but the chart's while helm still builds (its cold build is ~500 CPU-seconds:
 # it overlaps the tests instead of delaying them), then the chart's tests once it is done
 (cd build-asan && ctest --output-on-failure -j2 --timeout 900 \
-    -E '^integration\.(test_helm_chart.*|test_store_outage)$')
+    -E '^integration\.(test_helm_chart.*|test_store_outage)$') || failed+=("ASan+UBSan ctest")
 echo "== integration.test_store_outage (ran beside the others)"
 outage_rc=0
 wait "$outage_pid" || outage_rc=$?
@@ -99,17 +89,14 @@ tail -20 "$outage_log"
 case "$outage_rc" in
 0) echo "integration.test_store_outage passed" ;;
 77) echo "integration.test_store_outage SKIPPED (exit 77)" ;;
-*) echo "integration.test_store_outage FAILED (exit $outage_rc; log $outage_log)" >&2 && exit 1 ;;
+*)
+    echo "integration.test_store_outage FAILED (exit $outage_rc; log $outage_log)" >&2
+    failed+=("integration.test_store_outage")
+    ;;
 esac
-if [ -n "$helm_build_pid" ]; then
-    echo "== waiting for the helm + k8svalidate build"
-    rc=0
-    wait "$helm_build_pid" || rc=$?
-    helm_build_pid=""
-    cat "$helm_build_log"
-    [ "$rc" = 0 ] || { echo "scripts/build-helm.sh failed (exit $rc)" >&2; exit 1; }
-fi
-(cd build-asan && ctest --output-on-failure -j2 --timeout 900 -R '^integration\.test_helm_chart')
+bg_wait helm
+(cd build-asan && ctest --output-on-failure -j2 --timeout 900 -R '^integration\.test_helm_chart') ||
+    failed+=("chart tests")
 
 # The server's threads (HTTP connections, snapshotter, initialization, leader check, Leases, the
 # leader fence and forwarding to the leader in test_cluster_handover) under
@@ -119,12 +106,16 @@ fi
 echo "== server tests under ThreadSanitizer"
 rm -rf build-tsan/tsan-reports
 mkdir -p build-tsan/tsan-reports
-tsan_rc=0
 (cd build-tsan && TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:log_path=$PWD/tsan-reports/report" \
-    ctest --output-on-failure -j2 --timeout 900 -R '^integration\.(test_server.*|test_run_mode|test_k8s_lease.*|test_cluster_handover)$') || tsan_rc=$?
+    ctest --output-on-failure -j2 --timeout 900 -R '^integration\.(test_server.*|test_run_mode|test_k8s_lease.*|test_cluster_handover)$') ||
+    failed+=("ThreadSanitizer ctest")
 if [ -n "$(ls build-tsan/tsan-reports)" ]; then
     cat build-tsan/tsan-reports/*
     echo "ThreadSanitizer reported the races above" >&2
+    failed+=("ThreadSanitizer reports")
+fi
+if [ "${#failed[@]}" -gt 0 ]; then
+    printf '== FAILED: %s\n' "${failed[@]}" >&2
     exit 1
 fi
-exit "$tsan_rc"
+echo "== all test stages passed"
