@@ -212,7 +212,7 @@ int peer_url_update(const PeerUrlConfig *pc, uint64_t member_id) {
     size_t len = 0;
     int rc = etcd_config_read_file(&buf, &len, &path);
     if (rc == ERR_NOT_FOUND) {
-        log_info("peer URLs not checked: no etcd config file (%s)", err_msg());
+        log_info("peer URLs not checked: %s", err_msg());
         return 0;
     }
     if (rc) {
