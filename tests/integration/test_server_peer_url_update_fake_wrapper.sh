@@ -9,7 +9,11 @@
 #  2. the file names the first URL again, with --use-etcd-wrapper: updated back, and the wrapper
 #     receives exactly one POST /stop;
 #  3. the same file again: the URL is registered, so no MemberUpdate and no POST;
-#  4. no etcd config file, or one without peer URLs for m2: nothing either.
+#  4. no etcd config file, or one without peer URLs for m2: nothing either;
+#  5. the file gives m2 the peer URL of m3: etcd refuses, the update is tried 4 times (2, 4, 8 s
+#     apart), a clear error names etcd's reason, nothing changes and nothing is posted;
+#  6. m2 under `etcdbrctl run --use-etcd-wrapper` with the second URL in the file: updated, a
+#     warning that the flag has no effect under run, no POST, and its etcd child is not restarted.
 source "$(dirname "$0")/lib.sh"
 make_workdir
 
@@ -146,8 +150,40 @@ sleep 0.5 # a stray update or POST would have been logged by now
 [ "$(posts)" = 1 ] || fail "the wrapper got $(posts) requests, want 1: $(cat "$WORK/wrapper.log")"
 [ "$(m2_peer_urls)" = "$OLD" ] || fail "m2 ends with peer URLs $(m2_peer_urls), want $OLD"
 
-# the cluster is whole: a write through m1 is read from m2
+# 5. a URL etcd refuses (m3's): retried, then a clear error; nothing changed, nothing posted
+write_conf "${MEMBER_PEER[3]}"
+run_server "$WORK/etcd.conf.yaml" "peer URL check: trying again in 60s" --use-etcd-wrapper
+[ "$(grep -c "MemberUpdate of member .* failed (attempt [1-3] of 4" "$LOG")" = 3 ] ||
+    fail "server 5: want 3 retried attempts: $(grep -i 'peer url\|memberupdate' "$LOG")"
+grep "level=error.*peer URL check of member m2 .* failed: MemberUpdate of member .* failed 4 times: .*Peer URLs already exists" \
+    "$LOG" >/dev/null || fail "server 5: no clear error: $(grep level=error "$LOG")"
+[ "$(m2_peer_urls)" = "$OLD" ] || fail "after server 5 m2 has peer URLs $(m2_peer_urls), want $OLD"
+[ "$(posts)" = 1 ] || fail "a refused update posted to the wrapper: $(cat "$WORK/wrapper.log")"
+
+# 6. run mode: etcdbrctl is etcd's parent; the update happens, the flag warns, etcd stays
+kill_member 2
+write_conf "$NEW"
+CLUSTER_EXTRA=(--listen-peer-urls "$OLD,$NEW") # etcd takes the last value of a repeated flag
+ETCD_CONF=$WORK/etcd.conf.yaml POD_NAME=m2 run_member 2 existing "$INITIAL_CLUSTER" \
+    --service-endpoints="$CLUSTER_EPS" --server-address=127.0.0.2 --data-dir="${MEMBER_DIR[2]}" \
+    --reelection-period=2s --etcd-connection-timeout-leader-election=2s --use-etcd-wrapper
+CLUSTER_EXTRA=()
+LOG=$WORK/run-m2.log
+wait_for_log "$LOG" "started etcd" 30
+child=$(member_etcd_pid 2)
+wait_for_log "$LOG" "updated the peer URLs of member m2" 30
+grep "level=warning.*--use-etcd-wrapper has no effect under run" "$LOG" >/dev/null ||
+    fail "run: no warning about --use-etcd-wrapper"
+[ "$(m2_peer_urls)" = "$NEW" ] || fail "under run m2 has peer URLs $(m2_peer_urls), want $NEW"
+[ "$(updates_applied)" = 3 ] || fail "etcd applied $(updates_applied) member updates, want 3"
+sleep 1
+[ "$(posts)" = 1 ] || fail "run posted to the wrapper: $(cat "$WORK/wrapper.log")"
+[ -n "$child" ] && [ "$(member_etcd_pid 2)" = "$child" ] ||
+    fail "run restarted its etcd child ($child, now $(member_etcd_pid 2))"
+! grep "etcd exited\|etcd was killed" "$LOG" >/dev/null || fail "run: etcd stopped: $(cat "$LOG")"
+
+# the cluster is whole: a write through m1 is read from m2 (now reached at its new URL)
 etcdctl --endpoints="${MEMBER_EP[1]}" put /after-update ok >/dev/null
 [ "$(etcdctl --endpoints="$EP2" get /after-update --print-value-only)" = ok ] ||
     fail "m2 does not serve the write made through m1"
-echo "peer URL update: registered URL changed twice (one POST /stop with --use-etcd-wrapper), none when registered or without config"
+echo "peer URL update: changed three times (one POST /stop, only from server with --use-etcd-wrapper), none when registered, without config or refused by etcd"
