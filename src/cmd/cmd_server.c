@@ -501,9 +501,10 @@ static int check_peer_urls(Server *sv, uint64_t member_id) {
         .server_tls = *cert && *key,
         .stop = cmd_install_stop_signals(),
     };
-    if (peer_url_update(&pc, member_id) == 0) {
+    int rc = peer_url_update(&pc, member_id);
+    if (rc == 0) {
         sv->peer_url_pending = 0;
-    } else {
+    } else if (rc != ERR_CANCELED) { /* stopping: no next time */
         sv->peer_url_next_ms = now_mono_ms() + 60000;
         log_warn("peer URL check: trying again in 60s");
     }
