@@ -11,6 +11,7 @@
 #include "config_file.h"
 #include "leader_proxy.h"
 #include "member.h"
+#include "peer_url.h"
 #include "secondary_sync.h"
 #include "server_common.h"
 #include "server_verify.h"
@@ -64,9 +65,12 @@ typedef struct {
     int etcd_ok;        /* last probe answered */
     int probe_failures; /* consecutive failed probes */
     int64_t last_probe_log_ms;
-    int64_t cluster_size_ms; /* monotonic; when etcdbr_cluster_size was last read (0: never) */
-    ServerVerify *verify;    /* --verify-schedule's thread, or NULL */
-    MemberCtl *member;       /* rejoin, scale-up and promotion (member.h) */
+    int64_t cluster_size_ms;  /* monotonic; when etcdbr_cluster_size was last read (0: never) */
+    ServerVerify *verify;     /* --verify-schedule's thread, or NULL */
+    MemberCtl *member;        /* rejoin, scale-up and promotion (member.h) */
+    int peer_url_pending;     /* the start-up peer URL check (peer_url.h) is still to do */
+    int peer_url_wrapper;     /* --use-etcd-wrapper, in server mode */
+    int64_t peer_url_next_ms; /* monotonic; no check before (a minute after a failed one) */
 } Server;
 
 /* ---------- initialization ---------- */
@@ -483,6 +487,30 @@ static void update_cluster_size(Server *sv) {
     etcd_client_free(c);
 }
 
+/* The start-up peer URL check (seed-spec §10.4, last paragraph), at this member's first Status
+ * answer and before it may lead; again a minute later while it fails. 1 when it ran (it may
+ * have taken seconds, or had etcd-wrapper stop etcd: the caller's Status is old). */
+static int check_peer_urls(Server *sv, uint64_t member_id) {
+    if (!sv->peer_url_pending || now_mono_ms() < sv->peer_url_next_ms) return 0;
+    const char *cert = opt_str(sv->o, "server-cert"), *key = opt_str(sv->o, "server-key");
+    PeerUrlConfig pc = {
+        .etcd = sv->setup.snap.etcd,
+        .others = sv->setup.service_endpoints,
+        .n_others = sv->setup.service_endpoints_n,
+        .use_wrapper = sv->peer_url_wrapper,
+        .server_tls = *cert && *key,
+        .stop = cmd_install_stop_signals(),
+    };
+    int rc = peer_url_update(&pc, member_id);
+    if (rc == 0) {
+        sv->peer_url_pending = 0;
+    } else if (rc != ERR_CANCELED) { /* stopping: no next time */
+        sv->peer_url_next_ms = now_mono_ms() + 60000;
+        log_warn("peer URL check: trying again in 60s");
+    }
+    return 1;
+}
+
 static void leader_check(Server *sv) {
     EtcdStatus st;
     int rc = server_probe_etcd(&sv->setup, &st);
@@ -501,6 +529,7 @@ static void leader_check(Server *sv) {
     }
     sv->probe_failures = rc ? sv->probe_failures + 1 : 0;
     member_ctl_tick(sv->member, rc, &st); /* a learner's promotion */
+    if (rc == 0 && check_peer_urls(sv, st.member_id)) return;
     int lead = rc == 0 && st.leader != 0 && st.leader == st.member_id;
     if (lead && !sv->leading) {
         set_leading(sv, 1);
@@ -692,6 +721,16 @@ static int server_main(const Opts *o, char **etcd_argv) {
         pthread_cond_destroy(&sv.snap_idle);
         pthread_mutex_destroy(&sv.mu);
         return code;
+    }
+    sv.peer_url_pending = 1;
+    sv.peer_url_wrapper = opt_bool(o, "use-etcd-wrapper");
+    if (sv.peer_url_wrapper && etcd_argv) {
+        /* run mode: etcdbrctl is etcd's parent, no etcd-wrapper exists; etcd's command line is
+         * fixed, so restarting it would bring nothing new (docs/cluster.md) */
+        log_warn("--use-etcd-wrapper has no effect under run: etcdbrctl starts etcd itself and "
+                 "does not restart it after a peer URL update (etcd keeps its listeners; the "
+                 "other members use the new URLs at once)");
+        sv.peer_url_wrapper = 0;
     }
     /* temp files of a killed run go now, not at this member's first full snapshot as leader */
     if (sv.setup.has_store) fullsnap_cleanup_stale(sv.setup.snap.temp_dir);

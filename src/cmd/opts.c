@@ -245,7 +245,11 @@ static const OptDef opt_table[] = {
      "TLS certificate of the HTTP server; with --server-key the server speaks HTTPS", ACTIVE},
     {"server-key", 0, OPT_STRING, "", NULL, CMD_SERVER, 0, "TLS key of the HTTP server", ACTIVE},
     {"use-etcd-wrapper", 0, OPT_BOOL, "false", NULL, CMD_SERVER, 0,
-     "after a peer URL change, ask etcd-wrapper (port 9095) to restart etcd", UNIMPLEMENTED},
+     "when the start-up peer URL check updated this member's peer URLs (to the "
+     "initial-advertise-peer-urls of the etcd config file ETCD_CONF), ask etcd-wrapper to "
+     "restart etcd: POST <scheme>://<host of --endpoints[0]>:9095/stop, https with --cacert "
+     "when the server has --server-cert; no effect under run (docs/cluster.md)",
+     ACTIVE},
     /* HEALTH (seed-spec §1.7; lease flags also for compact, §1.10) */
     {"enable-snapshot-lease-renewal", 0, OPT_BOOL, "false", NULL, CMD_SERVER | CMD_COMPACT, 0,
      "update the Kubernetes Leases of --full-snapshot-lease-name (revision and creation time of "

@@ -34,6 +34,7 @@
 #define M_MEMBER_ADD "/etcdserverpb.Cluster/MemberAdd"
 #define M_MEMBER_REMOVE "/etcdserverpb.Cluster/MemberRemove"
 #define M_MEMBER_PROMOTE "/etcdserverpb.Cluster/MemberPromote"
+#define M_MEMBER_UPDATE "/etcdserverpb.Cluster/MemberUpdate"
 #define M_AUTH "/etcdserverpb.Auth/Authenticate"
 #define M_LEASE_GRANT "/etcdserverpb.Lease/LeaseGrant"
 #define M_LEASE_TTL "/etcdserverpb.Lease/LeaseTimeToLive"
@@ -452,6 +453,26 @@ int etcd_member_remove(EtcdClient *c, uint64_t id) {
     if (rc) return rc;
     protobuf_c_message_free_unpacked(&resp->base, NULL);
     return 0;
+}
+
+int etcd_member_update(EtcdClient *c, uint64_t id, const char *const *peer_urls, size_t n_urls,
+                       EtcdMember **members_out, size_t *n_out) {
+    Etcdserverpb__MemberUpdateRequest req = ETCDSERVERPB__MEMBER_UPDATE_REQUEST__INIT;
+    Etcdserverpb__MemberUpdateResponse *resp = NULL;
+    if (members_out) *members_out = NULL;
+    if (n_out) *n_out = 0;
+    req.id = id;
+    req.peerurls = (char **)(uintptr_t)peer_urls;
+    req.n_peerurls = n_urls;
+    /* idempotent: the same update again sets the same URLs, so another endpoint may be tried
+     * (a learner answers "rpc not supported for learner" with UNAVAILABLE) */
+    int rc =
+        call_unary(c, M_MEMBER_UPDATE, &req.base, &etcdserverpb__member_update_response__descriptor,
+                   c->conn_timeout_ms, 1, (ProtobufCMessage **)&resp);
+    if (rc) return rc;
+    rc = copy_members(c, M_MEMBER_UPDATE, resp->members, resp->n_members, members_out, n_out);
+    protobuf_c_message_free_unpacked(&resp->base, NULL);
+    return rc;
 }
 
 int etcd_member_promote(EtcdClient *c, uint64_t id) {

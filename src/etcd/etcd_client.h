@@ -170,6 +170,16 @@ int etcd_member_remove(EtcdClient *c, uint64_t id);
  * found". */
 int etcd_member_promote(EtcdClient *c, uint64_t id);
 
+/* Cluster/MemberUpdate: sets the peer URLs (n_urls of them) of member id, replacing the ones it
+ * has (etcd applies it as a raft configuration change; the other members then reach it there;
+ * the member's own listeners do not change). *members_out (may be NULL) gets the member list
+ * after the update, malloc'ed (caller free()s). Idempotent, so tried on the next endpoint when
+ * one does not answer or is a learner. ERR_ETCD with etcd's message: "etcdserver: member not
+ * found", "etcdserver: Peer URLs already exists" (another member has one of them),
+ * "etcdserver: unhealthy cluster", "etcdserver: request timed out". */
+int etcd_member_update(EtcdClient *c, uint64_t id, const char *const *peer_urls, size_t n_urls,
+                       EtcdMember **members_out, size_t *n_out);
+
 /* Maintenance/Snapshot stream: sink is called with each blob chunk in order (db bytes, then the
  * 32-byte sha256 message etcd appends). Nonzero from sink aborts and is returned. The whole
  * stream must finish within snapshot_timeout_ms. Memory: one gRPC message (32 KiB) at a time. */
