@@ -956,6 +956,15 @@ member_run_flags() {
         --service-endpoints="$CLUSTER_EPS")
 }
 
+# plan_run_cluster N: plan_cluster N for members run under `etcdbrctl run` (run_member), with
+# etcd's election timeout at 2.5 s (heartbeat 250 ms): the default 1 s elects a new leader
+# whenever a loaded CI machine stalls the leader for a second, failing the writes in flight,
+# which is not what the member tests are about; then member_run_flags (RUN_FLAGS).
+plan_run_cluster() {
+    plan_cluster "$1" --heartbeat-interval=250 --election-timeout=2500
+    member_run_flags
+}
+
 # start_writer EP...: a background writer putting /w/N = vN through the endpoints round robin
 # until $WORK/stop-writer exists; appends N to $WORK/acked for every acknowledged put and
 # "N EP +Ss curl=RC ANSWER" to $WORK/failed for every other one (an error answer, or none within

@@ -14,10 +14,7 @@ source "$(dirname "$0")/lib.sh"
 make_workdir
 use_etcd "${ETCDBR_MEMBER_ETCD:-3.4}"
 T0=$SECONDS
-# etcd's default election timeout (1 s) elects a new leader whenever a loaded CI machine stalls
-# the leader for a second, failing the writes in flight: not what this test is about
-plan_cluster 3 --heartbeat-interval=250 --election-timeout=2500
-member_run_flags
+plan_run_cluster 3
 for i in 1 2 3; do run_member "$i" new "$INITIAL_CLUSTER" "${RUN_FLAGS[@]}"; done
 for i in 1 2 3; do wait_member "$i" 40; done
 echo "cluster of 3 under etcdbrctl run up after $((SECONDS - T0))s"

@@ -11,10 +11,7 @@ source "$(dirname "$0")/lib.sh"
 make_workdir
 use_etcd "${ETCDBR_MEMBER_ETCD:-3.4}"
 T0=$SECONDS
-# etcd's default election timeout (1 s) elects a new leader whenever a loaded CI machine stalls
-# the leader for a second, failing the writes in flight: not what this test is about
-plan_cluster 3 --heartbeat-interval=250 --election-timeout=2500
-member_run_flags
+plan_run_cluster 3
 run_member 1 new "m1=${MEMBER_PEER[1]}" "${RUN_FLAGS[@]}"
 wait_member 1 30
 wait_for_log "$WORK/run-m1.log" "full snapshot Full-" 30
