@@ -109,16 +109,6 @@ static const EtcdMember *find_self(const MemberCtl *m, const EtcdMember *ms, siz
     return NULL;
 }
 
-/* Sleeps ms in short slices; 1 when stop was asked for. */
-static int pause_ms(const MemberCtl *m, int64_t ms) {
-    int64_t end = now_mono_ms() + ms;
-    while (now_mono_ms() < end) {
-        if (m->stop && atomic_load(m->stop)) return 1;
-        usleep(100 * 1000);
-    }
-    return m->stop && atomic_load(m->stop);
-}
-
 static int client_for(const MemberCtl *m, const char *const *eps, size_t n, int64_t timeout_ms,
                       EtcdClient **c) {
     EtcdConfig ec = m->etcd;
@@ -139,7 +129,8 @@ static int list_members(MemberCtl *m, EtcdMember **ms, size_t *n) {
 static int list_members_retry(MemberCtl *m, EtcdMember **ms, size_t *n) {
     int rc = 0;
     for (int a = 0; a < LIST_ATTEMPTS; a++) {
-        if (a && pause_ms(m, 1000LL << (a - 1))) return err_set(ERR_CANCELED, "stopping");
+        if (a && sleep_unless_stopped(m->stop, 1000LL << (a - 1)))
+            return err_set(ERR_CANCELED, "stopping");
         if (!(rc = list_members(m, ms, n))) return 0;
     }
     return rc;
@@ -274,7 +265,8 @@ static int remove_self(void *ctx) {
     MemberCtl *m = ctx;
     int rc = 0;
     for (int a = 0; a < REMOVE_ATTEMPTS; a++) {
-        if (a && pause_ms(m, 1000LL << a)) return err_set(ERR_CANCELED, "stopping");
+        if (a && sleep_unless_stopped(m->stop, 1000LL << a))
+            return err_set(ERR_CANCELED, "stopping");
         EtcdMember *ms = NULL;
         size_t n = 0;
         if ((rc = list_members(m, &ms, &n))) continue;
@@ -315,7 +307,7 @@ static int remove_self(void *ctx) {
                      m->name, (unsigned long long)id);
             /* raft silently drops a configuration change proposed before the previous one is
              * applied everywhere it counts (the add would time out): give it a moment */
-            pause_ms(m, REMOVE_SETTLE_MS);
+            sleep_unless_stopped(m->stop, REMOVE_SETTLE_MS);
             return 0;
         }
         log_warn("removing member %s (%llx) failed (attempt %d of %d): %s", m->name,
@@ -402,13 +394,15 @@ static int add_learner(void *ctx) {
                 log_info("member %s: the cluster has a learner already; waiting for its "
                          "promotion before joining",
                          m->name);
-            if (pause_ms(m, TOO_MANY_LEARNERS_WAIT_MS)) return err_set(ERR_CANCELED, "stopping");
+            if (sleep_unless_stopped(m->stop, TOO_MANY_LEARNERS_WAIT_MS))
+                return err_set(ERR_CANCELED, "stopping");
             continue;
         }
         a++;
         log_warn("adding member %s as a learner failed (attempt %d of %d): %s", m->name, a,
                  ADD_ATTEMPTS, err_msg());
-        if (a < ADD_ATTEMPTS && pause_ms(m, backoff)) return err_set(ERR_CANCELED, "stopping");
+        if (a < ADD_ATTEMPTS && sleep_unless_stopped(m->stop, backoff))
+            return err_set(ERR_CANCELED, "stopping");
         backoff = backoff * 2 > 120000 ? 120000 : backoff * 2;
     }
     return rc;

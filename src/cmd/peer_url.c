@@ -85,16 +85,6 @@ int etcd_wrapper_stop_url(const char *endpoint, int tls, char *out, size_t cap) 
 
 /* ---------- calls ---------- */
 
-/* Sleeps ms in short slices; 1 when stop was asked for. */
-static int pause_ms(const PeerUrlConfig *pc, int64_t ms) {
-    int64_t end = now_mono_ms() + ms;
-    while (now_mono_ms() < end) {
-        if (pc->stop && atomic_load(pc->stop)) return 1;
-        usleep(100 * 1000);
-    }
-    return pc->stop && atomic_load(pc->stop);
-}
-
 /* A client for endpoints[0] and then the others. */
 static int client_new(const PeerUrlConfig *pc, EtcdClient **c) {
     const char *eps[17];
@@ -143,7 +133,7 @@ static int with_retry(const PeerUrlConfig *pc, const char *what,
         if (i == PEER_URL_ATTEMPTS) break;
         log_warn("%s failed (attempt %d of %d, next in %.0fs): %s", what, i, PEER_URL_ATTEMPTS,
                  (double)wait / 1000.0, err_msg());
-        if (pause_ms(pc, wait)) return err_set(ERR_CANCELED, "stopping");
+        if (sleep_unless_stopped(pc->stop, wait)) return err_set(ERR_CANCELED, "stopping");
         wait *= 2;
     }
     return err_wrap(rc, "%s failed %d times", what, PEER_URL_ATTEMPTS);
@@ -198,7 +188,7 @@ static void restart_via_wrapper(const PeerUrlConfig *pc) {
             log_info("asked etcd-wrapper to restart etcd with the new peer URLs: POST %s", url);
             return;
         }
-        if (!refused || i == WRAPPER_CONNECT_TRIES || pause_ms(pc, 2000)) break;
+        if (!refused || i == WRAPPER_CONNECT_TRIES || sleep_unless_stopped(pc->stop, 2000)) break;
         rc = 0; /* nothing reached etcd-wrapper yet: again */
     }
     log_error("--use-etcd-wrapper: etcd-wrapper was not asked to restart etcd: %s; the member's "

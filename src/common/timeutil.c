@@ -5,6 +5,7 @@
 #include <ctype.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 int duration_parse_ms(const char *s, int64_t *ms_out) {
     const char *orig = s;
@@ -65,6 +66,15 @@ int64_t now_mono_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int sleep_unless_stopped(const atomic_int *stop, int64_t ms) {
+    int64_t end = now_mono_ms() + ms;
+    while (now_mono_ms() < end) {
+        if (stop && atomic_load(stop)) return 1;
+        usleep(100 * 1000);
+    }
+    return stop && atomic_load(stop);
 }
 
 int64_t now_unix_ns(void) {

@@ -3,6 +3,7 @@
 #ifndef ETCDBR_TIMEUTIL_H
 #define ETCDBR_TIMEUTIL_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 /* Parses a Go duration into milliseconds (sub-millisecond parts are truncated). Units ns, us,
@@ -15,5 +16,9 @@ int64_t now_mono_ms(void);
 /* Wall clock: Unix nanoseconds / seconds (UTC). */
 int64_t now_unix_ns(void);
 int64_t now_unix_s(void);
+
+/* Sleeps ms milliseconds in 100 ms slices, ending early once *stop (may be NULL: never) is set.
+ * Returns 1 when stop was asked for (before, during or at the end), else 0. */
+int sleep_unless_stopped(const atomic_int *stop, int64_t ms);
 
 #endif
