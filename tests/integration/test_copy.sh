@@ -169,11 +169,18 @@ DST1=$WORK/local-newest
     --source-storage-provider=Local --source-store-container="$SRC" --max-backups-to-copy=1 \
     --store-prefix=newest --source-store-prefix= \
     >"$WORK/copy4.log" 2>&1 || { cat "$WORK/copy4.log"; fail "copy --max-backups-to-copy=1 failed"; }
+# the newest set: its full and every delta sorted after it (seed-spec §3.5: by last revision,
+# ties by creation time), so a delta may start at or before the full's revision
 full_last=$(echo "$newest_full" | cut -d- -f3)
+full_ts=$(echo "$newest_full" | cut -d- -f4 | tr -cd 0-9)
 expected=1
 for o in $(ls "$SRC/v2" | grep '^Incr-'); do
-    start=$(echo "$o" | cut -d- -f2)
-    [ "$((10#$start))" -gt "$((10#$full_last))" ] && expected=$((expected + 1))
+    last=$(echo "$o" | cut -d- -f3)
+    ts=$(echo "$o" | cut -d- -f4 | tr -cd 0-9)
+    if [ "$((10#$last))" -gt "$((10#$full_last))" ] ||
+        { [ "$((10#$last))" = "$((10#$full_last))" ] && [ "$ts" -ge "$full_ts" ]; }; then
+        expected=$((expected + 1))
+    fi
 done
 got=$(ls "$DST1/newest/v2" | wc -l)
 [ "$(count_objects "$DST1/newest" Full)" = 1 ] || fail "--max-backups-to-copy=1 copied $(count_objects "$DST1/newest" Full) full snapshots"

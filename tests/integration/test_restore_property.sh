@@ -86,7 +86,9 @@ property_run() {
     leased_delta=$(jq -s --argjson r "$full_rev" 'map(select(.lease != "0" and .mod_revision > $r)) | length' "$WORK/src.jsonl")
     [ "$leased_full" -gt 0 ] || fail "seed=$seed etcd $v: no leased key from the full snapshot (revision $full_rev) survived"
     [ "$leased_delta" -gt 0 ] || fail "seed=$seed etcd $v: no leased key written after the full snapshot"
-    [ "$(wc -l <"$WORK/src.jsonl")" -ge 10 ] || fail "seed=$seed etcd $v: source keyspace unexpectedly small"
+    # prefix deletes may leave few keys (seed 768604809: 8 of 78 ops' keys; the restore must
+    # reproduce the deletes too), but the pinned keys outside every deleted prefix are there
+    [ "$(wc -l <"$WORK/src.jsonl")" -ge 3 ] || fail "seed=$seed etcd $v: source keyspace unexpectedly small"
 
     if ! restore_store "$WORK/store" "$WORK/restored.etcd" >"$WORK/restore.log" 2>&1; then
         tail -15 "$WORK/restore.log"
