@@ -27,6 +27,9 @@
 #define CALL_TIMEOUT_MS 5000
 #define STATUS_TIMEOUT_MS 2000
 #define WARN_EVERY_MS 60000
+#define CONFIRM_MS 10000     /* the member's own Status polled after a promotion, at most */
+#define CONFIRM_POLL_MS 100  /* ... every 100 ms */
+#define CONFIRM_SAY_MS 5000  /* ... saying what it waits for after 5 s */
 
 struct MemberCtl {
     EtcdConfig etcd; /* TLS and credentials; endpoints replaced per call */
@@ -47,6 +50,7 @@ struct MemberCtl {
     char *argv_state, *argv_ic;
     /* promotion */
     int learner, gone;
+    int committed; /* the leader committed the promotion; the member has not applied it yet */
     int64_t learner_since_ms, next_promote_ms, last_warn_ms, last_catchup_log_ms;
 };
 
@@ -410,12 +414,62 @@ static int add_learner(void *ctx) {
 
 /* ---------- promotion ---------- */
 
+/* The member is a voting member by its own word: promoted, and the promotion applied. */
+static void promoted(MemberCtl *m, uint64_t id) {
+    log_info("promoted member %s (%llx) to a voting member after %.1fs as a learner (its own "
+             "Status says so)",
+             m->name, (unsigned long long)id,
+             (double)(now_mono_ms() - m->learner_since_ms) / 1000.0);
+    metrics_gauge_set(etcdbr_metric(ETCDBR_M_IS_LEARNER), NULL, 0);
+    m->learner = 0;
+    m->committed = 0;
+}
+
+/* After the leader committed this member's promotion: MemberPromote returns once the leader
+ * applied it, and the member applies it later; until then it still refuses writes ("rpc not
+ * supported for learner"). Polls the member's own Status through its own endpoint every
+ * CONFIRM_POLL_MS until it says it is no longer a learner, for CONFIRM_MS at most (then the
+ * next ticks look again), ending at once on stop. */
+static void confirm_promotion(MemberCtl *m, uint64_t id) {
+    m->committed = 1;
+    int64_t t0 = now_mono_ms(), said = 0;
+    for (;;) {
+        EtcdClient *c = NULL;
+        EtcdStatus own;
+        const char *ep = m->own_ep;
+        int rc = client_for(m, &ep, 1, STATUS_TIMEOUT_MS, &c);
+        if (!rc) rc = etcd_status(c, &own);
+        etcd_client_free(c);
+        if (!rc && !own.is_learner) {
+            promoted(m, id);
+            return;
+        }
+        int64_t waited = now_mono_ms() - t0;
+        if (waited >= CONFIRM_SAY_MS && !said) {
+            said = 1;
+            log_info("member %s (%llx): the leader committed its promotion %.0fs ago; waiting "
+                     "for the member to apply it (its Status at %s: %s)",
+                     m->name, (unsigned long long)id, (double)waited / 1000.0, m->own_ep,
+                     rc ? err_msg() : "still a learner");
+        }
+        if (waited >= CONFIRM_MS) {
+            log_warn("member %s (%llx): promotion committed, but its own Status does not say "
+                     "so after %.0fs; looking again at each status check",
+                     m->name, (unsigned long long)id, (double)waited / 1000.0);
+            return;
+        }
+        if (sleep_unless_stopped(m->stop, CONFIRM_POLL_MS)) return;
+    }
+}
+
 void member_ctl_tick(MemberCtl *m, int status_rc, const EtcdStatus *st) {
     if (!m || status_rc) return;
     Metric *gauge = etcdbr_metric(ETCDBR_M_IS_LEARNER);
     int64_t now = now_mono_ms();
     if (!st->is_learner) {
-        if (m->learner)
+        if (m->committed)
+            promoted(m, st->member_id);
+        else if (m->learner)
             log_info("member %s (%llx) is a voting member now", m->name,
                      (unsigned long long)st->member_id);
         m->learner = 0;
@@ -423,6 +477,7 @@ void member_ctl_tick(MemberCtl *m, int status_rc, const EtcdStatus *st) {
         return;
     }
     metrics_gauge_set(gauge, NULL, 1);
+    if (m->committed) return; /* promoted: the member has yet to apply it */
     if (!m->learner) {
         m->learner = 1;
         m->learner_since_ms = now;
@@ -447,11 +502,10 @@ void member_ctl_tick(MemberCtl *m, int status_rc, const EtcdStatus *st) {
         const char *msg = err_msg();
         if (rc == 0) {
             observe(ETCDBR_M_MEMBER_PROMOTE_DURATION_SECONDS, 1, secs);
-            metrics_gauge_set(gauge, NULL, 0);
-            log_info("promoted member %s (%llx) to a voting member after %.1fs as a learner",
-                     m->name, (unsigned long long)st->member_id,
-                     (double)(now - m->learner_since_ms) / 1000.0);
-            m->learner = 0;
+            log_info("member %s (%llx): promotion committed by the leader; waiting for the "
+                     "member to apply it",
+                     m->name, (unsigned long long)st->member_id);
+            confirm_promotion(m, st->member_id);
             return;
         }
         if (strstr(msg, "in sync with leader")) { /* not caught up yet: quietly later */
@@ -464,8 +518,10 @@ void member_ctl_tick(MemberCtl *m, int status_rc, const EtcdStatus *st) {
             return;
         }
         if (strstr(msg, "can only promote a learner member")) { /* promoted meanwhile */
-            log_info("member %s (%llx) is no longer a learner", m->name,
-                     (unsigned long long)st->member_id);
+            log_info("member %s (%llx) is no longer a learner in the leader's member list; "
+                     "waiting for the member to apply it",
+                     m->name, (unsigned long long)st->member_id);
+            confirm_promotion(m, st->member_id);
             return;
         }
         if (strstr(msg, "member not found")) {

@@ -44,6 +44,10 @@ char *const *member_ctl_etcd_argv(MemberCtl *m, char *const *argv);
  * while this member is a learner, sets etcdbr_is_learner 1 and, at most once per period, sends
  * MemberPromote to the other members' endpoints (a learner does not serve it); "not in sync
  * yet" is retried quietly. Logs the outcome; observes etcdbr_member_promote_duration_seconds.
+ * "promoted member <name> (<id>)" is logged, and etcdbr_is_learner set to 0, only once this
+ * member's own Status says it is no longer a learner (it then serves writes): MemberPromote
+ * returns when the leader applied the change, the member applies it later. That is polled for
+ * up to 10 s (ends on stop; logs what it waits for after 5 s), then at each later call.
  * NULL m: nothing. */
 void member_ctl_tick(MemberCtl *m, int status_rc, const EtcdStatus *st);
 

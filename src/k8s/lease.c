@@ -126,6 +126,12 @@ int k8s_lease_decide(const K8sLease *cur, int full, int64_t rev, int *skip, char
     *skip = 0;
     holder_out[0] = '\0';
     int64_t have = -1;
+    /* delta, no delta in the latest set: the holder is not read (the Go tool parses it only to
+     * compare it with a delta's revision), so any holder is kept and the renew time written */
+    if (!full && rev < 0) {
+        if (!cur->has_holder) snprintf(holder_out, cap, "0");
+        return 0;
+    }
     if (cur->has_holder) {
         int rc = k8s_lease_parse_revision(cur->holder, &have);
         if (rc)
@@ -139,8 +145,6 @@ int k8s_lease_decide(const K8sLease *cur, int full, int64_t rev, int *skip, char
     }
     if (rev >= 0 && (!cur->has_holder || have < rev))
         snprintf(holder_out, cap, "%" PRId64, rev);
-    else if (rev < 0 && !cur->has_holder)
-        snprintf(holder_out, cap, "0");
     return 0;
 }
 

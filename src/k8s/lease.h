@@ -53,7 +53,8 @@ char *k8s_lease_patch_json(const char *rv, const char *holder, const char *renew
  * delta (rev >= 0, the last delta's LastRevision): holder = rev when unset or lower; rev < 0
  *   (no delta in the latest set): holder "0" when unset. The renew time always.
  * *holder_out gets the holderIdentity to write, "" = leave it. 0, or ERR_CORRUPT when the
- * Lease's holderIdentity is not a revision (never overwritten: another writer owns it). */
+ * Lease's holderIdentity is not a revision and must be compared (never overwritten: another
+ * writer owns it); a delta update without a delta keeps any holder and renews (as the Go tool). */
 int k8s_lease_decide(const K8sLease *cur, int full, int64_t rev, int *skip, char *holder_out,
                      size_t cap);
 

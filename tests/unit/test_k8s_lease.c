@@ -186,6 +186,19 @@ static void test_delta_lease_follows_last_delta_and_zero_when_none(void **state)
     assert_int_equal(k8s_lease_decide(&l, 0, 9, &skip, h, sizeof h), 0);
     assert_false(skip);
     assert_string_equal(h, "");
+    l = with_holder("0"); /* "0" (no delta before): the first delta's revision */
+    assert_int_equal(k8s_lease_decide(&l, 0, 9, &skip, h, sizeof h), 0);
+    assert_string_equal(h, "9");
+    /* a holder that is not a revision: kept and renewed while there is no delta (the Go tool
+     * reads it only to compare it with a delta's revision); an error once there is one */
+    const char *foreign[] = {"etcd-main-0", ""};
+    for (size_t i = 0; i < 2; i++) {
+        l = with_holder(foreign[i]);
+        assert_int_equal(k8s_lease_decide(&l, 0, -1, &skip, h, sizeof h), 0);
+        assert_false(skip);
+        assert_string_equal(h, "");
+        assert_int_equal(k8s_lease_decide(&l, 0, 9, &skip, h, sizeof h), ERR_CORRUPT);
+    }
 }
 
 static void test_status_message_is_read_only_from_status_objects(void **state) {
