@@ -873,6 +873,23 @@ wait_member() {
     fail "etcd m$i not healthy within ${secs}s"
 }
 
+# wait_promoted I [seconds]: until mI's run log says "promoted member mI (" (polled every 20 ms);
+# at once then, one write through mI's own endpoint must succeed, no retry: operators read that
+# line as "the member serves as a voting member" (a learner refuses writes: "rpc not supported
+# for learner").
+wait_promoted() {
+    local i=$1 secs=${2:-60} log=$WORK/run-m$1.log out
+    local end=$((SECONDS + secs))
+    until grep -q "promoted member m$i (" "$log" 2>/dev/null; do
+        [ "$SECONDS" -lt "$end" ] || { tail -20 "$log" >&2; fail "timed out waiting for m$i's promotion in $log"; }
+        sleep 0.02
+    done
+    out=$(curl -sS -m 10 -X POST "${MEMBER_EP[i]}/v3/kv/put" \
+        -d "{\"key\":\"$(b64 "/promoted/m$i")\",\"value\":\"$(b64 yes)\"}" 2>&1) || true
+    printf '%s' "$out" | jq -e '.header.revision' >/dev/null 2>&1 ||
+        fail "m$i was logged as promoted, but a write through it right after failed: ${out:0:300}"
+}
+
 # kill_member I: kill -9 of member mI's etcd, reaped.
 kill_member() {
     kill -9 "${MEMBER_PID[$1]}" 2>/dev/null || true

@@ -27,7 +27,7 @@ LOG=$WORK/run-m3.log
 wait_for_log "$LOG" "started etcd" 60
 grep -q "restoring data dir" "$LOG" && fail "m3 was restored from the store instead of joining the running cluster"
 wait_for_log "$LOG" "added member m3 as a learner" 30
-wait_for_log "$LOG" "promoted member m3 (" 60
+wait_promoted 3 60
 gw_put "${MEMBER_EP[3]}" "$(b64 /after)" "$(b64 m3)" >/dev/null || fail "a write through m3 failed"
 CLUSTER_SIZE=3
 hashkv_agree "$(current_revision "${MEMBER_EP[1]}")" 20

@@ -62,7 +62,7 @@ for k in $(seq 1 300); do
     sleep 0.05
 done
 wait_for_log "$LOG" "member m$v ([0-9a-f]*) is a learner: promoting it" 30
-wait_for_log "$LOG" "promoted member m$v (" 60
+wait_promoted "$v" 60
 acked_at_promotion=$(wc -l <"$WORK/acked")
 echo "m$v rejoined as a learner (seen in: ${saw_learner:-logs only}) and was promoted at $((SECONDS - T0))s"
 grep -q "restored from" "$LOG" && fail "m$v was restored from the store instead of rejoining"
@@ -129,7 +129,7 @@ grep -q "restoring data dir\|etcd starts empty\|started etcd" "$LOG" &&
 [ -e "${MEMBER_DIR[v]}" ] && fail "m$v's data dir was created without quorum among the others"
 run_member "$b" existing "$INITIAL_CLUSTER" "${RUN_FLAGS[@]}"
 wait_for_log "$LOG" "added member m$v as a learner" 60
-wait_for_log "$LOG" "promoted member m$v (" 60
+wait_promoted "$v" 60
 gw_put "${MEMBER_EP[$b]}" "$(b64 /after-quorum)" "$(b64 back)" || fail "a write through m$b failed"
 hashkv_agree "$(current_revision "${MEMBER_EP[$b]}")" 20
 echo "member rejoin (etcd $ETCD_VERSION): $summary; without quorum among the others the member list stayed $ids_after and the lost data dir was not restored; with quorum back it rejoined, HashKV $HASHKV on all 3; $((SECONDS - T0))s"

@@ -32,7 +32,7 @@ for i in 2 3; do
     wait_for_log "$WORK/run-m$i.log" "added member m$i as a learner" 60
     wait_for_log "$WORK/run-m$i.log" "etcd starts as a learner with --initial-cluster-state=existing" 10
     wait_for_log "$WORK/run-m$i.log" "member m$i ([0-9a-f]*) is a learner: promoting it" 30
-    wait_for_log "$WORK/run-m$i.log" "promoted member m$i (" 60
+    wait_promoted "$i" 60
 done
 waited=""
 grep -q "waiting for its promotion before joining" "$WORK/run-m2.log" "$WORK/run-m3.log" &&

@@ -9,7 +9,9 @@
 # cluster under the chart's member names; the
 # chart's readiness probe for several members (etcd's /health on the metrics port) turns 200 on
 # each; writes reach the store through the backup leader's sidecar; the sidecars renew the
-# snapshot Leases and their member Leases (one Leader); a restore of the store has every key. helm from scripts/build-helm.sh, s3rver from scripts/test-servers.sh: missing,
+# snapshot Leases as the Go tool does (full: the full's revision; delta: renewed every delta
+# period, "0" while the full has no delta, then the last delta's revision) and their member
+# Leases (one Leader); a restore of the store has every key. helm from scripts/build-helm.sh, s3rver from scripts/test-servers.sh: missing,
 # the test is skipped (77), or fails under ETCDBR_REQUIRE_TOOLS=1.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/chart_lib.sh"
@@ -99,44 +101,86 @@ EP=http://127.0.0.1:$CPORT
 names=$(etcdctl --endpoints="$EP" member list -w json | jq -r '[.members[].name] | sort | join(",")')
 [ "$names" = "$N-0,$N-1,$N-2" ] || fail "members: $names"
 
+# the store and the snapshot Leases, as the backup leader's sidecar keeps them (the Go tool's
+# heartbeat.go): after each delta period the delta-snapshot Lease gets renewTime now, and
+# holderIdentity the latest set's last delta revision when higher, or "0" when unset and the set
+# has no delta; the full-snapshot Lease holds the latest full's revision.
+export AWS_APPLICATION_CREDENTIALS=${ROOT[0]}/var/etcd-backup
+store=(--storage-provider=S3 --store-container=etcd-backups --store-prefix="$N")
+lease_holder() { fake GET "/fake/leases/$NS/$1" | jq -r '.spec.holderIdentity // ""'; }
+lease_renewed() { fake GET "/fake/leases/$NS/$1" | jq -r '.spec.renewTime // ""'; }
+# latest_set: "<full's last revision> <number of deltas> <last delta's last revision or 0>"
+latest_set() {
+    "$ETCDBR_BIN" list "${store[@]}" -o json 2>/dev/null |
+        jq -r '.sets | max_by(.full.last_revision) // empty |
+            "\(.full.last_revision) \(.deltas | length) \(.deltas[-1].last_revision // 0)"'
+}
+# expect_snapshot_leases FULL DELTA: until the full-snapshot Lease holds FULL and the
+# delta-snapshot Lease DELTA, and the latter's renewTime moves on after that (renewed every
+# delta period, 1 s here)
+expect_snapshot_leases() {
+    local full=$1 delta=$2 t0="" t end=$((SECONDS + 30))
+    while [ "$SECONDS" -lt "$end" ]; do
+        alive
+        if [ "$(lease_holder full-snapshot-revisions)" = "$full" ] &&
+            [ "$(lease_holder delta-snapshot-revisions)" = "$delta" ]; then
+            t=$(lease_renewed delta-snapshot-revisions)
+            [ -z "$t0" ] && t0=$t
+            [ -n "$t" ] && [[ "$t" > "$t0" ]] && { echo "Leases: full $full, delta $delta, renewed $t0 -> $t"; return 0; }
+        fi
+        sleep 0.2
+    done
+    for l in full-snapshot-revisions delta-snapshot-revisions; do echo "Lease $l: $(lease_holder "$l") renewTime $(lease_renewed "$l")"; done
+    fail "the snapshot Leases were not renewed as expected: full $full and delta $delta (renewTime moving) wanted"
+}
+
+# before any write: the backup leader's first full, no delta; the delta Lease says "0"
+set=""
+end=$((SECONDS + 60))
+while [ "$SECONDS" -lt "$end" ]; do
+    alive
+    set=$(latest_set) || set=""
+    [ -n "$set" ] && break
+    sleep 0.2
+done
+[ -n "$set" ] || { for i in 0 1 2; do tail -8 "${ROOT[i]}/sidecar.log"; done; fail "no full snapshot in the store"; }
+read -r full0 ndeltas _ <<<"$set"
+[ "$ndeltas" = 0 ] || fail "the store has $ndeltas deltas before any write: $set"
+expect_snapshot_leases "$full0" 0
+
 for i in $(seq 1 30); do etcdctl --endpoints="http://127.0.0.$((i % 3 + 1)):$CPORT" put "/registry/cl/$i" "v$i" >/dev/null; done
 rev=$(current_revision "$EP")
 dump_keys "$EP" >"$WORK/before.jsonl"
 
-# the store reaches rev (the backup leader's sidecar; ask each sidecar for the latest set)
-export AWS_APPLICATION_CREDENTIALS=${ROOT[0]}/var/etcd-backup
-store=(--storage-provider=S3 --store-container=etcd-backups --store-prefix="$N")
+# the store reaches rev in deltas after that full (the backup leader's sidecar)
 last=0
 end=$((SECONDS + 60))
 while [ "$SECONDS" -lt "$end" ]; do
     alive
-    last=$("$ETCDBR_BIN" list "${store[@]}" -o json 2>/dev/null | jq '[.. | .last_revision? // empty | numbers] | max // 0') || last=0
-    [ "$last" -ge "$rev" ] && break
+    read -r full ndeltas last <<<"$(latest_set)" || last=0
+    [ "${last:-0}" -ge "$rev" ] && break
     sleep 0.2
 done
-if [ "$last" -lt "$rev" ]; then
+if [ "${last:-0}" -lt "$rev" ]; then
     for i in 0 1 2; do tail -8 "${ROOT[i]}/sidecar.log"; done
-    fail "the store's latest revision $last < etcd's $rev"
+    fail "the store's last delta revision ${last:-0} < etcd's $rev"
 fi
+[ "$full" = "$full0" ] || fail "a new full snapshot ($full) instead of deltas after $full0"
 # one backup leader: the leader election flags the chart passes work (one sidecar stored snapshots)
 writers=$(grep -l "snapshot .* stored" "${ROOT[0]}/sidecar.log" "${ROOT[1]}/sidecar.log" "${ROOT[2]}/sidecar.log" | wc -l)
 [ "$writers" = 1 ] || fail "$writers sidecars stored snapshots; one (the backup leader) should"
-echo "store at revision $last (etcd $rev), written by one sidecar"
-
-# the Leases: the snapshot Leases carry the store's revisions, every member renews its own Lease
-# and exactly one says Leader
-lease_holder() { fake GET "/fake/leases/$NS/$1" | jq -r '.spec.holderIdentity // ""'; }
+echo "store at revision $last ($ndeltas deltas after the full at $full; etcd $rev), written by one sidecar"
+# the delta Lease follows the last delta; every member renews its own Lease, exactly one Leader
+expect_snapshot_leases "$full0" "$last"
 end=$((SECONDS + 30))
 while [ "$SECONDS" -lt "$end" ]; do
     ok=1
-    [ "$(lease_holder delta-snapshot-revisions)" = "$last" ] || ok=0
-    [ -n "$(lease_holder full-snapshot-revisions)" ] || ok=0
     for i in 0 1 2; do [[ "$(lease_holder "$N-$i")" =~ ^[0-9a-f]+:[0-9a-f]+:(Leader|Member)$ ]] || ok=0; done
     [ "$ok" = 1 ] && break
     sleep 0.2
 done
-for l in full-snapshot-revisions delta-snapshot-revisions "$N-0" "$N-1" "$N-2"; do echo "Lease $l: $(lease_holder "$l")"; done
-[ "$ok" = 1 ] || fail "the Leases were not renewed as expected"
+for l in "$N-0" "$N-1" "$N-2"; do echo "Lease $l: $(lease_holder "$l")"; done
+[ "$ok" = 1 ] || fail "the member Leases were not renewed as expected"
 leaders=0
 for i in 0 1 2; do case "$(lease_holder "$N-$i")" in *:Leader) leaders=$((leaders + 1)) ;; esac; done
 [ "$leaders" = 1 ] || fail "$leaders member Leases say Leader"
