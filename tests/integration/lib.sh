@@ -873,12 +873,14 @@ wait_member() {
     fail "etcd m$i not healthy within ${secs}s"
 }
 
-# wait_promoted I [seconds]: until mI's run log says "promoted member mI (" (polled every 20 ms);
-# at once then, one write through mI's own endpoint must succeed, no retry: operators read that
-# line as "the member serves as a voting member" (a learner refuses writes: "rpc not supported
-# for learner").
+# wait_promoted I [seconds]: until mI's run log says "promoted member mI (<id>)" (polled every
+# 20 ms). Operators read that line as "the member serves as a voting member", so: mI's own etcd
+# (its output goes to the same log) must have logged applying the promotion ("promote member
+# <id>" of etcd 3.4, or "promote member" with "promoted-member-id":"<id>" of 3.5+) on an earlier
+# line, and at once one write through mI must succeed, no retry (a learner refuses writes: "rpc
+# not supported for learner").
 wait_promoted() {
-    local i=$1 secs=${2:-60} log=$WORK/run-m$1.log out
+    local i=$1 secs=${2:-60} log=$WORK/run-m$1.log out id at applied
     local end=$((SECONDS + secs))
     until grep -q "promoted member m$i (" "$log" 2>/dev/null; do
         [ "$SECONDS" -lt "$end" ] || { tail -20 "$log" >&2; fail "timed out waiting for m$i's promotion in $log"; }
@@ -888,6 +890,12 @@ wait_promoted() {
         -d "{\"key\":\"$(b64 "/promoted/m$i")\",\"value\":\"$(b64 yes)\"}" 2>&1) || true
     printf '%s' "$out" | jq -e '.header.revision' >/dev/null 2>&1 ||
         fail "m$i was logged as promoted, but a write through it right after failed: ${out:0:300}"
+    id=$(grep -o -m1 "promoted member m$i ([0-9a-f]*)" "$log" | sed 's/.*(\(.*\))/\1/') || true
+    at=$(grep -n -m1 "promoted member m$i (" "$log" | cut -d: -f1) || true
+    applied=$(grep -n "promote member" "$log" | grep -E -m1 "promote member $id |\"promoted-member-id\":\"$id\"" | cut -d: -f1) || true
+    [ -n "$applied" ] || fail "m$i's etcd did not log applying its promotion ($id) in $log"
+    [ "$applied" -lt "$at" ] ||
+        fail "m$i was logged as promoted (line $at) before its etcd applied the promotion (line $applied of $log)"
 }
 
 # kill_member I: kill -9 of member mI's etcd, reaped.
