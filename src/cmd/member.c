@@ -27,9 +27,9 @@
 #define CALL_TIMEOUT_MS 5000
 #define STATUS_TIMEOUT_MS 2000
 #define WARN_EVERY_MS 60000
-#define CONFIRM_MS 10000     /* the member's own Status polled after a promotion, at most */
-#define CONFIRM_POLL_MS 100  /* ... every 100 ms */
-#define CONFIRM_SAY_MS 5000  /* ... saying what it waits for after 5 s */
+#define CONFIRM_MS 10000    /* the member's own Status polled after a promotion, at most */
+#define CONFIRM_POLL_MS 100 /* ... every 100 ms */
+#define CONFIRM_SAY_MS 5000 /* ... saying what it waits for after 5 s */
 
 struct MemberCtl {
     EtcdConfig etcd; /* TLS and credentials; endpoints replaced per call */

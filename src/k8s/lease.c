@@ -143,8 +143,7 @@ int k8s_lease_decide(const K8sLease *cur, int full, int64_t rev, int *skip, char
         *skip = 1;
         return 0;
     }
-    if (rev >= 0 && (!cur->has_holder || have < rev))
-        snprintf(holder_out, cap, "%" PRId64, rev);
+    if (rev >= 0 && (!cur->has_holder || have < rev)) snprintf(holder_out, cap, "%" PRId64, rev);
     return 0;
 }
 
