@@ -292,8 +292,9 @@ int fs_scratch_dir_make(const char *path, const char *text) {
             return err_set(ERR_EXISTS, "create scratch directory %s: it already exists", path);
         return err_set(ERR_IO, "create scratch directory %s: %s", path, strerror(errno));
     }
-    int rc = fsync_parent(path);
-    if (!rc) rc = fs_mark_dir(path, FS_SCRATCH_MARKER, text);
+    /* marked before anything is fsynced: a crash leaves it unmarked only while it is empty */
+    int rc = fs_mark_dir(path, FS_SCRATCH_MARKER, text);
+    if (!rc) rc = fsync_parent(path);
     return rc;
 }
 
@@ -305,6 +306,9 @@ int fs_scratch_dir_remove(const char *path, const char *what) {
     }
     int ours = fs_dir_has_marker(path, FS_SCRATCH_MARKER);
     if (ours < 0) return ours;
+    /* an empty directory holds nothing to lose (ours, when killed before marking it): rmdir
+     * removes it only while it is empty */
+    if (!ours && S_ISDIR(st.st_mode) && rmdir(path) == 0) return fsync_parent(path);
     if (!ours)
         return err_set(ERR_EXISTS,
                        "%s exists but was not made by etcdbr (it is not a directory holding "

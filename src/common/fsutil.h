@@ -75,8 +75,10 @@ int fs_dir_has_marker(const char *dir, const char *marker);
 int fs_scratch_dir_make(const char *path, const char *text);
 
 /* Removes a scratch directory made by fs_scratch_dir_make (and everything below it), then
- * fsyncs its parent. An absent path is success. Anything else at path (a file, a symlink, a
- * directory without FS_SCRATCH_MARKER: the operator's, or another tool's) is never touched:
+ * fsyncs its parent. An absent path is success, and so is an empty directory (rmdir: nothing is
+ * lost; it is what a crash between mkdir and the marker leaves). Anything else at path (a file,
+ * a symlink, a directory without FS_SCRATCH_MARKER: the operator's, or another tool's) is never
+ * touched:
  * ERR_EXISTS with a message naming path, `what` etcdbr uses it for (e.g. "the restore of
  * /var/etcd/data") and what to do. 0, ERR_EXISTS or ERR_IO. */
 int fs_scratch_dir_remove(const char *path, const char *what);
@@ -86,11 +88,12 @@ char *fs_join(const char *a, const char *b);
 
 /* A private scratch directory "<temp_dir>/<prefix>XXXXXX" (temp_dir created 0700 when missing and
  * never removed: it may hold the user's files), locked for this process by an exclusive flock
- * on its "owner.lock" (*lock_fd: close it after removing the directory). First removes the
- * scratch directories of this prefix that owners killed before they could clean up: only exact
- * names, only when no live process holds their lock (the kernel drops it when the owner dies),
- * one without a lock file once it is a minute old; each removal is logged naming `who` (e.g.
- * "restore"). *out owned. 0 or ERR_IO / ERR_NOMEM. */
+ * on its "owner.lock" (*lock_fd: close it after removing the directory) and marked with
+ * FS_SCRATCH_MARKER. First removes the scratch directories of this prefix that owners killed
+ * before they could clean up: only exact names holding the marker, only when no live process
+ * holds their lock (the kernel drops it when the owner dies), or without a lock file once a
+ * minute old; an unmarked one is never removed (rmdir'ed once a minute old when empty); each
+ * removal is logged naming `who` (e.g. "restore"). *out owned. 0 or ERR_IO / ERR_NOMEM. */
 int fs_scratch_create(const char *temp_dir, const char *prefix, const char *who, char **out,
                       int *lock_fd);
 
