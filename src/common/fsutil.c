@@ -286,6 +286,28 @@ int fs_dir_has_marker(const char *dir, const char *marker) {
     return found;
 }
 
+int fs_remove_marked_tree(const char *dir, const char *marker) {
+    DIR *d = opendir(dir);
+    if (!d) {
+        if (errno == ENOENT) return 0;
+        return err_set(ERR_IO, "open dir %s: %s", dir, strerror(errno));
+    }
+    int rc = 0;
+    struct dirent *e;
+    while (!rc && (e = readdir(d)) != NULL) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || !strcmp(e->d_name, marker))
+            continue;
+        char *path = fs_join(dir, e->d_name);
+        rc = path ? fs_remove_tree(path) : err_set(ERR_NOMEM, "out of memory");
+        free(path);
+    }
+    closedir(d);
+    if (rc) return rc;
+    rc = fs_remove_tree(dir); /* the marker and the directory */
+    if (!rc) rc = fsync_parent(dir);
+    return rc;
+}
+
 int fs_scratch_dir_make(const char *path, const char *text) {
     if (mkdir(path, 0700) != 0) {
         if (errno == EEXIST)
@@ -316,9 +338,7 @@ int fs_scratch_dir_remove(const char *path, const char *what) {
                        "never removed; move it away (e.g. mv %s %s.keep) or remove it yourself, "
                        "then retry",
                        path, FS_SCRATCH_MARKER, what, path, path);
-    int rc = fs_remove_tree(path);
-    if (!rc) rc = fsync_parent(path);
-    return rc;
+    return fs_remove_marked_tree(path, FS_SCRATCH_MARKER);
 }
 
 char *fs_join(const char *a, const char *b) {
@@ -385,7 +405,7 @@ static void remove_stale_scratch(const char *temp_dir, const char *prefix, const
         char *dir = fs_join(temp_dir, e->d_name);
         char *lock = dir ? fs_join(dir, SCRATCH_LOCK) : NULL;
         if (lock && scratch_is_stale(dir, lock)) {
-            if (fs_remove_tree(dir) == 0)
+            if (fs_remove_marked_tree(dir, FS_SCRATCH_MARKER) == 0)
                 log_info("removed %s, left by an earlier %s that did not finish", dir, who);
             else
                 log_warn("cannot remove %s, left by an earlier %s: %s", dir, who, err_msg());

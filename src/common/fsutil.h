@@ -70,6 +70,12 @@ int fs_mark_dir(const char *dir, const char *marker, const char *text);
  * when dir is absent), ERR_NOMEM. */
 int fs_dir_has_marker(const char *dir, const char *marker);
 
+/* Removes the directory dir and everything below it, the file `marker` inside it last, so that
+ * an interrupted removal still leaves it marked (and removable by the next one); then fsyncs
+ * its parent. An absent dir is success. 0, ERR_IO naming the entry that failed, or ERR_NOMEM.
+ * The caller checks first that dir is its own (fs_dir_has_marker). */
+int fs_remove_marked_tree(const char *dir, const char *marker);
+
 /* Creates the scratch directory path (0700; it must not exist: ERR_EXISTS), fsyncs its parent
  * and writes FS_SCRATCH_MARKER with text into it (fs_mark_dir). 0, ERR_EXISTS or ERR_IO. */
 int fs_scratch_dir_make(const char *path, const char *text);

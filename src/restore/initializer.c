@@ -90,7 +90,7 @@ static void prune_copies(const char *dir, const char *keep, int max) {
         log_warn("removing %s, the oldest copy of an invalid data dir: %zu copies of %s are kept "
                  "aside and --max-invalid-copies is %d",
                  path, n + 1 - i, dir, max);
-        if (fs_remove_tree(path) || fs_fsync_dir(parent))
+        if (fs_remove_marked_tree(path, INVALID_MARKER))
             log_warn("cannot remove %s: %s", path, err_msg());
         free(path);
     }

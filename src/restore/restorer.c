@@ -886,7 +886,8 @@ int restorer_run(const RestoreConfig *cfg, RestoreResult *out) {
     Snapshot *list = NULL, *deltas = NULL;
     size_t n_list = 0, n_deltas = 0;
     size_t *delta_idx = NULL;
-    char **parts = NULL, **part_data = NULL, *scratch = NULL, *full_path = NULL, *db_path = NULL, *tool_log = NULL;
+    char **parts = NULL, **part_data = NULL, *scratch = NULL, *full_path = NULL, *db_path = NULL,
+         *tool_log = NULL;
     FetchPool pool;
     pthread_t *threads = NULL;
     size_t n_threads = 0;
@@ -1134,8 +1135,8 @@ int restorer_run(const RestoreConfig *cfg, RestoreResult *out) {
             goto done;
         }
         if (nm > 1)
-            log_info("member %s: member dir written to %s (peer URLs %s)", ms[i].name,
-                     part_data[i], ms[i].peer_urls);
+            log_info("member %s: member dir written to %s (peer URLs %s)", ms[i].name, part_data[i],
+                     ms[i].peer_urls);
     }
     unlink(tool_input);
     /* every member's tool succeeded: commit them all */
@@ -1181,7 +1182,8 @@ done:
         else
             err_set(rc, "%s", msg);
     }
-    if (scratch && (rc == 0 || !getenv("ETCDBR_KEEP_TEMP"))) fs_remove_tree(scratch);
+    if (scratch && (rc == 0 || !getenv("ETCDBR_KEEP_TEMP")))
+        fs_remove_marked_tree(scratch, FS_SCRATCH_MARKER);
     if (scratch_lock >= 0) close(scratch_lock);
     for (size_t i = 0; lock_fds && owns && i < nm; i++)
         if (owns[i]) close(lock_fds[i]);

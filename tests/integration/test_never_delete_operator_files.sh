@@ -102,7 +102,7 @@ echo "(a) the third removed the oldest copy only ($(basename "$first")), logged;
 mkdir -p "$WORK/b.etcd.part"
 echo precious >"$WORK/b.etcd.part/mine.txt"
 restore "$WORK/b.etcd" "$WORK/b1.log"
-[ "$RC" != 0 ] || { cat "$WORK/b1.log" >&2; fail "(b) restore over an operator's .part succeeded"; }
+[ "$RC" = 3 ] || { cat "$WORK/b1.log" >&2; fail "(b) restore over an operator's .part exited $RC, not 3"; }
 grep -q "$WORK/b.etcd.part exists but was not made by etcdbr" "$WORK/b1.log" && grep -q "mv $WORK/b.etcd.part" "$WORK/b1.log" ||
     { cat "$WORK/b1.log" >&2; fail "(b) the refusal does not name the .part dir and what to do"; }
 [ "$(cat "$WORK/b.etcd.part/mine.txt")" = precious ] || fail "(b) the operator's file in .part is gone"

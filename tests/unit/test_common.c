@@ -223,7 +223,6 @@ static void test_fs_remove_stale_temp_removes_only_unlocked_files_of_ours(void *
     assert_int_equal(fs_remove_tree(dir), 0);
 }
 
-
 /* fs_mkdir_p makes every directory it creates durable: the parent of each created level is
  * fsynced (counted through the fsutil test hook), and levels that existed are not. */
 typedef struct {

@@ -209,7 +209,6 @@ static void test_no_quorum_refuses_to_restore_an_invalid_data_dir(void **state) 
     assert_false(fs_exists(dd)); /* etcd does not start empty either */
 }
 
-
 /* Every invalid data dir is kept: a second one never replaces the first, and the bound removes
  * only the oldest copy that etcdbr made (named as it names them AND holding its marker), never
  * a look-alike without the marker, another data dir's copy, or the copy just made. */
