@@ -377,14 +377,16 @@ int64_t fs_file_size(const char *path) {
 #define SCRATCH_LOCK "owner.lock"
 
 /* 1 when the scratch directory dir (named like ours) was left by an owner that is gone: it holds
- * our marker and its lock is free (or, older than a minute, it has no lock file yet: its owner
- * died between marking and locking). An empty directory older than a minute is removed with
- * rmdir, which cannot take anything with it (its owner died before marking it). */
+ * our marker (or, made by an etcdbr before the marker, its lock file) and its lock is free (or,
+ * older than a minute, it has no lock file yet: its owner died between marking and locking). An
+ * empty directory older than a minute is removed with rmdir, which cannot take anything with it
+ * (its owner died before marking it). */
 static int scratch_is_stale(const char *dir, const char *lock) {
     struct stat st;
     if (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) return 0;
     int old = st.st_mtime < time(NULL) - 60;
-    if (fs_dir_has_marker(dir, FS_SCRATCH_MARKER) != 1) {
+    if (fs_dir_has_marker(dir, FS_SCRATCH_MARKER) != 1 &&
+        fs_dir_has_marker(dir, SCRATCH_LOCK) != 1) {
         if (old && rmdir(dir) == 0) (void)fsync_parent(dir);
         return 0;
     }

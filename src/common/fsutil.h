@@ -96,7 +96,8 @@ char *fs_join(const char *a, const char *b);
  * never removed: it may hold the user's files), locked for this process by an exclusive flock
  * on its "owner.lock" (*lock_fd: close it after removing the directory) and marked with
  * FS_SCRATCH_MARKER. First removes the scratch directories of this prefix that owners killed
- * before they could clean up: only exact names holding the marker, only when no live process
+ * before they could clean up: only exact names holding the marker (or the lock file, which an
+ * etcdbr older than the marker left), only when no live process
  * holds their lock (the kernel drops it when the owner dies), or without a lock file once a
  * minute old; an unmarked one is never removed (rmdir'ed once a minute old when empty); each
  * removal is logged naming `who` (e.g. "restore"). *out owned. 0 or ERR_IO / ERR_NOMEM. */
