@@ -30,6 +30,7 @@ int cmd_initialize(const Opts *o) {
     ic.restore.store = store;
     ic.restore.stop = cmd_install_stop_signals(); /* a restore stops cleanly on SIGTERM/SIGINT */
     ic.full_mode = strcmp(mode, "full") == 0;
+    ic.max_invalid_copies = (int)opt_int(o, "max-invalid-copies");
     EtcdConfig ec;
     if ((code = setup_etcd_config(o, &ec)) ||
         (code = member_ctl_new(o, &ec, NULL, 0, ic.restore.stop, &member)))

@@ -115,7 +115,8 @@ static void *init_main(void *arg) {
     int64_t t0 = now_mono_ms();
     InitConfig ic = {.restore = sv->setup.restore,
                      .full_mode = strcmp(sv->init_mode, "sanity") != 0,
-                     .member = member_ctl_init_hooks(sv->member)};
+                     .member = member_ctl_init_hooks(sv->member),
+                     .max_invalid_copies = (int)opt_int(sv->o, "max-invalid-copies")};
     InitResult res;
     memset(&res, 0, sizeof res);
     int rc = init_precheck(sv);
@@ -626,8 +627,10 @@ static void supervise(Server *sv, Child *ch) {
         ch->next_start_ms = now_mono_ms() + 5000;
         return;
     }
-    InitConfig ic = {
-        .restore = sv->setup.restore, .full_mode = 1, .member = member_ctl_init_hooks(sv->member)};
+    InitConfig ic = {.restore = sv->setup.restore,
+                     .full_mode = 1,
+                     .member = member_ctl_init_hooks(sv->member),
+                     .max_invalid_copies = (int)opt_int(sv->o, "max-invalid-copies")};
     InitResult res;
     int rc = initializer_run(&ic, &res);
     observe_init(&res, rc);

@@ -202,6 +202,11 @@ static const OptDef opt_table[] = {
      "the Go tool's embedded-etcd setting", IGNORED(NO_ETCD_RUNS)},
     {"etcd-bin", 0, OPT_STRING, "", "ETCDBR_ETCD_BIN", RESTORE, 0,
      "etcd binary of the restore (kept so that existing scripts run)", IGNORED(NO_ETCD_RUNS)},
+    {"max-invalid-copies", 0, OPT_INT, "3", NULL, CMD_SERVER | CMD_INITIALIZE, 0,
+     "copies of invalid data dirs kept aside as <data-dir>.invalid.<UTC time> (marked as "
+     "etcdbr's); beyond this many the oldest marked copy is removed, each removal logged; 0 = "
+     "keep all",
+     ACTIVE, AT_LEAST(0)},
     {"etcdutl-bin", 0, OPT_STRING, "", "ETCDBR_ETCDUTL_BIN", RESTORE | CMD_VERIFY, 0,
      "etcdutl (3.5+) or etcdctl (3.4) used for snapshot restore (default: etcdutl, else etcdctl)",
      ACTIVE, IGNORED_IN(CMD_COMPACT, NO_MEMBER)},

@@ -1,4 +1,7 @@
 /* fsutil: see fsutil.h. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* renameat2, RENAME_NOREPLACE */
+#endif
 #include "fsutil.h"
 #include "err.h"
 #include "log.h"
@@ -15,6 +18,23 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+static FsFsyncDirHook fsync_dir_hook;
+static void *fsync_dir_hook_ctx;
+
+void fs_set_fsync_dir_hook(FsFsyncDirHook hook, void *ctx) {
+    fsync_dir_hook = hook;
+    fsync_dir_hook_ctx = ctx;
+}
+
+/* fsync of the directory that holds path (after path was created or renamed into it). */
+static int fsync_parent(const char *path) {
+    char *parent = fs_dirname(path);
+    if (!parent) return err_set(ERR_NOMEM, "out of memory");
+    int rc = fs_fsync_dir(parent);
+    free(parent);
+    return rc;
+}
+
 int fs_mkdir_p(const char *path, unsigned mode) {
     char *p = strdup(path);
     if (!p) return err_set(ERR_NOMEM, "mkdir %s: out of memory", path);
@@ -23,7 +43,10 @@ int fs_mkdir_p(const char *path, unsigned mode) {
         if (*s == '/' || *s == '\0') {
             char c = *s;
             *s = '\0';
-            if (mkdir(p, mode) != 0 && errno != EEXIST) {
+            if (mkdir(p, mode) == 0) {
+                /* the new entry survives a crash only once its parent is on disk */
+                if ((rc = fsync_parent(p))) break;
+            } else if (errno != EEXIST) {
                 rc = err_set(ERR_IO, "mkdir %s: %s", p, strerror(errno));
                 break;
             }
@@ -41,6 +64,7 @@ int fs_mkdir_p(const char *path, unsigned mode) {
 }
 
 int fs_fsync_dir(const char *dir) {
+    if (fsync_dir_hook) fsync_dir_hook(fsync_dir_hook_ctx, dir);
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) return err_set(ERR_IO, "open dir %s: %s", dir, strerror(errno));
     int rc = 0;
@@ -198,15 +222,123 @@ int fs_remove_stale_temp(const char *dir, const char *prefix, FsRemovedCb cb, vo
     return 0;
 }
 
+int fs_rename_durable(const char *from, const char *to) {
+    if (renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE) != 0) {
+        if (errno == EEXIST)
+            return err_set(ERR_EXISTS, "rename %s -> %s: %s already exists", from, to, to);
+        if (errno != EINVAL && errno != ENOSYS && errno != ENOTSUP)
+            return err_set(ERR_IO, "rename %s -> %s: %s", from, to, strerror(errno));
+        /* a file system without RENAME_NOREPLACE: check, then plain rename (small race) */
+        if (fs_exists(to))
+            return err_set(ERR_EXISTS, "rename %s -> %s: %s already exists", from, to, to);
+        if (rename(from, to) != 0)
+            return err_set(ERR_IO, "rename %s -> %s: %s", from, to, strerror(errno));
+    }
+    char *df = fs_dirname(from), *dt = fs_dirname(to);
+    int rc = df && dt ? fs_fsync_dir(dt) : err_set(ERR_NOMEM, "out of memory");
+    if (!rc && strcmp(df, dt) != 0) rc = fs_fsync_dir(df);
+    free(df);
+    free(dt);
+    return rc;
+}
+
 int fs_commit_file(int fd, const char *from, const char *to) {
     if (fsync(fd) != 0) return err_set(ERR_IO, "fsync %s: %s", from, strerror(errno));
-    if (rename(from, to) != 0)
-        return err_set(ERR_IO, "rename %s -> %s: %s", from, to, strerror(errno));
-    char *d = fs_dirname(to);
-    if (!d) return err_set(ERR_NOMEM, "out of memory");
-    int rc = fs_fsync_dir(d);
-    free(d);
+    return fs_rename_durable(from, to);
+}
+
+/* ---------- directories marked as etcdbr's ---------- */
+
+int fs_mark_dir(const char *dir, const char *marker, const char *text) {
+    char *path = fs_join(dir, marker);
+    if (!path) return err_set(ERR_NOMEM, "out of memory");
+    int rc = 0;
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        rc = err_set(ERR_IO, "create %s: %s", path, strerror(errno));
+        goto done;
+    }
+    size_t len = strlen(text), off = 0;
+    while (off < len) {
+        ssize_t n = write(fd, text + off, len - off);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            rc = err_set(ERR_IO, "write %s: %s", path, n < 0 ? strerror(errno) : "short write");
+            break;
+        }
+        off += (size_t)n;
+    }
+    if (!rc && fsync(fd) != 0) rc = err_set(ERR_IO, "fsync %s: %s", path, strerror(errno));
+    close(fd);
+    if (!rc) rc = fs_fsync_dir(dir);
+done:
+    free(path);
     return rc;
+}
+
+int fs_dir_has_marker(const char *dir, const char *marker) {
+    struct stat st;
+    if (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) return 0;
+    char *path = fs_join(dir, marker);
+    if (!path) return err_set(ERR_NOMEM, "out of memory");
+    int found = lstat(path, &st) == 0 && S_ISREG(st.st_mode);
+    free(path);
+    return found;
+}
+
+int fs_remove_marked_tree(const char *dir, const char *marker) {
+    DIR *d = opendir(dir);
+    if (!d) {
+        if (errno == ENOENT) return 0;
+        return err_set(ERR_IO, "open dir %s: %s", dir, strerror(errno));
+    }
+    int rc = 0;
+    struct dirent *e;
+    while (!rc && (e = readdir(d)) != NULL) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || !strcmp(e->d_name, marker))
+            continue;
+        char *path = fs_join(dir, e->d_name);
+        rc = path ? fs_remove_tree(path) : err_set(ERR_NOMEM, "out of memory");
+        free(path);
+    }
+    closedir(d);
+    if (rc) return rc;
+    rc = fs_remove_tree(dir); /* the marker and the directory */
+    if (!rc) rc = fsync_parent(dir);
+    return rc;
+}
+
+int fs_scratch_dir_make(const char *path, const char *text) {
+    if (mkdir(path, 0700) != 0) {
+        if (errno == EEXIST)
+            return err_set(ERR_EXISTS, "create scratch directory %s: it already exists", path);
+        return err_set(ERR_IO, "create scratch directory %s: %s", path, strerror(errno));
+    }
+    /* marked before anything is fsynced: a crash leaves it unmarked only while it is empty */
+    int rc = fs_mark_dir(path, FS_SCRATCH_MARKER, text);
+    if (!rc) rc = fsync_parent(path);
+    return rc;
+}
+
+int fs_scratch_dir_remove(const char *path, const char *what) {
+    struct stat st;
+    if (lstat(path, &st) != 0) {
+        if (errno == ENOENT) return 0;
+        return err_set(ERR_IO, "stat %s: %s", path, strerror(errno));
+    }
+    int ours = fs_dir_has_marker(path, FS_SCRATCH_MARKER);
+    if (ours < 0) return ours;
+    /* an empty directory holds nothing to lose (ours, when killed before marking it): rmdir
+     * removes it only while it is empty */
+    if (!ours && S_ISDIR(st.st_mode) && rmdir(path) == 0) return fsync_parent(path);
+    if (!ours)
+        return err_set(ERR_EXISTS,
+                       "%s exists but was not made by etcdbr (it is not a directory holding "
+                       "etcdbr's %s marker file): it is the path etcdbr uses for %s, and it is "
+                       "never removed; move it away (e.g. mv %s %s.keep) or remove it yourself, "
+                       "then retry",
+                       path, FS_SCRATCH_MARKER, what, path, path);
+    return fs_remove_marked_tree(path, FS_SCRATCH_MARKER);
 }
 
 char *fs_join(const char *a, const char *b) {
@@ -244,6 +376,27 @@ int64_t fs_file_size(const char *path) {
 
 #define SCRATCH_LOCK "owner.lock"
 
+/* 1 when the scratch directory dir (named like ours) was left by an owner that is gone: it holds
+ * our marker (or, made by an etcdbr before the marker, its lock file) and its lock is free (or,
+ * older than a minute, it has no lock file yet: its owner died between marking and locking). An
+ * empty directory older than a minute is removed with rmdir, which cannot take anything with it
+ * (its owner died before marking it). */
+static int scratch_is_stale(const char *dir, const char *lock) {
+    struct stat st;
+    if (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) return 0;
+    int old = st.st_mtime < time(NULL) - 60;
+    if (fs_dir_has_marker(dir, FS_SCRATCH_MARKER) != 1 &&
+        fs_dir_has_marker(dir, SCRATCH_LOCK) != 1) {
+        if (old && rmdir(dir) == 0) (void)fsync_parent(dir);
+        return 0;
+    }
+    int fd = open(lock, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) return errno == ENOENT && old;
+    int stale = flock(fd, LOCK_EX | LOCK_NB) == 0;
+    close(fd);
+    return stale;
+}
+
 static void remove_stale_scratch(const char *temp_dir, const char *prefix, const char *who) {
     DIR *d = opendir(temp_dir);
     if (!d) return;
@@ -253,19 +406,8 @@ static void remove_stale_scratch(const char *temp_dir, const char *prefix, const
         if (strncmp(e->d_name, prefix, plen) != 0 || strlen(e->d_name) != plen + 6) continue;
         char *dir = fs_join(temp_dir, e->d_name);
         char *lock = dir ? fs_join(dir, SCRATCH_LOCK) : NULL;
-        struct stat st;
-        int stale = 0;
-        if (lock && lstat(dir, &st) == 0 && S_ISDIR(st.st_mode)) {
-            int fd = open(lock, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-            if (fd >= 0) {
-                stale = flock(fd, LOCK_EX | LOCK_NB) == 0;
-                close(fd);
-            } else {
-                stale = errno == ENOENT && st.st_mtime < time(NULL) - 60;
-            }
-        }
-        if (stale) {
-            if (fs_remove_tree(dir) == 0)
+        if (lock && scratch_is_stale(dir, lock)) {
+            if (fs_remove_marked_tree(dir, FS_SCRATCH_MARKER) == 0)
                 log_info("removed %s, left by an earlier %s that did not finish", dir, who);
             else
                 log_warn("cannot remove %s, left by an earlier %s: %s", dir, who, err_msg());
@@ -274,6 +416,29 @@ static void remove_stale_scratch(const char *temp_dir, const char *prefix, const
         free(dir);
     }
     closedir(d);
+}
+
+/* Marks the new scratch directory dir, then creates and locks its lock file; *lock_fd = the
+ * lock's fd. The lock file must still be ours once locked: a cleanup that saw the directory
+ * unlocked in between has removed it. */
+static int scratch_mark_and_lock(const char *dir, const char *who, int *lock_fd) {
+    char note[160];
+    snprintf(note, sizeof note, "scratch directory of an etcdbr %s (removed when it ends)\n", who);
+    int rc = fs_mark_dir(dir, FS_SCRATCH_MARKER, note);
+    if (rc) return rc;
+    char *lock = fs_join(dir, SCRATCH_LOCK);
+    if (!lock) return err_set(ERR_NOMEM, "out of memory");
+    int fd = open(lock, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    struct stat mine, named;
+    if (fd < 0 || flock(fd, LOCK_EX) != 0)
+        rc = err_set(ERR_IO, "lock %s: %s", lock, strerror(errno));
+    else if (fstat(fd, &mine) != 0 || lstat(lock, &named) != 0 || mine.st_ino != named.st_ino ||
+             mine.st_dev != named.st_dev)
+        rc = err_set(ERR_IO, "lock %s: removed by a concurrent cleanup", lock);
+    if (rc && fd >= 0) close(fd);
+    if (!rc) *lock_fd = fd;
+    free(lock);
+    return rc;
 }
 
 int fs_scratch_create(const char *temp_dir, const char *prefix, const char *who, char **out,
@@ -294,18 +459,11 @@ int fs_scratch_create(const char *temp_dir, const char *prefix, const char *who,
         free(dir);
         return rc;
     }
-    char *lock = fs_join(dir, SCRATCH_LOCK);
-    int fd = lock ? open(lock, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600) : -1;
-    if (fd < 0 || flock(fd, LOCK_EX) != 0) {
-        rc = err_set(ERR_IO, "lock %s: %s", lock ? lock : dir, strerror(errno));
-        if (fd >= 0) close(fd);
-        free(lock);
-        fs_remove_tree(dir);
+    if ((rc = scratch_mark_and_lock(dir, who, lock_fd))) {
+        fs_remove_tree(dir); /* made just now by mkdtemp: ours */
         free(dir);
         return rc;
     }
-    free(lock);
-    *lock_fd = fd;
     *out = dir;
     return 0;
 }

@@ -6,11 +6,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* mkdir -p with mode for created directories. 0 or ERR_IO. */
+/* mkdir -p with mode for created directories; the parent of each directory it creates is
+ * fsynced, so the whole path survives a crash once this returns. 0, ERR_IO or ERR_NOMEM. */
 int fs_mkdir_p(const char *path, unsigned mode);
 
 /* fsync of a directory (after a rename or unlink inside it). 0 or ERR_IO. */
 int fs_fsync_dir(const char *dir);
+
+/* Tests only: hook(ctx, dir) is called by every fs_fsync_dir before it fsyncs (NULL: none). Not
+ * thread-safe: set it while no other thread uses fsutil. */
+typedef void (*FsFsyncDirHook)(void *ctx, const char *dir);
+void fs_set_fsync_dir_hook(FsFsyncDirHook hook, void *ctx);
 
 /* rm -rf; absent path is success. 0 or ERR_IO naming the entry that failed. */
 int fs_remove_tree(const char *path);
@@ -43,19 +49,58 @@ typedef void (*FsRemovedCb)(void *ctx, const char *path, int64_t bytes);
 int fs_remove_stale_temp(const char *dir, const char *prefix, FsRemovedCb cb, void *ctx,
                          int *removed);
 
-/* fsync(fd), then rename(from, to), then fsync the directory of `to`. 0 or ERR_IO. */
+/* rename(from, to) without ever replacing `to` (RENAME_NOREPLACE; where the file system lacks
+ * it, an existence check first), then fsync of the directory of `to` and, when it differs, of
+ * `from`'s. 0, ERR_EXISTS (`to` exists; nothing renamed), ERR_IO or ERR_NOMEM. */
+int fs_rename_durable(const char *from, const char *to);
+
+/* fsync(fd), then fs_rename_durable(from, to). 0, ERR_EXISTS or ERR_IO. */
 int fs_commit_file(int fd, const char *from, const char *to);
+
+/* The marker file etcdbr writes into every scratch directory it creates beside a data dir
+ * ("<data-dir>.part", "<data-dir>.restore"): only a directory holding it is ever removed. */
+#define FS_SCRATCH_MARKER ".etcdbr-scratch"
+
+/* Writes the file "<dir>/<marker>" (0600, replaced if present, never through a symlink) with
+ * text (a note for the operator: who made the directory and why), fsyncs it and dir.
+ * 0, ERR_IO or ERR_NOMEM. */
+int fs_mark_dir(const char *dir, const char *marker, const char *text);
+
+/* 1 if dir is a directory (not a symlink) holding a regular file named marker, 0 if not (also
+ * when dir is absent), ERR_NOMEM. */
+int fs_dir_has_marker(const char *dir, const char *marker);
+
+/* Removes the directory dir and everything below it, the file `marker` inside it last, so that
+ * an interrupted removal still leaves it marked (and removable by the next one); then fsyncs
+ * its parent. An absent dir is success. 0, ERR_IO naming the entry that failed, or ERR_NOMEM.
+ * The caller checks first that dir is its own (fs_dir_has_marker). */
+int fs_remove_marked_tree(const char *dir, const char *marker);
+
+/* Creates the scratch directory path (0700; it must not exist: ERR_EXISTS), fsyncs its parent
+ * and writes FS_SCRATCH_MARKER with text into it (fs_mark_dir). 0, ERR_EXISTS or ERR_IO. */
+int fs_scratch_dir_make(const char *path, const char *text);
+
+/* Removes a scratch directory made by fs_scratch_dir_make (and everything below it), then
+ * fsyncs its parent. An absent path is success, and so is an empty directory (rmdir: nothing is
+ * lost; it is what a crash between mkdir and the marker leaves). Anything else at path (a file,
+ * a symlink, a directory without FS_SCRATCH_MARKER: the operator's, or another tool's) is never
+ * touched:
+ * ERR_EXISTS with a message naming path, `what` etcdbr uses it for (e.g. "the restore of
+ * /var/etcd/data") and what to do. 0, ERR_EXISTS or ERR_IO. */
+int fs_scratch_dir_remove(const char *path, const char *what);
 
 /* Joins a and b with one '/' into a new string (owned; NULL on allocation failure). */
 char *fs_join(const char *a, const char *b);
 
 /* A private scratch directory "<temp_dir>/<prefix>XXXXXX" (temp_dir created 0700 when missing and
  * never removed: it may hold the user's files), locked for this process by an exclusive flock
- * on its "owner.lock" (*lock_fd: close it after removing the directory). First removes the
- * scratch directories of this prefix that owners killed before they could clean up: only exact
- * names, only when no live process holds their lock (the kernel drops it when the owner dies),
- * one without a lock file once it is a minute old; each removal is logged naming `who` (e.g.
- * "restore"). *out owned. 0 or ERR_IO / ERR_NOMEM. */
+ * on its "owner.lock" (*lock_fd: close it after removing the directory) and marked with
+ * FS_SCRATCH_MARKER. First removes the scratch directories of this prefix that owners killed
+ * before they could clean up: only exact names holding the marker (or the lock file, which an
+ * etcdbr older than the marker left), only when no live process
+ * holds their lock (the kernel drops it when the owner dies), or without a lock file once a
+ * minute old; an unmarked one is never removed (rmdir'ed once a minute old when empty); each
+ * removal is logged naming `who` (e.g. "restore"). *out owned. 0 or ERR_IO / ERR_NOMEM. */
 int fs_scratch_create(const char *temp_dir, const char *prefix, const char *who, char **out,
                       int *lock_fd);
 

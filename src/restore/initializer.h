@@ -4,7 +4,8 @@
  * from the member list, data dir aside, re-added), and a member new to a running cluster joins
  * as a learner without validation (scale-up); docs/cluster.md.
  * The restore goes to a side directory first and is swapped in only when complete; an invalid
- * data dir is kept aside as "<data-dir>.invalid" (one generation), never deleted blindly. */
+ * data dir is kept aside as "<data-dir>.invalid.<UTC yyyymmddThhmmssZ>", never deleted blindly
+ * (only the oldest of our marked copies beyond max_invalid_copies, each removal logged). */
 #ifndef ETCDBR_INITIALIZER_H
 #define ETCDBR_INITIALIZER_H
 
@@ -37,6 +38,9 @@ typedef struct InitConfig {
     RestoreConfig restore;    /* store may be NULL: validation only, no restore */
     int full_mode;            /* 1: full validation (page walk, WAL); 0: sanity */
     const InitMember *member; /* borrowed; NULL: single-member rules only */
+    /* copies of invalid data dirs kept aside ("<data-dir>.invalid.<UTC time>", marked as
+     * etcdbr's): beyond this many the oldest are removed (--max-invalid-copies); 0 = no bound */
+    int max_invalid_copies;
 } InitConfig;
 
 typedef struct InitResult {

@@ -843,6 +843,40 @@ done:
     return rc;
 }
 
+/* "<data-dir>.part": etcd's restore tool writes the member dir into "<data-dir>.part/data-dir"
+ * (the tool wants a new directory; the marker stays outside the data dir), which is then renamed
+ * to data_dir. A "<data-dir>.part" left by an earlier restore that was killed is removed; one
+ * without our marker is the operator's and is never touched (ERR_EXISTS naming it). The caller
+ * holds the lock on the parent directory. *part and *data owned; both NULL on error. */
+static int make_part(const char *data_dir, char **part, char **data) {
+    *part = *data = NULL;
+    size_t n = strlen(data_dir) + sizeof ".part";
+    char *p = malloc(n);
+    if (p) snprintf(p, n, "%s.part", data_dir);
+    char *d = p ? fs_join(p, "data-dir") : NULL;
+    int rc = d ? 0 : err_set(ERR_NOMEM, "out of memory");
+    if (!rc && fs_exists(p) && (rc = fs_scratch_dir_remove(p, "a restore's work in progress")) == 0)
+        log_info("removed %s, left by an earlier restore that did not finish", p);
+    if (!rc) {
+        char note[4200];
+        snprintf(note, sizeof note,
+                 "work in progress of an etcdbr restore into %s; removed when the restore ends "
+                 "(or by the next one, when this one was killed)\n",
+                 data_dir);
+        rc = fs_scratch_dir_make(p, note);
+        if (rc == ERR_EXISTS) /* appeared since: another process, not under our lock */
+            rc = err_set(rc, "%s appeared while a restore was starting; not touching it", p);
+    }
+    if (rc) {
+        free(p);
+        free(d);
+        return rc;
+    }
+    *part = p;
+    *data = d;
+    return 0;
+}
+
 static int make_scratch(const char *temp_dir, char **out, int *lock_fd) {
     return fs_scratch_create(temp_dir, SCRATCH_PREFIX, "restore", out, lock_fd);
 }
@@ -852,7 +886,8 @@ int restorer_run(const RestoreConfig *cfg, RestoreResult *out) {
     Snapshot *list = NULL, *deltas = NULL;
     size_t n_list = 0, n_deltas = 0;
     size_t *delta_idx = NULL;
-    char **parts = NULL, *scratch = NULL, *full_path = NULL, *db_path = NULL, *tool_log = NULL;
+    char **parts = NULL, **part_data = NULL, *scratch = NULL, *full_path = NULL, *db_path = NULL,
+         *tool_log = NULL;
     FetchPool pool;
     pthread_t *threads = NULL;
     size_t n_threads = 0;
@@ -869,9 +904,10 @@ int restorer_run(const RestoreConfig *cfg, RestoreResult *out) {
     size_t nm = cfg->db_sink ? 0 : cfg->n_members ? cfg->n_members : 1, committed = 0;
     int *lock_fds = malloc((nm + 1) * sizeof *lock_fds), *owns = calloc(nm + 1, sizeof *owns);
     parts = calloc(nm + 1, sizeof *parts);
+    part_data = calloc(nm + 1, sizeof *part_data);
     for (size_t i = 0; lock_fds && i <= nm; i++)
         lock_fds[i] = -1;
-    if (!lock_fds || !owns || !parts) {
+    if (!lock_fds || !owns || !parts || !part_data) {
         rc = err_set(ERR_NOMEM, "out of memory");
         goto done;
     }
@@ -982,15 +1018,8 @@ int restorer_run(const RestoreConfig *cfg, RestoreResult *out) {
         snprintf(out->last_delta_suffix, sizeof out->last_delta_suffix, "%s",
                  deltas[n_deltas - 1].compression_suffix);
     }
-    for (size_t i = 0; i < nm; i++) {
-        parts[i] = malloc(strlen(ms[i].data_dir) + 6);
-        if (!parts[i]) {
-            rc = err_set(ERR_NOMEM, "out of memory");
-            goto done;
-        }
-        sprintf(parts[i], "%s.part", ms[i].data_dir); /* ours: guarded by the lock on the parent */
-        if ((rc = fs_remove_tree(parts[i]))) goto done;
-    }
+    for (size_t i = 0; i < nm; i++)
+        if ((rc = make_part(ms[i].data_dir, &parts[i], &part_data[i]))) goto done;
     if ((rc = make_scratch(cfg->temp_dir, &scratch, &scratch_lock))) goto done;
     full_path = fs_join(scratch, "snapshot-full.db");
     db_path = fs_join(scratch, "restored.db");
@@ -1089,7 +1118,7 @@ int restorer_run(const RestoreConfig *cfg, RestoreResult *out) {
         argv[a++] = "--initial-advertise-peer-urls";
         argv[a++] = (char *)ms[i].peer_urls;
         argv[a++] = "--data-dir";
-        argv[a++] = parts[i];
+        argv[a++] = part_data[i];
         /* our db has no sha256 trailer; a full snapshot's trailer was checked by fetch_full (the
          * tool then only cuts it off) */
         argv[a++] = "--skip-hash-check";
@@ -1106,7 +1135,7 @@ int restorer_run(const RestoreConfig *cfg, RestoreResult *out) {
             goto done;
         }
         if (nm > 1)
-            log_info("member %s: member dir written to %s (peer URLs %s)", ms[i].name, parts[i],
+            log_info("member %s: member dir written to %s (peer URLs %s)", ms[i].name, part_data[i],
                      ms[i].peer_urls);
     }
     unlink(tool_input);
@@ -1117,16 +1146,13 @@ int restorer_run(const RestoreConfig *cfg, RestoreResult *out) {
             rc = err_set(ERR_IO, "remove empty %s: %s", ms[i].data_dir, strerror(errno));
             goto done;
         }
-        if (rename(parts[i], ms[i].data_dir) != 0) {
-            rc = err_set(ERR_IO, "rename %s -> %s: %s", parts[i], ms[i].data_dir, strerror(errno));
-            goto done;
-        }
-        /* lock_fds[i] is the parent directory: makes the rename durable */
-        if (fsync(lock_fds[i]) != 0) {
-            rc = err_set(ERR_IO, "fsync directory of %s: %s", ms[i].data_dir, strerror(errno));
-            goto done;
-        }
+        /* never replaces: the target was checked empty under the lock on its parent; the
+         * parent (and the .part dir) are fsynced, so the rename is durable */
+        if ((rc = fs_rename_durable(part_data[i], ms[i].data_dir))) goto done;
     }
+    for (size_t i = 0; i < nm; i++) /* only our marker is left in each */
+        if (fs_scratch_dir_remove(parts[i], "a restore's work in progress"))
+            log_warn("restored, but %s", err_msg());
     out->revision = final_rev;
 done:
     pthread_mutex_lock(&pool.mu);
@@ -1147,15 +1173,17 @@ done:
     if (rc && parts) {
         char msg[2048];
         snprintf(msg, sizeof msg, "%s", err_msg());
-        for (size_t i = committed; i < nm; i++)
-            if (parts[i] && lock_fds[i] >= 0) fs_remove_tree(parts[i]);
+        for (size_t i = 0; i < nm; i++) /* ours (made by make_part); committed: marker only */
+            if (parts[i] && lock_fds[i] >= 0)
+                fs_scratch_dir_remove(parts[i], "a restore's work in progress");
         if (committed) /* a rename or fsync failed after others were committed */
             err_set(rc, "%s (the data dirs of the first %zu members were already written)", msg,
                     committed);
         else
             err_set(rc, "%s", msg);
     }
-    if (scratch && (rc == 0 || !getenv("ETCDBR_KEEP_TEMP"))) fs_remove_tree(scratch);
+    if (scratch && (rc == 0 || !getenv("ETCDBR_KEEP_TEMP")))
+        fs_remove_marked_tree(scratch, FS_SCRATCH_MARKER);
     if (scratch_lock >= 0) close(scratch_lock);
     for (size_t i = 0; lock_fds && owns && i < nm; i++)
         if (owns[i]) close(lock_fds[i]);
@@ -1164,9 +1192,12 @@ done:
     free(pool.rcs);
     free(pool.errs);
     free(pool.ready);
-    for (size_t i = 0; parts && i < nm; i++)
+    for (size_t i = 0; parts && i < nm; i++) {
         free(parts[i]);
+        free(part_data[i]);
+    }
     free(parts);
+    free(part_data);
     free(lock_fds);
     free(owns);
     free(scratch);

@@ -807,7 +807,7 @@ int verify_run(const VerifyConfig *cfg, VerifyReport *out) {
     }
 done:
     if (scratch) {
-        if (fs_remove_tree(scratch))
+        if (fs_remove_marked_tree(scratch, FS_SCRATCH_MARKER))
             log_warn("cannot remove the scratch directory %s: %s", scratch, err_msg());
         free(scratch);
     }

@@ -7,7 +7,7 @@
 #     cannot make up for them; it used to pass as valid and the 20 revisions were lost.
 # (b) a missing data dir is restored. (c) the up-to-date original is valid and left alone: no
 #     restore, every file unchanged. (d) a db whose meta pages are damaged is corrupt: the data dir
-#     is kept as <data-dir>.invalid and restored.
+#     is kept as <data-dir>.invalid.<UTC time> and restored.
 # Each restored data dir is started with etcd and compared with the source: revision and every
 # key with its create/mod revision and version. Uses the etcd on PATH (Debian's 3.4 here, the
 # version whose consistent index lags behind lease grants).
@@ -82,7 +82,7 @@ grep -q "RevisionConsistencyError" "$WORK/a.log" && grep -q "restoring data dir"
     cat "$WORK/a.log" >&2
     fail "(a) the data dir 20 revisions behind the store (30 lease grants in its WAL) was not restored"
 }
-[ -d "$WORK/stale.etcd.invalid/member" ] || fail "(a) the stale data dir was not kept as stale.etcd.invalid"
+ls -d "$WORK"/stale.etcd.invalid.*/member >/dev/null 2>&1 || fail "(a) the stale data dir was not kept as stale.etcd.invalid.<time>"
 expect_restored stale "$WORK/stale.etcd"
 echo "(a) stale data dir (db revision 11, 30 lease grants in the WAL, store at $SRC_REV) restored"
 
@@ -91,7 +91,7 @@ initialize "$WORK/missing.etcd" "$WORK/b.log"
 [ "$INIT_RC" = 0 ] || { cat "$WORK/b.log" >&2; fail "(b) initialize exited $INIT_RC"; }
 grep -q "DataDirectoryNotExist" "$WORK/b.log" && grep -q "restoring data dir" "$WORK/b.log" ||
     { cat "$WORK/b.log" >&2; fail "(b) the missing data dir was not restored"; }
-[ ! -e "$WORK/missing.etcd.invalid" ] || fail "(b) an .invalid dir appeared for a missing data dir"
+! ls -d "$WORK"/missing.etcd.invalid* >/dev/null 2>&1 || fail "(b) an .invalid dir appeared for a missing data dir"
 expect_restored missing "$WORK/missing.etcd"
 echo "(b) missing data dir restored"
 
@@ -106,7 +106,7 @@ cmp -s "$WORK/c.before" "$WORK/c.after" || {
     diff "$WORK/c.before" "$WORK/c.after" >&2
     fail "(c) files of the valid data dir changed"
 }
-[ ! -e "$WORK/src.etcd.invalid" ] && [ ! -e "$WORK/src.etcd.restore" ] || fail "(c) side directories appeared"
+! ls -d "$WORK"/src.etcd.invalid* >/dev/null 2>&1 && [ ! -e "$WORK/src.etcd.restore" ] || fail "(c) side directories appeared"
 echo "(c) valid data dir left alone"
 
 # ---- (d) corrupt db: kept aside and restored ----
@@ -120,8 +120,8 @@ initialize "$WORK/corrupt.etcd" "$WORK/d.log"
 [ "$INIT_RC" = 0 ] || { cat "$WORK/d.log" >&2; fail "(d) initialize exited $INIT_RC"; }
 grep -q "DataDirectoryCorrupt" "$WORK/d.log" && grep -q "restoring data dir" "$WORK/d.log" ||
     { cat "$WORK/d.log" >&2; fail "(d) the corrupt data dir was not restored"; }
-cmp -s "$WORK/corrupt.db" "$WORK/corrupt.etcd.invalid/member/snap/db" ||
-    fail "(d) corrupt.etcd.invalid does not hold the damaged db"
+cmp -s "$WORK/corrupt.db" "$(ls -d "$WORK"/corrupt.etcd.invalid.* | head -1)/member/snap/db" ||
+    fail "(d) corrupt.etcd.invalid.<time> does not hold the damaged db"
 expect_restored corrupt "$WORK/corrupt.etcd"
-echo "(d) corrupt data dir kept as corrupt.etcd.invalid and restored"
+echo "(d) corrupt data dir kept as $(basename "$(ls -d "$WORK"/corrupt.etcd.invalid.*)") and restored"
 echo "PASS test_initialize ($(($(date +%s) - t0)) s)"

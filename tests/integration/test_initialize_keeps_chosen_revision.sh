@@ -37,7 +37,7 @@ grep "restored on purpose to revision $chosen" "$WORK/init.log" >/dev/null ||
     { cat "$WORK/init.log"; fail "initialize did not keep the data dir restored to $chosen"; }
 grep "restoring data dir" "$WORK/init.log" >/dev/null &&
     { cat "$WORK/init.log"; fail "initialize restored the latest set over the chosen revision"; }
-[ ! -e "$WORK/chosen.etcd.invalid" ] || fail "the chosen data dir was moved aside"
+! ls -d "$WORK"/chosen.etcd.invalid* >/dev/null 2>&1 || fail "the chosen data dir was moved aside"
 # etcd on it: the chosen revision, none of the later keys
 start_etcd restored "$WORK/chosen.etcd"
 got=$(current_revision "$ETCD_EP")

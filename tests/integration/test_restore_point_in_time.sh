@@ -87,11 +87,11 @@ init() {
 }
 init --revision="$boundary" >"$WORK/i1.log" 2>&1 || { cat "$WORK/i1.log"; fail "initialize --revision failed"; }
 grep -q "restore target is set" "$WORK/i1.log" || fail "initialize did not restore to the target"
-[ -d "$WORK/i.etcd.invalid" ] || fail "initialize did not keep the replaced data dir aside"
+ls -d "$WORK"/i.etcd.invalid.*/member >/dev/null 2>&1 || fail "initialize did not keep the replaced data dir aside"
 check_restored "$WORK/i.etcd" "$boundary" "initialize --revision=$boundary"
 init --revision="$boundary" >"$WORK/i2.log" 2>&1 || { cat "$WORK/i2.log"; fail "second initialize failed"; }
 grep -q "restore target is set" "$WORK/i2.log" && fail "initialize restored again a data dir already at the target"
-rm -rf "$WORK/i.etcd" "$WORK/i.etcd.invalid"
+rm -rf "$WORK/i.etcd" "$WORK"/i.etcd.invalid.*
 echo "initialize --revision=$boundary: restored over a newer valid data dir, then left alone"
 
 # refusals: beyond the store, before the first full snapshot, both targets, a bad time

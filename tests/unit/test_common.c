@@ -223,6 +223,128 @@ static void test_fs_remove_stale_temp_removes_only_unlocked_files_of_ours(void *
     assert_int_equal(fs_remove_tree(dir), 0);
 }
 
+/* fs_mkdir_p makes every directory it creates durable: the parent of each created level is
+ * fsynced (counted through the fsutil test hook), and levels that existed are not. */
+typedef struct {
+    char dirs[8][512];
+    int n;
+} FsyncLog;
+
+static void log_fsync(void *ctx, const char *dir) {
+    FsyncLog *l = ctx;
+    if (l->n < 8) snprintf(l->dirs[l->n], sizeof l->dirs[0], "%s", dir);
+    l->n++;
+}
+
+static void test_fs_mkdir_p_fsyncs_the_parent_of_each_created_level(void **state) {
+    (void)state;
+    char dir[] = "/tmp/etcdbr-ut.XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char want[512], path[512];
+    snprintf(path, sizeof path, "%s/a/b/c", dir);
+    FsyncLog l = {.n = 0};
+    fs_set_fsync_dir_hook(log_fsync, &l);
+    assert_int_equal(fs_mkdir_p(path, 0700), 0);
+    assert_int_equal(l.n, 3);
+    assert_string_equal(l.dirs[0], dir);
+    snprintf(want, sizeof want, "%s/a", dir);
+    assert_string_equal(l.dirs[1], want);
+    snprintf(want, sizeof want, "%s/a/b", dir);
+    assert_string_equal(l.dirs[2], want);
+    l.n = 0; /* nothing created: nothing to fsync */
+    assert_int_equal(fs_mkdir_p(path, 0700), 0);
+    assert_int_equal(l.n, 0);
+    snprintf(path, sizeof path, "%s/a/b/d/", dir); /* a trailing '/' creates one level */
+    assert_int_equal(fs_mkdir_p(path, 0700), 0);
+    assert_int_equal(l.n, 1);
+    snprintf(want, sizeof want, "%s/a/b", dir);
+    assert_string_equal(l.dirs[0], want);
+    /* a rename fsyncs both directories */
+    l.n = 0;
+    char from[512], to[512];
+    snprintf(from, sizeof from, "%s/a/b/c", dir);
+    snprintf(to, sizeof to, "%s/c", dir);
+    assert_int_equal(fs_rename_durable(from, to), 0);
+    assert_int_equal(l.n, 2);
+    assert_string_equal(l.dirs[0], dir);
+    assert_string_equal(l.dirs[1], want);
+    /* and never replaces: not even an empty directory */
+    snprintf(from, sizeof from, "%s/a/b/d", dir);
+    assert_int_equal(fs_rename_durable(from, to), ERR_EXISTS);
+    assert_true(fs_exists(from));
+    fs_set_fsync_dir_hook(NULL, NULL);
+    assert_int_equal(fs_remove_tree(dir), 0);
+}
+
+/* A scratch path is removed only when etcdbr made it (its marker inside); anything else there
+ * is left as it is, with an error that names it and says what to do. */
+static void test_fs_scratch_dir_remove_only_takes_marked_dirs(void **state) {
+    (void)state;
+    char dir[] = "/tmp/etcdbr-ut.XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[512], inner[600];
+    snprintf(path, sizeof path, "%s/dd.part", dir);
+    assert_int_equal(fs_scratch_dir_make(path, "test\n"), 0);
+    assert_int_equal(fs_scratch_dir_make(path, "test\n"), ERR_EXISTS);
+    touch(path, "partial");
+    assert_int_equal(fs_scratch_dir_remove(path, "a test"), 0);
+    assert_false(fs_exists(path));
+    assert_int_equal(fs_scratch_dir_remove(path, "a test"), 0); /* absent: nothing to do */
+    assert_int_equal(mkdir(path, 0700), 0); /* empty: nothing to lose (a crash before marking) */
+    assert_int_equal(fs_scratch_dir_remove(path, "a test"), 0);
+    assert_false(fs_exists(path));
+    /* the operator's: a directory without the marker, a file, a symlink to a marked dir */
+    assert_int_equal(mkdir(path, 0700), 0);
+    touch(path, "mine");
+    assert_int_equal(fs_scratch_dir_remove(path, "a test"), ERR_EXISTS);
+    assert_non_null(strstr(err_msg(), path));
+    assert_non_null(strstr(err_msg(), "never removed"));
+    assert_true(present(path, "mine"));
+    snprintf(inner, sizeof inner, "%s/%s", path, FS_SCRATCH_MARKER); /* a marker dir is no marker */
+    assert_int_equal(mkdir(inner, 0700), 0);
+    assert_int_equal(fs_scratch_dir_remove(path, "a test"), ERR_EXISTS);
+    assert_true(present(path, "mine"));
+    snprintf(inner, sizeof inner, "%s/marked", dir);
+    assert_int_equal(fs_scratch_dir_make(inner, "test\n"), 0);
+    snprintf(path, sizeof path, "%s/link.part", dir);
+    assert_int_equal(symlink(inner, path), 0);
+    assert_int_equal(fs_scratch_dir_remove(path, "a test"), ERR_EXISTS);
+    assert_true(present(inner, FS_SCRATCH_MARKER));
+    snprintf(path, sizeof path, "%s/file.part", dir);
+    touch(dir, "file.part");
+    assert_int_equal(fs_scratch_dir_remove(path, "a test"), ERR_EXISTS);
+    assert_true(fs_exists(path));
+    assert_int_equal(fs_remove_tree(dir), 0);
+}
+
+/* A directory in the temp dir named like a scratch directory of ours but without our marker is
+ * the operator's: fs_scratch_create's cleanup of stale ones leaves it (before, one without a
+ * lock file was removed once a minute old). A stale one of ours (marker, lock free) goes. */
+static void test_fs_scratch_create_cleans_only_marked_stale_dirs(void **state) {
+    (void)state;
+    char dir[] = "/tmp/etcdbr-ut.XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char user[512], old[512];
+    snprintf(user, sizeof user, "%s/etcdbr-x.AbC123", dir);
+    assert_int_equal(mkdir(user, 0700), 0);
+    touch(user, "keep");
+    struct timespec t[2] = {{.tv_sec = time(NULL) - 3600}, {.tv_sec = time(NULL) - 3600}};
+    assert_int_equal(utimensat(AT_FDCWD, user, t, 0), 0);
+    char *s1 = NULL;
+    int fd1 = -1;
+    assert_int_equal(fs_scratch_create(dir, "etcdbr-x.", "test", &s1, &fd1), 0);
+    snprintf(old, sizeof old, "%s", s1);
+    close(fd1); /* its owner is gone */
+    free(s1);
+    assert_int_equal(fs_scratch_create(dir, "etcdbr-x.", "test", &s1, &fd1), 0);
+    assert_true(present(user, "keep"));
+    assert_false(fs_exists(old));
+    assert_true(present(s1, FS_SCRATCH_MARKER));
+    close(fd1);
+    free(s1);
+    assert_int_equal(fs_remove_tree(dir), 0);
+}
+
 /* Under `run`, etcd writes to the same stderr as etcdbr: a log line written piecewise got etcd's
  * lines spliced into it (seen in CI: a test's grep for "promoted member m2 (" missed). Another
  * process writes its own lines to the same file description while this one logs; every line of
@@ -294,6 +416,9 @@ int main(void) {
         cmocka_unit_test(test_opts_rejects_unknown_flag_and_bad_values),
         cmocka_unit_test(test_fs_join_and_dirname),
         cmocka_unit_test(test_fs_remove_stale_temp_removes_only_unlocked_files_of_ours),
+        cmocka_unit_test(test_fs_mkdir_p_fsyncs_the_parent_of_each_created_level),
+        cmocka_unit_test(test_fs_scratch_dir_remove_only_takes_marked_dirs),
+        cmocka_unit_test(test_fs_scratch_create_cleans_only_marked_stale_dirs),
         cmocka_unit_test(test_log_lines_stay_whole_beside_another_writer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -16,6 +16,7 @@
 #include "restore/initializer.h"
 #include "support/testutil.h"
 
+#include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,7 +68,27 @@ static void stale_dir(const char *dd) {
     write_file(p, "old", 3);
 }
 
-static int run_init(const char *dd, Fake *f, InitResult *res) {
+static void write_file_mkdirs(const char *path, const char *text, size_t len) {
+    char *dir = fs_dirname(path);
+    assert_non_null(dir);
+    assert_int_equal(fs_mkdir_p(dir, 0700), 0);
+    free(dir);
+    write_file(path, text, len);
+}
+
+/* The copies of dd moved aside ("<dd>.invalid.<UTC time>[.<n>]"), sorted: their count; the
+ * n-th's "member/marker" into out when out is given. */
+static size_t aside_copies(const char *dd, size_t n, char *out, size_t size) {
+    char pat[600];
+    snprintf(pat, sizeof pat, "%s.invalid.*", dd);
+    glob_t g;
+    size_t count = glob(pat, 0, NULL, &g) == 0 ? g.gl_pathc : 0;
+    if (out && n < count) snprintf(out, size, "%s/member/marker", g.gl_pathv[n]);
+    if (count) globfree(&g);
+    return count;
+}
+
+static int run_init_max(const char *dd, Fake *f, InitResult *res, int max_copies) {
     f->dir = dd;
     InitMember hooks = {
         .ctx = f, .probe = fake_probe, .remove_self = fake_remove, .add_learner = fake_add};
@@ -76,14 +97,18 @@ static int run_init(const char *dd, Fake *f, InitResult *res) {
     ic.restore.data_dir = dd;
     ic.full_mode = 1;
     ic.member = &hooks;
+    ic.max_invalid_copies = max_copies;
     return initializer_run(&ic, res);
+}
+
+static int run_init(const char *dd, Fake *f, InitResult *res) {
+    return run_init_max(dd, f, res, 0);
 }
 
 static void test_absent_member_joins_as_learner_with_its_data_dir_aside(void **state) {
     (void)state;
     char dd[512], aside[600];
     snprintf(dd, sizeof dd, "%s/absent.etcd", root);
-    snprintf(aside, sizeof aside, "%s.invalid/member/marker", dd);
     stale_dir(dd);
     Fake f = {.state = INIT_MEMBER_ABSENT};
     InitResult res;
@@ -93,6 +118,7 @@ static void test_absent_member_joins_as_learner_with_its_data_dir_aside(void **s
     assert_false(f.dir_existed_at_add);
     assert_true(res.joined_as_learner);
     assert_false(res.restored);
+    assert_int_equal(aside_copies(dd, 0, aside, sizeof aside), 1);
     assert_true(fs_exists(aside));
     assert_non_null(strstr(res.summary, "--initial-cluster-state=existing"));
 }
@@ -101,7 +127,6 @@ static void test_listed_member_with_invalid_data_dir_is_removed_and_re_added(voi
     (void)state;
     char dd[512], aside[600];
     snprintf(dd, sizeof dd, "%s/listed.etcd", root);
-    snprintf(aside, sizeof aside, "%s.invalid/member/marker", dd);
     stale_dir(dd);
     Fake f = {.state = INIT_MEMBER_LISTED};
     InitResult res;
@@ -110,6 +135,7 @@ static void test_listed_member_with_invalid_data_dir_is_removed_and_re_added(voi
     assert_int_equal(f.adds, 1);
     assert_false(f.dir_existed_at_add);
     assert_true(res.joined_as_learner);
+    assert_int_equal(aside_copies(dd, 0, aside, sizeof aside), 1);
     assert_true(fs_exists(aside));
     /* a missing data dir takes the same way */
     Fake g = {.state = INIT_MEMBER_LISTED};
@@ -149,13 +175,13 @@ static void test_unknown_cluster_keeps_the_single_member_rules(void **state) {
     (void)state;
     char dd[512], aside[600];
     snprintf(dd, sizeof dd, "%s/single.etcd", root);
-    snprintf(aside, sizeof aside, "%s.invalid/member/marker", dd);
     stale_dir(dd);
     Fake f = {.state = INIT_MEMBER_UNKNOWN};
     InitResult res;
     assert_int_equal(run_init(dd, &f, &res), 0); /* no store: etcd starts empty */
     assert_int_equal(f.removes + f.adds, 0);
     assert_false(res.joined_as_learner);
+    assert_int_equal(aside_copies(dd, 0, aside, sizeof aside), 1);
     assert_true(fs_exists(aside));
     assert_non_null(strstr(res.summary, "no store is configured"));
 }
@@ -183,6 +209,41 @@ static void test_no_quorum_refuses_to_restore_an_invalid_data_dir(void **state) 
     assert_false(fs_exists(dd)); /* etcd does not start empty either */
 }
 
+/* Every invalid data dir is kept: a second one never replaces the first, and the bound removes
+ * only the oldest copy that etcdbr made (named as it names them AND holding its marker), never
+ * a look-alike without the marker, another data dir's copy, or the copy just made. */
+static void test_invalid_copies_are_kept_and_bounded_by_age(void **state) {
+    (void)state;
+    char dd[512], p[700], first[700], second[700], cur[700];
+    snprintf(dd, sizeof dd, "%s/bounded.etcd", root);
+    /* look-alikes: older by name, but no marker / another data dir's copy */
+    snprintf(p, sizeof p, "%s.invalid.20000101T000000Z/member/marker", dd);
+    write_file_mkdirs(p, "user", 4);
+    snprintf(p, sizeof p, "%s/other.etcd.invalid.20000101T000000Z/.etcdbr-invalid", root);
+    write_file_mkdirs(p, "x", 1);
+    Fake f = {.state = INIT_MEMBER_UNKNOWN};
+    InitResult res;
+    stale_dir(dd);
+    assert_int_equal(run_init_max(dd, &f, &res, 2), 0);
+    stale_dir(dd);
+    assert_int_equal(run_init_max(dd, &f, &res, 2), 0);
+    assert_int_equal(aside_copies(dd, 1, first, sizeof first), 3); /* both, and the look-alike */
+    assert_int_equal(aside_copies(dd, 2, second, sizeof second), 3);
+    assert_true(fs_exists(first) && fs_exists(second));
+    stale_dir(dd);
+    assert_int_equal(run_init_max(dd, &f, &res, 2), 0); /* the first copy goes */
+    assert_int_equal(aside_copies(dd, 0, cur, sizeof cur), 3);
+    assert_non_null(strstr(cur, ".invalid.20000101T000000Z/"));
+    assert_false(fs_exists(first));
+    assert_true(fs_exists(second));
+    snprintf(p, sizeof p, "%s/other.etcd.invalid.20000101T000000Z/.etcdbr-invalid", root);
+    assert_true(fs_exists(p));
+    /* the copy carries a note saying what it is */
+    snprintf(p, sizeof p, "%.*s/.etcdbr-invalid", (int)(strlen(second) - strlen("/member/marker")),
+             second);
+    assert_true(fs_exists(p));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_absent_member_joins_as_learner_with_its_data_dir_aside),
@@ -191,6 +252,7 @@ int main(void) {
         cmocka_unit_test(test_failed_add_is_an_error),
         cmocka_unit_test(test_unknown_cluster_keeps_the_single_member_rules),
         cmocka_unit_test(test_no_quorum_refuses_to_restore_an_invalid_data_dir),
+        cmocka_unit_test(test_invalid_copies_are_kept_and_bounded_by_age),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
