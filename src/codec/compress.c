@@ -948,10 +948,10 @@ typedef struct {
 static int limitr_fail(LimitReader *r) {
     r->failed = 1;
     return err_set(ERR_CORRUPT,
-                   "%s: decompresses to more than %" PRIu64 " bytes, the limit%s%s%s (a "
-                   "decompression bomb, or a legitimate object larger than the limit)",
-                   kind_name(r->kind), r->max, r->flag ? "; " : "", r->flag ? r->flag : "",
-                   r->flag ? " raises it" : "");
+                   "%s: decompresses to more than %" PRIu64 " bytes, the limit%s%s%s: a "
+                   "decompression bomb, or a legitimate object larger than the limit",
+                   kind_name(r->kind), r->max, r->flag ? " (" : "", r->flag ? r->flag : "",
+                   r->flag ? " raises it)" : "");
 }
 
 static int limitr_read(IoReader *base, void *buf, size_t cap, size_t *got) {

@@ -468,8 +468,7 @@ static int fetch_full(const RestoreConfig *cfg, const Snapshot *snap, const char
         rc = err_set(ERR_NOMEM, "out of memory");
         goto done;
     }
-    FetchTick tick = {cfg, snap->key, now_mono_ms() + PROGRESS_EVERY_MS, now_mono_ms(),
-                      {dir, 0}};
+    FetchTick tick = {cfg, snap->key, now_mono_ms() + PROGRESS_EVERY_MS, now_mono_ms(), {dir, 0}};
     rc = fs_check_free_reserve(dir, 0);
     if (!rc) rc = io_copy_tick(snapobj_reader(r), checker, NULL, fetch_tick, &tick);
     if (!rc) rc = snapobj_counts(r, &stored, &count);

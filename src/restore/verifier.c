@@ -375,7 +375,8 @@ static int check_full(Checker *c, const Snapshot *s, TapReader *tap) {
     if (rc) {
         if (tap->err) rc = read_fault(c, s, tap->err, tap->msg);
         /* else a local write failed (ERR_IO, scratch disk): the verification cannot go on */
-        else err_wrap(rc, "%s", s->key);
+        else
+            err_wrap(rc, "%s", s->key);
         goto done;
     }
     if (total == 0) {

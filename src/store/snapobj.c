@@ -47,8 +47,8 @@ int snapobj_open_read(Store *s, const Snapshot *snap, SnapObjReader **out) {
     if (!rc) rc = io_filter_group_add_count(r->g, "stored-bytes");
     if (!rc && snap->encrypted) rc = io_filter_group_add_decrypt(r->g, kr);
     DecompressLimit lim = {atomic_load(&max_full_bytes), "--max-full-size"};
-    if (snap->kind != SNAP_FULL) lim = (DecompressLimit){atomic_load(&max_delta_bytes),
-                                                         "--max-delta-size"};
+    if (snap->kind != SNAP_FULL)
+        lim = (DecompressLimit){atomic_load(&max_delta_bytes), "--max-delta-size"};
     if (!rc) rc = io_filter_group_add_decompress_limited(r->g, kind, &lim);
     if (!rc) rc = io_filter_group_add_count(r->g, "plain-bytes");
     if (!rc && !io_filter_group_reader(r->g)) rc = err_set(ERR_NOMEM, "out of memory");

@@ -1156,7 +1156,6 @@ static void test_filter_group_hashes_compresses_and_counts_in_order(void **state
     free(data);
 }
 
-
 /* ---- the plain-size limit (decompression bombs) ---- */
 
 static const CompressKind all_kinds[] = {COMPRESS_NONE, COMPRESS_GZIP, COMPRESS_ZLIB, COMPRESS_LZW,
@@ -1214,7 +1213,7 @@ static void check_limit(CompressKind kind, const uint8_t *data, size_t len, cons
         char want[64];
         snprintf(want, sizeof want, "more than %" PRIu64 " bytes", limit);
         assert_non_null(strstr(err_msg(), want));
-        assert_non_null(strstr(err_msg(), "--test-limit raises it"));
+        assert_non_null(strstr(err_msg(), "(--test-limit raises it)"));
         uint8_t b[16];
         size_t got = 99;
         assert_int_equal(io_read(r, b, sizeof b, &got), ERR_CORRUPT); /* sticky */
