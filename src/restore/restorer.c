@@ -174,7 +174,8 @@ typedef struct {
     FsSpaceGuard space;               /* the db file's free-space reserve */
 } Builder;
 
-/* Every 4096 items: ERR_CANCELED when stopped, and a progress line every 5 s. */
+/* Every item: the db file's free-space reserve (statvfs every 8 MiB of pages, ERR_IO); every 4096
+ * items: ERR_CANCELED when stopped, and a progress line every 5 s. */
 static int builder_tick(Builder *b) {
     int rc = fs_space_guard_check(&b->space, bbolt_writer_pages(b->w) * 4096u);
     if (rc) return err_wrap(rc, "building the db");
