@@ -6,7 +6,8 @@
 #     object and the flag; restore runs under `ulimit -f` just above the limit, so a spool file
 #     one byte longer than the limit kills it (SIGXFSZ) instead: nothing past the limit is written;
 #  2. the same at the default limit (1 GiB, no flag): a 1.25 GiB zstd bomb of a few dozen KB;
-#  3. verify reports the bomb as undecodable, naming the object and the flag (exit 1);
+#  3. verify reports the bomb as undecodable, naming the object and the flag (exit 1), and
+#     initialize (the sidecar's restore path) fails naming both, leaving no member dir;
 #  4. the legitimate large delta is refused with --max-delta-size below its size (naming it and
 #     the flag) and restored exactly once the flag is raised;
 #  5. the spool stops before the free-space reserve: with --min-free-disk-bytes just under what the
@@ -110,6 +111,20 @@ name=$(ls "$WORK/bomb-zstd/v2" | grep "^Incr-$(printf %08d $((last + 1)))-")
 [ "$rc" = 1 ] || { cat "$WORK/verify.out" "$WORK/verify.log"; fail "verify of the bomb exited $rc"; }
 grep -q "$name.*--max-delta-size" "$WORK/verify.out" || { cat "$WORK/verify.out"; fail "verify did not name the bomb and the flag"; }
 echo "verify: $(grep -m1 "$name" "$WORK/verify.out" | cut -c1-300)"
+
+# initialize (the sidecar's restore path, also the server's) decodes through the same bound
+name=$(ls "$WORK/bomb-zstd/v2" | grep "^Incr-$(printf %08d $((last + 1)))-")
+rc=0
+(ulimit -f $((17 * 1024)) && "$ETCDBR_BIN" initialize --storage-provider=Local \
+    --store-container="$WORK/bomb-zstd" --snapstore-temp-directory="$WORK/init-tmp" \
+    --data-dir="$WORK/init.etcd" --name=restored --initial-cluster=restored=http://127.0.0.1:2380 \
+    --initial-advertise-peer-urls=http://127.0.0.1:2380 \
+    --restoration-temp-snapshots-dir="$WORK/init.etcd.tmp" --max-delta-size=$((16 * MiB))) \
+    >"$WORK/init.log" 2>&1 || rc=$?
+[ "$rc" != 0 ] && [ "$rc" != 153 ] || { tail -5 "$WORK/init.log"; fail "initialize of the bomb exited $rc"; }
+grep -q "$name.*--max-delta-size" "$WORK/init.log" || { tail -5 "$WORK/init.log"; fail "initialize did not name the bomb and the flag"; }
+[ ! -e "$WORK/init.etcd/member" ] || fail "initialize left a member dir from the bomb"
+echo "initialize: exit $rc: $(grep -m1 "$name" "$WORK/init.log" | sed 's/.*msg=//' | cut -c1-300)"
 
 # 4. the legitimate large delta: refused below its size, restored exactly above it
 refused big-low "$WORK/store" $((64 * MiB)) "$big_name" "--max-delta-size" \
