@@ -1116,12 +1116,18 @@ int delta_reader_open(IoReader *src, const char *tmp_dir, DeltaReader **out) {
         rc = r->fd;
         goto done;
     }
-    /* Copy to the spool, hashing all but the newest 32 bytes seen so far. */
+    /* Copy to the spool, hashing all but the newest 32 bytes seen so far, never into the free
+     * space reserve of the spool's file system. */
+    FsSpaceGuard guard = {tmp_dir, 0};
     for (;;) {
         size_t n = 0;
         rc = io_read(src, r->rbuf, DELTA_RBUF_SIZE, &n);
         if (rc) goto done;
         if (n == 0) break;
+        if ((rc = fs_space_guard_check(&guard, total + n))) {
+            err_wrap(rc, "delta spool after %" PRIu64 " bytes", total);
+            goto done;
+        }
         for (size_t done_w = 0; done_w < n;) {
             ssize_t k = pwrite(r->fd, r->rbuf + done_w, n - done_w, (off_t)(total + done_w));
             if (k < 0 && errno == EINTR) continue;

@@ -76,7 +76,9 @@ typedef struct DeltaReader DeltaReader;
 
 /* Reads the decompressed payload from src (borrowed) into a spool file in tmp_dir, checking the
  * sha256 trailer as it goes. ERR_CORRUPT if the payload is 32 bytes or shorter or the hash does
- * not match; nothing is parsed from an unverified payload. */
+ * not match; nothing is parsed from an unverified payload. ERR_IO naming tmp_dir when writing
+ * on would leave less than the free space reserve there (fs_check_free_reserve); how much src
+ * may give out is its own bound (snapobj_set_limits). */
 int delta_reader_open(IoReader *src, const char *tmp_dir, DeltaReader **out);
 
 /* Next event in file order: 0 with *got = 1, or 0 with *got = 0 at the end of the array.

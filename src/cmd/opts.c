@@ -186,6 +186,22 @@ static const OptDef opt_table[] = {
      "accept a full snapshot without its sha256 trailer", ACTIVE},
     {"max-fetchers", 0, OPT_INT, "6", NULL, RESTORE | CMD_VERIFY, 0, "parallel delta downloads",
      ACTIVE, AT_LEAST(1)},
+    /* etcdbr's bounds on what a snapshot object may make us write (docs/restore.md) */
+    {"max-delta-size", 0, OPT_INT, "1073741824", NULL, RESTORE | CMD_VERIFY, 0,
+     "largest a delta snapshot may decompress to, in bytes; a larger one (a decompression bomb) "
+     "is refused, naming it",
+     ACTIVE, AT_LEAST(1)},
+    {"max-full-size", 0, OPT_INT, "68719476736", NULL, RESTORE | CMD_VERIFY, 0,
+     "largest a full snapshot may decompress to, in bytes (db plus its 32-byte hash)", ACTIVE,
+     AT_LEAST(1)},
+    {"min-free-disk-bytes", 0, OPT_INT, "1073741824", NULL, RESTORE | CMD_VERIFY, 0,
+     "free bytes that spool, download and restored db files must leave on their file system "
+     "(the larger of this and --min-free-disk-percent; both 0: no reserve)",
+     ACTIVE, AT_LEAST(0)},
+    {"min-free-disk-percent", 0, OPT_INT, "5", NULL, RESTORE | CMD_VERIFY, 0,
+     "percent of the file system's size that spool, download and restored db files must leave "
+     "free (see --min-free-disk-bytes)",
+     ACTIVE, BETWEEN(0, 50)},
     {"max-call-send-message-size", 0, OPT_INT, "10485760", NULL, RESTORE, 0,
      "the Go tool's embedded-etcd setting", IGNORED(NO_ETCD_RUNS), AT_LEAST(1)},
     {"max-request-bytes", 0, OPT_INT, "10485760", NULL, RESTORE, 0,

@@ -5,9 +5,11 @@
 #include "../backup/delta.h"
 #include "../codec/crypt.h"
 #include "../common/err.h"
+#include "../common/fsutil.h"
 #include "../common/log.h"
 #include "../common/timeutil.h"
 #include "../server/metrics.h"
+#include "../store/snapobj.h"
 
 #include <errno.h>
 #include <openssl/crypto.h>
@@ -250,6 +252,12 @@ int setup_store_as(const Opts *o, const char *flag_prefix, const char *env_prefi
     if (!*f->prefix) {
         int code = setup_keyring(o, &kr);
         if (code) return code;
+    }
+    if (!*f->prefix && opts_has(o, "max-delta-size")) { /* commands that decode snapshots */
+        snapobj_set_limits((uint64_t)opt_int(o, "max-delta-size"),
+                           (uint64_t)opt_int(o, "max-full-size"));
+        fs_set_free_reserve((uint64_t)opt_int(o, "min-free-disk-bytes"),
+                            (int)opt_int(o, "min-free-disk-percent"));
     }
     /* a container alone means Local, as the help says and as `snapshot` and `restore` take it */
     if (allow_none && !*provider && !*container) {

@@ -8,6 +8,7 @@
 #include "../common/err.h"
 
 #include <libdeflate.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
 #include <sched.h>
@@ -933,7 +934,77 @@ IoWriter *compress_writer_new(CompressKind kind, IoWriter *next) {
     return NULL;
 }
 
+/* ---- the plain-size limit over every reader ---- */
+
+typedef struct {
+    IoReader base;
+    IoReader *inner; /* owned: the kind's reader */
+    CompressKind kind;
+    uint64_t max, given;
+    const char *flag;
+    int failed;
+} LimitReader;
+
+static int limitr_fail(LimitReader *r) {
+    r->failed = 1;
+    return err_set(ERR_CORRUPT,
+                   "%s: decompresses to more than %" PRIu64 " bytes, the limit%s%s%s: a "
+                   "decompression bomb, or a legitimate object larger than the limit",
+                   kind_name(r->kind), r->max, r->flag ? " (" : "", r->flag ? r->flag : "",
+                   r->flag ? " raises it)" : "");
+}
+
+static int limitr_read(IoReader *base, void *buf, size_t cap, size_t *got) {
+    LimitReader *r = (LimitReader *)base;
+    *got = 0;
+    if (r->failed) return limitr_fail(r);
+    if (cap == 0) return 0;
+    /* one byte past the limit is asked for, to tell "exactly at the limit" from "over it" */
+    uint64_t left = r->max - r->given;
+    if (left < cap) cap = (size_t)left + 1;
+    size_t n = 0;
+    int rc = io_read(r->inner, buf, cap, &n);
+    if (rc) return rc;
+    if (n > r->max - r->given) return limitr_fail(r);
+    r->given += n;
+    *got = n;
+    return 0;
+}
+
+static void limitr_free(IoReader *base) {
+    LimitReader *r = (LimitReader *)base;
+    io_reader_free(r->inner);
+    free(r);
+}
+
+static const IoReaderVt limitr_vt = {limitr_read, limitr_free};
+
+static IoReader *kind_reader_new(CompressKind kind, IoReader *src);
+
+IoReader *decompress_reader_new_limited(CompressKind kind, IoReader *src,
+                                        const DecompressLimit *lim) {
+    LimitReader *r = calloc(1, sizeof *r);
+    if (!r) {
+        err_set(ERR_NOMEM, "decompress reader: out of memory");
+        return NULL;
+    }
+    r->inner = kind_reader_new(kind, src);
+    if (!r->inner) {
+        free(r);
+        return NULL;
+    }
+    r->base.vt = &limitr_vt;
+    r->kind = kind;
+    r->max = lim && lim->max_plain ? lim->max_plain : DECOMPRESS_MAX_DEFAULT;
+    r->flag = lim ? lim->flag : NULL;
+    return &r->base;
+}
+
 IoReader *decompress_reader_new(CompressKind kind, IoReader *src) {
+    return decompress_reader_new_limited(kind, src, NULL);
+}
+
+static IoReader *kind_reader_new(CompressKind kind, IoReader *src) {
     switch (kind) {
     case COMPRESS_NONE: {
         PlainReader *p = calloc(1, sizeof *p);

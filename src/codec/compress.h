@@ -71,8 +71,29 @@ IoWriter *compress_writer_new(CompressKind kind, IoWriter *next);
  * parallel mode a failed worker thread start is ERR_NOMEM from write or finish. */
 IoWriter *compress_gzip_writer_new(const GzipWriterOptions *opt, IoWriter *next);
 
-/* Reader decompressing src (borrowed). Truncated or corrupt input yields ERR_CORRUPT from read,
- * never a silent short stream. Returns NULL on allocation failure. */
+/* How many plain bytes a decompressing reader may give out: the bound that keeps a small
+ * hostile object (a "decompression bomb": a 330 KB zstd stream of zeros inflates to 10 GiB) from
+ * filling the disk or the time of whoever reads it. The limit applies to every kind, also
+ * COMPRESS_NONE: it bounds what is spooled, not only the ratio. */
+typedef struct {
+    uint64_t max_plain; /* bytes; 0 = DECOMPRESS_MAX_DEFAULT */
+    const char *flag;   /* the flag that raises it, named in the error (borrowed; NULL: none) */
+} DecompressLimit;
+
+/* 64 GiB: eight times etcd's largest recommended --quota-backend-bytes (8 GiB), the bound for
+ * any reader not given a tighter one (docs/compression.md). */
+#define DECOMPRESS_MAX_DEFAULT (64ull << 30)
+
+/* Reader decompressing src (borrowed), giving out at most DECOMPRESS_MAX_DEFAULT bytes.
+ * Truncated or corrupt input yields ERR_CORRUPT from read, never a silent short stream.
+ * Returns NULL on allocation failure. */
 IoReader *decompress_reader_new(CompressKind kind, IoReader *src);
+
+/* decompress_reader_new giving out at most lim->max_plain bytes (lim NULL: the default): the
+ * read that would go past it fails with ERR_CORRUPT ("decompresses to more than N bytes", naming
+ * lim->flag) and nothing past the limit is given out, so a caller writing what it reads writes at
+ * most max_plain bytes. The error is sticky. lim is copied (flag stays borrowed). */
+IoReader *decompress_reader_new_limited(CompressKind kind, IoReader *src,
+                                        const DecompressLimit *lim);
 
 #endif

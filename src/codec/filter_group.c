@@ -25,6 +25,7 @@ typedef struct {
     char name[32];
     CompressKind compression;
     const Keyring *keyring; /* F_ENCRYPT, F_DECRYPT (borrowed) */
+    DecompressLimit limit;  /* F_DECOMPRESS */
     IoWriter *w;            /* write mode: built writer */
     IoReader *r;            /* read mode: built reader */
     uint64_t *count;        /* F_COUNT: the counter's total */
@@ -103,7 +104,14 @@ int io_filter_group_add_compress(IoFilterGroup *g, CompressKind kind) {
 }
 
 int io_filter_group_add_decompress(IoFilterGroup *g, CompressKind kind) {
-    return add(g, F_DECOMPRESS, "decompress", kind);
+    return io_filter_group_add_decompress_limited(g, kind, NULL);
+}
+
+int io_filter_group_add_decompress_limited(IoFilterGroup *g, CompressKind kind,
+                                           const DecompressLimit *lim) {
+    int rc = add(g, F_DECOMPRESS, "decompress", kind);
+    if (!rc && lim) g->f[g->n - 1].limit = *lim;
+    return rc;
 }
 
 int io_filter_group_add_encrypt(IoFilterGroup *g, const Keyring *kr) {
@@ -171,7 +179,7 @@ IoReader *io_filter_group_reader(IoFilterGroup *g) {
         for (size_t i = 0; i < g->n; i++) {
             Filter *f = &g->f[i];
             if (f->kind == F_DECOMPRESS)
-                f->r = decompress_reader_new(f->compression, prev);
+                f->r = decompress_reader_new_limited(f->compression, prev, &f->limit);
             else if (f->kind == F_DECRYPT)
                 f->r = crypt_reader_new(f->keyring, prev);
             else

@@ -52,6 +52,11 @@ int io_filter_group_add_count(IoFilterGroup *g, const char *name);
 int io_filter_group_add_sha256(IoFilterGroup *g, const char *name);
 int io_filter_group_add_compress(IoFilterGroup *g, CompressKind kind);
 int io_filter_group_add_decompress(IoFilterGroup *g, CompressKind kind);
+/* Decompression giving out at most lim->max_plain bytes (decompress_reader_new_limited; lim
+ * copied, its flag borrowed and must outlive the group; NULL: DECOMPRESS_MAX_DEFAULT, as
+ * io_filter_group_add_decompress). */
+int io_filter_group_add_decompress_limited(IoFilterGroup *g, CompressKind kind,
+                                           const DecompressLimit *lim);
 /* Encryption (write group) with kr's first key and decryption (read group) with whichever key
  * of kr the object names (crypt.h; kr borrowed, must outlive the group). Named "encrypt" and
  * "decrypt". ERR_INVALID also when kr is NULL or empty. Decryption errors (ERR_CORRUPT: altered,

@@ -9,6 +9,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
+#include <stdatomic.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +18,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 static FsFsyncDirHook fsync_dir_hook;
@@ -466,4 +469,41 @@ int fs_scratch_create(const char *temp_dir, const char *prefix, const char *who,
     }
     *out = dir;
     return 0;
+}
+
+/* ---------- free-space reserve ---------- */
+
+static _Atomic uint64_t reserve_bytes = FS_RESERVE_BYTES_DEFAULT;
+static atomic_int reserve_percent = FS_RESERVE_PERCENT_DEFAULT;
+
+void fs_set_free_reserve(uint64_t bytes, int percent) {
+    atomic_store(&reserve_bytes, bytes);
+    atomic_store(&reserve_percent, percent < 0 ? 0 : percent > 100 ? 100 : percent);
+}
+
+int fs_check_free_reserve(const char *dir, uint64_t more) {
+    uint64_t bytes = atomic_load(&reserve_bytes);
+    int percent = atomic_load(&reserve_percent);
+    if (!bytes && !percent) return 0;
+    struct statvfs sv;
+    if (statvfs(dir, &sv) != 0)
+        return err_set(ERR_IO, "free space of %s: %s", dir, strerror(errno));
+    uint64_t frsize = sv.f_frsize ? sv.f_frsize : sv.f_bsize;
+    /* block counts times block size: at most 2^64 bytes on any file system Linux mounts */
+    uint64_t size = (uint64_t)sv.f_blocks * frsize, avail = (uint64_t)sv.f_bavail * frsize;
+    uint64_t by_percent = size / 100 * (uint64_t)percent;
+    uint64_t reserve = bytes > by_percent ? bytes : by_percent;
+    if (avail >= reserve && avail - reserve >= more) return 0;
+    return err_set(ERR_IO,
+                   "%s: %" PRIu64 " bytes free on its file system, not enough for %" PRIu64
+                   " more while keeping the reserve of %" PRIu64 " bytes free (the larger of "
+                   "--min-free-disk-bytes=%" PRIu64 " and --min-free-disk-percent=%d of %" PRIu64
+                   " bytes): free space there, or lower them",
+                   dir, avail, more, reserve, bytes, percent, size);
+}
+
+int fs_space_guard_check(FsSpaceGuard *g, uint64_t written) {
+    if (written < g->next_check) return 0;
+    g->next_check = written + FS_GUARD_EVERY;
+    return fs_check_free_reserve(g->dir, FS_GUARD_EVERY);
 }

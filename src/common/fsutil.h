@@ -38,6 +38,30 @@ int fs_mkstemp(const char *dir, const char *prefix, char **path_out);
  * it for every temp file a crash could leave behind. Returns the fd or a negative ERR_*. */
 int fs_mkstemp_locked(const char *dir, const char *prefix, char **path_out);
 
+/* The free space a spool or restore file must leave on its file system, so that a hostile or
+ * oversized snapshot object cannot fill the disk that etcd or the system also write to:
+ * max(bytes, percent % of the file system's size). Defaults FS_RESERVE_BYTES_DEFAULT and
+ * FS_RESERVE_PERCENT_DEFAULT; the flags --min-free-disk-bytes and --min-free-disk-percent set it
+ * (0 and 0: no reserve). Parsed configuration: call it before the threads that write start. */
+#define FS_RESERVE_BYTES_DEFAULT (1ull << 30) /* 1 GiB */
+#define FS_RESERVE_PERCENT_DEFAULT 5
+void fs_set_free_reserve(uint64_t bytes, int percent);
+
+/* 0 if dir's file system has the reserve plus `more` bytes free (statvfs f_bavail: what this
+ * process may use). ERR_IO when it has not (the message names dir, the bytes free, the reserve
+ * and the flags that set it; callers wrap the object's name) or statvfs fails. */
+int fs_check_free_reserve(const char *dir, uint64_t more);
+
+/* Checks the reserve while a file in dir grows: call fs_space_guard_check with the bytes written
+ * so far after each write; statvfs runs once per FS_GUARD_EVERY bytes (and at the first call),
+ * asking for FS_GUARD_EVERY more, so no write runs below the reserve. dir borrowed. */
+#define FS_GUARD_EVERY (8u << 20) /* 8 MiB */
+typedef struct {
+    const char *dir;
+    uint64_t next_check; /* bytes written at which to check again; start at 0 */
+} FsSpaceGuard;
+int fs_space_guard_check(FsSpaceGuard *g, uint64_t written);
+
 /* Called by fs_remove_stale_temp for each removed file (bytes: its size). */
 typedef void (*FsRemovedCb)(void *ctx, const char *path, int64_t bytes);
 

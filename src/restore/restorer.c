@@ -113,12 +113,14 @@ typedef struct {
     const char *what;
     int64_t next_log_ms;
     int64_t start_ms;
+    FsSpaceGuard space; /* the downloaded file's free-space reserve */
 } FetchTick;
 
 static int fetch_tick(void *ctx, uint64_t n) {
     FetchTick *t = ctx;
     int rc = stopped(t->cfg);
     if (rc) return rc;
+    if ((rc = fs_space_guard_check(&t->space, n))) return rc;
     int64_t now = now_mono_ms();
     if (now >= t->next_log_ms) {
         double secs = (double)(now - t->start_ms) / 1000.0;
@@ -169,13 +171,16 @@ typedef struct {
     int64_t start_ms;
     int64_t last_rev;                 /* the revision the deltas go up to (for progress) */
     char history[HISTORY_ID_LEN + 1]; /* of the last object applied ("" = untagged) */
+    FsSpaceGuard space;               /* the db file's free-space reserve */
 } Builder;
 
-/* Every 4096 items: ERR_CANCELED when stopped, and a progress line every 5 s. */
+/* Every item: the db file's free-space reserve (statvfs every 8 MiB of pages, ERR_IO); every 4096
+ * items: ERR_CANCELED when stopped, and a progress line every 5 s. */
 static int builder_tick(Builder *b) {
+    int rc = fs_space_guard_check(&b->space, bbolt_writer_pages(b->w) * 4096u);
+    if (rc) return err_wrap(rc, "building the db");
     if (++b->ticks & 4095) return 0;
-    int rc = stopped(b->cfg);
-    if (rc) return rc;
+    if ((rc = stopped(b->cfg))) return rc;
     int64_t now = now_mono_ms();
     if (now < b->next_log_ms) return 0;
     b->next_log_ms = now + PROGRESS_EVERY_MS;
@@ -444,11 +449,12 @@ static int fsync_cb(const char *path, const struct stat *st, int flag, struct FT
     return rc != 0;
 }
 
-/* Downloads, decompresses and verifies the full snapshot into path (fullsnap_verify_file);
+/* Downloads, decompresses and verifies the full snapshot into path (fullsnap_verify_file) in dir,
+ * keeping dir's free-space reserve (fs_check_free_reserve);
  * *db_len = bytes before the trailer (or the whole file when skip_hash_check and there is none),
  * *revision = the etcd revision inside the db. */
-static int fetch_full(const RestoreConfig *cfg, const Snapshot *snap, const char *path,
-                      uint64_t *db_len, int64_t *revision) {
+static int fetch_full(const RestoreConfig *cfg, const Snapshot *snap, const char *dir,
+                      const char *path, uint64_t *db_len, int64_t *revision) {
     SnapObjReader *r = NULL;
     IoWriter *fdw = NULL, *checker = NULL;
     uint64_t stored = 0, count = 0;
@@ -463,8 +469,9 @@ static int fetch_full(const RestoreConfig *cfg, const Snapshot *snap, const char
         rc = err_set(ERR_NOMEM, "out of memory");
         goto done;
     }
-    FetchTick tick = {cfg, snap->key, now_mono_ms() + PROGRESS_EVERY_MS, now_mono_ms()};
-    rc = io_copy_tick(snapobj_reader(r), checker, NULL, fetch_tick, &tick);
+    FetchTick tick = {cfg, snap->key, now_mono_ms() + PROGRESS_EVERY_MS, now_mono_ms(), {dir, 0}};
+    rc = fs_check_free_reserve(dir, 0);
+    if (!rc) rc = io_copy_tick(snapobj_reader(r), checker, NULL, fetch_tick, &tick);
     if (!rc) rc = snapobj_counts(r, &stored, &count);
     if (rc) goto done;
     rc = fullsnap_verify_file(path, checker, count, cfg->skip_hash_check, 0, db_len, revision);
@@ -1042,7 +1049,7 @@ int restorer_run(const RestoreConfig *cfg, RestoreResult *out) {
         goto done;
     }
     uint64_t db_len = 0;
-    rc = fetch_full(cfg, full, full_path, &db_len, &out->base_revision);
+    rc = fetch_full(cfg, full, scratch, full_path, &db_len, &out->base_revision);
     if (rc) goto done;
     pool.deltas = deltas;
     pool.n = n_deltas;
@@ -1058,6 +1065,7 @@ int restorer_run(const RestoreConfig *cfg, RestoreResult *out) {
 
     int64_t tb = now_mono_ms();
     b.cfg = cfg;
+    b.space = (FsSpaceGuard){scratch, 0};
     b.out = out;
     b.start_ms = tb;
     b.next_log_ms = tb + PROGRESS_EVERY_MS;

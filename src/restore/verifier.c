@@ -352,6 +352,11 @@ static int read_fault(Checker *c, const Snapshot *s, int rc, const char *msg) {
                             k == VERIFY_UNDECODABLE ? "undecodable" : "unreadable", s->key, msg);
 }
 
+/* io_copy_tick's tick: the scratch file system's free-space reserve (fs_space_guard_check) */
+static int space_tick(void *ctx, uint64_t n) {
+    return fs_space_guard_check(ctx, n);
+}
+
 static int check_full(Checker *c, const Snapshot *s, TapReader *tap) {
     char *path = fs_join(c->scratch, "full.db");
     if (!path) return err_set(ERR_NOMEM, "out of memory");
@@ -365,10 +370,13 @@ static int check_full(Checker *c, const Snapshot *s, TapReader *tap) {
     IoWriter *checker = fdw ? trailer_checker_new(fdw, 0) : NULL;
     int rc = checker ? 0 : err_set(ERR_NOMEM, "out of memory");
     uint64_t total = 0, db_len = 0;
-    if (!rc) rc = io_copy(&tap->base, checker, &total);
+    FsSpaceGuard space = {c->scratch, 0};
+    if (!rc) rc = io_copy_tick(&tap->base, checker, &total, space_tick, &space);
     if (rc) {
         if (tap->err) rc = read_fault(c, s, tap->err, tap->msg);
         /* else a local write failed (ERR_IO, scratch disk): the verification cannot go on */
+        else
+            err_wrap(rc, "%s", s->key);
         goto done;
     }
     if (total == 0) {
@@ -434,7 +442,7 @@ static int check_delta(Checker *c, const Snapshot *s, TapReader *tap) {
     int rc = delta_reader_open(&tap->base, c->scratch, &dr);
     if (rc) {
         if (tap->err) return read_fault(c, s, tap->err, tap->msg);
-        if (rc != ERR_CORRUPT) return rc; /* the local spool */
+        if (rc != ERR_CORRUPT) return err_wrap(rc, "%s", s->key); /* the local spool */
         if (tap->n <= SHA256_LEN)
             return verify_add_fault(c->r, VERIFY_UNDECODABLE, 0, s->key, NULL, 0, 0,
                                     "undecodable %s: %s", s->key, err_msg());

@@ -1,12 +1,21 @@
 /* snapobj: see snapobj.h. The read chain is one IoFilterGroup over the store's reader:
  * stored bytes counted -> decrypted when the name says ".enc" -> decompressed by the name's
- * compression suffix -> plain bytes counted. */
+ * compression suffix, at most the limit of its kind -> plain bytes counted. */
 #include "snapobj.h"
 #include "../codec/compress.h"
 #include "../codec/filter_group.h"
 #include "../common/err.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
+
+static _Atomic uint64_t max_delta_bytes = SNAPOBJ_MAX_DELTA_DEFAULT;
+static _Atomic uint64_t max_full_bytes = SNAPOBJ_MAX_FULL_DEFAULT;
+
+void snapobj_set_limits(uint64_t max_delta, uint64_t max_full) {
+    atomic_store(&max_delta_bytes, max_delta ? max_delta : SNAPOBJ_MAX_DELTA_DEFAULT);
+    atomic_store(&max_full_bytes, max_full ? max_full : SNAPOBJ_MAX_FULL_DEFAULT);
+}
 
 struct SnapObjReader {
     IoReader *raw;
@@ -37,7 +46,10 @@ int snapobj_open_read(Store *s, const Snapshot *snap, SnapObjReader **out) {
     rc = r->g ? 0 : err_set(ERR_NOMEM, "out of memory");
     if (!rc) rc = io_filter_group_add_count(r->g, "stored-bytes");
     if (!rc && snap->encrypted) rc = io_filter_group_add_decrypt(r->g, kr);
-    if (!rc) rc = io_filter_group_add_decompress(r->g, kind);
+    DecompressLimit lim = {atomic_load(&max_full_bytes), "--max-full-size"};
+    if (snap->kind != SNAP_FULL)
+        lim = (DecompressLimit){atomic_load(&max_delta_bytes), "--max-delta-size"};
+    if (!rc) rc = io_filter_group_add_decompress_limited(r->g, kind, &lim);
     if (!rc) rc = io_filter_group_add_count(r->g, "plain-bytes");
     if (!rc && !io_filter_group_reader(r->g)) rc = err_set(ERR_NOMEM, "out of memory");
     if (rc) {

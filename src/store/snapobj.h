@@ -21,6 +21,17 @@
 
 typedef struct SnapObjReader SnapObjReader;
 
+/* How far a snapshot object may inflate (plain bytes after decryption and decompression), by
+ * kind: the bound against a decompression bomb (docs/restore.md). A delta holds the events of one
+ * delta period (the Go tool's --delta-snapshot-memory-limit caps it at 100 MiB by default), a
+ * full snapshot the whole db (etcd's recommended quota is at most 8 GiB). */
+#define SNAPOBJ_MAX_DELTA_DEFAULT (1ull << 30) /* 1 GiB, --max-delta-size */
+#define SNAPOBJ_MAX_FULL_DEFAULT (64ull << 30) /* 64 GiB, --max-full-size */
+
+/* Sets the limits every later snapobj_open_read applies (bytes; 0 = the default above). Parsed
+ * configuration: call it before the threads that read snapshots start. */
+void snapobj_set_limits(uint64_t max_delta, uint64_t max_full);
+
 /* Opens snap (borrowed; must outlive the reader) for reading its plain bytes from byte 0.
  * An encrypted object (snap->encrypted) is decrypted with the store's keyring
  * (store_keyring). ERR_UNSUPPORTED (a suffix we cannot decode, named), ERR_INVALID (encrypted
@@ -30,7 +41,9 @@ typedef struct SnapObjReader SnapObjReader;
 int snapobj_open_read(Store *s, const Snapshot *snap, SnapObjReader **out);
 
 /* The plain bytes (borrowed; valid until snapobj_close). Corrupt or truncated input is an error
- * of its reads (ERR_CORRUPT), never a short stream. */
+ * of its reads (ERR_CORRUPT), never a short stream; so is an object inflating past the limit of
+ * its kind (snapobj_set_limits; the message names the flag that raises it; nothing past the
+ * limit is given out). Callers name the object in what they report. */
 IoReader *snapobj_reader(SnapObjReader *r);
 
 /* After the reader returned the end of the stream: bytes read from the store and plain bytes

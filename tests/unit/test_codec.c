@@ -19,9 +19,11 @@
 #include "common/err.h"
 
 #include <dirent.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <zlib.h>
 
 /* ---- helpers ---- */
@@ -1154,8 +1156,138 @@ static void test_filter_group_hashes_compresses_and_counts_in_order(void **state
     free(data);
 }
 
+/* ---- the plain-size limit (decompression bombs) ---- */
+
+static const CompressKind all_kinds[] = {COMPRESS_NONE, COMPRESS_GZIP, COMPRESS_ZLIB, COMPRESS_LZW,
+                                         COMPRESS_ZSTD};
+
+static uint64_t codec_seed(void) {
+    const char *s = getenv("ETCDBR_TEST_SEED");
+    uint64_t seed = s && *s ? strtoull(s, NULL, 0) : (uint64_t)time(NULL);
+    fprintf(stderr, "test_codec: seed %" PRIu64 " (ETCDBR_TEST_SEED=%" PRIu64 " replays it)\n",
+            seed, seed);
+    return seed;
+}
+
+static uint64_t rng_next(uint64_t *x) {
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    return *x;
+}
+
+/* Reads r through odd sizes into out until the end or an error; the reader's code. */
+static int drain_limited(IoReader *r, MemSink *out) {
+    uint8_t *tmp = malloc(262144);
+    assert_non_null(tmp);
+    int rc = 0;
+    for (size_t i = 0;; i++) {
+        size_t got = 0;
+        rc = io_read(r, tmp, read_sizes[i % NSIZES(read_sizes)], &got);
+        if (rc < 0 || got == 0) break;
+        assert_int_equal(sink_write(&out->base, tmp, got), 0);
+    }
+    free(tmp);
+    return rc;
+}
+
+/* Checks one stream of plain length len against limit: whole and equal when it fits; otherwise
+ * ERR_CORRUPT naming the limit and the flag, nothing past the limit given out, and the error
+ * sticky. */
+static void check_limit(CompressKind kind, const uint8_t *data, size_t len, const MemSink *z,
+                        uint64_t limit) {
+    IoReader *src = io_mem_reader_new(z->buf, z->len);
+    DecompressLimit lim = {limit, "--test-limit"};
+    IoReader *r = decompress_reader_new_limited(kind, src, &lim);
+    assert_non_null(r);
+    MemSink out;
+    sink_init(&out);
+    int rc = drain_limited(r, &out);
+    if (len <= limit) {
+        assert_int_equal(rc, 0);
+        assert_int_equal(out.len, len);
+        if (len) assert_memory_equal(out.buf, data, len);
+    } else {
+        assert_int_equal(rc, ERR_CORRUPT);
+        assert_true(out.len <= limit);
+        char want[64];
+        snprintf(want, sizeof want, "more than %" PRIu64 " bytes", limit);
+        assert_non_null(strstr(err_msg(), want));
+        assert_non_null(strstr(err_msg(), "(--test-limit raises it)"));
+        uint8_t b[16];
+        size_t got = 99;
+        assert_int_equal(io_read(r, b, sizeof b, &got), ERR_CORRUPT); /* sticky */
+        assert_int_equal(got, 0);
+    }
+    sink_release(&out);
+    io_reader_free(r);
+    io_reader_free(src);
+}
+
+/* Every kind, plain sizes and compression ratios from a logged seed (runs of zeros of random
+ * share between random bytes), limits just below, at and above the plain size and random ones. */
+static void test_decompress_limit_every_kind_seeded(void **state) {
+    (void)state;
+    uint64_t x = codec_seed() | 1;
+    for (int round = 0; round < 12; round++) {
+        size_t len = (size_t)(rng_next(&x) % (3u << 20));
+        uint8_t *data = calloc(1, len + 1);
+        assert_non_null(data);
+        unsigned zero_share = (unsigned)(rng_next(&x) % 101); /* percent of zero runs */
+        for (size_t off = 0; off < len;) {
+            size_t run = 1 + (size_t)(rng_next(&x) % 65536);
+            if (run > len - off) run = len - off;
+            if (rng_next(&x) % 100 >= zero_share) fill_random(data + off, run, rng_next(&x));
+            off += run;
+        }
+        for (size_t k = 0; k < NSIZES(all_kinds); k++) {
+            MemSink z;
+            sink_init(&z);
+            assert_int_equal(compress_buf(all_kinds[k], data, len, &z, 0), 0);
+            uint64_t limits[] = {len ? len - 1 : 1, len, (uint64_t)len + 1,
+                                 1 + rng_next(&x) % (len + 1), len + 1 + rng_next(&x) % 4096};
+            for (size_t l = 0; l < NSIZES(limits); l++)
+                if (limits[l]) check_limit(all_kinds[k], data, len, &z, limits[l]);
+            sink_release(&z);
+        }
+        free(data);
+    }
+}
+
+/* A bomb (a small stream of zeros inflating far past the limit) stops at the limit: every kind,
+ * every limit given out at most, read through a filter group as snapobj builds it. */
+static void test_decompression_bomb_stops_at_the_limit_in_a_filter_group(void **state) {
+    (void)state;
+    size_t len = 48u << 20;
+    uint8_t *zeros = calloc(1, len);
+    assert_non_null(zeros);
+    for (size_t k = 0; k < NSIZES(all_kinds); k++) {
+        MemSink z;
+        sink_init(&z);
+        assert_int_equal(compress_buf(all_kinds[k], zeros, len, &z, 0), 0);
+        if (all_kinds[k] != COMPRESS_NONE) assert_true(z.len < len / 500); /* a bomb */
+        IoReader *src = io_mem_reader_new(z.buf, z.len);
+        IoFilterGroup *g = io_filter_group_new_reader(src);
+        DecompressLimit lim = {1u << 20, "--max-delta-size"};
+        assert_int_equal(io_filter_group_add_decompress_limited(g, all_kinds[k], &lim), 0);
+        assert_int_equal(io_filter_group_add_count(g, "plain"), 0);
+        MemSink out;
+        sink_init(&out);
+        assert_int_equal(drain_limited(io_filter_group_reader(g), &out), ERR_CORRUPT);
+        assert_true(out.len <= (1u << 20));
+        assert_non_null(strstr(err_msg(), "--max-delta-size"));
+        sink_release(&out);
+        io_filter_group_free(g);
+        io_reader_free(src);
+        sink_release(&z);
+    }
+    free(zeros);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_decompress_limit_every_kind_seeded),
+        cmocka_unit_test(test_decompression_bomb_stops_at_the_limit_in_a_filter_group),
         cmocka_unit_test(test_gzip_round_trips_empty_small_and_3mib),
         cmocka_unit_test(test_zlib_round_trips_empty_small_and_3mib),
         cmocka_unit_test(test_lzw_round_trips_empty_small_and_3mib),

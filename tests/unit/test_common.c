@@ -18,6 +18,7 @@
 #include <string.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -404,8 +405,40 @@ static void test_log_lines_stay_whole_beside_another_writer(void **state) {
     assert_int_equal(logged, LOG_LINES);
 }
 
+/* The free-space reserve: against the real free space of /tmp's file system (statvfs), a reserve
+ * above it refuses naming the directory, the free bytes and both flags; none or a small one
+ * passes; the guard asks statvfs again only every FS_GUARD_EVERY bytes. */
+static void test_fs_free_reserve_refuses_below_the_reserve_and_names_the_flags(void **state) {
+    (void)state;
+    char dir[] = "/tmp/etcdbr-ut.XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    struct statvfs sv;
+    assert_int_equal(statvfs(dir, &sv), 0);
+    uint64_t avail = (uint64_t)sv.f_bavail * sv.f_frsize;
+    fs_set_free_reserve(0, 0);
+    assert_int_equal(fs_check_free_reserve(dir, 0), 0);
+    fs_set_free_reserve(avail + (1ull << 40), 0);
+    assert_int_equal(fs_check_free_reserve(dir, 0), ERR_IO);
+    assert_non_null(strstr(err_msg(), dir));
+    assert_non_null(strstr(err_msg(), "bytes free"));
+    assert_non_null(strstr(err_msg(), "--min-free-disk-bytes"));
+    assert_non_null(strstr(err_msg(), "--min-free-disk-percent"));
+    FsSpaceGuard g = {dir, 0};
+    assert_int_equal(fs_space_guard_check(&g, 0), ERR_IO);             /* the first call checks */
+    assert_int_equal(fs_space_guard_check(&g, FS_GUARD_EVERY - 1), 0); /* not yet again */
+    assert_int_equal(fs_space_guard_check(&g, FS_GUARD_EVERY), ERR_IO);
+    fs_set_free_reserve(0, 100); /* all of the file system: never free */
+    assert_int_equal(fs_check_free_reserve(dir, 0), ERR_IO);
+    fs_set_free_reserve(4096, 0); /* a small reserve: passes while the disk is not full */
+    assert_int_equal(fs_check_free_reserve(dir, 1), 0);
+    assert_int_equal(fs_check_free_reserve("/nonexistent/etcdbr", 0), ERR_IO); /* statvfs fails */
+    fs_set_free_reserve(FS_RESERVE_BYTES_DEFAULT, FS_RESERVE_PERCENT_DEFAULT);
+    rmdir(dir);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fs_free_reserve_refuses_below_the_reserve_and_names_the_flags),
         cmocka_unit_test(test_duration_parses_go_forms),
         cmocka_unit_test(test_duration_rejects_missing_unit_and_junk),
         cmocka_unit_test(test_cron_hourly_default_schedule),
