@@ -156,7 +156,16 @@ static int run(const InitConfig *cfg, InitResult *out) {
     int64_t t0 = now_mono_ms();
     rc = restorer_run(&rcfg, &rr);
     out->restore_seconds = (double)(now_mono_ms() - t0) / 1000.0;
-    if (rc) return err_wrap(rc, "restoring %s", dd);
+    if (rc) {
+        /* nothing was moved: a backup whose contents do not match its name (or any failed
+         * restore) never replaces the data dir */
+        if (vr.status == DATA_DIR_REVISION_CONSISTENCY_ERROR)
+            return err_wrap(rc,
+                            "restoring %s, which is valid but at revision %lld, behind the "
+                            "store's names (it is kept as it is)",
+                            dd, (long long)vr.db_revision);
+        return err_wrap(rc, "restoring %s", dd);
+    }
     out->restored = 1;
 
     /* never report success we did not verify: the result must validate on its own */
@@ -166,6 +175,18 @@ static int run(const InitConfig *cfg, InitResult *out) {
         fs_remove_tree(side);
         return err_set(ERR_CORRUPT, "the restored data dir does not validate: %s: %s",
                        data_dir_status_name(check.status), check.message);
+    }
+    /* the decision "behind the backups" was made from the store's names: it stands only if
+     * the verified restore is really newer than the data dir (a backup named newer than it
+     * holds never moves a healthy data dir aside) */
+    if (vr.status == DATA_DIR_REVISION_CONSISTENCY_ERROR && rr.revision <= vr.db_revision) {
+        fs_remove_tree(side);
+        return err_set(ERR_CORRUPT,
+                       "data dir %s (revision %lld) looked behind the store's backups by their "
+                       "names, but the restore of them reaches only revision %lld (full snapshot "
+                       "%s): the store's names do not match their contents; the data dir is kept "
+                       "as it is",
+                       dd, (long long)vr.db_revision, (long long)rr.revision, rr.base_name);
     }
     if (fs_exists(dd)) {
         rc = move_aside(dd);

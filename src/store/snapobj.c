@@ -36,7 +36,9 @@ int snapobj_open_read(Store *s, const Snapshot *snap, SnapObjReader **out) {
     r->g = io_filter_group_new_reader(r->raw);
     rc = r->g ? 0 : err_set(ERR_NOMEM, "out of memory");
     if (!rc) rc = io_filter_group_add_count(r->g, "stored-bytes");
-    if (!rc && snap->encrypted) rc = io_filter_group_add_decrypt(r->g, kr);
+    char ident[128];
+    if (!rc && snap->encrypted && !(rc = snapname_identity(snap, ident, sizeof ident)))
+        rc = io_filter_group_add_decrypt_bound(r->g, kr, ident);
     if (!rc) rc = io_filter_group_add_decompress(r->g, kind);
     if (!rc) rc = io_filter_group_add_count(r->g, "plain-bytes");
     if (!rc && !io_filter_group_reader(r->g)) rc = err_set(ERR_NOMEM, "out of memory");
