@@ -188,6 +188,19 @@ static int check_encryption_kept(const Snapshot *snaps, size_t n, VerifyReport *
 
 /* Plans the set of the full snapshot snaps[f], up to end (the next full snapshot's revision, or
  * INT64_MAX), adding its history and contiguity faults to r. */
+/* Index of the store's first encrypted object (chunks aside), n when none. */
+static size_t first_encrypted(const Snapshot *snaps, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (!snaps[i].is_chunk && snaps[i].encrypted) return i;
+    return n;
+}
+
+/* A plain object sorted after the first encrypted one, at first_enc (check_encryption_kept's
+ * fault). */
+static int plain_after_encrypted(const Snapshot *snaps, size_t first_enc, size_t i) {
+    return i > first_enc && !snaps[i].encrypted;
+}
+
 static int plan_one(const Snapshot *snaps, size_t n, size_t f, int64_t end, VerifyPlanSet *ps,
                     VerifySet *vs, VerifyReport *r) {
     const Snapshot *full = &snaps[f];
@@ -237,7 +250,10 @@ static int plan_one(const Snapshot *snaps, size_t n, size_t f, int64_t end, Veri
         if (ptrs[k]->last_revision > vs->last_revision) vs->last_revision = ptrs[k]->last_revision;
     vs->n_deltas = ps->n_deltas;
     vs->latest = end == INT64_MAX;
-    vs->ok = r->n_errors == errors_before;
+    size_t first_enc = first_encrypted(snaps, n);
+    vs->ok = r->n_errors == errors_before && !plain_after_encrypted(snaps, first_enc, f);
+    for (size_t k = 0; k < ps->n_deltas && vs->ok; k++)
+        vs->ok = !plain_after_encrypted(snaps, first_enc, ps->deltas[k]);
 done:
     free(ptrs);
     return rc;
