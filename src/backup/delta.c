@@ -1340,16 +1340,14 @@ int delta_check_name_event(const char *object, int64_t start, int64_t last, int6
                        "%lld: the name does not match the contents",
                        object, (long long)rev, (long long)start);
     if (prev != 0 && rev != prev && rev != prev + 1) /* prev < rev <= last: no overflow */
-        return err_set(ERR_CORRUPT,
-                       "%s: an event at revision %lld follows one at %lld (%s)", object,
-                       (long long)rev, (long long)prev,
+        return err_set(ERR_CORRUPT, "%s: an event at revision %lld follows one at %lld (%s)",
+                       object, (long long)rev, (long long)prev,
                        rev < prev ? "events out of order" : "revisions missing inside it");
     return 0;
 }
 
 int delta_check_name_end(const char *object, int64_t last, int64_t prev) {
-    if (prev == 0)
-        return err_set(ERR_CORRUPT, "%s: holds no events (a delta never does)", object);
+    if (prev == 0) return err_set(ERR_CORRUPT, "%s: holds no events (a delta never does)", object);
     if (prev != last)
         return err_set(ERR_CORRUPT,
                        "%s: its last event is at revision %lld, but its name says %lld: the name "

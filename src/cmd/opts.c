@@ -35,10 +35,10 @@
 #define ONE_OF(list) .choices = (list)
 #define IGNORED_IN(mask, why) .ignored_in = (mask), .ignored_in_why = (why)
 
-#define MIN_CHUNK_SIZE 5242880 /* 5 MiB: the Go tool's minimum (S3's smallest part) */
+#define MIN_CHUNK_SIZE 5242880      /* 5 MiB: the Go tool's minimum (S3's smallest part) */
 #define MAX_CHUNK_SIZE 5368709120LL /* 5 GiB: S3's largest part */
-#define MAX_PARALLEL 256             /* threads or requests in flight: far above any use */
-#define MAX_COUNT 1000000            /* counts of backups, kept in an int */
+#define MAX_PARALLEL 256            /* threads or requests in flight: far above any use */
+#define MAX_COUNT 1000000           /* counts of backups, kept in an int */
 /* every duration flag: not negative, at most 100 years (so ms x 1e6 still fits int64 ns) */
 #define DURATION_MAX_MS (100LL * 365 * 24 * 3600 * 1000)
 #define NO_ETCD_RUNS "restore builds the db offline and starts no etcd"

@@ -476,8 +476,7 @@ static int cw_start(CryptWriter *w) {
 static int cw_emit(CryptWriter *w, int final) {
     uint32_t word = (uint32_t)w->pt_len | (final ? FINAL_BIT : 0);
     put_be32(w->frame, word);
-    if (gcm_chunk(w->ctx, 1, w->key, w->hdr, w->hdr_len, &w->bind, w->index, word, w->pt,
-                  w->pt_len,
+    if (gcm_chunk(w->ctx, 1, w->key, w->hdr, w->hdr_len, &w->bind, w->index, word, w->pt, w->pt_len,
                   w->frame + WORD_LEN, w->frame + WORD_LEN + w->pt_len) != 0)
         return cw_fail(w, err_set(ERR_UNSUPPORTED, "encryption: AES-256-GCM failed in OpenSSL"));
     int rc = io_write(w->next, w->frame, WORD_LEN + w->pt_len + TAG_LEN);
@@ -706,8 +705,8 @@ static int cr_diagnose(CryptReader *r, uint32_t word, size_t len, uint64_t *foun
             uint32_t w = flip ? word ^ FINAL_BIT : word;
             if ((w & ~FINAL_BIT) != len) continue;
             if (!(w & FINAL_BIT) && len != r->chunk) continue;
-            if (gcm_chunk(r->ctx, 0, r->key, r->hdr, r->hdr_len, &r->bind, j, w, r->frame, len, r->pt,
-                          r->frame + len) == 0) {
+            if (gcm_chunk(r->ctx, 0, r->key, r->hdr, r->hdr_len, &r->bind, j, w, r->frame, len,
+                          r->pt, r->frame + len) == 0) {
                 *found = j;
                 return 1;
             }

@@ -24,12 +24,12 @@ typedef struct {
     FilterKind kind;
     char name[32];
     CompressKind compression;
-    const Keyring *keyring; /* F_ENCRYPT, F_DECRYPT (borrowed) */
+    const Keyring *keyring;              /* F_ENCRYPT, F_DECRYPT (borrowed) */
     char binding[CRYPT_BINDING_MAX + 1]; /* F_ENCRYPT, F_DECRYPT: the name bound ("" = none) */
-    IoWriter *w;            /* write mode: built writer */
-    IoReader *r;            /* read mode: built reader */
-    uint64_t *count;        /* F_COUNT: the counter's total */
-    uint64_t read_count;    /* read mode, count and SHA-256: bytes read through, at the end */
+    IoWriter *w;                         /* write mode: built writer */
+    IoReader *r;                         /* read mode: built reader */
+    uint64_t *count;                     /* F_COUNT: the counter's total */
+    uint64_t read_count; /* read mode, count and SHA-256: bytes read through, at the end */
     uint8_t digest[SHA256_LEN];
 } Filter;
 
@@ -187,8 +187,7 @@ IoReader *io_filter_group_reader(IoFilterGroup *g) {
             if (f->kind == F_DECOMPRESS)
                 f->r = decompress_reader_new(f->compression, prev);
             else if (f->kind == F_DECRYPT)
-                f->r = crypt_reader_new_bound(f->keyring, f->binding[0] ? f->binding : NULL,
-                                              prev);
+                f->r = crypt_reader_new_bound(f->keyring, f->binding[0] ? f->binding : NULL, prev);
             else
                 f->r = tap_new(prev, f->kind == F_SHA256);
             if (!f->r) {
@@ -246,8 +245,8 @@ IoWriter *io_filter_group_io(IoFilterGroup *g) {
                 f->w = compress_writer_new(f->compression, next);
                 break;
             case F_ENCRYPT:
-                f->w = crypt_writer_new_bound(f->keyring, 0, f->binding[0] ? f->binding : NULL,
-                                              next);
+                f->w =
+                    crypt_writer_new_bound(f->keyring, 0, f->binding[0] ? f->binding : NULL, next);
                 break;
             case F_DECOMPRESS:
             case F_DECRYPT:

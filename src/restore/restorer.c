@@ -349,8 +349,8 @@ static int apply_delta(Builder *b, DeltaReader *dr, const Snapshot *snap) {
         int rc = delta_reader_next(dr, &ev, &got);
         if (rc) return err_wrap(rc, "%s", snap->key);
         if (!got) break;
-        if ((rc = delta_check_name_event(snap->key, snap->start_revision, snap->last_revision,
-                                         prev, ev.mod_revision)))
+        if ((rc = delta_check_name_event(snap->key, snap->start_revision, snap->last_revision, prev,
+                                         ev.mod_revision)))
             return rc;
         prev = ev.mod_revision;
         if (b->reached || ev.mod_revision > b->target) {
@@ -817,7 +817,6 @@ static int check_full_revision(const RestoreConfig *cfg, const Snapshot *full, i
     return 0;
 }
 
-
 /* Says so when the store holds objects of other live histories than the restored set's: they
  * are never combined with it (snapname_set_at), but an operator should know they are there. */
 static void warn_other_histories(const Snapshot *list, size_t n, const Snapshot *full) {
@@ -1021,7 +1020,7 @@ int restorer_run(const RestoreConfig *cfg, RestoreResult *out) {
     int64_t store_last = n_deltas ? deltas[n_deltas - 1].last_revision : full->last_revision;
     if (store_last < full->last_revision) store_last = full->last_revision;
     if ((rc = restorer_check_bump(cfg->target_revision ? cfg->target_revision : store_last,
-                         cfg->bump_revision))) {
+                                  cfg->bump_revision))) {
         out->target_refused = 1;
         goto done;
     }

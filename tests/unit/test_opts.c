@@ -132,7 +132,8 @@ static void test_every_default_passes_its_own_checks(void **state) {
 
 static void test_min_chunk_size_below_5mib_is_a_usage_error(void **state) {
     (void)state;
-    expect_refused(CMD_SNAPSHOT, "--min-chunk-size=1", "--min-chunk-size", "between 5242880 and 5368709120");
+    expect_refused(CMD_SNAPSHOT, "--min-chunk-size=1", "--min-chunk-size",
+                   "between 5242880 and 5368709120");
     expect_refused(CMD_RESTORE, "--min-chunk-size=5242879", "--min-chunk-size", "5242880");
     expect_accepted(CMD_RESTORE, "--min-chunk-size=5242880");
     expect_refused(CMD_SERVER, "--secondary-min-chunk-size=0", "--secondary-min-chunk-size",
@@ -163,14 +164,16 @@ static void test_int_ranges_of_the_go_tool(void **state) {
                    NULL);
     expect_refused(CMD_RESTORE, "--max-call-send-message-size=0", "--max-call-send-message-size",
                    NULL);
-    expect_refused(CMD_SNAPSHOT, "--backoff-multiplier=0", "--backoff-multiplier", "between 1 and 1000");
+    expect_refused(CMD_SNAPSHOT, "--backoff-multiplier=0", "--backoff-multiplier",
+                   "between 1 and 1000");
     expect_refused(CMD_SNAPSHOT, "--backoff-attempt-limit=0", "--backoff-attempt-limit", NULL);
     expect_refused(CMD_SNAPSHOT, "--max-backups=-1", "--max-backups", "between 0 and 1000000");
-    expect_refused(CMD_SNAPSHOT, "--max-backups=2147483648", "--max-backups", "between 0 and 1000000");
+    expect_refused(CMD_SNAPSHOT, "--max-backups=2147483648", "--max-backups",
+                   "between 0 and 1000000");
     expect_refused(CMD_SNAPSHOT, "--delta-snapshot-period=-5s", "--delta-snapshot-period",
                    "between 0 and 100 years");
-    expect_refused(CMD_SNAPSHOT, "--garbage-collection-period=1000000h", "--garbage-collection-period",
-                   "between 0 and 100 years");
+    expect_refused(CMD_SNAPSHOT, "--garbage-collection-period=1000000h",
+                   "--garbage-collection-period", "between 0 and 100 years");
     expect_refused(CMD_SNAPSHOT, "--max-changes-per-delta-snapshot=-1",
                    "--max-changes-per-delta-snapshot", NULL);
     expect_refused(CMD_RESTORE, "--revision=-5", "--revision", "at least 0");
@@ -387,7 +390,8 @@ static void test_docs_flags_md_is_generated_from_the_table(void **state) {
                  line);
     }
     /* and it says what matters */
-    assert_non_null(strstr(gen, "| `--min-chunk-size` | int | `5242880` | between `5242880` and `5368709120`"));
+    assert_non_null(
+        strstr(gen, "| `--min-chunk-size` | int | `5242880` | between `5242880` and `5368709120`"));
     assert_non_null(strstr(gen, "**not implemented yet: ignored.**"));
     assert_non_null(strstr(gen, "- `--enable-profiling` (server, run)"));
     free(doc);
@@ -400,7 +404,8 @@ static void test_binary_exits_2_naming_the_flag(void **state) {
     if (!bin || !*bin) skip();
     char out[4096];
     assert_int_equal(sh(out, sizeof out, "'%s' restore --min-chunk-size=1 2>&1", bin), 2);
-    assert_non_null(strstr(out, "--min-chunk-size: 1 is out of range: must be between 5242880 and 5368709120"));
+    assert_non_null(
+        strstr(out, "--min-chunk-size: 1 is out of range: must be between 5242880 and 5368709120"));
     assert_int_equal(sh(out, sizeof out, "'%s' snapshot --store-contianer=b 2>&1", bin), 2);
     assert_non_null(strstr(out, "did you mean --store-container?"));
     char dir[] = "/tmp/etcdbr-test-opts-XXXXXX";

@@ -35,8 +35,7 @@ static void test_name_numbers_stay_inside_int64_arithmetic(void **state) {
     Snapshot s;
     assert_int_equal(snapname_parse("v2/Full-00000000-9223372036854775806-1", "", &s), 0);
     assert_int_equal(s.last_revision, INT64_MAX - 1);
-    assert_int_equal(snapname_parse("v2/Full-00000000-9223372036854775807-1", "", &s),
-                     ERR_INVALID);
+    assert_int_equal(snapname_parse("v2/Full-00000000-9223372036854775807-1", "", &s), ERR_INVALID);
     assert_non_null(strstr(err_msg(), "9223372036854775807"));
     assert_int_equal(snapname_parse("v2/Incr-9223372036854775807-9223372036854775807-1", "", &s),
                      ERR_INVALID);
@@ -46,12 +45,12 @@ static void test_name_numbers_stay_inside_int64_arithmetic(void **state) {
     char out[128];
     assert_int_equal(snapname_format(SNAP_FULL, 0, INT64_MAX, 1, "", 0, out, sizeof out),
                      ERR_INVALID);
-    assert_int_equal(snapname_format(SNAP_FULL, 0, 5, SNAPNAME_TIME_MAX + 1, "", 0, out, sizeof out),
-                     ERR_INVALID);
+    assert_int_equal(
+        snapname_format(SNAP_FULL, 0, 5, SNAPNAME_TIME_MAX + 1, "", 0, out, sizeof out),
+        ERR_INVALID);
     /* the identity bound into encrypted objects: no prefix, no suffixes */
-    assert_int_equal(snapname_parse("pfx/v2/Incr-00000005-00000009-1700000000.enc.gz.final", "pfx",
-                                    &s),
-                     0);
+    assert_int_equal(
+        snapname_parse("pfx/v2/Incr-00000005-00000009-1700000000.enc.gz.final", "pfx", &s), 0);
     assert_int_equal(snapname_identity(&s, out, sizeof out), 0);
     assert_string_equal(out, "Incr-00000005-00000009-1700000000");
     assert_int_equal(snapname_identity(&s, out, 8), ERR_INVALID);
