@@ -785,8 +785,8 @@ static void warn_plain_with_keys(const RestoreConfig *cfg, const Snapshot *full,
         plain += !deltas[i].encrypted;
     if (plain)
         log_warn("encryption keys are given, but %zu object(s) of the set restored are not "
-                 "encrypted (from %s; the store turned encryption on later): they are restored "
-                 "unauthenticated",
+                 "encrypted (from %s: written before the store turned encryption on): they are "
+                 "restored unauthenticated",
                  plain, full->encrypted ? deltas[0].key : full->key);
 }
 
