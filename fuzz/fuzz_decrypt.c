@@ -55,11 +55,14 @@ static void fsink_init(FuzzSink *s, uint8_t *buf, size_t limit) {
     s->limit = limit;
 }
 
+#define FUZZ_NAME "Full-00000000-00000001-1700000000"
+
 /* Decrypts data into w, cap bytes per read. The reader's result. */
 static int fuzz_decrypt(const Keyring *kr, const uint8_t *data, size_t size, size_t cap,
                         IoWriter *w, uint8_t *tmp) {
     IoReader *src = io_mem_reader_new(data, size);
-    IoReader *r = src ? crypt_reader_new(kr, src) : NULL;
+    /* read under a name: version 2 objects authenticate it, version 1 ones ignore it */
+    IoReader *r = src ? crypt_reader_new_bound(kr, FUZZ_NAME, src) : NULL;
     int rc = ERR_NOMEM;
     if (r) {
         for (;;) {
@@ -143,7 +146,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     /* Round trip: the plaintext encrypted again (with k1, the write key) reads back the same. */
     FuzzSink z, back;
     fsink_init(&z, store, FUZZ_STORE);
-    IoWriter *w = crypt_writer_new(kr, CRYPT_CHUNK_MIN, &z.base);
+    IoWriter *w = crypt_writer_new_bound(kr, CRYPT_CHUNK_MIN, FUZZ_NAME, &z.base);
     if (!w) return 0;
     CHECK(io_write(w, keep, out.len) == 0 && io_finish(w) == 0);
     io_writer_free(w);

@@ -1332,3 +1332,32 @@ int delta_event_check(const DeltaEvent *ev) {
                        (long long)rev, (long long)ev->create_revision, (long long)ev->version);
     return 0;
 }
+
+int delta_check_name_event(const char *object, int64_t start, int64_t last, int64_t prev,
+                           int64_t rev) {
+    if (rev < start || rev > last)
+        return err_set(ERR_CORRUPT,
+                       "%s: holds an event at revision %lld, outside its name's revisions "
+                       "%lld-%lld: the name does not match the contents",
+                       object, (long long)rev, (long long)start, (long long)last);
+    if (prev == 0 && rev != start)
+        return err_set(ERR_CORRUPT,
+                       "%s: its first event is at revision %lld, but its name says it starts at "
+                       "%lld: the name does not match the contents",
+                       object, (long long)rev, (long long)start);
+    if (prev != 0 && rev != prev && rev != prev + 1) /* prev < rev <= last: no overflow */
+        return err_set(ERR_CORRUPT, "%s: an event at revision %lld follows one at %lld (%s)",
+                       object, (long long)rev, (long long)prev,
+                       rev < prev ? "events out of order" : "revisions missing inside it");
+    return 0;
+}
+
+int delta_check_name_end(const char *object, int64_t last, int64_t prev) {
+    if (prev == 0) return err_set(ERR_CORRUPT, "%s: holds no events (a delta never does)", object);
+    if (prev != last)
+        return err_set(ERR_CORRUPT,
+                       "%s: its last event is at revision %lld, but its name says %lld: the name "
+                       "does not match the contents",
+                       object, (long long)prev, (long long)last);
+    return 0;
+}

@@ -74,7 +74,9 @@ static int store_stream(Store *store, const char *snap_name, CompressKind compre
     g = io_filter_group_new(store_writer_io(sw));
     if (!g) rc = err_set(ERR_NOMEM, "out of memory");
     if (!rc) rc = io_filter_group_add_compress(g, compression);
-    if (!rc && named.encrypted) rc = io_filter_group_add_encrypt(g, store_keyring(store));
+    char ident[128]; /* the name is bound into every chunk: under another name it fails */
+    if (!rc && named.encrypted && !(rc = snapname_identity(&named, ident, sizeof ident)))
+        rc = io_filter_group_add_encrypt_bound(g, store_keyring(store), ident);
     if (!rc) rc = io_filter_group_add_count(g, "stored");
     IoWriter *in = rc ? NULL : io_filter_group_io(g);
     if (!rc && !in) rc = err_set(ERR_NOMEM, "out of memory");

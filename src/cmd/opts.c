@@ -35,7 +35,12 @@
 #define ONE_OF(list) .choices = (list)
 #define IGNORED_IN(mask, why) .ignored_in = (mask), .ignored_in_why = (why)
 
-#define MIN_CHUNK_SIZE 5242880 /* 5 MiB: the Go tool's minimum (S3's smallest part) */
+#define MIN_CHUNK_SIZE 5242880      /* 5 MiB: the Go tool's minimum (S3's smallest part) */
+#define MAX_CHUNK_SIZE 5368709120LL /* 5 GiB: S3's largest part */
+#define MAX_PARALLEL 256            /* threads or requests in flight: far above any use */
+#define MAX_COUNT 1000000           /* counts of backups, kept in an int */
+/* every duration flag: not negative, at most 100 years (so ms x 1e6 still fits int64 ns) */
+#define DURATION_MAX_MS (100LL * 365 * 24 * 3600 * 1000)
 #define NO_ETCD_RUNS "restore builds the db offline and starts no etcd"
 #define NO_MEMBER "compact writes a full snapshot into the store, not a member's data dir"
 
@@ -106,11 +111,11 @@ static const OptDef opt_table[] = {
      "parts (ABS: blocks) of one object store upload in flight at once (S3, ECS, OCS, ABS); "
      "memory is about "
      "(this + 1) x the part size",
-     ACTIVE, AT_LEAST(1)},
+     ACTIVE, BETWEEN(1, MAX_PARALLEL)},
     {"min-chunk-size", 0, OPT_INT, "5242880", NULL, STORE, 0,
      "part size in bytes of an object store multipart upload (S3, ECS, OCS: doubled after "
      "every 1000 parts; ABS: the fixed block size); smaller objects go in one request",
-     ACTIVE, AT_LEAST(MIN_CHUNK_SIZE)},
+     ACTIVE, BETWEEN(MIN_CHUNK_SIZE, MAX_CHUNK_SIZE)},
     {"snapstore-temp-directory", 0, OPT_STRING, "/tmp", NULL, STORE, 0,
      "staging directory for snapshot and delta spool files", ACTIVE},
     {"encryption-key-file", 0, OPT_STRING, "", "ETCDBR_ENCRYPTION_KEY_FILE", STORE, 0,
@@ -134,7 +139,7 @@ static const OptDef opt_table[] = {
     {"garbage-collection-policy", 0, OPT_STRING, "Exponential", NULL, SNAP, 0,
      "which full snapshots garbage collection keeps", ACTIVE, ONE_OF(GC_POLICIES)},
     {"max-backups", 'm', OPT_INT, "7", NULL, SNAP, 0,
-     "full snapshots kept by LimitBased (which needs at least 1)", ACTIVE, AT_LEAST(0)},
+     "full snapshots kept by LimitBased (which needs at least 1)", ACTIVE, BETWEEN(0, MAX_COUNT)},
     {"delta-snapshot-retention-period", 0, OPT_DURATION, "0s", NULL, SNAP, 0,
      "deltas younger than this are never removed by garbage collection", ACTIVE},
     {"abandon-other-histories", 0, OPT_BOOL, "false", NULL, SNAP, 0,
@@ -162,10 +167,10 @@ static const OptDef opt_table[] = {
     {"backoff-multiplier", 0, OPT_INT, "2", NULL, SNAP, 0,
      "factor by which the retry delay after a failed snapshot grows (1 s x multiplier, then x "
      "multiplier per retry)",
-     ACTIVE, AT_LEAST(1)},
+     ACTIVE, BETWEEN(1, 1000)},
     {"backoff-attempt-limit", 0, OPT_INT, "6", NULL, SNAP, 0,
      "retries with a growing delay before every retry waits --backoff-threshold-time", ACTIVE,
-     AT_LEAST(1)},
+     BETWEEN(1, 1000)},
     {"backoff-threshold-time", 0, OPT_DURATION, "128s", NULL, SNAP, 0,
      "longest delay between retries after a failed snapshot", ACTIVE, AT_LEAST(1)},
     /* RESTORE (seed-spec §1.6) */
@@ -185,7 +190,7 @@ static const OptDef opt_table[] = {
     {"skip-hash-check", 0, OPT_BOOL, "false", NULL, RESTORE, 0,
      "accept a full snapshot without its sha256 trailer", ACTIVE},
     {"max-fetchers", 0, OPT_INT, "6", NULL, RESTORE | CMD_VERIFY, 0, "parallel delta downloads",
-     ACTIVE, AT_LEAST(1)},
+     ACTIVE, BETWEEN(1, MAX_PARALLEL)},
     /* etcdbr's bounds on what a snapshot object may make us write (docs/restore.md) */
     {"max-delta-size", 0, OPT_INT, "1073741824", NULL, RESTORE | CMD_VERIFY, 0,
      "largest a delta snapshot may decompress to, in bytes; a larger one (a decompression bomb) "
@@ -310,10 +315,10 @@ static const OptDef opt_table[] = {
      "key prefix in the secondary store; objects are written under <prefix>/v2/", ACTIVE},
     {"secondary-max-parallel-chunk-uploads", 0, OPT_INT, "5", NULL, CMD_SERVER, 0,
      "parallel part uploads to the secondary store (as --max-parallel-chunk-uploads)", ACTIVE,
-     AT_LEAST(1)},
+     BETWEEN(1, MAX_PARALLEL)},
     {"secondary-min-chunk-size", 0, OPT_INT, "5242880", NULL, CMD_SERVER, 0,
      "part size in bytes for the secondary store (as --min-chunk-size)", ACTIVE,
-     AT_LEAST(MIN_CHUNK_SIZE)},
+     BETWEEN(MIN_CHUNK_SIZE, MAX_CHUNK_SIZE)},
     {"secondary-snapstore-temp-directory", 0, OPT_STRING, "/tmp", NULL, CMD_SERVER, 0,
      "staging directory for the secondary store (copies are streamed; nothing is staged there "
      "now)",
@@ -341,22 +346,22 @@ static const OptDef opt_table[] = {
      ACTIVE},
     {"source-max-parallel-chunk-uploads", 0, OPT_INT, "5", NULL, CMD_COPY, 0,
      "the source store's --max-parallel-chunk-uploads (copy only reads from it)", ACTIVE,
-     AT_LEAST(1)},
+     BETWEEN(1, MAX_PARALLEL)},
     {"source-min-chunk-size", 0, OPT_INT, "5242880", NULL, CMD_COPY, 0,
      "the source store's --min-chunk-size (copy only reads from it)", ACTIVE,
-     AT_LEAST(MIN_CHUNK_SIZE)},
+     BETWEEN(MIN_CHUNK_SIZE, MAX_CHUNK_SIZE)},
     {"source-snapstore-temp-directory", 0, OPT_STRING, "", NULL, CMD_COPY, 0,
      "the source store's staging directory; empty = the destination's (copies are streamed: "
      "nothing is staged)",
      ACTIVE},
     {"max-backups-to-copy", 0, OPT_INT, "-1", NULL, CMD_COPY, 0,
      "copy only the newest this many backups (a full snapshot and its deltas); -1 = all", ACTIVE,
-     AT_LEAST(-1)},
+     BETWEEN(-1, MAX_COUNT)},
     {"max-backup-age", 0, OPT_INT, "-1", NULL, CMD_COPY, 0,
      "copy only backups whose full snapshot is at most this many days old; -1 = any age", ACTIVE,
-     AT_LEAST(-1)},
+     BETWEEN(-1, 3650000)},
     {"max-parallel-copy-operations", 0, OPT_INT, "10", NULL, CMD_COPY, 0, "objects copied at once",
-     ACTIVE, AT_LEAST(1)},
+     ACTIVE, BETWEEN(1, MAX_PARALLEL)},
     {"wait-for-final-snapshot", 0, OPT_BOOL, "false", NULL, CMD_COPY, 0,
      "first wait (listing the source every 15s) until one of its 4 newest full snapshots is a "
      "final one (.final)",
@@ -564,6 +569,11 @@ static int validate_value(const OptDef *d, const char *v) {
         if (duration_parse_ms(v, &ms))
             return err_set(ERR_INVALID, "--%s: invalid duration \"%s\" (e.g. 20s, 1h30m)", d->name,
                            v);
+        if (ms < 0 || ms > DURATION_MAX_MS)
+            return err_set(ERR_INVALID,
+                           "--%s: duration \"%s\" is out of range: must be between 0 and 100 "
+                           "years",
+                           d->name, v);
         break;
     default:
         break;

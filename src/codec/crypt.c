@@ -26,7 +26,9 @@
 
 #define MAGIC "etcdbrAE"
 #define MAGIC_LEN 8
-#define VERSION 1
+#define VERSION 1       /* chunks authenticate the header, their position and length word */
+#define VERSION_BOUND 2 /* ... and the object's name (crypt_writer_new_bound) */
+#define BINDING_LEN_BYTES 2
 #define ALG_AES256GCM_HKDF 1
 #define SALT_LEN 32
 #define CHECK_LEN 32 /* HMAC-SHA256 of the header before it */
@@ -377,6 +379,12 @@ static int header_check(const uint8_t mac[CRYPT_KEY_LEN], const uint8_t *hdr, si
     return 0;
 }
 
+/* The object's name as bound into a version 2 object's chunks (NULL for version 1). */
+typedef struct {
+    const char *text;
+    size_t len;
+} Binding;
+
 static void chunk_nonce_aad(uint64_t index, uint32_t word, uint8_t nonce[NONCE_LEN],
                             uint8_t tail[12]) {
     memset(nonce, 0, 4);
@@ -386,18 +394,29 @@ static void chunk_nonce_aad(uint64_t index, uint32_t word, uint8_t nonce[NONCE_L
 }
 
 /* Seals or opens one chunk. enc: 1 seal (tag written), 0 open (tag checked; -1 on mismatch). */
+/* AAD: the header, then (version 2) the binding's length (2 bytes) and text, then the
+ * chunk's index and word. */
 static int gcm_chunk(EVP_CIPHER_CTX *ctx, int enc, const uint8_t key[CRYPT_KEY_LEN],
-                     const uint8_t *hdr, size_t hdr_len, uint64_t index, uint32_t word,
-                     const uint8_t *in, size_t len, uint8_t *out, uint8_t tag[TAG_LEN]) {
-    uint8_t nonce[NONCE_LEN], tail[12];
+                     const uint8_t *hdr, size_t hdr_len, const Binding *bind, uint64_t index,
+                     uint32_t word, const uint8_t *in, size_t len, uint8_t *out,
+                     uint8_t tag[TAG_LEN]) {
+    uint8_t nonce[NONCE_LEN], tail[12], blen[BINDING_LEN_BYTES];
     int outl = 0, fin = 0;
     chunk_nonce_aad(index, word, nonce, tail);
     if (EVP_CipherInit_ex(ctx, EVP_aes_256_gcm(), NULL, NULL, NULL, enc) != 1 ||
         EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_IVLEN, NONCE_LEN, NULL) != 1 ||
         EVP_CipherInit_ex(ctx, NULL, NULL, key, nonce, enc) != 1 ||
-        EVP_CipherUpdate(ctx, NULL, &outl, hdr, (int)hdr_len) != 1 ||
-        EVP_CipherUpdate(ctx, NULL, &outl, tail, sizeof tail) != 1)
+        EVP_CipherUpdate(ctx, NULL, &outl, hdr, (int)hdr_len) != 1)
         return -2;
+    if (bind->text) {
+        blen[0] = (uint8_t)(bind->len >> 8);
+        blen[1] = (uint8_t)bind->len;
+        if (EVP_CipherUpdate(ctx, NULL, &outl, blen, sizeof blen) != 1 ||
+            (bind->len &&
+             EVP_CipherUpdate(ctx, NULL, &outl, (const uint8_t *)bind->text, (int)bind->len) != 1))
+            return -2;
+    }
+    if (EVP_CipherUpdate(ctx, NULL, &outl, tail, sizeof tail) != 1) return -2;
     if (len > 0 && EVP_CipherUpdate(ctx, out, &outl, in, (int)len) != 1) return -2;
     if (!enc && EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_TAG, TAG_LEN, tag) != 1) return -2;
     if (EVP_CipherFinal_ex(ctx, out + (len > 0 ? outl : 0), &fin) != 1) return enc ? -2 : -1;
@@ -421,6 +440,8 @@ typedef struct {
     EVP_CIPHER_CTX *ctx;
     uint64_t index;
     int started, finished, failed;
+    char *binding; /* owned; NULL: version 1 */
+    Binding bind;
 } CryptWriter;
 
 static int cw_fail(CryptWriter *w, int rc) {
@@ -434,7 +455,7 @@ static int cw_start(CryptWriter *w) {
     uint8_t *h = w->hdr;
     uint8_t mac[CRYPT_KEY_LEN];
     memcpy(h, MAGIC, MAGIC_LEN);
-    h[8] = VERSION;
+    h[8] = w->bind.text ? VERSION_BOUND : VERSION;
     h[9] = ALG_AES256GCM_HKDF;
     put_be32(h + 10, (uint32_t)w->chunk);
     h[14] = (uint8_t)id_len;
@@ -455,7 +476,7 @@ static int cw_start(CryptWriter *w) {
 static int cw_emit(CryptWriter *w, int final) {
     uint32_t word = (uint32_t)w->pt_len | (final ? FINAL_BIT : 0);
     put_be32(w->frame, word);
-    if (gcm_chunk(w->ctx, 1, w->key, w->hdr, w->hdr_len, w->index, word, w->pt, w->pt_len,
+    if (gcm_chunk(w->ctx, 1, w->key, w->hdr, w->hdr_len, &w->bind, w->index, word, w->pt, w->pt_len,
                   w->frame + WORD_LEN, w->frame + WORD_LEN + w->pt_len) != 0)
         return cw_fail(w, err_set(ERR_UNSUPPORTED, "encryption: AES-256-GCM failed in OpenSSL"));
     int rc = io_write(w->next, w->frame, WORD_LEN + w->pt_len + TAG_LEN);
@@ -504,6 +525,7 @@ static void cw_free(IoWriter *iw) {
         free(w->pt);
     }
     free(w->frame);
+    free(w->binding);
     EVP_CIPHER_CTX_free(w->ctx);
     OPENSSL_cleanse(w->key, sizeof w->key);
     free(w);
@@ -512,7 +534,16 @@ static void cw_free(IoWriter *iw) {
 static const IoWriterVt cw_vt = {cw_write, cw_finish, cw_free};
 
 IoWriter *crypt_writer_new(const Keyring *kr, size_t chunk_size, IoWriter *next) {
+    return crypt_writer_new_bound(kr, chunk_size, NULL, next);
+}
+
+IoWriter *crypt_writer_new_bound(const Keyring *kr, size_t chunk_size, const char *binding,
+                                 IoWriter *next) {
     if (chunk_size == 0) chunk_size = CRYPT_CHUNK_DEFAULT;
+    if (binding && strlen(binding) > CRYPT_BINDING_MAX) {
+        err_set(ERR_INVALID, "encryption: name to bind is over %d bytes", CRYPT_BINDING_MAX);
+        return NULL;
+    }
     if (!kr || kr->n == 0) {
         err_set(ERR_INVALID, "encryption: no key to encrypt with");
         return NULL;
@@ -532,6 +563,10 @@ IoWriter *crypt_writer_new(const Keyring *kr, size_t chunk_size, IoWriter *next)
     w->frame = malloc(WORD_LEN + chunk_size + TAG_LEN);
     w->ctx = EVP_CIPHER_CTX_new();
     if (!w->pt || !w->frame || !w->ctx) goto nomem;
+    if (binding) {
+        if (!(w->binding = strdup(binding))) goto nomem;
+        w->bind = (Binding){w->binding, strlen(w->binding)};
+    }
     return &w->base;
 nomem:
     cw_free(w ? &w->base : NULL);
@@ -561,6 +596,8 @@ typedef struct {
     int state;
     int fail_rc;
     char fail_msg[512];
+    char *binding; /* owned; NULL: the caller gave no name */
+    Binding bind;  /* what the chunks authenticate: the name for version 2, none for 1 */
 } CryptReader;
 
 static int cr_fail(CryptReader *r, int rc) {
@@ -587,10 +624,17 @@ static int cr_header(CryptReader *r) {
                                          : "the header's magic is missing");
     if (got < HDR_FIXED)
         return err_set(ERR_CORRUPT, "encryption header: truncated after %zu bytes", got);
-    if (h[8] != VERSION)
+    if (h[8] != VERSION && h[8] != VERSION_BOUND)
         return err_set(ERR_UNSUPPORTED,
-                       "encryption header: format version %u (this build reads version %d)", h[8],
-                       VERSION);
+                       "encryption header: format version %u (this build reads versions %d and "
+                       "%d)",
+                       h[8], VERSION, VERSION_BOUND);
+    if (h[8] == VERSION_BOUND && !r->binding)
+        return err_set(ERR_INVALID,
+                       "encryption header: the object is bound to its name (version %d), but "
+                       "the reader was given no name",
+                       VERSION_BOUND);
+    if (h[8] == VERSION_BOUND) r->bind = (Binding){r->binding, strlen(r->binding)};
     if (h[9] != ALG_AES256GCM_HKDF)
         return err_set(ERR_UNSUPPORTED,
                        "encryption header: algorithm %u (this build knows 1, AES-256-GCM)", h[9]);
@@ -661,8 +705,8 @@ static int cr_diagnose(CryptReader *r, uint32_t word, size_t len, uint64_t *foun
             uint32_t w = flip ? word ^ FINAL_BIT : word;
             if ((w & ~FINAL_BIT) != len) continue;
             if (!(w & FINAL_BIT) && len != r->chunk) continue;
-            if (gcm_chunk(r->ctx, 0, r->key, r->hdr, r->hdr_len, j, w, r->frame, len, r->pt,
-                          r->frame + len) == 0) {
+            if (gcm_chunk(r->ctx, 0, r->key, r->hdr, r->hdr_len, &r->bind, j, w, r->frame, len,
+                          r->pt, r->frame + len) == 0) {
                 *found = j;
                 return 1;
             }
@@ -715,8 +759,8 @@ static int cr_next_chunk(CryptReader *r) {
                        (unsigned long long)r->index, (unsigned long long)at, WORD_LEN + got,
                        WORD_LEN + len + TAG_LEN);
     uint64_t end = at + WORD_LEN + len + TAG_LEN;
-    int ok = gcm_chunk(r->ctx, 0, r->key, r->hdr, r->hdr_len, r->index, word, r->frame, len, r->pt,
-                       r->frame + len);
+    int ok = gcm_chunk(r->ctx, 0, r->key, r->hdr, r->hdr_len, &r->bind, r->index, word, r->frame,
+                       len, r->pt, r->frame + len);
     if (ok == -2) return err_set(ERR_UNSUPPORTED, "decryption: AES-256-GCM failed in OpenSSL");
     if (ok != 0) {
         uint64_t j = 0;
@@ -734,6 +778,13 @@ static int cr_next_chunk(CryptReader *r) {
                            "chunks were reordered or repeated",
                            (unsigned long long)r->index, (unsigned long long)at,
                            (unsigned long long)(end - 1), (unsigned long long)j);
+        if (r->bind.text)
+            return err_set(ERR_CORRUPT,
+                           "chunk %llu (stored bytes %llu-%llu) does not authenticate under the "
+                           "name %s: the object was stored under another object's name "
+                           "(swapped or renamed), or its bytes or length word were altered",
+                           (unsigned long long)r->index, (unsigned long long)at,
+                           (unsigned long long)(end - 1), r->bind.text);
         return err_set(ERR_CORRUPT,
                        "chunk %llu (stored bytes %llu-%llu) does not authenticate: its bytes "
                        "or length word were altered, or it is another object's chunk",
@@ -788,6 +839,7 @@ static void cr_free(IoReader *ir) {
         free(r->pt);
     }
     free(r->frame);
+    free(r->binding);
     EVP_CIPHER_CTX_free(r->ctx);
     OPENSSL_cleanse(r->key, sizeof r->key);
     free(r);
@@ -796,8 +848,17 @@ static void cr_free(IoReader *ir) {
 static const IoReaderVt cr_vt = {cr_read, cr_free};
 
 IoReader *crypt_reader_new(const Keyring *kr, IoReader *src) {
+    return crypt_reader_new_bound(kr, NULL, src);
+}
+
+IoReader *crypt_reader_new_bound(const Keyring *kr, const char *binding, IoReader *src) {
+    if (binding && strlen(binding) > CRYPT_BINDING_MAX) {
+        err_set(ERR_INVALID, "decryption: name to bind is over %d bytes", CRYPT_BINDING_MAX);
+        return NULL;
+    }
     CryptReader *r = calloc(1, sizeof *r);
-    if (!r || !(r->ctx = EVP_CIPHER_CTX_new())) {
+    if (!r || !(r->ctx = EVP_CIPHER_CTX_new()) || (binding && !(r->binding = strdup(binding)))) {
+        if (r) EVP_CIPHER_CTX_free(r->ctx);
         free(r);
         err_set(ERR_NOMEM, "decryption: out of memory");
         return NULL;

@@ -75,4 +75,21 @@ IoWriter *crypt_writer_new(const Keyring *kr, size_t chunk_size, IoWriter *next)
  * ENOMEM. */
 IoReader *crypt_reader_new(const Keyring *kr, IoReader *src);
 
+/* Bytes of a name bound into an object (crypt_writer_new_bound), at most. */
+#define CRYPT_BINDING_MAX 1024
+
+/* Like crypt_writer_new, but writes format version 2: every chunk also authenticates binding
+ * (borrowed, copied; at most CRYPT_BINDING_MAX bytes), the part of the object's name that
+ * identifies it (snapname_identity: kind, revisions, time; not the store prefix), so that the
+ * object fails to decrypt under any other name. binding NULL = crypt_writer_new (version 1). */
+IoWriter *crypt_writer_new_bound(const Keyring *kr, size_t chunk_size, const char *binding,
+                                 IoWriter *next);
+
+/* Like crypt_reader_new, given the name the object is read under (binding as for the writer;
+ * copied). A version 2 object authenticates only under the name it was written with
+ * (ERR_CORRUPT naming it otherwise); a version 1 object (written before names were bound)
+ * reads as before, the name unused. A version 2 object read with binding NULL is ERR_INVALID.
+ * NULL on ENOMEM or a binding over CRYPT_BINDING_MAX. */
+IoReader *crypt_reader_new_bound(const Keyring *kr, const char *binding, IoReader *src);
+
 #endif

@@ -24,12 +24,13 @@ typedef struct {
     FilterKind kind;
     char name[32];
     CompressKind compression;
-    const Keyring *keyring; /* F_ENCRYPT, F_DECRYPT (borrowed) */
-    DecompressLimit limit;  /* F_DECOMPRESS */
-    IoWriter *w;            /* write mode: built writer */
-    IoReader *r;            /* read mode: built reader */
-    uint64_t *count;        /* F_COUNT: the counter's total */
-    uint64_t read_count;    /* read mode, count and SHA-256: bytes read through, at the end */
+    const Keyring *keyring;              /* F_ENCRYPT, F_DECRYPT (borrowed) */
+    char binding[CRYPT_BINDING_MAX + 1]; /* F_ENCRYPT, F_DECRYPT: the name bound ("" = none) */
+    DecompressLimit limit;               /* F_DECOMPRESS */
+    IoWriter *w;                         /* write mode: built writer */
+    IoReader *r;                         /* read mode: built reader */
+    uint64_t *count;                     /* F_COUNT: the counter's total */
+    uint64_t read_count; /* read mode, count and SHA-256: bytes read through, at the end */
     uint8_t digest[SHA256_LEN];
 } Filter;
 
@@ -114,20 +115,33 @@ int io_filter_group_add_decompress_limited(IoFilterGroup *g, CompressKind kind,
     return rc;
 }
 
-int io_filter_group_add_encrypt(IoFilterGroup *g, const Keyring *kr) {
+static int add_crypt(IoFilterGroup *g, FilterKind kind, const Keyring *kr, const char *binding) {
     if (keyring_count(kr) == 0)
-        return err_set(ERR_INVALID, "filter group: encryption without a key");
-    int rc = add(g, F_ENCRYPT, "encrypt", COMPRESS_NONE);
-    if (!rc) g->f[g->n - 1].keyring = kr;
-    return rc;
+        return err_set(ERR_INVALID, "filter group: %s without a key", kind_name(kind));
+    if (binding && (!*binding || strlen(binding) > CRYPT_BINDING_MAX))
+        return err_set(ERR_INVALID, "filter group: the name to bind is empty or over %d bytes",
+                       CRYPT_BINDING_MAX);
+    int rc = add(g, kind, kind == F_ENCRYPT ? "encrypt" : "decrypt", COMPRESS_NONE);
+    if (rc) return rc;
+    g->f[g->n - 1].keyring = kr;
+    if (binding) strcpy(g->f[g->n - 1].binding, binding);
+    return 0;
+}
+
+int io_filter_group_add_encrypt(IoFilterGroup *g, const Keyring *kr) {
+    return add_crypt(g, F_ENCRYPT, kr, NULL);
 }
 
 int io_filter_group_add_decrypt(IoFilterGroup *g, const Keyring *kr) {
-    if (keyring_count(kr) == 0)
-        return err_set(ERR_INVALID, "filter group: decryption without a key");
-    int rc = add(g, F_DECRYPT, "decrypt", COMPRESS_NONE);
-    if (!rc) g->f[g->n - 1].keyring = kr;
-    return rc;
+    return add_crypt(g, F_DECRYPT, kr, NULL);
+}
+
+int io_filter_group_add_encrypt_bound(IoFilterGroup *g, const Keyring *kr, const char *binding) {
+    return add_crypt(g, F_ENCRYPT, kr, binding ? binding : "");
+}
+
+int io_filter_group_add_decrypt_bound(IoFilterGroup *g, const Keyring *kr, const char *binding) {
+    return add_crypt(g, F_DECRYPT, kr, binding ? binding : "");
 }
 
 static int tap_read(IoReader *r, void *buf, size_t cap, size_t *got) {
@@ -181,7 +195,7 @@ IoReader *io_filter_group_reader(IoFilterGroup *g) {
             if (f->kind == F_DECOMPRESS)
                 f->r = decompress_reader_new_limited(f->compression, prev, &f->limit);
             else if (f->kind == F_DECRYPT)
-                f->r = crypt_reader_new(f->keyring, prev);
+                f->r = crypt_reader_new_bound(f->keyring, f->binding[0] ? f->binding : NULL, prev);
             else
                 f->r = tap_new(prev, f->kind == F_SHA256);
             if (!f->r) {
@@ -239,7 +253,8 @@ IoWriter *io_filter_group_io(IoFilterGroup *g) {
                 f->w = compress_writer_new(f->compression, next);
                 break;
             case F_ENCRYPT:
-                f->w = crypt_writer_new(f->keyring, 0, next);
+                f->w =
+                    crypt_writer_new_bound(f->keyring, 0, f->binding[0] ? f->binding : NULL, next);
                 break;
             case F_DECOMPRESS:
             case F_DECRYPT:

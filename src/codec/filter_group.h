@@ -64,6 +64,12 @@ int io_filter_group_add_decompress_limited(IoFilterGroup *g, CompressKind kind,
  * of the group reader's reads. */
 int io_filter_group_add_encrypt(IoFilterGroup *g, const Keyring *kr);
 int io_filter_group_add_decrypt(IoFilterGroup *g, const Keyring *kr);
+/* The same, with the object's name bound into every chunk (crypt_writer_new_bound,
+ * crypt_reader_new_bound; binding copied, 1..CRYPT_BINDING_MAX bytes, else ERR_INVALID): the
+ * writer writes format version 2; the reader reads version 2 only under that name and version 1
+ * as before. */
+int io_filter_group_add_encrypt_bound(IoFilterGroup *g, const Keyring *kr, const char *binding);
+int io_filter_group_add_decrypt_bound(IoFilterGroup *g, const Keyring *kr, const char *binding);
 
 /* Write group: the stream to write into (borrowed; valid until io_filter_group_free). The chain
  * is built at the first call; NULL if building it failed (ENOMEM) or g is a read group. */

@@ -172,8 +172,9 @@ static int join_as_learner(const InitConfig *cfg, InitResult *out, int remove, c
  * data dir aside and renames the result into its place (durably). A "<data-dir>.restore" left
  * by an initialization that was killed is removed first; one without the marker is never
  * touched (ERR_EXISTS naming it). status: the data dir's validation status, for the summary. */
-static int restore_beside(const InitConfig *cfg, InitResult *out, const char *status) {
+static int restore_beside(const InitConfig *cfg, InitResult *out, const ValidationResult *vr) {
     const char *dd = cfg->restore.data_dir;
+    const char *status = data_dir_status_name(vr->status);
     char side[4096], side_data[4200], what[4200], note[4400];
     snprintf(side, sizeof side, "%s.restore", dd);
     snprintf(side_data, sizeof side_data, "%s/data-dir", side);
@@ -195,7 +196,15 @@ static int restore_beside(const InitConfig *cfg, InitResult *out, const char *st
     rc = restorer_run(&rcfg, &rr);
     out->restore_seconds = (double)(now_mono_ms() - t0) / 1000.0;
     if (rc) {
-        rc = err_wrap(rc, "restoring %s", dd);
+        /* nothing was moved: a backup whose contents do not match its name (or any failed
+         * restore) never replaces the data dir */
+        if (vr->status == DATA_DIR_REVISION_CONSISTENCY_ERROR)
+            rc = err_wrap(rc,
+                          "restoring %s, which is valid but at revision %lld, behind the "
+                          "store's names (it is kept as it is)",
+                          dd, (long long)vr->db_revision);
+        else
+            rc = err_wrap(rc, "restoring %s", dd);
         goto fail;
     }
     out->restored = 1;
@@ -205,6 +214,18 @@ static int restore_beside(const InitConfig *cfg, InitResult *out, const char *st
     if (check.status != DATA_DIR_VALID) {
         rc = err_set(ERR_CORRUPT, "the restored data dir does not validate: %s: %s",
                      data_dir_status_name(check.status), check.message);
+        goto fail;
+    }
+    /* the decision "behind the backups" was made from the store's names: it stands only if
+     * the verified restore is really newer than the data dir (a backup named newer than it
+     * holds never moves a healthy data dir aside) */
+    if (vr->status == DATA_DIR_REVISION_CONSISTENCY_ERROR && rr.revision <= vr->db_revision) {
+        rc = err_set(ERR_CORRUPT,
+                     "data dir %s (revision %lld) looked behind the store's backups by their "
+                     "names, but the restore of them reaches only revision %lld (full snapshot "
+                     "%s): the store's names do not match their contents; the data dir is kept "
+                     "as it is",
+                     dd, (long long)vr->db_revision, (long long)rr.revision, rr.base_name);
         goto fail;
     }
     if (fs_exists(dd) && (rc = move_aside(dd, cfg->max_invalid_copies, status))) goto fail;
@@ -313,7 +334,7 @@ static int run(const InitConfig *cfg, InitResult *out) {
 
     log_info("restoring data dir %s from %s (it is %s)", dd, store_describe(cfg->restore.store),
              data_dir_status_name(vr.status));
-    return restore_beside(cfg, out, data_dir_status_name(vr.status));
+    return restore_beside(cfg, out, &vr);
 }
 
 int initializer_run(const InitConfig *cfg, InitResult *out) {

@@ -35,6 +35,17 @@
 #include <time.h>
 #include <unistd.h>
 
+int restorer_check_bump(int64_t rev, int64_t bump) {
+    if (bump <= 0) return 0;
+    if (rev < 0 || bump > INT64_MAX - 1 - rev)
+        return err_set(ERR_INVALID,
+                       "--bump-revision %lld on top of revision %lld overflows int64 (at most "
+                       "%lld here): etcd could write no revision after it",
+                       (long long)bump, (long long)rev,
+                       rev >= 0 ? (long long)(INT64_MAX - 1 - rev) : 0LL);
+    return 0;
+}
+
 /* ---------- fetchers ---------- */
 
 typedef struct {
@@ -333,25 +344,23 @@ static int build_event(Builder *b, const DeltaEvent *ev, const char *object) {
 }
 
 /* Appends the events of one delta with revisions after those already written, up to the
- * target. Checks that the delta's events stay inside the revisions its name gives. */
+ * target. The whole delta is read, also past the target: its events must be what its name says
+ * (delta_check_name_event), or nothing of it is trusted. */
 static int apply_delta(Builder *b, DeltaReader *dr, const Snapshot *snap) {
-    int64_t skip_upto = b->rev, last_seen = 0;
+    int64_t skip_upto = b->rev, prev = 0;
     for (;;) {
         DeltaEvent ev;
         int got = 0;
         int rc = delta_reader_next(dr, &ev, &got);
         if (rc) return err_wrap(rc, "%s", snap->key);
         if (!got) break;
-        if (ev.mod_revision < snap->start_revision || ev.mod_revision > snap->last_revision)
-            return err_set(ERR_CORRUPT,
-                           "%s: holds an event at revision %lld, outside its name's "
-                           "revisions %lld-%lld",
-                           snap->key, (long long)ev.mod_revision, (long long)snap->start_revision,
-                           (long long)snap->last_revision);
-        last_seen = ev.mod_revision;
-        if (ev.mod_revision > b->target) {
+        if ((rc = delta_check_name_event(snap->key, snap->start_revision, snap->last_revision, prev,
+                                         ev.mod_revision)))
+            return rc;
+        prev = ev.mod_revision;
+        if (b->reached || ev.mod_revision > b->target) {
             b->reached = 1;
-            return 0;
+            continue; /* beyond the target: only checked */
         }
         /* a recorded TTL counts even on an overlapping (skipped) event */
         if (ev.lease && ev.lease_ttl > 0 && (rc = i64map_put(b->ttls, ev.lease, ev.lease_ttl)))
@@ -359,10 +368,7 @@ static int apply_delta(Builder *b, DeltaReader *dr, const Snapshot *snap) {
         if (ev.mod_revision <= skip_upto) continue; /* overlap: each revision once */
         if ((rc = build_event(b, &ev, snap->key))) return rc;
     }
-    if (last_seen != snap->last_revision)
-        return err_set(ERR_CORRUPT, "%s: last event is at revision %lld, the name says %lld",
-                       snap->key, (long long)last_seen, (long long)snap->last_revision);
-    return 0;
+    return delta_check_name_end(snap->key, snap->last_revision, prev);
 }
 
 /* For --time: the revision before the first event of dr recorded after time_ns, found in a
@@ -564,6 +570,7 @@ static int build_key_bucket(Builder *b, FetchPool *pool, BboltName *path) {
         return err_set(ERR_GAP, "the deltas end at revision %lld, before the target %lld",
                        (long long)b->rev, (long long)cfg->target_revision);
     if (cfg->bump_revision > 0) { /* as etcdutl's unsafeBumpRevision: an empty value */
+        if ((rc = restorer_check_bump(b->rev, cfg->bump_revision))) return rc;
         uint8_t k[MVCC_MARK_BYTES];
         size_t kl = mvcc_rev_key(b->rev + cfg->bump_revision, 0, 0, k);
         if ((rc = bbolt_writer_put(b->w, k, kl, NULL, 0))) return rc;
@@ -748,22 +755,73 @@ done:
     return rc;
 }
 
-/* Says so when a delta to be applied is not encrypted though an object before it in the set is
- * (verify's unencrypted-after-encrypted fault): written by a snapshotter without the keys, or
- * planted by someone who has none; its contents are applied without authentication. */
-static void warn_unencrypted_after_encrypted(const Snapshot *full, const Snapshot *deltas,
-                                             size_t n) {
-    const char *enc = full->encrypted ? full->key : NULL;
-    for (size_t i = 0; i < n; i++) {
-        if (deltas[i].encrypted) {
-            if (!enc) enc = deltas[i].key;
-        } else if (enc) {
-            log_warn("%s is not encrypted, but %s before it in the set is: it was written without "
-                     "the encryption keys or put there by someone who has none, and is applied "
-                     "unauthenticated (etcdbrctl verify reports it as a fault)",
-                     deltas[i].key, enc);
+/* Leaves out of *n_list every unencrypted object sorted after the store's first encrypted one
+ * (snapname_drop_plain_after_encrypted): from there on the store's history is encrypted, and a
+ * plain object was written without the keys or planted by someone who has none. Each one left
+ * out is named in a warning (the first LEFT_OUT_NAMED; then a count). */
+#define LEFT_OUT_NAMED 20
+static int leave_out_plain(Snapshot *list, size_t *n_list) {
+    size_t kept = *n_list;
+    int rc = snapname_drop_plain_after_encrypted(list, *n_list, &kept);
+    if (rc) return rc;
+    const char *first_enc = "?";
+    for (size_t i = 0; i < kept; i++)
+        if (list[i].encrypted && !list[i].is_chunk) {
+            first_enc = list[i].key;
+            break;
         }
-    }
+    for (size_t i = kept; i < *n_list && i < kept + LEFT_OUT_NAMED; i++)
+        log_warn("%s is not encrypted, but the store's history is encrypted from %s on: left out "
+                 "of the restore (written without the encryption keys, or planted by someone "
+                 "who has none; etcdbrctl verify reports it)",
+                 list[i].key, first_enc);
+    if (*n_list - kept > LEFT_OUT_NAMED)
+        log_warn("%zu more unencrypted objects left out of the restore",
+                 *n_list - kept - LEFT_OUT_NAMED);
+    *n_list = kept;
+    return 0;
+}
+
+/* With encryption keys given, says so for every object of the set that is not encrypted (a
+ * store that turned encryption on later): it is restored unauthenticated. */
+static void warn_plain_with_keys(const RestoreConfig *cfg, const Snapshot *full,
+                                 const Snapshot *deltas, size_t n) {
+    if (!store_keyring(cfg->store)) return;
+    size_t plain = full->encrypted ? 0 : 1;
+    for (size_t i = 0; i < n; i++)
+        plain += !deltas[i].encrypted;
+    if (plain)
+        log_warn("encryption keys are given, but %zu object(s) of the set restored are not "
+                 "encrypted (from %s: written before the store turned encryption on): they are "
+                 "restored unauthenticated",
+                 plain, full->encrypted ? deltas[0].key : full->key);
+}
+
+/* The full snapshot's contents against its name: the db's revision (bbolt_etcd_revision, the
+ * last revision in the key bucket) must be the last revision its name gives. One exception,
+ * the Go tool's own naming: it reads the revision just before it streams the snapshot
+ * (etcd-io/etcd#9037), so an untagged full snapshot may hold a few later revisions (its next
+ * delta repeats them; restore applies each revision once); never one older, never one of ours
+ * (named from the db), never beyond a target revision. 0 or ERR_CORRUPT naming the object. */
+static int check_full_revision(const RestoreConfig *cfg, const Snapshot *full, int64_t db_rev) {
+    if (db_rev == full->last_revision) return 0;
+    if (db_rev < full->last_revision || full->history[0])
+        return err_set(ERR_CORRUPT,
+                       "full snapshot %s holds the db at revision %lld, but its name says %lld: "
+                       "the name does not match the contents; refusing to restore from it",
+                       full->key, (long long)db_rev, (long long)full->last_revision);
+    if (cfg->target_revision && db_rev > cfg->target_revision)
+        return err_set(ERR_CORRUPT,
+                       "full snapshot %s holds the db at revision %lld, beyond the target "
+                       "revision %lld though its name says %lld",
+                       full->key, (long long)db_rev, (long long)cfg->target_revision,
+                       (long long)full->last_revision);
+    log_warn("full snapshot %s holds the db at revision %lld, %lld after the %lld its name says "
+             "(the Go tool names a full snapshot by a revision read just before its stream): the "
+             "deltas' events up to %lld are applied once",
+             full->key, (long long)db_rev, (long long)(db_rev - full->last_revision),
+             (long long)full->last_revision, (long long)db_rev);
+    return 0;
 }
 
 /* Says so when the store holds objects of other live histories than the restored set's: they
@@ -952,6 +1010,7 @@ int restorer_run(const RestoreConfig *cfg, RestoreResult *out) {
         }
     }
     rc = store_list(cfg->store, &list, &n_list);
+    if (!rc) rc = leave_out_plain(list, &n_list);
     if (rc) goto done;
     delta_idx = calloc(n_list ? n_list : 1, sizeof *delta_idx);
     if (!delta_idx) {
@@ -1000,9 +1059,14 @@ int restorer_run(const RestoreConfig *cfg, RestoreResult *out) {
         deltas[kept++] = *d;
     }
     n_deltas = kept;
-    warn_unencrypted_after_encrypted(full, deltas, n_deltas);
+    warn_plain_with_keys(cfg, full, deltas, n_deltas);
     int64_t store_last = n_deltas ? deltas[n_deltas - 1].last_revision : full->last_revision;
     if (store_last < full->last_revision) store_last = full->last_revision;
+    if ((rc = restorer_check_bump(cfg->target_revision ? cfg->target_revision : store_last,
+                                  cfg->bump_revision))) {
+        out->target_refused = 1;
+        goto done;
+    }
     if (cfg->target_revision > store_last) {
         out->target_refused = 1;
         rc = err_set(ERR_INVALID,
@@ -1050,6 +1114,7 @@ int restorer_run(const RestoreConfig *cfg, RestoreResult *out) {
     }
     uint64_t db_len = 0;
     rc = fetch_full(cfg, full, scratch, full_path, &db_len, &out->base_revision);
+    if (!rc) rc = check_full_revision(cfg, full, out->base_revision);
     if (rc) goto done;
     pool.deltas = deltas;
     pool.n = n_deltas;

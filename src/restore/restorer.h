@@ -94,4 +94,9 @@ struct RestoreResult {
  * private scratch directory removed. Progress is logged at least every 5 s. */
 int restorer_run(const RestoreConfig *cfg, RestoreResult *out);
 
+/* --bump-revision bump on top of the restored revision rev: rev + bump must stay below
+ * INT64_MAX, so that etcd can still write the revision after it (etcd revisions are int64).
+ * bump <= 0: no bump, 0. 0 or ERR_INVALID naming the flag and the largest bump allowed. */
+int restorer_check_bump(int64_t rev, int64_t bump);
+
 #endif

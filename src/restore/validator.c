@@ -245,6 +245,8 @@ static int store_latest_revision(Store *store, int64_t *rev) {
     *rev = 0;
     int rc = store_list(store, &snaps, &n);
     if (rc) return rc;
+    /* what a restore would leave out counts for nothing (restorer: leave_out_plain) */
+    if ((rc = snapname_drop_plain_after_encrypted(snaps, n, &n))) goto done;
     if (n == 0) goto done;
     if (!(deltas = malloc(n * sizeof *deltas))) {
         rc = err_set(ERR_NOMEM, "out of memory listing %s", store_describe(store));

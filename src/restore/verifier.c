@@ -159,16 +159,17 @@ static int is_delta(const Snapshot *s) {
     return !s->is_chunk && s->kind == SNAP_INCR;
 }
 
-/* Once a set holds an encrypted object, every later one must be encrypted too: a snapshotter
- * with keys writes nothing else, so a plain object after it was written without the keys (a
- * restart that lost them: its contents are in the clear) or planted by whoever can write the
- * store (it needs no key, and a restore would apply it). Plain objects before the first
- * encrypted one are a store that turned encryption on later. */
-static int check_encryption_kept(const Snapshot *full, const Snapshot *const *deltas, size_t n,
-                                 VerifyReport *r) {
-    const Snapshot *enc = full->encrypted ? full : NULL;
+/* Once the store holds an encrypted object, every later one (in name order) must be encrypted
+ * too: a snapshotter with keys writes nothing else, so a plain object after it was written
+ * without the keys (a restart that lost them: its contents are in the clear) or planted by
+ * whoever can write the store (it needs no key). A restore leaves such objects out
+ * (snapname_drop_plain_after_encrypted). Plain objects before the first encrypted one are a
+ * store that turned encryption on later. */
+static int check_encryption_kept(const Snapshot *snaps, size_t n, VerifyReport *r) {
+    const Snapshot *enc = NULL;
     for (size_t i = 0; i < n; i++) {
-        const Snapshot *d = deltas[i];
+        const Snapshot *d = &snaps[i];
+        if (d->is_chunk) continue;
         if (d->encrypted) {
             if (!enc) enc = d;
             continue;
@@ -177,9 +178,8 @@ static int check_encryption_kept(const Snapshot *full, const Snapshot *const *de
         int rc = verify_add_fault(
             r, VERIFY_UNENCRYPTED_AFTER_ENCRYPTED, 0, d->key, enc->key, d->start_revision,
             d->last_revision,
-            "%s is not encrypted, but %s before it in the same set is: it was written without the "
-            "encryption keys or put there by someone who has none (a restore applies it "
-            "unauthenticated)",
+            "%s is not encrypted, but %s before it is: it was written without the encryption "
+            "keys or put there by someone who has none (a restore leaves it out)",
             d->key, enc->key);
         if (rc) return rc;
     }
@@ -188,6 +188,19 @@ static int check_encryption_kept(const Snapshot *full, const Snapshot *const *de
 
 /* Plans the set of the full snapshot snaps[f], up to end (the next full snapshot's revision, or
  * INT64_MAX), adding its history and contiguity faults to r. */
+/* Index of the store's first encrypted object (chunks aside), n when none. */
+static size_t first_encrypted(const Snapshot *snaps, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (!snaps[i].is_chunk && snaps[i].encrypted) return i;
+    return n;
+}
+
+/* A plain object sorted after the first encrypted one, at first_enc (check_encryption_kept's
+ * fault). */
+static int plain_after_encrypted(const Snapshot *snaps, size_t first_enc, size_t i) {
+    return i > first_enc && !snaps[i].encrypted;
+}
+
 static int plan_one(const Snapshot *snaps, size_t n, size_t f, int64_t end, VerifyPlanSet *ps,
                     VerifySet *vs, VerifyReport *r) {
     const Snapshot *full = &snaps[f];
@@ -228,7 +241,6 @@ static int plan_one(const Snapshot *snaps, size_t n, size_t f, int64_t end, Veri
         rc = added;
         goto done;
     }
-    if ((rc = check_encryption_kept(full, ptrs, ps->n_deltas, r))) goto done;
     memset(vs, 0, sizeof *vs);
     snprintf(vs->full_key, sizeof vs->full_key, "%s", full->key);
     snprintf(vs->history, sizeof vs->history, "%s", hist);
@@ -238,7 +250,10 @@ static int plan_one(const Snapshot *snaps, size_t n, size_t f, int64_t end, Veri
         if (ptrs[k]->last_revision > vs->last_revision) vs->last_revision = ptrs[k]->last_revision;
     vs->n_deltas = ps->n_deltas;
     vs->latest = end == INT64_MAX;
-    vs->ok = r->n_errors == errors_before;
+    size_t first_enc = first_encrypted(snaps, n);
+    vs->ok = r->n_errors == errors_before && !plain_after_encrypted(snaps, first_enc, f);
+    for (size_t k = 0; k < ps->n_deltas && vs->ok; k++)
+        vs->ok = !plain_after_encrypted(snaps, first_enc, ps->deltas[k]);
 done:
     free(ptrs);
     return rc;
@@ -258,6 +273,8 @@ int verify_plan(const Snapshot *snaps, size_t n, int all, VerifyPlanSet **sets, 
                                 "no full snapshot in the store (%zu delta snapshots): nothing "
                                 "can be restored",
                                 n_delta);
+    int erc = check_encryption_kept(snaps, n, r);
+    if (erc) return erc;
     size_t want = all ? n_full : 1;
     VerifyPlanSet *ps = calloc(want, sizeof *ps);
     VerifySet *vs = calloc(want, sizeof *vs);
@@ -414,7 +431,7 @@ static int check_full(Checker *c, const Snapshot *s, TapReader *tap) {
     /* The Go tool names a full snapshot by a revision read before the stream, so its db may hold
      * a few later revisions (seed-spec §3; its next delta holds them too and restore applies
      * them once). An older db than the name says misses revisions; ours are named from the db,
-     * so a later one is worth a warning. */
+     * so a later one is a lie too (restorer.c: check_full_revision). */
     if (rev < s->last_revision)
         rc = verify_add_fault(c->r, VERIFY_WRONG_REVISIONS, 0, s->key, NULL, rev + 1,
                               s->last_revision,
@@ -422,11 +439,12 @@ static int check_full(Checker *c, const Snapshot *s, TapReader *tap) {
                               "%lld-%lld are missing",
                               s->key, (long long)rev, (long long)s->last_revision,
                               (long long)(rev + 1), (long long)s->last_revision);
-    else if (rev > s->last_revision && s->history[0])
-        rc = verify_add_fault(c->r, VERIFY_WRONG_REVISIONS, 1, s->key, NULL, s->last_revision + 1,
+    else if (rev > s->last_revision && s->history[0]) /* a restore refuses it */
+        rc = verify_add_fault(c->r, VERIFY_WRONG_REVISIONS, 0, s->key, NULL, s->last_revision + 1,
                               rev,
                               "%s holds the db at revision %lld, after the %lld its name says "
-                              "(etcdbr names full snapshots from their db)",
+                              "(etcdbr names full snapshots from their db: the name does not "
+                              "match the contents)",
                               s->key, (long long)rev, (long long)s->last_revision);
 done:
     io_writer_free(checker);

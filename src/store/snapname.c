@@ -86,6 +86,9 @@ int snapname_format(SnapKind kind, int64_t start, int64_t last, int64_t created_
     if (start > last)
         return err_set(ERR_INVALID, "snapshot name: start revision %lld > last revision %lld",
                        (long long)start, (long long)last);
+    if (last > SNAPNAME_REVISION_MAX || created_on > SNAPNAME_TIME_MAX)
+        return err_set(ERR_INVALID, "snapshot name: revision %lld or time %lld out of range",
+                       (long long)last, (long long)created_on);
     if (!suffix_valid(compression_suffix))
         return err_set(ERR_INVALID,
                        "snapshot name: bad suffix \"%s\" (want [.enc][.<compression>])",
@@ -146,6 +149,11 @@ static int parse_name(const char *key, const char *name, size_t len, Snapshot *s
     if (s->start_revision > s->last_revision)
         return err_set(ERR_INVALID, "snapshot key %s: start revision %lld > last revision %lld",
                        key, (long long)s->start_revision, (long long)s->last_revision);
+    if (s->last_revision > SNAPNAME_REVISION_MAX)
+        return err_set(ERR_INVALID,
+                       "snapshot key %s: last revision %lld is above %lld (no revision could "
+                       "follow it in int64)",
+                       key, (long long)s->last_revision, (long long)SNAPNAME_REVISION_MAX);
 
     /* token 3: <secs>[.<compression>][.final] */
     const char *el[5];
@@ -175,6 +183,11 @@ static int parse_name(const char *key, const char *name, size_t len, Snapshot *s
                        "snapshot key %s: creation time \"%.*s\" is not non-negative decimal Unix "
                        "seconds",
                        key, (int)elen[0], el[0]);
+    if (s->created_on > SNAPNAME_TIME_MAX)
+        return err_set(ERR_INVALID,
+                       "snapshot key %s: creation time %lld is after %lld (Unix seconds beyond "
+                       "int64 nanoseconds, the year 2262)",
+                       key, (long long)s->created_on, (long long)SNAPNAME_TIME_MAX);
     size_t n_sfx = ne - 1;
     size_t first = 1; /* the compression's element */
     if (n_sfx > 0 && elen[ne - 1] == 5 && memcmp(el[ne - 1], "final", 5) == 0) {
@@ -371,4 +384,35 @@ void snapname_set_at(const Snapshot *snaps, size_t n, int64_t max_revision, int6
 void snapname_latest_set(const Snapshot *snaps, size_t n, ptrdiff_t *full_idx, size_t *delta_idx,
                          size_t *n_deltas) {
     snapname_set_at(snaps, n, 0, 0, full_idx, delta_idx, n_deltas);
+}
+
+int snapname_identity(const Snapshot *s, char *out, size_t cap) {
+    return snapname_format(s->kind, s->start_revision, s->last_revision, s->created_on, "", 0, out,
+                           cap);
+}
+
+int snapname_drop_plain_after_encrypted(Snapshot *snaps, size_t n, size_t *kept_out) {
+    size_t first_enc = n, plain = 0;
+    for (size_t i = 0; i < n; i++) {
+        int is_plain = !snaps[i].is_chunk && !snaps[i].encrypted;
+        if (first_enc == n && !snaps[i].is_chunk && snaps[i].encrypted) first_enc = i;
+        if (first_enc < n && is_plain) plain++;
+    }
+    *kept_out = n;
+    if (plain == 0) return 0;
+    Snapshot *left = malloc(plain * sizeof *left);
+    if (!left) return err_set(ERR_NOMEM, "out of memory for %zu snapshot names", plain);
+    size_t kept = first_enc, k = 0;
+    for (size_t i = first_enc; i < n; i++) {
+        if (!snaps[i].is_chunk && !snaps[i].encrypted)
+            left[k++] = snaps[i];
+        else if (i != kept)
+            snaps[kept++] = snaps[i];
+        else
+            kept++;
+    }
+    memcpy(&snaps[kept], left, plain * sizeof *left);
+    free(left);
+    *kept_out = kept;
+    return 0;
 }

@@ -37,6 +37,13 @@ typedef struct Snapshot {
 
 #define SNAPNAME_ENC_SUFFIX ".enc"
 
+/* Bounds of a name's numbers, so that every revision and time arithmetic on them stays in int64:
+ * a revision can follow the last one (last + 1), and a creation time converts to Unix
+ * nanoseconds ((created_on + 1) x 1e9). Names beyond them are not snapshot names (ERR_INVALID
+ * from snapname_parse and snapname_format). */
+#define SNAPNAME_REVISION_MAX (INT64_MAX - 1)
+#define SNAPNAME_TIME_MAX (INT64_MAX / 1000000000LL - 1) /* 9223372035 s, in the year 2262 */
+
 /* Formats the v2 name (without prefix) into out: "%s-%08lld-%08lld-%lld%s%s". suffix is what
  * goes between the time and ".final": "" or a compression suffix (".gz"), optionally after
  * ".enc" (".enc", ".enc.gz"), as snapname_suffix or store_name_suffix builds it. NULL = "".
@@ -72,5 +79,19 @@ void snapname_latest_set(const Snapshot *snaps, size_t n, ptrdiff_t *full_idx, s
  * *full_idx -1 when no full snapshot qualifies. Same list and outputs as snapname_latest_set. */
 void snapname_set_at(const Snapshot *snaps, size_t n, int64_t max_revision, int64_t max_created_on,
                      ptrdiff_t *full_idx, size_t *delta_idx, size_t *n_deltas);
+
+/* The part of s's name that identifies the object wherever it is stored: "<Kind>-<start
+ * %08d>-<last %08d>-<unix secs>" (no store prefix, no suffixes). Encryption binds it into every
+ * chunk (crypt.h), so an object stored under another object's name fails to decrypt. 0 or
+ * ERR_INVALID (out too small: 64 bytes always suffice). */
+int snapname_identity(const Snapshot *s, char *out, size_t cap);
+
+/* A store's history is encrypted from its first encrypted object on (sorted list, as store_list
+ * gives it): an unencrypted object sorted after it was written without the keys or planted by
+ * someone who has none, and is never restored (docs/encryption.md). Moves those objects (chunks
+ * aside) to the end of snaps, keeping both parts in order, and returns how many are kept in
+ * front (*kept): snaps[*kept..n) are the plain objects left out (*kept = n when there are
+ * none). 0 or ERR_NOMEM (snaps unchanged). */
+int snapname_drop_plain_after_encrypted(Snapshot *snaps, size_t n, size_t *kept);
 
 #endif

@@ -45,7 +45,9 @@ int snapobj_open_read(Store *s, const Snapshot *snap, SnapObjReader **out) {
     r->g = io_filter_group_new_reader(r->raw);
     rc = r->g ? 0 : err_set(ERR_NOMEM, "out of memory");
     if (!rc) rc = io_filter_group_add_count(r->g, "stored-bytes");
-    if (!rc && snap->encrypted) rc = io_filter_group_add_decrypt(r->g, kr);
+    char ident[128];
+    if (!rc && snap->encrypted && !(rc = snapname_identity(snap, ident, sizeof ident)))
+        rc = io_filter_group_add_decrypt_bound(r->g, kr, ident);
     DecompressLimit lim = {atomic_load(&max_full_bytes), "--max-full-size"};
     if (snap->kind != SNAP_FULL)
         lim = (DecompressLimit){atomic_load(&max_delta_bytes), "--max-delta-size"};

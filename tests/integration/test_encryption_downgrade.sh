@@ -3,7 +3,7 @@
 # unencrypted-after-encrypted): with a real etcd and a Local store, a snapshotter with keys takes
 # the full snapshot and a delta, then one restarted WITHOUT the keys (the 3 a.m. restart that lost
 # the secret; an attacker planting a plain delta gets the same listing) writes plain deltas into
-# the same set. `verify` must fail naming the plain delta (exit 1), a restore warns about it. A
+# the same set. `verify` must fail naming the plain delta (exit 1), a restore leaves it out naming it. A
 # store that turned encryption on later (a plain full snapshot, then encrypted deltas) still
 # verifies (exit 0).
 source "$(dirname "$0")/lib.sh"
@@ -54,7 +54,7 @@ echo "PASS: verify fails on a plain delta after encrypted objects, naming it"
 
 restore_store "$WORK/store" "$WORK/restored" "${KEYS[@]}" >"$WORK/restore.log" 2>&1 || fail "restore failed: $(tail -3 "$WORK/restore.log")"
 grep -F "v2/$plain is not encrypted, but" "$WORK/restore.log" >/dev/null || fail "restore does not warn about $plain: $(grep level=warn "$WORK/restore.log")"
-echo "PASS: restore warns about the plain delta it applies"
+echo "PASS: restore names the plain delta it leaves out"
 
 # encryption turned on later: plain full snapshot, then encrypted deltas: no fault
 snap_round "$WORK/store2" "$WORK/snap3.log"

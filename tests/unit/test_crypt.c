@@ -420,8 +420,8 @@ static void test_wrong_key_unknown_id_and_foreign_bytes(void **state) {
     expect_fail(kr, (const uint8_t *)"{\"events\":[]} and more text", 27, ERR_CORRUPT,
                 "magic is missing");
     /* a newer version / algorithm */
-    obj[8] = 2;
-    expect_fail(kr, obj, olen, ERR_UNSUPPORTED, "format version 2");
+    obj[8] = 3;
+    expect_fail(kr, obj, olen, ERR_UNSUPPORTED, "format version 3");
     obj[8] = 1;
     obj[9] = 7;
     expect_fail(kr, obj, olen, ERR_UNSUPPORTED, "algorithm 7");
@@ -433,6 +433,128 @@ static void test_wrong_key_unknown_id_and_foreign_bytes(void **state) {
     keyring_free(kr);
     keyring_free(wrong);
     keyring_free(other);
+}
+
+/* Reads everything from r (freed) into *plain (malloc'ed); the reader's result. */
+static int read_all(IoReader *r, uint8_t **plain, size_t *plain_len) {
+    MemSink s;
+    sink_init(&s);
+    uint8_t buf[777];
+    int rc;
+    for (;;) {
+        size_t got = 0;
+        rc = io_read(r, buf, sizeof buf, &got);
+        if (rc || got == 0) break;
+        sink_write(&s.base, buf, got);
+    }
+    io_reader_free(r);
+    *plain = s.buf ? s.buf : calloc(1, 1);
+    *plain_len = s.len;
+    return rc;
+}
+
+/* Decrypts obj read under the name binding (NULL: none). */
+static int decrypt_bound(const Keyring *kr, const char *binding, const uint8_t *obj, size_t len,
+                         uint8_t **plain, size_t *plain_len) {
+    IoReader *src = io_mem_reader_new(obj, len);
+    IoReader *r = crypt_reader_new_bound(kr, binding, src);
+    assert_non_null(r);
+    int rc = read_all(r, plain, plain_len);
+    io_reader_free(src);
+    return rc;
+}
+
+/* Format version 2 binds the object's name into every chunk: it decrypts only under that name
+ * (an object swapped with or renamed to another fails, naming the name), a reader without a
+ * name refuses it, and a version 1 object (written before names were bound) still decrypts
+ * under any name. Data and names from the seed. */
+static void test_name_binding_and_old_format(void **state) {
+    (void)state;
+    Keyring *kr = ring("k1 AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=");
+    unsigned seed = g_seed ^ 0x5eedu;
+    for (int round = 0; round < 8; round++) {
+        size_t len = (size_t)(rand_r(&seed) % (5 * CHUNK));
+        uint8_t *data = random_bytes(len, &seed);
+        char name[64], other[64];
+        long long start = rand_r(&seed) % 1000, last = start + rand_r(&seed) % 1000;
+        snprintf(name, sizeof name, "Incr-%08lld-%08lld-%d", start, last, 1700000000 + round);
+        /* the other name differs in one field: kind, a revision or the time */
+        switch (round % 4) {
+        case 0:
+            snprintf(other, sizeof other, "Full-%08lld-%08lld-%d", start, last, 1700000000 + round);
+            break;
+        case 1:
+            snprintf(other, sizeof other, "Incr-%08lld-%08lld-%d", start + 1, last + 1,
+                     1700000000 + round);
+            break;
+        case 2:
+            snprintf(other, sizeof other, "Incr-%08lld-%08lld-%d", start, last + 1,
+                     1700000000 + round);
+            break;
+        default:
+            snprintf(other, sizeof other, "Incr-%08lld-%08lld-%d", start, last, 1700000001 + round);
+        }
+        MemSink s;
+        sink_init(&s);
+        IoWriter *w = crypt_writer_new_bound(kr, CHUNK, name, &s.base);
+        assert_non_null(w);
+        if (len) assert_int_equal(io_write(w, data, len), 0);
+        assert_int_equal(io_finish(w), 0);
+        io_writer_free(w);
+        assert_int_equal(s.buf[8], 2); /* format version 2 */
+
+        uint8_t *plain = NULL;
+        size_t plain_len = 0;
+        assert_int_equal(decrypt_bound(kr, name, s.buf, s.len, &plain, &plain_len), 0);
+        assert_int_equal(plain_len, len);
+        assert_true(len == 0 || memcmp(plain, data, len) == 0);
+        free(plain);
+        assert_int_equal(decrypt_bound(kr, other, s.buf, s.len, &plain, &plain_len), ERR_CORRUPT);
+        assert_int_equal(plain_len, 0);
+        assert_non_null(strstr(err_msg(), "does not authenticate under the name"));
+        assert_non_null(strstr(err_msg(), other));
+        free(plain);
+        assert_int_equal(decrypt_bound(kr, NULL, s.buf, s.len, &plain, &plain_len), ERR_INVALID);
+        free(plain);
+        /* downgraded to version 1 to skip the name: the header check fails */
+        s.buf[8] = 1;
+        assert_int_equal(decrypt_bound(kr, name, s.buf, s.len, &plain, &plain_len), ERR_CORRUPT);
+        assert_non_null(strstr(err_msg(), "header check failed"));
+        free(plain);
+        free(s.buf);
+
+        /* version 1 (no name bound) reads under any name, and without one */
+        size_t olen = 0;
+        uint8_t *old = encrypt(kr, CHUNK, data, len, 0, &olen);
+        assert_int_equal(old[8], 1);
+        assert_int_equal(decrypt_bound(kr, other, old, olen, &plain, &plain_len), 0);
+        assert_int_equal(plain_len, len);
+        assert_true(len == 0 || memcmp(plain, data, len) == 0);
+        free(plain);
+        assert_int_equal(decrypt_bound(kr, NULL, old, olen, &plain, &plain_len), 0);
+        free(plain);
+        free(old);
+        free(data);
+    }
+    /* the filter group passes the name on */
+    MemSink s;
+    sink_init(&s);
+    IoFilterGroup *g = io_filter_group_new(&s.base);
+    assert_int_equal(io_filter_group_add_encrypt_bound(g, kr, "Full-00000000-00000007-1"), 0);
+    assert_int_equal(io_write(io_filter_group_io(g), "etcd", 4), 0);
+    assert_int_equal(io_filter_group_finish(g), 0);
+    io_filter_group_free(g);
+    assert_int_equal(s.buf[8], 2);
+    IoReader *src = io_mem_reader_new(s.buf, s.len);
+    g = io_filter_group_new_reader(src);
+    assert_int_equal(io_filter_group_add_decrypt_bound(g, kr, "Full-00000000-00000008-1"), 0);
+    uint8_t buf[64];
+    size_t got = 0;
+    assert_int_equal(io_read(io_filter_group_reader(g), buf, sizeof buf, &got), ERR_CORRUPT);
+    io_filter_group_free(g);
+    io_reader_free(src);
+    free(s.buf);
+    keyring_free(kr);
 }
 
 static void test_rotation_old_objects_still_decrypt(void **state) {
@@ -762,6 +884,7 @@ int main(void) {
         cmocka_unit_test(test_reordered_dropped_repeated_chunks_are_named),
         cmocka_unit_test(test_wrong_key_unknown_id_and_foreign_bytes),
         cmocka_unit_test(test_rotation_old_objects_still_decrypt),
+        cmocka_unit_test(test_name_binding_and_old_format),
         cmocka_unit_test(test_filter_group_compress_encrypt_round_trip),
         cmocka_unit_test(test_memory_is_bounded_by_the_chunk),
         cmocka_unit_test(test_keyring_parses_comments_blanks_and_separators),

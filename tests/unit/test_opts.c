@@ -132,7 +132,8 @@ static void test_every_default_passes_its_own_checks(void **state) {
 
 static void test_min_chunk_size_below_5mib_is_a_usage_error(void **state) {
     (void)state;
-    expect_refused(CMD_SNAPSHOT, "--min-chunk-size=1", "--min-chunk-size", "at least 5242880");
+    expect_refused(CMD_SNAPSHOT, "--min-chunk-size=1", "--min-chunk-size",
+                   "between 5242880 and 5368709120");
     expect_refused(CMD_RESTORE, "--min-chunk-size=5242879", "--min-chunk-size", "5242880");
     expect_accepted(CMD_RESTORE, "--min-chunk-size=5242880");
     expect_refused(CMD_SERVER, "--secondary-min-chunk-size=0", "--secondary-min-chunk-size",
@@ -142,8 +143,10 @@ static void test_min_chunk_size_below_5mib_is_a_usage_error(void **state) {
 static void test_zero_parallel_chunk_uploads_is_a_usage_error(void **state) {
     (void)state;
     expect_refused(CMD_SNAPSHOT, "--max-parallel-chunk-uploads=0", "--max-parallel-chunk-uploads",
-                   "at least 1");
-    expect_refused(CMD_SNAPSHOT, "--max-parallel-chunk-uploads=-3", "at least 1", NULL);
+                   "between 1 and 256");
+    expect_refused(CMD_SNAPSHOT, "--max-parallel-chunk-uploads=-3", "between 1 and 256", NULL);
+    expect_refused(CMD_SNAPSHOT, "--max-parallel-chunk-uploads=4294967297", "between 1 and 256",
+                   NULL);
     expect_accepted(CMD_SNAPSHOT, "--max-parallel-chunk-uploads=1");
 }
 
@@ -153,14 +156,24 @@ static void test_int_ranges_of_the_go_tool(void **state) {
     expect_refused(CMD_SERVER, "--server-port=-1", "--server-port", "between 0 and 65535");
     expect_accepted(CMD_SERVER, "--server-port=0");
     expect_accepted(CMD_SERVER, "--server-port=65535");
-    expect_refused(CMD_RESTORE, "--max-fetchers=0", "--max-fetchers", "at least 1");
+    expect_refused(CMD_RESTORE, "--max-fetchers=0", "--max-fetchers", "between 1 and 256");
+    expect_refused(CMD_RESTORE, "--max-fetchers=4294967297", "--max-fetchers", "between 1 and 256");
+    expect_refused(CMD_RESTORE, "--max-fetchers=99999999999999999999", "--max-fetchers",
+                   "invalid integer");
     expect_refused(CMD_RESTORE, "--embedded-etcd-quota-bytes=0", "--embedded-etcd-quota-bytes",
                    NULL);
     expect_refused(CMD_RESTORE, "--max-call-send-message-size=0", "--max-call-send-message-size",
                    NULL);
-    expect_refused(CMD_SNAPSHOT, "--backoff-multiplier=0", "--backoff-multiplier", "at least 1");
+    expect_refused(CMD_SNAPSHOT, "--backoff-multiplier=0", "--backoff-multiplier",
+                   "between 1 and 1000");
     expect_refused(CMD_SNAPSHOT, "--backoff-attempt-limit=0", "--backoff-attempt-limit", NULL);
-    expect_refused(CMD_SNAPSHOT, "--max-backups=-1", "--max-backups", "at least 0");
+    expect_refused(CMD_SNAPSHOT, "--max-backups=-1", "--max-backups", "between 0 and 1000000");
+    expect_refused(CMD_SNAPSHOT, "--max-backups=2147483648", "--max-backups",
+                   "between 0 and 1000000");
+    expect_refused(CMD_SNAPSHOT, "--delta-snapshot-period=-5s", "--delta-snapshot-period",
+                   "between 0 and 100 years");
+    expect_refused(CMD_SNAPSHOT, "--garbage-collection-period=1000000h",
+                   "--garbage-collection-period", "between 0 and 100 years");
     expect_refused(CMD_SNAPSHOT, "--max-changes-per-delta-snapshot=-1",
                    "--max-changes-per-delta-snapshot", NULL);
     expect_refused(CMD_RESTORE, "--revision=-5", "--revision", "at least 0");
@@ -224,7 +237,7 @@ static void test_config_file_value_out_of_range_fails_at_finish(void **state) {
     assert_int_equal(opts_set_from_config(o, "min-chunk-size", "1"), 0);
     assert_int_equal(opts_finish(o), ERR_INVALID);
     assert_non_null(strstr(err_msg(), "--min-chunk-size (config file)"));
-    assert_non_null(strstr(err_msg(), "at least 5242880"));
+    assert_non_null(strstr(err_msg(), "between 5242880 and 5368709120"));
     opts_free(o);
 
     assert_int_equal(parse(CMD_SERVER, &o, NULL), 0);
@@ -337,11 +350,11 @@ static void test_help_shows_status_ranges_and_allowed_values(void **state) {
     assert_non_null(strstr(line, "(not implemented yet: ignored)"));
     assert_non_null(line_of(help, "--secondary-min-chunk-size ", line, sizeof line));
     assert_null(strstr(line, "not implemented"));
-    assert_non_null(strstr(line, "(at least 5242880)"));
+    assert_non_null(strstr(line, "(between 5242880 and 5368709120)"));
     /* the S3 driver honours the object-store flags */
     assert_non_null(line_of(help, "--min-chunk-size ", line, sizeof line));
     assert_null(strstr(line, "not implemented"));
-    assert_non_null(strstr(line, "(at least 5242880)"));
+    assert_non_null(strstr(line, "(between 5242880 and 5368709120)"));
     assert_non_null(line_of(help, "--compression-policy ", line, sizeof line));
     assert_non_null(strstr(line, "(one of gzip, zlib, lzw, zstd)"));
     assert_null(strstr(line, "not implemented"));
@@ -377,7 +390,8 @@ static void test_docs_flags_md_is_generated_from_the_table(void **state) {
                  line);
     }
     /* and it says what matters */
-    assert_non_null(strstr(gen, "| `--min-chunk-size` | int | `5242880` | at least `5242880`"));
+    assert_non_null(
+        strstr(gen, "| `--min-chunk-size` | int | `5242880` | between `5242880` and `5368709120`"));
     assert_non_null(strstr(gen, "**not implemented yet: ignored.**"));
     assert_non_null(strstr(gen, "- `--enable-profiling` (server, run)"));
     free(doc);
@@ -390,7 +404,8 @@ static void test_binary_exits_2_naming_the_flag(void **state) {
     if (!bin || !*bin) skip();
     char out[4096];
     assert_int_equal(sh(out, sizeof out, "'%s' restore --min-chunk-size=1 2>&1", bin), 2);
-    assert_non_null(strstr(out, "--min-chunk-size: 1 is out of range: must be at least 5242880"));
+    assert_non_null(
+        strstr(out, "--min-chunk-size: 1 is out of range: must be between 5242880 and 5368709120"));
     assert_int_equal(sh(out, sizeof out, "'%s' snapshot --store-contianer=b 2>&1", bin), 2);
     assert_non_null(strstr(out, "did you mean --store-container?"));
     char dir[] = "/tmp/etcdbr-test-opts-XXXXXX";

@@ -132,9 +132,13 @@ static void test_format_writes_wider_revisions_in_full(void **state) {
                                      buf, sizeof buf),
                      0);
     assert_string_equal(buf, "Incr-123456789012-123456789013-1795974943.zst");
-    assert_int_equal(
-        snapname_format(SNAP_INCR, INT64_MAX, INT64_MAX, INT64_MAX, ".Z", 0, buf, sizeof buf), 0);
-    assert_string_equal(buf, "Incr-9223372036854775807-9223372036854775807-9223372036854775807.Z");
+    assert_int_equal(snapname_format(SNAP_INCR, SNAPNAME_REVISION_MAX, SNAPNAME_REVISION_MAX,
+                                     SNAPNAME_TIME_MAX, ".Z", 0, buf, sizeof buf),
+                     0);
+    assert_string_equal(buf, "Incr-9223372036854775806-9223372036854775806-9223372035.Z");
+    /* beyond them, revision + 1 or the time in nanoseconds would overflow int64 */
+    assert_int_equal(snapname_format(SNAP_INCR, INT64_MAX, INT64_MAX, 1, ".Z", 0, buf, sizeof buf),
+                     ERR_INVALID);
 }
 
 static void test_format_rejects_bad_input(void **state) {
