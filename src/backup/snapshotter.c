@@ -403,6 +403,16 @@ static int handover_relist(Snapshotter *s, int *moved) {
         next = d->last_revision + 1;
         last = (ptrdiff_t)idx[i];
     }
+    /* only objects of this loop's own history continue it: another history's (or, unless
+     * adopted, untagged objects) were never proven to be this cluster's (chainproof.h) */
+    if (last >= 0 && next - 1 > s->prev_rev && strcmp(list[last].history, s->history) != 0 &&
+        !(list[last].history[0] == '\0' && s->adopts_untagged)) {
+        log_warn("leader handover: %s (history %s) covers revisions after %lld, but is not of "
+                 "this loop's history %s: not continuing after it",
+                 list[last].key, list[last].history[0] ? list[last].history : "untagged",
+                 (long long)s->prev_rev, s->history);
+        last = -1;
+    }
     if (last >= 0 && next - 1 > s->prev_rev) {
         log_info("leader handover: %s in the store already covers revisions %lld-%lld (stored "
                  "by another sidecar); continuing after it",
