@@ -11,7 +11,7 @@
 
 struct KeyState {
     I64Map *create, *version; /* key hash -> create_revision (0 = absent), version */
-    int64_t base;             /* the full snapshot's revision: events up to it are in the db */
+    int64_t base; /* events up to here are in the state already (the db, or earlier deltas) */
     int64_t rev;              /* the last revision applied */
     int ok;
 };
@@ -46,6 +46,10 @@ int keystate_ok(const KeyState *ks) {
 
 int64_t keystate_revision(const KeyState *ks) {
     return ks->rev;
+}
+
+void keystate_begin_delta(KeyState *ks) {
+    ks->base = ks->rev;
 }
 
 void keystate_invalidate(KeyState *ks) {

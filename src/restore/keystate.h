@@ -42,8 +42,13 @@ int64_t keystate_revision(const KeyState *ks);
 /* Makes the state invalid (a gap, a fault elsewhere): later events are not checked. */
 void keystate_invalidate(KeyState *ks);
 
-/* Applies ev when it is after the state's revision (an event at or before it is skipped: a Go
- * tool full snapshot may hold a few revisions of the next delta). 0 when it follows, ERR_CORRUPT
+/* Before the events of the next delta: its events up to the revision reached so far are skipped
+ * (two deltas may hold the same revisions; restore applies each revision once). */
+void keystate_begin_delta(KeyState *ks);
+
+/* Applies ev when it is after the revision reached before this delta (keystate_begin_delta; after
+ * a load, the db's revision: a Go tool full snapshot may hold a few revisions of the next delta;
+ * an earlier event is skipped). 0 when it follows, ERR_CORRUPT
  * with a message (naming the revision and the key, not the object) when etcd could not have
  * written it after the state (the state is then invalid), ERR_NOMEM. No-op when invalid. */
 int keystate_apply(KeyState *ks, const DeltaEvent *ev);

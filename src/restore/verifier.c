@@ -482,6 +482,7 @@ static int check_delta(Checker *c, const Snapshot *s, TapReader *tap) {
     }
     int64_t prev = 0;
     uint64_t events = 0;
+    if (c->ks_set >= 0 && c->ks_set == c->cur_set) keystate_begin_delta(c->ks);
     for (;;) {
         DeltaEvent ev;
         int got = 0;

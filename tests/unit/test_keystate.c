@@ -125,6 +125,24 @@ static void test_keystate_contradictions_fail_naming_key_and_revision(void **sta
     expect_contradiction(ev(1, "zz", 6, 0, 0), "delete of key \"zz\" at revision 6");
 }
 
+static void test_keystate_revisions_held_twice_apply_once(void **state) {
+    (void)state;
+    char *path;
+    KeyState *ks = loaded(&path);
+    keystate_begin_delta(ks);
+    DeltaEvent d1[] = {ev(0, "a", 6, 2, 3), ev(0, "b", 7, 7, 1)};
+    for (size_t i = 0; i < 2; i++)
+        assert_int_equal(keystate_apply(ks, &d1[i]), 0);
+    keystate_begin_delta(ks); /* the next delta holds 6-7 again, then 8 */
+    DeltaEvent d2[] = {ev(0, "a", 6, 2, 3), ev(0, "b", 7, 7, 1), ev(0, "a", 8, 2, 4)};
+    for (size_t i = 0; i < 3; i++)
+        assert_int_equal(keystate_apply(ks, &d2[i]), 0);
+    assert_true(keystate_ok(ks));
+    assert_int_equal(keystate_revision(ks), 8);
+    keystate_free(ks);
+    drop_db(path);
+}
+
 static void test_keystate_events_inside_the_full_snapshot_are_skipped(void **state) {
     (void)state;
     char *path;
@@ -144,6 +162,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_keystate_events_that_follow_pass),
         cmocka_unit_test(test_keystate_contradictions_fail_naming_key_and_revision),
+        cmocka_unit_test(test_keystate_revisions_held_twice_apply_once),
         cmocka_unit_test(test_keystate_events_inside_the_full_snapshot_are_skipped),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
