@@ -34,8 +34,8 @@ typedef struct {
 } Sample;
 
 static const char *const verdict_names[CHAIN_VERDICT_COUNT] = {
-    [CHAIN_PROVEN] = "proven",       [CHAIN_MISMATCH] = "mismatch", [CHAIN_COMPACTED] = "compacted",
-    [CHAIN_AHEAD] = "ahead",         [CHAIN_UNREADABLE] = "unreadable",
+    [CHAIN_PROVEN] = "proven", [CHAIN_MISMATCH] = "mismatch",     [CHAIN_COMPACTED] = "compacted",
+    [CHAIN_AHEAD] = "ahead",   [CHAIN_UNREADABLE] = "unreadable",
 };
 
 const char *chain_verdict_name(ChainVerdict v) {
@@ -96,8 +96,8 @@ static int sample_delta(Store *store, const Snapshot *snap, const char *tmp_dir,
                          (long long)ev.mod_revision, (long long)s->rev);
             break;
         }
-        EtcdKeyValue kv = {ev.key,       ev.key_len,         ev.value,      ev.value_len,
-                           ev.create_revision, ev.mod_revision, ev.version, ev.lease};
+        EtcdKeyValue kv = {ev.key,          ev.key_len, ev.value, ev.value_len, ev.create_revision,
+                           ev.mod_revision, ev.version, ev.lease};
         sample_add(s, ev.mod_revision, ev.type == ETCD_OP_DELETE, &kv);
     }
     delta_reader_close(dr);
@@ -133,8 +133,8 @@ static int sample_db(const char *path, uint64_t db_len, Sample *s) {
             if (!rc) rc = err_set(ERR_CORRUPT, "a bucket inside bucket \"key\"");
             break;
         }
-        EtcdKeyValue kv = {mkv.key,           mkv.key_len,      mkv.value,   mkv.value_len,
-                           mkv.create_revision, main_rev,        mkv.version, mkv.lease};
+        EtcdKeyValue kv = {mkv.key,  mkv.key_len, mkv.value, mkv.value_len, mkv.create_revision,
+                           main_rev, mkv.version, mkv.lease};
         sample_add(s, main_rev, tomb, &kv);
     }
     bbolt_cursor_close(cur);
@@ -237,11 +237,11 @@ static void compare(const Sample *st, const Sample *live, const char *key, Chain
     size_t n = st->total < CHAIN_PROOF_MAX_EVENTS ? st->total : CHAIN_PROOF_MAX_EVENTS;
     for (size_t i = 0; i < n; i++) {
         const ProofEvent *a = &st->ev[i], *b = &live->ev[i];
-        const char *what = a->del != b->del                                    ? "type"
-                           : memcmp(a->key_sha, b->key_sha, SHA256_LEN) != 0   ? "key"
-                           : a->create != b->create                            ? "create_revision"
-                           : a->version != b->version                          ? "version"
-                           : a->lease != b->lease                              ? "lease"
+        const char *what = a->del != b->del                                      ? "type"
+                           : memcmp(a->key_sha, b->key_sha, SHA256_LEN) != 0     ? "key"
+                           : a->create != b->create                              ? "create_revision"
+                           : a->version != b->version                            ? "version"
+                           : a->lease != b->lease                                ? "lease"
                            : memcmp(a->value_sha, b->value_sha, SHA256_LEN) != 0 ? "value"
                                                                                  : NULL;
         if (what) {

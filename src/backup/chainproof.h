@@ -26,11 +26,11 @@
 #define CHAIN_PROOF_WATCH_MS 10000
 
 typedef enum {
-    CHAIN_PROVEN = 0,  /* the live history holds the chain's last events: continue it */
-    CHAIN_MISMATCH,    /* etcd's events at R differ: another cluster's (or history's) chain */
-    CHAIN_COMPACTED,   /* etcd compacted R: no proof possible */
-    CHAIN_AHEAD,       /* the chain ends after etcd's current revision */
-    CHAIN_UNREADABLE,  /* the chain's last object does not decode, or its content lies */
+    CHAIN_PROVEN = 0, /* the live history holds the chain's last events: continue it */
+    CHAIN_MISMATCH,   /* etcd's events at R differ: another cluster's (or history's) chain */
+    CHAIN_COMPACTED,  /* etcd compacted R: no proof possible */
+    CHAIN_AHEAD,      /* the chain ends after etcd's current revision */
+    CHAIN_UNREADABLE, /* the chain's last object does not decode, or its content lies */
     CHAIN_VERDICT_COUNT
 } ChainVerdict;
 

@@ -59,8 +59,8 @@ struct Snapshotter {
                            new history instead of continuing or adopting it */
     uint64_t cluster_id, member_id; /* etcd's, as last seen by decide_history */
     atomic_int *stop;               /* snapshotter_run's, for the chain proof's wait */
-    int fenced;                /* the fence refused a store: the loop stops (still_leader) */
-    int64_t handover_until_ms; /* monotonic; before it each delta re-lists the store first */
+    int fenced;                     /* the fence refused a store: the loop stops (still_leader) */
+    int64_t handover_until_ms;      /* monotonic; before it each delta re-lists the store first */
 
     pthread_mutex_t req_mu; /* one requester at a time */
     pthread_mutex_t mu;     /* guards req and status */
@@ -716,8 +716,9 @@ static int start(Snapshotter *s) {
         snprintf(why, sizeof why,
                  "%s; whether etcd was restored from those backups is read from its db", d.why);
     else if (s->chain_rejected)
-        snprintf(why, sizeof why, "the store's latest chain is not this cluster's, as far as "
-                                  "can be proven; a new history starts with it");
+        snprintf(why, sizeof why,
+                 "the store's latest chain is not this cluster's, as far as "
+                 "can be proven; a new history starts with it");
     else if (!s->cfg.resume)
         snprintf(why, sizeof why, "every run starts with one");
     else if (fi < 0)

@@ -12,7 +12,7 @@
 struct KeyState {
     I64Map *create, *version; /* key hash -> create_revision (0 = absent), version */
     int64_t base; /* events up to here are in the state already (the db, or earlier deltas) */
-    int64_t rev;              /* the last revision applied */
+    int64_t rev;  /* the last revision applied */
     int ok;
 };
 
@@ -132,8 +132,8 @@ int keystate_apply(KeyState *ks, const DeltaEvent *ev) {
         }
         return set_key(ks, h, 0, 0);
     }
-    int follows = ev->version == 1 ? !create
-                                   : create == ev->create_revision && version == ev->version - 1;
+    int follows =
+        ev->version == 1 ? !create : create == ev->create_revision && version == ev->version - 1;
     if (!follows) {
         ks->ok = 0;
         return err_set(ERR_CORRUPT,

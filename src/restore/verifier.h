@@ -37,8 +37,8 @@ typedef enum {
     VERIFY_RESTORE_MISMATCH, /* --restore-test: HashKV of the restore differs from the live one */
     VERIFY_UNENCRYPTED_AFTER_ENCRYPTED, /* an unencrypted object after an encrypted one in a set:
                                            written without the keys, or planted */
-    VERIFY_INCONSISTENT_EVENTS, /* a delta's events contradict the keyspace its set reached
-                                   before it (keystate.h): objects of two clusters in a chain */
+    VERIFY_INCONSISTENT_EVENTS,         /* a delta's events contradict the keyspace its set reached
+                                           before it (keystate.h): objects of two clusters in a chain */
 } VerifyFaultKind;
 
 /* "no-full-snapshot", "gap", "overlap", "bad-hash", ... (static; the JSON "kind"). */
