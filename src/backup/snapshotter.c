@@ -5,6 +5,7 @@
  * are forgotten whenever the spool is reset. Only the loop thread touches etcd, the spool and the
  * store; other threads meet it through `mu` (requests and status). */
 #include "snapshotter.h"
+#include "chainproof.h"
 #include "delta.h"
 #include "fullsnap.h"
 #include "../common/err.h"
@@ -54,8 +55,12 @@ struct Snapshotter {
     int adopts_untagged;              /* its GC may collect untagged objects */
     int record_pending;               /* record is written before the history's next object */
     HistoryRecord record;
-    int fenced;                /* the fence refused a store: the loop stops (still_leader) */
-    int64_t handover_until_ms; /* monotonic; before it each delta re-lists the store first */
+    int chain_rejected; /* the store's chain was not proven ours: the next full snapshot starts a
+                           new history instead of continuing or adopting it */
+    uint64_t cluster_id, member_id; /* etcd's, as last seen by decide_history */
+    atomic_int *stop;               /* snapshotter_run's, for the chain proof's wait */
+    int fenced;                     /* the fence refused a store: the loop stops (still_leader) */
+    int64_t handover_until_ms;      /* monotonic; before it each delta re-lists the store first */
 
     pthread_mutex_t req_mu; /* one requester at a time */
     pthread_mutex_t mu;     /* guards req and status */
@@ -213,6 +218,8 @@ static int decide_history(Snapshotter *s, const HistoryRestoreMark *mark, Histor
     }
     history_decide(list, n, recs, nr, st.cluster_id, st.member_id, st.revision, mark,
                    s->cfg.abandon_other_histories, now_unix_s(), d);
+    s->cluster_id = st.cluster_id;
+    s->member_id = st.member_id;
     /* a new raft leader may not have applied every committed entry yet while the previous
      * leader's sidecar stored them: its revision catches up within moments (up to 3 s here) */
     for (int i = 0; i < 30 && !mark && d->action == HISTORY_NEED_DB &&
@@ -290,6 +297,24 @@ static void untag_unstored(Snapshotter *s, const char *snap_name) {
     store_history_untag(s->cfg.store, &snap);
 }
 
+/* The store's chain was not proven to be this etcd's (start): a decision to continue or adopt
+ * it becomes a new history, whose record adopts nothing and abandons nothing. */
+static void reject_chain_history(Snapshotter *s, HistoryDecision *d) {
+    if (d->action != HISTORY_CONTINUE && d->action != HISTORY_ADOPT) return;
+    d->action = HISTORY_NEW;
+    d->history[0] = '\0';
+    d->write_record = 1;
+    memset(&d->record, 0, sizeof d->record);
+    d->record.cluster_id = s->cluster_id;
+    d->record.member_id = s->member_id;
+    d->record.created_s = now_unix_s();
+    snprintf(d->record.reason, sizeof d->record.reason, "new");
+    snprintf(d->why, sizeof d->why,
+             "the store's latest chain (%s, ending at revision %lld) was not proven to be this "
+             "cluster's history",
+             d->latest_history[0] ? d->latest_history : "untagged", (long long)d->latest_revision);
+}
+
 /* Before a full snapshot is stored: decides its history with the restore mark in its db. */
 static int full_hook(void *ctx, const char *db_path, uint64_t db_bytes, int64_t revision,
                      const char *snap_name) {
@@ -306,6 +331,7 @@ static int full_hook(void *ctx, const char *db_path, uint64_t db_bytes, int64_t 
     rc = history_mark_read_db(db_path, db_bytes, &mark);
     if (rc) return err_wrap(rc, "reading the restore mark of the snapshot");
     rc = decide_history(s, &mark, &d, NULL, NULL, &recs, &nr);
+    if (!rc && s->chain_rejected) reject_chain_history(s, &d);
     if (!rc) rc = apply_history(s, &d, recs, nr);
     free(recs);
     if (!rc) rc = tag_object(s, snap_name);
@@ -337,6 +363,7 @@ static int take_full(Snapshotter *s, int is_final) {
              (unsigned long long)res.stored_bytes, secs);
     s->prev_rev = res.revision;
     s->need_full = 0;
+    s->chain_rejected = 0; /* the new history has its first object */
     note_stored(s, res.snap_name, 1);
     emit(s, &(SnapshotterEvent){.kind = SNAP_EVENT_FULL,
                                 .ok = 1,
@@ -375,6 +402,16 @@ static int handover_relist(Snapshotter *s, int *moved) {
         if (d->start_revision > next) break;
         next = d->last_revision + 1;
         last = (ptrdiff_t)idx[i];
+    }
+    /* only objects of this loop's own history continue it: another history's (or, unless
+     * adopted, untagged objects) were never proven to be this cluster's (chainproof.h) */
+    if (last >= 0 && next - 1 > s->prev_rev && strcmp(list[last].history, s->history) != 0 &&
+        !(list[last].history[0] == '\0' && s->adopts_untagged)) {
+        log_warn("leader handover: %s (history %s) covers revisions after %lld, but is not of "
+                 "this loop's history %s: not continuing after it",
+                 list[last].key, list[last].history[0] ? list[last].history : "untagged",
+                 (long long)s->prev_rev, s->history);
+        last = -1;
     }
     if (last >= 0 && next - 1 > s->prev_rev) {
         log_info("leader handover: %s in the store already covers revisions %lld-%lld (stored "
@@ -619,6 +656,36 @@ static int set_contiguous(const Snapshot *list, ptrdiff_t fi, const size_t *idx,
     return 1;
 }
 
+/* Before the store's chain ending with `last` is continued (resumed with deltas, or given the
+ * next full snapshot in its history): proves it is this etcd's (chainproof.h). A chain that is
+ * not, or cannot be proven, sets chain_rejected (logged once, with SNAP_EVENT_CHAIN_REJECTED):
+ * the next full snapshot starts a new history. ERR_* when the proof could not run. */
+static int prove_chain(Snapshotter *s, const Snapshot *last) {
+    ChainProof p;
+    int rc = chain_prove(s->client, s->cfg.store, last, s->cfg.temp_dir, s->stop, &p);
+    if (rc)
+        return err_wrap(rc, "proving that the store's chain ending with %s is this cluster's",
+                        last->key);
+    if (p.verdict == CHAIN_PROVEN) {
+        log_info("the store's chain ending with %s is this cluster's history: %s", last->key,
+                 p.why);
+        s->chain_rejected = 0;
+        return 0;
+    }
+    if (s->chain_rejected) return 0; /* logged and counted by the first attempt */
+    s->chain_rejected = 1;
+    log_warn("not continuing the store's chain ending with %s (history %s): %s (%s); taking a "
+             "full snapshot that starts a new history",
+             last->key, last->history[0] ? last->history : "untagged", p.why,
+             chain_verdict_name(p.verdict));
+    emit(s, &(SnapshotterEvent){.kind = SNAP_EVENT_CHAIN_REJECTED,
+                                .ok = 1,
+                                .revision = p.revision,
+                                .snap_name = last->key,
+                                .reason = chain_verdict_name(p.verdict)});
+    return 0;
+}
+
 /* Decides how to start: resume with deltas from the store's latest set, or take a full
  * snapshot. The history is decided here for a resume, and by the full snapshot's hook (with the
  * restore mark in its db) otherwise. */
@@ -636,11 +703,22 @@ static int start(Snapshotter *s) {
     int full_due = 0;
     char why[1024] = "";
     if (idx) snapname_latest_set(list, n, &fi, idx, &nd);
+    if ((d.action == HISTORY_CONTINUE || d.action == HISTORY_ADOPT) && fi >= 0 &&
+        (rc = prove_chain(s, nd ? &list[idx[nd - 1]] : &list[fi]))) {
+        free(idx); /* the proof could not run (store, etcd): retried with backoff */
+        free(list);
+        free(recs);
+        return rc;
+    }
     if (d.action == HISTORY_NEW)
         snprintf(why, sizeof why, "the store holds no backups");
     else if (d.action != HISTORY_CONTINUE && d.action != HISTORY_ADOPT)
         snprintf(why, sizeof why,
                  "%s; whether etcd was restored from those backups is read from its db", d.why);
+    else if (s->chain_rejected)
+        snprintf(why, sizeof why,
+                 "the store's latest chain is not this cluster's, as far as "
+                 "can be proven; a new history starts with it");
     else if (!s->cfg.resume)
         snprintf(why, sizeof why, "every run starts with one");
     else if (fi < 0)
@@ -659,12 +737,7 @@ static int start(Snapshotter *s) {
         if (!rc)
             log_info("resuming from %s: deltas from revision %lld", last->key,
                      (long long)(s->prev_rev + 1));
-        if (!rc && last->encrypted && !store_keyring(s->cfg.store))
-            log_warn("the latest set is encrypted (%s) but no encryption keys were given: the "
-                     "deltas continuing it are stored unencrypted, and etcdbrctl verify reports "
-                     "them (unencrypted-after-encrypted); give --encryption-key-file or "
-                     "ETCDBR_ENCRYPTION_KEYS",
-                     last->key);
+        /* an encrypted chain read without keys never gets here: its proof cannot read it */
     }
     free(idx);
     free(list);
@@ -886,6 +959,7 @@ int64_t snapshotter_backoff_next(const SnapshotterConfig *cfg, int64_t *delay_ms
 }
 
 int snapshotter_run(Snapshotter *s, atomic_int *stop, int fail_fast) {
+    s->stop = stop;
     s->next_gc_ms = now_mono_ms() + s->cfg.gc_period_ms; /* first run after one period */
     if (s->cfg.defrag_schedule) s->next_defrag_s = cron_next(s->cfg.defrag_schedule, now_unix_s());
     int64_t delay = 1000, attempt = 0, backoff = 0; /* backoff: the wait before the next retry */

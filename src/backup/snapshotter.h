@@ -24,6 +24,9 @@ typedef enum {
     SNAP_EVENT_DEFRAG, /* one member was defragmented */
     SNAP_EVENT_EVENTS, /* events are pending (not yet stored) */
     SNAP_EVENT_IDLE,   /* a delta period ended with nothing to store (caught up) */
+    /* the store's latest chain was not proven to be this etcd's (chainproof.h): a full
+     * snapshot starts a new history; reason = chain_verdict_name, snap_name = its last object */
+    SNAP_EVENT_CHAIN_REJECTED,
 } SnapshotterEventKind;
 
 /* What the loop reports to its observer (metrics); pointers valid during the call only. */
@@ -37,6 +40,7 @@ typedef struct SnapshotterEvent {
     const char *snap_name;            /* stored object name, or NULL */
     const char *error;                /* failure message, or NULL */
     const char *endpoint;             /* DEFRAG: the member's client URL */
+    const char *reason;               /* CHAIN_REJECTED: "mismatch", "compacted", ... */
     const GcStats *gc;                /* GC */
 } SnapshotterEvent;
 
@@ -90,13 +94,16 @@ int snapshotter_new(const SnapshotterConfig *cfg, Snapshotter **out);
 void snapshotter_free(Snapshotter *s);
 
 /* Runs until *stop becomes nonzero. Starts with a full snapshot (or, with resume, from the
- * store's latest set). Every object is written under one backup history (history.h): the
- * store's latest set's when it belongs to this etcd, a fork when etcd's db was restored from it,
- * a new one in an empty store; a store whose latest set belongs to another cluster or ends after
- * etcd's revision is refused (ERR_CONFLICT, status.store_conflict), and so is one another
- * history writes into meanwhile (checked at every full snapshot and GC period). If that first
- * step fails and fail_fast is set, returns its error (the
- * snapshot command: a wrong endpoint or store is reported at once); otherwise every failure is
+ * store's latest set). Before it continues the store's latest chain (tagged or untagged, with
+ * deltas or with a full snapshot in its history) it proves the chain is this etcd's history
+ * (chainproof.h); when that fails or cannot be done, it logs why, reports
+ * SNAP_EVENT_CHAIN_REJECTED and takes a full snapshot under a new history first. Every object is
+ * written under one backup history (history.h): the store's latest set's when it belongs to this
+ * etcd, a fork when etcd's db was restored from it, a new one in an empty store; a store whose
+ * latest set belongs to another cluster or ends after etcd's revision is refused (ERR_CONFLICT,
+ * status.store_conflict), and so is one another history writes into meanwhile (checked at every
+ * full snapshot and GC period). If that first step fails and fail_fast is set, returns its error
+ * (the snapshot command: a wrong endpoint or store is reported at once); otherwise every failure is
  * logged and retried with backoff. Events are never dropped without a snapshot covering them.
  * On stop, pending events (drained up to the revision current at the stop) are stored as a last
  * delta. Returns 0 after a clean stop. */

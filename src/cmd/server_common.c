@@ -477,6 +477,10 @@ void server_on_snapshotter_event(void *ctx, const SnapshotterEvent *ev) {
     }
     case SNAP_EVENT_IDLE:
         break;
+    case SNAP_EVENT_CHAIN_REJECTED:
+        metrics_counter_inc(etcdbr_metric(ETCDBR_M_SNAPSHOT_CHAIN_REJECTED_TOTAL),
+                            (const char *[]){ev->reason ? ev->reason : "mismatch"});
+        break;
     case SNAP_EVENT_GC:
         if (ev->gc) {
             const char *fo[] = {"Full", "true"}, *io[] = {"Incr", "true"};

@@ -3,6 +3,7 @@
  * delta goes through the delta reader's spool file. A TapReader between snapobj and the checks
  * tells a decoding error (the store or decompression) from a hash mismatch found after it. */
 #include "verifier.h"
+#include "keystate.h"
 #include "restorer.h"
 #include "../backup/delta.h"
 #include "../codec/sha256.h"
@@ -51,6 +52,8 @@ const char *verify_fault_kind_name(VerifyFaultKind k) {
         return "restore-mismatch";
     case VERIFY_UNENCRYPTED_AFTER_ENCRYPTED:
         return "unencrypted-after-encrypted";
+    case VERIFY_INCONSISTENT_EVENTS:
+        return "inconsistent-events";
     }
     return "unknown";
 }
@@ -358,6 +361,9 @@ typedef struct {
     const char *scratch;
     Progress *progress;  /* one for the whole run, or NULL */
     uint64_t plain_done; /* plain bytes of the objects checked before this one */
+    KeyState *ks;        /* the keyspace of the set being checked (keystate.h) */
+    long ks_set;         /* the plan set ks belongs to, -1 = none */
+    long cur_set;        /* the plan set of the object being checked, -1 = none */
 } Checker;
 
 /* Records why reading the object failed: the store's error or a decoding error. */
@@ -446,6 +452,16 @@ static int check_full(Checker *c, const Snapshot *s, TapReader *tap) {
                               "(etcdbr names full snapshots from their db: the name does not "
                               "match the contents)",
                               s->key, (long long)rev, (long long)s->last_revision);
+    c->ks_set = -1;
+    if (!rc && c->cur_set >= 0) { /* the keyspace its set's deltas must continue */
+        int krc = keystate_load_db(c->ks, path, db_len, rev);
+        if (krc == ERR_NOMEM) rc = krc;
+        if (!krc && keystate_ok(c->ks)) c->ks_set = c->cur_set;
+        if (!krc && !keystate_ok(c->ks))
+            log_warn("%s holds more than %u keys: its set's deltas are not checked against its "
+                     "keyspace",
+                     s->key, KEYSTATE_MAX_KEYS);
+    }
 done:
     io_writer_free(checker);
     io_writer_free(fdw);
@@ -453,6 +469,29 @@ done:
     unlink(path);
     free(path);
     return rc;
+}
+
+/* Applies a delta's event to its set's keyspace (keystate.h): 1 when it contradicts it (the
+ * fault is added, *rc its result) or when applying failed (*rc ERR_NOMEM); else 0. A delta of
+ * another set than the keyspace's, or after a hole, is not checked. */
+static int keyspace_fault(Checker *c, const Snapshot *s, const DeltaEvent *ev, int *rc) {
+    if (c->ks_set < 0 || c->ks_set != c->cur_set || !keystate_ok(c->ks)) return 0;
+    if (s->start_revision > keystate_revision(c->ks) + 1) { /* a gap, reported by the plan */
+        keystate_invalidate(c->ks);
+        return 0;
+    }
+    int krc = keystate_apply(c->ks, ev);
+    if (!krc) return 0;
+    if (krc == ERR_NOMEM) {
+        *rc = krc;
+        return 1;
+    }
+    *rc = verify_add_fault(c->r, VERIFY_INCONSISTENT_EVENTS, 0, s->key, NULL, ev->mod_revision,
+                           ev->mod_revision,
+                           "%s does not continue the keyspace before it: %s (objects of two "
+                           "clusters or histories in one chain)",
+                           s->key, err_msg());
+    return 1;
 }
 
 static int check_delta(Checker *c, const Snapshot *s, TapReader *tap) {
@@ -469,6 +508,7 @@ static int check_delta(Checker *c, const Snapshot *s, TapReader *tap) {
     }
     int64_t prev = 0;
     uint64_t events = 0;
+    if (c->ks_set >= 0 && c->ks_set == c->cur_set) keystate_begin_delta(c->ks);
     for (;;) {
         DeltaEvent ev;
         int got = 0;
@@ -511,6 +551,7 @@ static int check_delta(Checker *c, const Snapshot *s, TapReader *tap) {
                                   (unsigned long long)events + 1, err_msg());
             goto done;
         }
+        if (keyspace_fault(c, s, &ev, &rc)) goto done;
         prev = rev;
         events++;
     }
@@ -546,6 +587,7 @@ static int check_object(Checker *c, const Snapshot *s, size_t ordinal, size_t to
                      .before = c->plain_done,
                      .stop = c->cfg->stop};
     rc = s->kind == SNAP_FULL ? check_full(c, s, &tap) : check_delta(c, s, &tap);
+    if (c->r->n_errors != errors_before) keystate_invalidate(c->ks); /* no cascade of faults */
     c->plain_done += tap.n;
     progress_set_items(c->progress, ordinal, total);
     uint64_t stored = 0, plain = 0;
@@ -777,6 +819,8 @@ int verify_run(const VerifyConfig *cfg, VerifyReport *out) {
     VerifyPlanSet *ps = NULL;
     char *scratch = NULL;
     uint8_t *in_scope = NULL;
+    long *set_of = NULL; /* list index -> plan set, -1 = none */
+    KeyState *ks = NULL;
     int lock_fd = -1;
     int rc = store_list(cfg->store, &list, &n);
     if (rc) goto done;
@@ -799,8 +843,20 @@ int verify_run(const VerifyConfig *cfg, VerifyReport *out) {
     for (size_t i = 0; i < n; i++)
         out->objects_in_scope += in_scope[i];
 
+    set_of = malloc((n ? n : 1) * sizeof *set_of);
+    if (!set_of || keystate_new(&ks)) {
+        rc = err_set(ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    for (size_t i = 0; i < n; i++)
+        set_of[i] = -1;
+    for (size_t i = 0; i < n_sets; i++) {
+        set_of[ps[i].full] = (long)i;
+        for (size_t k = 0; k < ps[i].n_deltas; k++)
+            set_of[ps[i].deltas[k]] = (long)i;
+    }
     if ((rc = make_scratch(cfg->temp_dir, &scratch, &lock_fd))) goto done;
-    Checker c = {cfg, out, scratch, NULL, 0};
+    Checker c = {cfg, out, scratch, NULL, 0, ks, -1, -1};
     /* one status line for the run: plain bytes read, objects done of how many */
     if (cfg->show_progress && out->objects_in_scope) {
         char what[1300];
@@ -814,6 +870,7 @@ int verify_run(const VerifyConfig *cfg, VerifyReport *out) {
             rc = err_set(ERR_CANCELED, "verify stopped by a signal");
             break;
         }
+        c.cur_set = set_of[i];
         rc = check_object(&c, &list[i], ++ordinal, out->objects_in_scope);
     }
     progress_finish(c.progress);
@@ -839,6 +896,8 @@ done:
     }
     if (lock_fd >= 0) close(lock_fd);
     free(in_scope);
+    free(set_of);
+    keystate_free(ks);
     verify_plan_free(ps, n_sets);
     free(list);
     out->seconds = (double)(now_mono_ms() - t0) / 1000.0;

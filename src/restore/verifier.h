@@ -2,7 +2,9 @@
  * verification). Every object in scope is read through snapobj (so whatever encoding its name
  * says is undone) and checked: a full snapshot's sha256 trailer, that its db parses as an etcd
  * db (every page walked) and holds the revision its name says; a delta's sha256, that every event
- * decodes and that its revisions are those its name says, without holes. Then the sets: the full
+ * decodes and that its revisions are those its name says, without holes, and that its events
+ * continue the keyspace its set reached before it (keystate.h: a put's create_revision and
+ * version, a delete of a live key). Then the sets: the full
  * snapshot's last revision + 1 starts the first delta, each delta continues the previous one, and
  * no object of another history lies inside a set (docs/store-history.md). Scope: the latest set
  * (what a restore takes), or every set. Optionally a restore test: the latest set restored into a
@@ -35,6 +37,8 @@ typedef enum {
     VERIFY_RESTORE_MISMATCH, /* --restore-test: HashKV of the restore differs from the live one */
     VERIFY_UNENCRYPTED_AFTER_ENCRYPTED, /* an unencrypted object after an encrypted one in a set:
                                            written without the keys, or planted */
+    VERIFY_INCONSISTENT_EVENTS,         /* a delta's events contradict the keyspace its set reached
+                                           before it (keystate.h): objects of two clusters in a chain */
 } VerifyFaultKind;
 
 /* "no-full-snapshot", "gap", "overlap", "bad-hash", ... (static; the JSON "kind"). */

@@ -1087,6 +1087,9 @@ static const char *const l_restore_succ[] = {"restore", "succeeded", NULL};
 static const char *const l_succ_endpoint[] = {"succeeded", "endpoint", NULL};
 static const char *const l_error[] = {"error", NULL};
 static const char *const l_operation[] = {"operation", NULL};
+static const char *const l_reason[] = {"reason", NULL};
+/* chain_verdict_name of every verdict but "proven" (backup/chainproof.h) */
+static const char *const chain_reasons[] = {"mismatch", "compacted", "ahead", "unreadable", NULL};
 
 typedef struct CatalogueEntry {
     const char *name;
@@ -1152,6 +1155,11 @@ static const CatalogueEntry catalogue[ETCDBR_M_COUNT] = {
     E(ETCDBR_M_LAST_ERROR_TIMESTAMP_SECONDS, "etcdbr_last_error_timestamp_seconds", METRIC_GAUGE,
       "Unix time of the last failure of each operation; 0 = none since start.", l_operation,
       operations),
+    E(ETCDBR_M_SNAPSHOT_CHAIN_REJECTED_TOTAL, "etcdbr_snapshot_chain_rejected_total",
+      METRIC_COUNTER,
+      "Store chains the snapshotter did not continue because they were not proven to be this "
+      "cluster's history, by reason; each started a new history with a full snapshot.",
+      l_reason, chain_reasons),
 };
 
 #undef E

@@ -174,6 +174,9 @@ typedef enum {
                                                          successful snapshot; pre: Full, Incr */
     ETCDBR_M_LAST_ERROR_TIMESTAMP_SECONDS, /* gauge {operation}: Unix s of the last failure;
                                               pre: every EtcdbrOperation name */
+    /* counter {reason}: store chains the snapshotter did not continue (chainproof.h); pre:
+     * mismatch, compacted, ahead, unreadable */
+    ETCDBR_M_SNAPSHOT_CHAIN_REJECTED_TOTAL,
     ETCDBR_M_COUNT
 } EtcdbrMetricId;
 

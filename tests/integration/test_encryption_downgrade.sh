@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # An unencrypted object after an encrypted one in a set (docs/verify.md,
 # unencrypted-after-encrypted): with a real etcd and a Local store, a snapshotter with keys takes
-# the full snapshot and a delta, then one restarted WITHOUT the keys (the 3 a.m. restart that lost
-# the secret; an attacker planting a plain delta gets the same listing) writes plain deltas into
-# the same set. `verify` must fail naming the plain delta (exit 1), a restore leaves it out naming it. A
-# store that turned encryption on later (a plain full snapshot, then encrypted deltas) still
-# verifies (exit 0).
+# the full snapshot and a delta. One restarted WITHOUT the keys (the 3 a.m. restart that lost the
+# secret) cannot prove the encrypted chain is its etcd's (docs/snapshot.md, the identity proof):
+# it does not continue it, says why, and starts a new history with a plain full snapshot. Its
+# plain delta, which continues the encrypted set's revisions, is then planted into the encrypted
+# set (as an attacker without a key could): `verify` must fail naming it (exit 1), a restore
+# leaves it out naming it. A store that turned encryption on later (a plain full snapshot, then encrypted
+# deltas) still verifies (exit 0).
 source "$(dirname "$0")/lib.sh"
 make_workdir
 use_etcd 3.4
@@ -32,13 +34,19 @@ snap_round() {
 }
 
 snap_round "$WORK/store" "$WORK/snap1.log" "${KEYS[@]}"
-snap_round "$WORK/store" "$WORK/snap2.log"
 ls "$WORK/store/v2" | grep '^Full-.*\.enc\.gz$' >/dev/null || fail "no encrypted full snapshot: $(ls "$WORK/store/v2")"
-grep -F 'level=warning msg="the latest set is encrypted' "$WORK/snap2.log" >/dev/null ||
-    fail "the snapshotter without keys continued an encrypted set without a warning"
-echo "PASS: a snapshotter without keys warns that it continues an encrypted set unencrypted"
-plain=$(ls "$WORK/store/v2" | grep '^Incr-.*[0-9]\.gz$' | head -1)
-[ -n "$plain" ] || fail "the snapshotter without keys wrote no plain delta: $(ls "$WORK/store/v2")"
+cp -r "$WORK/store" "$WORK/storex"
+snap_round "$WORK/storex" "$WORK/snap2.log"
+grep -E "level=warning msg=\"not continuing the store's chain ending with v2/Incr-[0-9-]+\.enc\.gz .*no encryption keys were given.*\(unreadable\); taking a full snapshot" \
+    "$WORK/snap2.log" >/dev/null || fail "the snapshotter without keys did not say why it left the encrypted chain: $(grep -i warn "$WORK/snap2.log")"
+grep -q "resuming from" "$WORK/snap2.log" && fail "the snapshotter without keys continued an encrypted chain"
+echo "PASS: a snapshotter without keys does not continue an encrypted chain; it says why and starts a new history"
+plain=$(ls "$WORK/storex/v2" | grep '^Incr-.*[0-9]\.gz$' | head -1)
+[ -n "$plain" ] || fail "the snapshotter without keys wrote no plain delta: $(ls "$WORK/storex/v2")"
+last_enc=$(ls "$WORK/store/v2" | grep '^Incr-' | sed -E 's/^Incr-[0-9]+-0*([0-9]+)-.*/\1/' | sort -n | tail -1)
+first_plain=$(echo "$plain" | sed -E 's/^Incr-0*([0-9]+)-.*/\1/')
+[ "$first_plain" = $((last_enc + 1)) ] || fail "the plain delta $plain does not continue the encrypted set (last $last_enc)"
+cp "$WORK/storex/v2/$plain" "$WORK/store/v2/" # planted
 
 rc=0
 "$ETCDBR_BIN" verify "${STORE[@]}" "${KEYS[@]}" >"$WORK/verify.out" 2>"$WORK/verify.log" || rc=$?

@@ -641,6 +641,7 @@ static const struct {
     {"etcdbr_network_received_bytes", "counter", 1},
     {"etcdbr_snapshot_last_success_timestamp_seconds", "gauge", 2},
     {"etcdbr_last_error_timestamp_seconds", "gauge", 6},
+    {"etcdbr_snapshot_chain_rejected_total", "counter", 4},
 };
 
 /* Number of sample lines of family name in text. */
