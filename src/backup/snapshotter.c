@@ -370,8 +370,8 @@ static int full_is_current(Snapshotter *s, int is_final) {
 static int take_full_unless_current(Snapshotter *s, int is_final, const char *why) {
     if (!full_is_current(s, is_final)) return take_full(s, is_final);
     const Snapshot *last = &s->last_stored;
-    log_info("%s full snapshot: no new revision since full %s (revision %lld): skipped", why,
-             last->snap_name, (long long)last->last_revision);
+    log_info("%s full snapshot at revision %lld: no new revision since full %s: skipped", why,
+             (long long)last->last_revision, last->snap_name);
     emit(s, &(SnapshotterEvent){.kind = SNAP_EVENT_FULL,
                                 .ok = 1,
                                 .skipped = 1,
