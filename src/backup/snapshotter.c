@@ -22,17 +22,20 @@
 #include <string.h>
 #include <unistd.h>
 
-/* A request from another thread. Requesters are serialized by req_mu; ids tie a result to the
- * request that asked for it, so a requester that timed out never takes another's result. */
+/* Requests from other threads, in one batch per kind (SnapshotRequestKind indexes the arrays).
+ * A request joins its kind's batch while that batch waits for the loop; one arriving while its
+ * kind's batch is being served opens the next batch, so every requester gets a snapshot taken
+ * after it asked. Batch ids grow; a requester waits until done_id of its kind reaches its id. */
+#define REQ_KINDS 3
 typedef struct {
-    uint64_t next_id;   /* last id handed out */
-    uint64_t posted_id; /* waiting to be picked up by the loop, 0 = none */
-    uint64_t done_id;   /* last id finished */
-    SnapshotRequestKind kind;
-    int rc, none;
-    Snapshot result;
-    char error[512];
-} Request;
+    uint64_t next_id;                    /* last batch id handed out */
+    uint64_t pending_id[REQ_KINDS];      /* batch waiting for the loop, 0 = none */
+    unsigned pending_waiters[REQ_KINDS]; /* requesters in the pending batch */
+    uint64_t done_id[REQ_KINDS];         /* last batch served */
+    int rc[REQ_KINDS], none[REQ_KINDS];
+    Snapshot result[REQ_KINDS];
+    char error[REQ_KINDS][512];
+} Requests;
 
 struct Snapshotter {
     SnapshotterConfig cfg;
@@ -62,10 +65,9 @@ struct Snapshotter {
     int fenced;                     /* the fence refused a store: the loop stops (still_leader) */
     int64_t handover_until_ms;      /* monotonic; before it each delta re-lists the store first */
 
-    pthread_mutex_t req_mu; /* one requester at a time */
-    pthread_mutex_t mu;     /* guards req and status */
+    pthread_mutex_t mu; /* guards req and status */
     pthread_cond_t cv;
-    Request req;
+    Requests req;
     SnapshotterStatus status;
 };
 
@@ -78,7 +80,6 @@ int snapshotter_new(const SnapshotterConfig *cfg, Snapshotter **out) {
     if (s->cfg.backoff_max_ms <= 0) s->cfg.backoff_max_ms = 128000;
     if (s->cfg.stop_drain_ms <= 0) s->cfg.stop_drain_ms = 5000;
     pthread_mutex_init(&s->mu, NULL);
-    pthread_mutex_init(&s->req_mu, NULL);
     cond_init_monotonic(&s->cv);              /* request deadlines: a wall-clock step moves none */
     int rc = fs_mkdir_p(cfg->temp_dir, 0700); /* as the Go tool: created if missing */
     if (!rc) rc = etcd_client_new(&cfg->etcd, &s->client);
@@ -99,7 +100,6 @@ void snapshotter_free(Snapshotter *s) {
     i64map_free(s->spool_leases);
     etcd_client_free(s->client);
     pthread_mutex_destroy(&s->mu);
-    pthread_mutex_destroy(&s->req_mu);
     pthread_cond_destroy(&s->cv);
     free(s);
 }
@@ -376,6 +376,38 @@ static int take_full(Snapshotter *s, int is_final) {
     return rc;
 }
 
+/* 1 when a full snapshot now would store nothing new: the last stored object is a full snapshot
+ * (final as is_final) of this etcd cluster at etcd's current revision, no full snapshot is owed
+ * (need_full), and the store's chain was not rejected by the identity proof (chain_rejected: the
+ * full then starts this cluster's history). etcd not answering is 0: the full snapshot then
+ * reports it. */
+static int full_is_current(Snapshotter *s, int is_final) {
+    if (s->need_full || s->chain_rejected || s->last_stored.kind != SNAP_FULL || !s->last_stored.is_final != !is_final ||
+        !s->cluster_id)
+        return 0;
+    EtcdStatus st;
+    if (etcd_status(s->client, &st) != 0) return 0;
+    return st.cluster_id == s->cluster_id && st.revision == s->last_stored.last_revision;
+}
+
+/* A full snapshot (why: "scheduled", "requested"...), unless full_is_current: then nothing is
+ * stored, as the Go tool skips a full snapshot without updates since the previous one; it is
+ * logged and reported as a skipped full (SnapshotterEvent.skipped), and last_stored, the newest
+ * full for requests and garbage collection, stays. */
+static int take_full_unless_current(Snapshotter *s, int is_final, const char *why) {
+    if (!full_is_current(s, is_final)) return take_full(s, is_final);
+    const Snapshot *last = &s->last_stored;
+    log_info("%s full snapshot at revision %lld: no new revision since full %s: skipped", why,
+             (long long)last->last_revision, last->snap_name);
+    emit(s, &(SnapshotterEvent){.kind = SNAP_EVENT_FULL,
+                                .ok = 1,
+                                .skipped = 1,
+                                .revision = last->last_revision,
+                                .created_on = last->created_on,
+                                .snap_name = last->snap_name});
+    return 0;
+}
+
 /* Handover window: lists the store again. When its latest set covers revisions after prev_rev
  * without a hole (objects the previous leader's sidecar stored after this loop listed the store),
  * the loop continues after them: prev_rev moves there and the watch is reopened after it (the
@@ -636,7 +668,8 @@ static int defragment_all(Snapshotter *s) {
     }
     free(members);
     if (rc) return rc;
-    return take_full(s, 0); /* Go never does this (seed-spec §10.1 quirk); operators expect it */
+    /* Go never does this (seed-spec §10.1 quirk); operators expect it */
+    return take_full_unless_current(s, 0, "post-defragmentation");
 }
 
 /* 1 when the deltas after the full snapshot at list[fi] (idx, nd) follow each other without a
@@ -766,41 +799,34 @@ static int start(Snapshotter *s) {
     else if (rc)
         return rc;
     log_info("taking the missed scheduled full snapshot");
-    return take_full(s, 0);
+    return take_full_unless_current(s, 0, "missed scheduled");
 }
 
-/* Serves a pending request from another thread, if any. */
+/* Serves the oldest pending batch of requests from other threads, if any. */
 static void serve_request(Snapshotter *s) {
     pthread_mutex_lock(&s->mu);
-    uint64_t id = s->req.posted_id;
-    SnapshotRequestKind kind = s->req.kind;
-    s->req.posted_id = 0;
+    int k = -1;
+    for (int i = 0; i < REQ_KINDS; i++)
+        if (s->req.pending_id[i] && (k < 0 || s->req.pending_id[i] < s->req.pending_id[k])) k = i;
+    uint64_t id = k >= 0 ? s->req.pending_id[k] : 0;
+    if (k >= 0) s->req.pending_id[k] = 0; /* later requesters open the next batch */
     pthread_mutex_unlock(&s->mu);
     if (!id) return;
 
     int rc = 0, none = 0, stored = 0;
-    if (kind == SNAP_REQ_DELTA) {
+    if (k == SNAP_REQ_DELTA) {
         drain_to_current(s, 2000);
         rc = take_delta(s, &stored);
         none = !rc && !stored;
     } else {
-        /* a final full snapshot is skipped when the latest one is already final and current */
-        int64_t cur = 0;
-        if (kind == SNAP_REQ_FULL_FINAL && s->last_stored.kind == SNAP_FULL &&
-            s->last_stored.is_final && etcd_get_revision(s->client, &cur) == 0 &&
-            cur == s->last_stored.last_revision) {
-            log_info("final full snapshot %s is current; not taking another",
-                     s->last_stored.snap_name);
-        } else {
-            rc = take_full(s, kind == SNAP_REQ_FULL_FINAL);
-        }
+        rc = take_full_unless_current(s, k == SNAP_REQ_FULL_FINAL, "requested");
     }
     pthread_mutex_lock(&s->mu);
-    s->req.rc = rc;
-    s->req.none = none;
-    s->req.result = s->last_stored;
-    snprintf(s->req.error, sizeof s->req.error, "%s", rc ? err_msg() : "");
-    s->req.done_id = id;
+    s->req.rc[k] = rc;
+    s->req.none[k] = none;
+    s->req.result[k] = s->last_stored;
+    snprintf(s->req.error[k], sizeof s->req.error[k], "%s", rc ? err_msg() : "");
+    s->req.done_id[k] = id;
     pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->mu);
 }
@@ -809,31 +835,26 @@ int snapshotter_request(Snapshotter *s, SnapshotRequestKind kind, int64_t timeou
                         int *none) {
     if (kind == SNAP_REQ_DELTA && !deltas_enabled(s))
         return err_set(ERR_UNSUPPORTED, "delta snapshots are disabled (--delta-snapshot-period)");
+    if ((int)kind < 0 || (int)kind >= REQ_KINDS)
+        return err_set(ERR_INVALID, "unknown snapshot request kind %d", (int)kind);
     struct timespec until;
     clock_gettime(CLOCK_MONOTONIC, &until);
     until.tv_sec += timeout_ms / 1000;
     until.tv_nsec += (timeout_ms % 1000) * 1000000;
     if (until.tv_nsec >= 1000000000) until.tv_sec++, until.tv_nsec -= 1000000000;
-    /* one requester at a time: req_mu is taken without blocking under mu, and waited for on cv
-     * (monotonic; pthread_mutex_timedlock only knows CLOCK_REALTIME); its holder broadcasts cv
-     * after releasing it */
     pthread_mutex_lock(&s->mu);
-    while (pthread_mutex_trylock(&s->req_mu) != 0) {
-        if (pthread_cond_timedwait(&s->cv, &s->mu, &until)) {
-            pthread_mutex_unlock(&s->mu);
-            return err_set(ERR_TIMEOUT, "other snapshot requests did not finish within %lld ms",
-                           (long long)timeout_ms);
-        }
-    }
-    int rc = 0;
     if (!s->status.active) {
-        rc = err_set(ERR_CANCELED, "snapshotter is not active");
-        goto done;
+        pthread_mutex_unlock(&s->mu);
+        return err_set(ERR_CANCELED, "snapshotter is not active");
     }
-    uint64_t id = ++s->req.next_id;
-    s->req.posted_id = id;
-    s->req.kind = kind;
-    while (s->req.done_id != id) {
+    uint64_t id = s->req.pending_id[kind];
+    if (!id) { /* none waiting: open a batch */
+        id = s->req.pending_id[kind] = ++s->req.next_id;
+        s->req.pending_waiters[kind] = 0;
+    }
+    s->req.pending_waiters[kind]++;
+    int rc = 0;
+    while (s->req.done_id[kind] < id) {
         if (!s->status.active) {
             rc = err_set(ERR_CANCELED, "snapshotter stopped");
             break;
@@ -844,20 +865,20 @@ int snapshotter_request(Snapshotter *s, SnapshotRequestKind kind, int64_t timeou
             break;
         }
     }
-    if (rc) {
-        if (s->req.posted_id == id) s->req.posted_id = 0; /* withdraw: not started */
-        goto done;
+    /* giving up on a batch not yet started: the last one out withdraws it */
+    if (rc && s->req.pending_id[kind] == id && --s->req.pending_waiters[kind] == 0)
+        s->req.pending_id[kind] = 0;
+    if (!rc) {
+        /* the batch's result, or a later batch's of the same kind (taken later: it covers this
+         * request too) when that one also finished before this thread woke up */
+        rc = s->req.rc[kind];
+        if (rc) {
+            err_set(rc, "%s", s->req.error[kind]);
+        } else {
+            if (out) *out = s->req.result[kind];
+            if (none) *none = s->req.none[kind];
+        }
     }
-    rc = s->req.rc;
-    if (rc) {
-        err_set(rc, "%s", s->req.error);
-    } else {
-        if (out) *out = s->req.result;
-        if (none) *none = s->req.none;
-    }
-done:
-    pthread_mutex_unlock(&s->req_mu);
-    pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->mu);
     return rc;
 }
@@ -872,7 +893,7 @@ static int step(Snapshotter *s, int recovering) {
     }
     if (s->next_full_s > 0 && now_unix_s() >= s->next_full_s) {
         schedule_next_full(s);
-        return take_full(s, 0);
+        return take_full_unless_current(s, 0, "scheduled");
     }
     if (s->next_defrag_s > 0 && now_unix_s() >= s->next_defrag_s) {
         s->next_defrag_s = cron_next(s->cfg.defrag_schedule, now_unix_s());
@@ -942,7 +963,8 @@ static int maybe_gc(Snapshotter *s, int failing) {
 static void set_active(Snapshotter *s, int active) {
     pthread_mutex_lock(&s->mu);
     s->status.active = active;
-    if (!active) s->req.posted_id = 0; /* waiters see !active and give up */
+    if (!active) /* waiters see !active and give up */
+        memset(s->req.pending_id, 0, sizeof s->req.pending_id);
     pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->mu);
 }

@@ -1,9 +1,12 @@
 /* snapshotter: full snapshots on a cron schedule and delta snapshots from one Watch on all keys
- * (seed-spec §7). One thread runs the loop: the watch is drained between snapshots, events are
- * spooled to disk (delta.h), a delta is cut at the period, at the byte limit or at the event
- * limit. A delta never has a hole: a compacted start revision or a jump in revisions makes the
- * next snapshot a full one. Other threads (the HTTP server) ask for snapshots through
- * snapshotter_request and read state through snapshotter_status; both are thread-safe. */
+ * (seed-spec §7). A full snapshot (scheduled, after defragmentation, or requested) is skipped
+ * when the newest stored object is a full snapshot at etcd's current revision: an idle cluster
+ * does not pile up identical fulls, and that full stays the newest (GC keeps the latest set). One
+ * thread runs the loop: the watch is drained between snapshots, events are spooled to disk
+ * (delta.h), a delta is cut at the period, at the byte limit or at the event limit. A delta never
+ * has a hole: a compacted start revision or a jump in revisions makes the next snapshot a full one.
+ * Other threads (the HTTP server) ask for snapshots through snapshotter_request and read state
+ * through snapshotter_status; both are thread-safe. */
 #ifndef ETCDBR_SNAPSHOTTER_H
 #define ETCDBR_SNAPSHOTTER_H
 
@@ -33,8 +36,10 @@ typedef enum {
 typedef struct SnapshotterEvent {
     SnapshotterEventKind kind;
     int ok;
-    int rc;                           /* ERR_* of a failure, 0 on success */
-    double seconds;                   /* duration of the attempt */
+    int skipped;    /* FULL: not taken, the newest full snapshot (snap_name, revision, created_on)
+                       is still at etcd's current revision; ok is 1 */
+    int rc;         /* ERR_* of a failure, 0 on success */
+    double seconds; /* duration of the attempt */
     int64_t start_revision, revision; /* of the stored snapshot */
     int64_t created_on;               /* Unix seconds in its name */
     const char *snap_name;            /* stored object name, or NULL */
@@ -111,10 +116,14 @@ int snapshotter_run(Snapshotter *s, atomic_int *stop, int fail_fast);
 
 typedef enum { SNAP_REQ_FULL, SNAP_REQ_FULL_FINAL, SNAP_REQ_DELTA } SnapshotRequestKind;
 
-/* Asks the loop for an out-of-schedule snapshot and waits up to timeout_ms for it. On success
- * *out describes the stored snapshot; for a delta with no pending events *none = 1 and nothing is
- * stored. ERR_UNSUPPORTED: deltas are disabled; ERR_CANCELED: the loop is not running (not
- * active, or stopping); ERR_TIMEOUT. Thread-safe. */
+/* Asks the loop for an out-of-schedule snapshot and waits up to timeout_ms for it. Concurrent
+ * requests of one kind coalesce: those arriving while one waits for the loop share its snapshot
+ * and its result; one arriving while a snapshot of its kind is being taken waits for the next
+ * (so the answer always covers the revision current when it asked). On success *out describes
+ * the stored snapshot; a full snapshot whose newest full is still at etcd's revision is not
+ * taken again and *out describes that one (as the Go tool); for a delta with no pending events
+ * *none = 1 and nothing is stored. ERR_UNSUPPORTED: deltas are disabled; ERR_CANCELED: the loop
+ * is not running (not active, or stopping); ERR_TIMEOUT. Thread-safe. */
 int snapshotter_request(Snapshotter *s, SnapshotRequestKind kind, int64_t timeout_ms, Snapshot *out,
                         int *none);
 

@@ -1,8 +1,9 @@
 /* cmd_server: `etcdbrctl server`, the sidecar (seed-spec §1.7, §2, §7): the HTTP API, the
  * initialization state machine (validate the data dir, restore it when needed), and, while this
  * member's etcd is the raft leader, the snapshotter with GC and scheduled defragmentation.
- * Threads: the HTTP server's connection threads, a leader-check loop (main thread), the
- * snapshotter thread while leading, and one initialization thread at a time.
+ * Threads: the HTTP server's event loop (quick answers: answers_at_once) and its workers (the
+ * requests that wait), a leader-check loop (main thread), the snapshotter thread while leading,
+ * and one initialization thread at a time.
  * Snapshotter lifetime: the main thread creates and frees it; HTTP handlers use it only through
  * a reference (snap_acquire/snap_release under mu), and the main thread frees it only after
  * unpublishing it, stopping its thread and waiting for the references to drop to zero, so losing
@@ -378,8 +379,9 @@ static void handle_snapshot(Server *sv, SnapshotRequestKind kind, const HttpRequ
     }
     Snapshot snap;
     int none = 0;
-    int rc =
-        snapshotter_request(s, kind, sv->setup.snap.etcd.snapshot_timeout_ms + 60000, &snap, &none);
+    /* a request arriving while a snapshot of its kind is taken waits for that one and its own */
+    int rc = snapshotter_request(s, kind, 2 * sv->setup.snap.etcd.snapshot_timeout_ms + 60000,
+                                 &snap, &none);
     snap_release(sv);
     if (rc) {
         char msg[1100];
@@ -462,6 +464,20 @@ static void handle(void *ctx, const HttpRequest *req, HttpResponse *resp) {
     } else {
         http_respond(resp, 404, NULL, "404 page not found\n");
     }
+}
+
+/* HttpServerConfig.inline_ok: the paths whose answer needs no I/O and no wait (state under a
+ * mutex, the metrics registry) are answered on the HTTP event loop; the others (snapshots, which
+ * wait for the snapshotter; forwarding to the leader; store listings; the member list for
+ * /config; starting an initialization) go to the HTTP workers, so they never delay /healthz. */
+static int answers_at_once(void *ctx, const HttpRequest *req) {
+    (void)ctx;
+    static const char *const slow[] = {"/snapshot/full", "/snapshot/delta", "/snapshot/latest",
+                                       "/config", "/initialization/start"};
+    const char *path = http_request_path(req);
+    for (size_t i = 0; i < sizeof slow / sizeof slow[0]; i++)
+        if (!strcmp(path, slow[i])) return 0;
+    return 1;
 }
 
 /* ---------- leader check ---------- */
@@ -745,9 +761,14 @@ static int server_main(const Opts *o, char **etcd_argv) {
     sigaddset(&stop_sigs, SIGTERM);
     sigaddset(&stop_sigs, SIGINT);
     pthread_sigmask(SIG_BLOCK, &stop_sigs, &old_mask);
-    const char *addr = opt_str(o, "server-address");
-    int hrc = http_server_start(*addr ? addr : NULL, (int)opt_int(o, "server-port"),
-                                *cert ? cert : NULL, *key ? key : NULL, handle, &sv, &http);
+    HttpServerConfig hc = {.bind_addr = opt_str(o, "server-address"),
+                           .port = (int)opt_int(o, "server-port"),
+                           .cert_pem_path = *cert ? cert : NULL,
+                           .key_pem_path = *key ? key : NULL,
+                           .handler = handle,
+                           .ctx = &sv,
+                           .inline_ok = answers_at_once};
+    int hrc = http_server_start(&hc, &http);
     pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
     if (hrc) {
         log_error("%s", err_msg());
@@ -758,7 +779,10 @@ static int server_main(const Opts *o, char **etcd_argv) {
         pthread_mutex_destroy(&sv.mu);
         return EXIT_FAIL;
     }
-    log_info("serving HTTP%s on port %d", *cert ? "S" : "", http_server_port(http));
+    log_info("serving HTTP%s on port %d (%s)", *cert ? "S" : "", http_server_port(http),
+             *hc.bind_addr            ? hc.bind_addr
+             : http_server_ipv6(http) ? "IPv6 and IPv4"
+                                      : "IPv4");
     atomic_int *stop = cmd_install_stop_signals();
     Child child = {.argv = etcd_argv};
     int64_t period = opt_duration_ms(o, "reelection-period");

@@ -264,7 +264,9 @@ static const OptDef opt_table[] = {
     {"server-port", 'p', OPT_INT, "8080", NULL, CMD_SERVER, 0,
      "HTTP(S) port, all interfaces (0 = any free port)", ACTIVE, BETWEEN(0, 65535)},
     {"server-address", 0, OPT_STRING, "", NULL, CMD_SERVER, 0,
-     "IPv4 address the HTTP(S) server listens on; empty = all interfaces (as the Go tool)", ACTIVE},
+     "IPv4 or IPv6 address the HTTP(S) server listens on; empty = all interfaces, IPv6 and IPv4 "
+     "(as the Go tool)",
+     ACTIVE},
     {"enable-profiling", 0, OPT_BOOL, "false", NULL, CMD_SERVER, 0,
      "serve profiling handlers under /debug/pprof/", UNIMPLEMENTED},
     {"server-cert", 0, OPT_STRING, "", NULL, CMD_SERVER, 0,

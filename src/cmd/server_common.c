@@ -455,6 +455,10 @@ void server_on_snapshotter_event(void *ctx, const SnapshotterEvent *ev) {
     switch (ev->kind) {
     case SNAP_EVENT_FULL:
     case SNAP_EVENT_DELTA: {
+        if (ev->skipped) { /* the newest full is current: a success, but nothing new stored */
+            etcdbr_metrics_snapshot_saved(0, 0, ev->revision, ev->created_on);
+            break;
+        }
         const char *lv[] = {kind, TRUE_FALSE[ev->ok != 0]};
         metrics_histogram_observe(etcdbr_metric(ETCDBR_M_SNAPSHOT_DURATION_SECONDS), lv,
                                   ev->seconds);

@@ -1,28 +1,90 @@
-/* http: see http.h. */
+/* http: see http.h. Threads: libmicrohttpd's event-loop thread runs on_request, the connection
+ * notifications and inline handlers; worker threads run the other handlers while their
+ * connection is suspended (pool_mu guards the queue and each queued Req's state); the sweeper
+ * closes connections past their deadline (track_mu guards the Track list). A Req is touched by a
+ * worker only between its dispatch and MHD_resume_connection; the event loop takes it back when
+ * it calls on_request again after the resume. */
 #include "http.h"
 #include "../common/err.h"
+#include "../common/log.h"
+#include "../common/thread.h"
+#include "../common/timeutil.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+/* File descriptors kept free for everything but HTTP connections (store, etcd, files). */
+#define HTTP_FD_RESERVE 256u
+
+/* ---------- the request, copied out of the connection ---------- */
+
+typedef struct {
+    char *key, *value; /* value NULL: an argument without '=' */
+} Kv;
+
+typedef struct {
+    Kv *v;
+    size_t n, cap;
+    int oom;
+} KvList;
 
 struct HttpRequest {
-    struct MHD_Connection *conn;
-    const char *method, *path;
+    char *method, *path;
+    KvList args, headers;
 };
 
-struct HttpServer {
-    struct MHD_Daemon *d;
-    HttpHandler handler;
-    void *ctx;
-    char *cert, *key;
-    int port;
-};
+static void kv_free(KvList *l) {
+    for (size_t i = 0; i < l->n; i++) {
+        free(l->v[i].key);
+        free(l->v[i].value);
+    }
+    free(l->v);
+    memset(l, 0, sizeof *l);
+}
+
+static enum MHD_Result kv_collect(void *cls, enum MHD_ValueKind kind, const char *key,
+                                  const char *value) {
+    (void)kind;
+    KvList *l = cls;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 8;
+        Kv *nv = realloc(l->v, cap * sizeof *nv);
+        if (!nv) {
+            l->oom = 1;
+            return MHD_NO;
+        }
+        l->v = nv;
+        l->cap = cap;
+    }
+    Kv kv = {strdup(key ? key : ""), value ? strdup(value) : NULL};
+    if (!kv.key || (value && !kv.value)) {
+        free(kv.key);
+        free(kv.value);
+        l->oom = 1;
+        return MHD_NO;
+    }
+    l->v[l->n++] = kv;
+    return MHD_YES;
+}
+
+static const char *kv_find(const KvList *l, const char *key) {
+    for (size_t i = 0; i < l->n; i++)
+        if (!strcasecmp(l->v[i].key, key)) return l->v[i].value;
+    return NULL;
+}
 
 const char *http_request_method(const HttpRequest *r) {
     return r->method;
@@ -31,11 +93,11 @@ const char *http_request_path(const HttpRequest *r) {
     return r->path;
 }
 const char *http_request_query(const HttpRequest *r, const char *name) {
-    return MHD_lookup_connection_value(r->conn, MHD_GET_ARGUMENT_KIND, name);
+    return kv_find(&r->args, name);
 }
 
 const char *http_request_header(const HttpRequest *r, const char *name) {
-    return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
+    return kv_find(&r->headers, name);
 }
 
 typedef struct {
@@ -44,55 +106,40 @@ typedef struct {
     int overflow;
 } QueryBuf;
 
-static void query_put_escaped(QueryBuf *q, const char *v) {
-    static const char hex[] = "0123456789ABCDEF";
-    for (const unsigned char *p = (const unsigned char *)v; *p; p++) {
-        char enc[4] = {(char)*p, 0, 0, 0};
-        size_t k = 1;
-        if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
-              *p == '-' || *p == '_' || *p == '.' || *p == '~')) {
-            enc[0] = '%';
-            enc[1] = hex[*p >> 4];
-            enc[2] = hex[*p & 15];
-            k = 3;
-        }
-        if (q->len + k >= q->cap) {
-            q->overflow = 1;
-            return;
-        }
-        memcpy(q->buf + q->len, enc, k);
-        q->len += k;
-    }
-}
-
-static enum MHD_Result query_arg(void *cls, enum MHD_ValueKind kind, const char *key,
-                                 const char *value) {
-    (void)kind;
-    QueryBuf *q = cls;
+static void query_put(QueryBuf *q, char c) {
     if (q->len + 1 >= q->cap) {
         q->overflow = 1;
-        return MHD_NO;
+        return;
     }
-    char sep = q->len == 0 ? '?' : '&';
-    q->buf[q->len++] = sep;
-    query_put_escaped(q, key);
-    if (value) {
-        if (q->len + 1 >= q->cap) {
-            q->overflow = 1;
-            return MHD_NO;
+    q->buf[q->len++] = c;
+}
+
+static void query_put_escaped(QueryBuf *q, const char *v) {
+    static const char hex[] = "0123456789ABCDEF";
+    for (const unsigned char *p = (const unsigned char *)v; *p && !q->overflow; p++) {
+        if ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
+            *p == '-' || *p == '_' || *p == '.' || *p == '~') {
+            query_put(q, (char)*p);
+        } else {
+            query_put(q, '%');
+            query_put(q, hex[*p >> 4]);
+            query_put(q, hex[*p & 15]);
         }
-        q->buf[q->len++] = '=';
-        query_put_escaped(q, value);
     }
-    q->buf[q->len] = '\0';
-    return q->overflow ? MHD_NO : MHD_YES;
 }
 
 int http_request_query_string(const HttpRequest *r, char *buf, size_t cap) {
     if (cap == 0) return err_set(ERR_INVALID, "query buffer of 0 bytes");
     QueryBuf q = {buf, cap, 0, 0};
-    buf[0] = '\0';
-    MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, query_arg, &q);
+    for (size_t i = 0; i < r->args.n && !q.overflow; i++) {
+        query_put(&q, i == 0 ? '?' : '&');
+        query_put_escaped(&q, r->args.v[i].key);
+        if (r->args.v[i].value) {
+            query_put(&q, '=');
+            query_put_escaped(&q, r->args.v[i].value);
+        }
+    }
+    buf[q.overflow ? 0 : q.len] = '\0';
     if (q.overflow) return err_set(ERR_INVALID, "query string longer than %zu bytes", cap - 1);
     return 0;
 }
@@ -105,41 +152,346 @@ void http_respond(HttpResponse *resp, int status, const char *content_type, cons
     resp->body_len = text ? strlen(text) : 0;
 }
 
+/* ---------- server state ---------- */
+
+typedef enum { REQ_RECEIVING, REQ_QUEUED, REQ_DONE } ReqState;
+
+/* One request (libmicrohttpd's con_cls), from its headers to its completion. */
+typedef struct Req {
+    struct MHD_Connection *conn;
+    HttpRequest req;
+    HttpResponse resp;
+    uint64_t body_bytes;
+    ReqState state; /* pool_mu once dispatched */
+    int suspended;  /* event loop only */
+    int refused;    /* answered 503 by dispatch: the answer says when to retry */
+    struct Req *next;
+} Req;
+
+/* One connection (libmicrohttpd's socket context): the time by which it must have made progress
+ * (0 = none: a handler is working on its request), for the sweeper. */
+typedef struct Track {
+    int fd;
+    int64_t deadline_ms; /* monotonic */
+    int shut;            /* shutdown() done; libmicrohttpd closes it next */
+    struct Track *prev, *next;
+} Track;
+
+struct HttpServer {
+    struct MHD_Daemon *d;
+    HttpHandler handler;
+    void *ctx;
+    int (*inline_ok)(void *ctx, const HttpRequest *req);
+    char *cert, *key;
+    int port, ipv6;
+
+    pthread_mutex_t pool_mu;
+    pthread_cond_t pool_cv;   /* work queued, or stopping */
+    pthread_cond_t pool_idle; /* queue empty and no worker busy; or a suspension ended */
+    Req *q_head, *q_tail;
+    unsigned queued, busy, idle_workers, n_workers, n_suspended;
+    pthread_t workers[HTTP_WORKERS];
+    int stopping;
+
+    pthread_mutex_t track_mu;
+    pthread_cond_t sweep_cv;
+    Track *tracks;
+    int sweep_stop, sweeper_started;
+    pthread_t sweeper;
+    uint64_t timed_out; /* connections closed by the sweeper since the last log line */
+    int64_t timed_out_log_ms;
+    int locks_ready;
+};
+
+/* ---------- deadlines and the sweeper ---------- */
+
+static Track *conn_track(struct MHD_Connection *c) {
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci ? ci->socket_context : NULL;
+}
+
+/* The connection's next deadline: in after_s seconds, or none (0). */
+static void set_deadline(HttpServer *s, struct MHD_Connection *c, unsigned after_s) {
+    Track *t = conn_track(c);
+    if (!t) return;
+    pthread_mutex_lock(&s->track_mu);
+    t->deadline_ms = after_s ? now_mono_ms() + (int64_t)after_s * 1000 : 0;
+    pthread_mutex_unlock(&s->track_mu);
+}
+
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code) {
+    HttpServer *s = cls;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        Track *t = calloc(1, sizeof *t);
+        if (!t || !ci) { /* untracked: only the idle timeout applies */
+            free(t);
+            *socket_context = NULL;
+            return;
+        }
+        t->fd = ci->connect_fd;
+        t->deadline_ms = now_mono_ms() + HTTP_REQUEST_TIMEOUT_S * 1000;
+        pthread_mutex_lock(&s->track_mu);
+        t->next = s->tracks;
+        if (s->tracks) s->tracks->prev = t;
+        s->tracks = t;
+        pthread_mutex_unlock(&s->track_mu);
+        *socket_context = t;
+        return;
+    }
+    Track *t = *socket_context; /* CLOSED: libmicrohttpd closes the fd after this returns */
+    if (!t) return;
+    pthread_mutex_lock(&s->track_mu);
+    if (t->prev)
+        t->prev->next = t->next;
+    else
+        s->tracks = t->next;
+    if (t->next) t->next->prev = t->prev;
+    pthread_mutex_unlock(&s->track_mu);
+    free(t);
+    *socket_context = NULL;
+}
+
+/* Every 500 ms: shuts down connections past their deadline (a slow client: slowloris, a body
+ * trickled in, an answer not read); libmicrohttpd then sees the socket end and closes it. The
+ * fd is still open and ours under track_mu (CLOSED takes the lock before it is closed). */
+static void *sweeper_main(void *arg) {
+    HttpServer *s = arg;
+    pthread_mutex_lock(&s->track_mu);
+    while (!s->sweep_stop) {
+        int64_t now = now_mono_ms();
+        for (Track *t = s->tracks; t; t = t->next) {
+            if (t->shut || !t->deadline_ms || now < t->deadline_ms) continue;
+            shutdown(t->fd, SHUT_RDWR);
+            t->shut = 1;
+            s->timed_out++;
+        }
+        if (s->timed_out && now - s->timed_out_log_ms >= 60000) {
+            log_warn("HTTP: closed %llu connection(s) that did not send a whole request within "
+                     "%us of connecting (or %us after the previous answer), or did not read "
+                     "their answer within %us",
+                     (unsigned long long)s->timed_out, HTTP_REQUEST_TIMEOUT_S, HTTP_IDLE_TIMEOUT_S,
+                     HTTP_SEND_TIMEOUT_S);
+            s->timed_out = 0;
+            s->timed_out_log_ms = now;
+        }
+        struct timespec until;
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        until.tv_nsec += 500 * 1000000L;
+        if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
+        pthread_cond_timedwait(&s->sweep_cv, &s->track_mu, &until);
+    }
+    pthread_mutex_unlock(&s->track_mu);
+    return NULL;
+}
+
+/* ---------- workers ---------- */
+
+static void *worker_main(void *arg) {
+    HttpServer *s = arg;
+    pthread_mutex_lock(&s->pool_mu);
+    for (;;) {
+        while (!s->q_head && !s->stopping) {
+            s->idle_workers++;
+            pthread_cond_wait(&s->pool_cv, &s->pool_mu);
+            s->idle_workers--;
+        }
+        Req *r = s->q_head;
+        if (!r) break; /* stopping, nothing left */
+        s->q_head = r->next;
+        if (!s->q_head) s->q_tail = NULL;
+        s->queued--;
+        s->busy++;
+        pthread_mutex_unlock(&s->pool_mu);
+        s->handler(s->ctx, &r->req, &r->resp);
+        pthread_mutex_lock(&s->pool_mu);
+        r->state = REQ_DONE;
+        struct MHD_Connection *c = r->conn;
+        pthread_mutex_unlock(&s->pool_mu);
+        MHD_resume_connection(c); /* r belongs to the event loop again */
+        pthread_mutex_lock(&s->pool_mu);
+        if (--s->busy == 0 && !s->q_head) pthread_cond_broadcast(&s->pool_idle);
+    }
+    pthread_mutex_unlock(&s->pool_mu);
+    return NULL;
+}
+
+/* Event loop: hands r to a worker with its connection suspended. A full queue or a stopping
+ * server answers 503 (the connection is resumed at once). */
+static void dispatch(HttpServer *s, Req *r) {
+    MHD_suspend_connection(r->conn);
+    r->suspended = 1;
+    set_deadline(s, r->conn, 0);
+    pthread_mutex_lock(&s->pool_mu);
+    s->n_suspended++;
+    int ok = !s->stopping && s->queued < HTTP_MAX_QUEUED;
+    if (ok && s->queued + 1 > s->idle_workers && s->n_workers < HTTP_WORKERS &&
+        thread_start_quiet(&s->workers[s->n_workers], worker_main, s) == 0)
+        s->n_workers++;
+    if (ok && s->n_workers == 0) ok = 0;
+    if (ok) {
+        r->state = REQ_QUEUED;
+        r->next = NULL;
+        if (s->q_tail)
+            s->q_tail->next = r;
+        else
+            s->q_head = r;
+        s->q_tail = r;
+        s->queued++;
+        pthread_cond_signal(&s->pool_cv);
+    } else {
+        r->state = REQ_DONE;
+    }
+    pthread_mutex_unlock(&s->pool_mu);
+    if (!ok) {
+        r->refused = 1;
+        http_respond(&r->resp, 503, NULL,
+                     s->stopping ? "server stopping\n" : "server busy: too many requests\n");
+        MHD_resume_connection(r->conn);
+    }
+}
+
+/* ---------- libmicrohttpd callbacks ---------- */
+
+static Req *req_new(struct MHD_Connection *conn, const char *method, const char *url) {
+    Req *r = calloc(1, sizeof *r);
+    if (!r) return NULL;
+    r->conn = conn;
+    r->resp.status = 500;
+    r->req.method = strdup(method);
+    r->req.path = strdup(url);
+    MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, kv_collect, &r->req.args);
+    MHD_get_connection_values(conn, MHD_HEADER_KIND, kv_collect, &r->req.headers);
+    if (!r->req.method || !r->req.path || r->req.args.oom || r->req.headers.oom) {
+        free(r->req.method);
+        free(r->req.path);
+        kv_free(&r->req.args);
+        kv_free(&r->req.headers);
+        free(r);
+        return NULL;
+    }
+    return r;
+}
+
+static void req_free(Req *r) {
+    if (!r) return;
+    free(r->req.method);
+    free(r->req.path);
+    kv_free(&r->req.args);
+    kv_free(&r->req.headers);
+    free(r->resp.body);
+    free(r);
+}
+
+static enum MHD_Result queue_answer(HttpServer *s, Req *r) {
+    HttpResponse *resp = &r->resp;
+    struct MHD_Response *m = MHD_create_response_from_buffer(
+        resp->body_len, resp->body ? resp->body : (void *)"",
+        resp->body ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
+    if (!m) return MHD_NO;
+    resp->body = NULL; /* the response owns it */
+    MHD_add_response_header(m, "Content-Type",
+                            resp->content_type ? resp->content_type : "text/plain; charset=utf-8");
+    if (resp->allow) MHD_add_response_header(m, "Allow", resp->allow);
+    if (r->refused) MHD_add_response_header(m, "Retry-After", "1");
+    if (s->cert) {
+        MHD_add_response_header(m, "Strict-Transport-Security", "max-age=31536000");
+        MHD_add_response_header(m, "Content-Security-Policy", "default-src 'self'");
+    }
+    set_deadline(s, r->conn, HTTP_SEND_TIMEOUT_S);
+    enum MHD_Result ret = MHD_queue_response(r->conn, (unsigned)resp->status, m);
+    MHD_destroy_response(m);
+    return ret;
+}
+
+/* 1 when the announced body is too long for this API (answered 413 at once). */
+static int body_too_long(struct MHD_Connection *conn) {
+    const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
+    if (!cl) return 0;
+    errno = 0;
+    char *end = NULL;
+    unsigned long long n = strtoull(cl, &end, 10);
+    return errno != 0 || end == cl || n > HTTP_MAX_BODY;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                   const char *method, const char *version, const char *upload,
                                   size_t *upload_size, void **con_cls) {
     (void)version;
     (void)upload;
     HttpServer *s = cls;
-    if (*con_cls == NULL) { /* first call: headers only */
-        *con_cls = (void *)1;
+    Req *r = *con_cls;
+    if (!r) { /* first call: the headers are in */
+        r = req_new(conn, method, url);
+        if (!r) return MHD_NO;
+        *con_cls = r;
+        if (body_too_long(conn)) {
+            http_respond(&r->resp, 413, NULL, "request bodies are not accepted\n");
+            r->state = REQ_DONE;
+            return queue_answer(s, r);
+        }
         return MHD_YES;
     }
-    if (*upload_size) { /* request bodies are ignored */
+    if (*upload_size) { /* request bodies are counted and dropped */
+        r->body_bytes += *upload_size;
         *upload_size = 0;
-        return MHD_YES;
+        return r->body_bytes > HTTP_MAX_BODY ? MHD_NO : MHD_YES;
     }
-    HttpRequest req = {conn, method, url};
-    HttpResponse resp = {.status = 500};
-    s->handler(s->ctx, &req, &resp);
-    struct MHD_Response *r =
-        MHD_create_response_from_buffer(resp.body_len, resp.body ? resp.body : (void *)"",
-                                        resp.body ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
-    if (!r) {
-        free(resp.body);
-        return MHD_NO;
+    if (r->suspended) { /* resumed by a worker or by dispatch */
+        pthread_mutex_lock(&s->pool_mu);
+        ReqState st = r->state;
+        if (st == REQ_DONE && --s->n_suspended == 0) pthread_cond_broadcast(&s->pool_idle);
+        pthread_mutex_unlock(&s->pool_mu);
+        if (st != REQ_DONE) return MHD_YES; /* not expected: wait for the worker */
+        r->suspended = 0;
+        return queue_answer(s, r);
     }
-    MHD_add_response_header(r, "Content-Type",
-                            resp.content_type ? resp.content_type : "text/plain; charset=utf-8");
-    if (resp.allow) MHD_add_response_header(r, "Allow", resp.allow);
-    if (s->cert) {
-        MHD_add_response_header(r, "Strict-Transport-Security", "max-age=31536000");
-        MHD_add_response_header(r, "Content-Security-Policy", "default-src 'self'");
+    if (r->state == REQ_DONE) return MHD_YES; /* 413 already queued */
+    if (s->inline_ok && s->inline_ok(s->ctx, &r->req)) {
+        s->handler(s->ctx, &r->req, &r->resp);
+        r->state = REQ_DONE;
+        return queue_answer(s, r);
     }
-    enum MHD_Result ret = MHD_queue_response(conn, (unsigned)resp.status, r);
-    MHD_destroy_response(r);
-    return ret;
+    dispatch(s, r);
+    return MHD_YES;
 }
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                         enum MHD_RequestTerminationCode code) {
+    (void)code;
+    HttpServer *s = cls;
+    req_free(*con_cls);
+    *con_cls = NULL;
+    set_deadline(s, conn, HTTP_IDLE_TIMEOUT_S); /* the next request on a kept-alive connection */
+}
+
+/* libmicrohttpd's messages (connection limit reached, ...): at most one line per 10 s, with the
+ * count of those left out, so a flood does not flood the log. */
+static void on_mhd_log(void *cls, const char *fmt, va_list ap) {
+    (void)cls;
+    static _Atomic int64_t next_ms;
+    static atomic_ulong dropped;
+    int64_t now = now_mono_ms(), next = atomic_load(&next_ms);
+    if (now < next || !atomic_compare_exchange_strong(&next_ms, &next, now + 10000)) {
+        atomic_fetch_add(&dropped, 1);
+        return;
+    }
+    char msg[512];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    size_t n = strlen(msg);
+    while (n && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
+        msg[--n] = '\0';
+    unsigned long d = atomic_exchange(&dropped, 0);
+    if (d)
+        log_warn("HTTP: %s (and %lu more messages in the last 10 s)", msg, d);
+    else
+        log_warn("HTTP: %s", msg);
+}
+
+/* ---------- start and stop ---------- */
 
 static char *read_file(const char *path) {
     FILE *f = fopen(path, "rb");
@@ -167,49 +519,156 @@ static char *read_file(const char *path) {
     return buf;
 }
 
-int http_server_start(const char *bind_addr, int port, const char *cert_pem_path,
-                      const char *key_pem_path, HttpHandler handler, void *ctx, HttpServer **out) {
+/* The connection limit: HTTP_MAX_CONNECTIONS, or fewer when the open-files limit (its soft
+ * limit raised to the hard one first, as Go programs do at start) leaves less. */
+static unsigned connection_limit(void) {
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return HTTP_MAX_CONNECTIONS;
+    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < rl.rlim_max) {
+        struct rlimit want = {rl.rlim_max, rl.rlim_max};
+        if (want.rlim_cur == RLIM_INFINITY || want.rlim_cur > (1u << 20)) want.rlim_cur = 1u << 20;
+        if (setrlimit(RLIMIT_NOFILE, &want) == 0) rl.rlim_cur = want.rlim_cur;
+    }
+    rlim_t need = (rlim_t)HTTP_MAX_CONNECTIONS + HTTP_FD_RESERVE;
+    if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= need) return HTTP_MAX_CONNECTIONS;
+    unsigned lim =
+        rl.rlim_cur > HTTP_FD_RESERVE + 64 ? (unsigned)(rl.rlim_cur - HTTP_FD_RESERVE) : 64u;
+    log_warn("the open-files limit (RLIMIT_NOFILE) is %llu (hard %llu), under the %llu the HTTP "
+             "server needs for %u connections: it takes at most %u; raise the limit (ulimit -n, "
+             "the container runtime's nofile)",
+             (unsigned long long)rl.rlim_cur, (unsigned long long)rl.rlim_max,
+             (unsigned long long)need, HTTP_MAX_CONNECTIONS, lim);
+    return lim;
+}
+
+/* The listen address: *fam AF_INET or AF_INET6 filled in sa; AF_UNSPEC for all interfaces. */
+static int parse_bind(const char *addr, int port, struct sockaddr_storage *sa, int *fam) {
+    memset(sa, 0, sizeof *sa);
+    *fam = AF_UNSPEC;
+    if (!addr || !*addr) return 0;
+    char host[INET6_ADDRSTRLEN + 2];
+    size_t n = strlen(addr);
+    if (n >= sizeof host) return err_set(ERR_INVALID, "bad listen address %s", addr);
+    memcpy(host, addr, n + 1);
+    if (host[0] == '[' && n > 2 && host[n - 1] == ']') {
+        memmove(host, host + 1, n - 2);
+        host[n - 2] = '\0';
+    }
+    struct sockaddr_in *v4 = (struct sockaddr_in *)sa;
+    struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)sa;
+    if (inet_pton(AF_INET, host, &v4->sin_addr) == 1) {
+        v4->sin_family = AF_INET;
+        v4->sin_port = htons((uint16_t)port);
+        *fam = AF_INET;
+    } else if (inet_pton(AF_INET6, host, &v6->sin6_addr) == 1) {
+        v6->sin6_family = AF_INET6;
+        v6->sin6_port = htons((uint16_t)port);
+        *fam = AF_INET6;
+    } else {
+        return err_set(ERR_INVALID, "bad listen address %s: not an IPv4 or IPv6 address", addr);
+    }
+    return 0;
+}
+
+static struct MHD_Daemon *start_daemon(HttpServer *s, unsigned flags, int port,
+                                       const struct sockaddr_storage *sa, unsigned limit) {
+    struct MHD_OptionItem opts[16];
+    size_t k = 0;
+    /* the logger first: libmicrohttpd says so otherwise, on stderr */
+    opts[k++] =
+        (struct MHD_OptionItem){MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)on_mhd_log, (void *)s};
+    opts[k++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT, limit, NULL};
+    opts[k++] = (struct MHD_OptionItem){MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+                                        limit / HTTP_PER_IP_DEN * HTTP_PER_IP_NUM, NULL};
+    opts[k++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT, HTTP_IDLE_TIMEOUT_S, NULL};
+    opts[k++] =
+        (struct MHD_OptionItem){MHD_OPTION_CONNECTION_MEMORY_LIMIT, HTTP_CONNECTION_MEMORY, NULL};
+    opts[k++] = (struct MHD_OptionItem){MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024, NULL};
+    opts[k++] =
+        (struct MHD_OptionItem){MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, (void *)s};
+    opts[k++] =
+        (struct MHD_OptionItem){MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, (void *)s};
+    if (sa) opts[k++] = (struct MHD_OptionItem){MHD_OPTION_SOCK_ADDR, 0, (void *)sa};
+    if (s->cert) {
+        opts[k++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, s->cert};
+        opts[k++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, s->key};
+    }
+    opts[k++] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
+    return MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, on_request, s, MHD_OPTION_ARRAY,
+                            opts, MHD_OPTION_END);
+}
+
+static int start_listening(HttpServer *s, const HttpServerConfig *cfg) {
+    struct sockaddr_storage sa;
+    int fam;
+    int rc = parse_bind(cfg->bind_addr, cfg->port, &sa, &fam);
+    if (rc) return rc;
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+    flags |= MHD_is_feature_supported(MHD_FEATURE_EPOLL) == MHD_YES ? MHD_USE_EPOLL : MHD_USE_POLL;
+    if (s->cert) flags |= MHD_USE_TLS;
+    unsigned limit = connection_limit();
+    if (fam == AF_UNSPEC && MHD_is_feature_supported(MHD_FEATURE_IPv6) == MHD_YES) {
+        s->d = start_daemon(s, flags | MHD_USE_DUAL_STACK, cfg->port, NULL, limit);
+        if (s->d) {
+            s->ipv6 = 1;
+        } else {
+            log_warn("cannot listen on [::]:%d (%s): serving IPv4 only", cfg->port,
+                     strerror(errno));
+        }
+    }
+    if (!s->d) {
+        if (fam == AF_INET6) flags |= MHD_USE_IPv6;
+        s->d = start_daemon(s, flags, cfg->port, fam == AF_UNSPEC ? NULL : &sa, limit);
+        s->ipv6 = fam == AF_INET6;
+    }
+    if (!s->d) {
+        int e = errno;
+        return err_set(ERR_IO, "cannot listen on %s port %d: %s",
+                       cfg->bind_addr && *cfg->bind_addr ? cfg->bind_addr : "all interfaces",
+                       cfg->port, strerror(e));
+    }
+    const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
+    s->port = info && info->port ? info->port : cfg->port;
+    log_debug("HTTP: at most %u connections (%u per address), idle timeout %us, request timeout "
+              "%us",
+              limit, limit / HTTP_PER_IP_DEN * HTTP_PER_IP_NUM, HTTP_IDLE_TIMEOUT_S,
+              HTTP_REQUEST_TIMEOUT_S);
+    return 0;
+}
+
+int http_server_start(const HttpServerConfig *cfg, HttpServer **out) {
     HttpServer *s = calloc(1, sizeof *s);
     if (!s) return err_set(ERR_NOMEM, "out of memory");
-    s->handler = handler;
-    s->ctx = ctx;
-    unsigned flags =
-        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
-    if (cert_pem_path && *cert_pem_path) {
-        s->cert = read_file(cert_pem_path);
-        s->key = read_file(key_pem_path);
+    s->handler = cfg->handler;
+    s->ctx = cfg->ctx;
+    s->inline_ok = cfg->inline_ok;
+    pthread_mutex_init(&s->pool_mu, NULL);
+    pthread_cond_init(&s->pool_cv, NULL);
+    pthread_cond_init(&s->pool_idle, NULL);
+    pthread_mutex_init(&s->track_mu, NULL);
+    cond_init_monotonic(&s->sweep_cv);
+    s->locks_ready = 1;
+    if (cfg->cert_pem_path && *cfg->cert_pem_path) {
+        s->cert = read_file(cfg->cert_pem_path);
+        s->key = cfg->key_pem_path ? read_file(cfg->key_pem_path) : NULL;
         if (!s->cert || !s->key) {
             http_server_stop(s);
             return err_set(ERR_INVALID, "cannot read --server-cert %s or --server-key %s",
-                           cert_pem_path, key_pem_path ? key_pem_path : "");
+                           cfg->cert_pem_path, cfg->key_pem_path ? cfg->key_pem_path : "");
         }
-        flags |= MHD_USE_TLS;
     }
-    struct sockaddr_in sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sin_family = AF_INET;
-    sa.sin_port = htons((uint16_t)port);
-    sa.sin_addr.s_addr = htonl(INADDR_ANY);
-    if (bind_addr && *bind_addr && inet_pton(AF_INET, bind_addr, &sa.sin_addr) != 1) {
+    if (thread_start_quiet(&s->sweeper, sweeper_main, s) != 0) {
         http_server_stop(s);
-        return err_set(ERR_INVALID, "bad listen address %s", bind_addr);
+        return err_set(ERR_IO, "cannot start the HTTP connection sweeper thread");
     }
-    if (s->cert)
-        s->d =
-            MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR,
-                             &sa, MHD_OPTION_HTTPS_MEM_CERT, s->cert, MHD_OPTION_HTTPS_MEM_KEY,
-                             s->key, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60, MHD_OPTION_END);
-    else
-        s->d =
-            MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, on_request, s, MHD_OPTION_SOCK_ADDR,
-                             &sa, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60, MHD_OPTION_END);
-    if (!s->d) {
-        int e = errno;
+    s->sweeper_started = 1;
+    int rc = start_listening(s, cfg);
+    if (rc) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", err_msg());
         http_server_stop(s);
-        return err_set(ERR_IO, "cannot listen on port %d: %s", port, strerror(e));
+        return err_set(rc, "%s", msg);
     }
-    const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
-    s->port = info ? info->port : port;
     *out = s;
     return 0;
 }
@@ -218,9 +677,57 @@ int http_server_port(const HttpServer *s) {
     return s->port;
 }
 
+int http_server_ipv6(const HttpServer *s) {
+    return s->ipv6;
+}
+
+/* Waits (up to 10 s) until no connection is suspended: libmicrohttpd aborts when stopped with
+ * one. Every queued request was answered by a worker by now, so this is the event loop taking
+ * the resumed ones back. */
+static void wait_unsuspended(HttpServer *s) {
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 10;
+    pthread_mutex_lock(&s->pool_mu);
+    while (s->n_suspended > 0)
+        if (pthread_cond_timedwait(&s->pool_idle, &s->pool_mu, &until) != 0) break;
+    if (s->n_suspended > 0) log_warn("HTTP: %u request(s) still suspended at stop", s->n_suspended);
+    pthread_mutex_unlock(&s->pool_mu);
+}
+
 void http_server_stop(HttpServer *s) {
     if (!s) return;
+    if (s->d) {
+        MHD_socket l = MHD_quiesce_daemon(s->d); /* no new connections */
+        if (l != MHD_INVALID_SOCKET) close(l);
+    }
+    if (s->locks_ready) {
+        pthread_mutex_lock(&s->pool_mu);
+        s->stopping = 1;
+        pthread_cond_broadcast(&s->pool_cv);
+        while (s->q_head || s->busy)
+            pthread_cond_wait(&s->pool_idle, &s->pool_mu);
+        unsigned n = s->n_workers;
+        pthread_mutex_unlock(&s->pool_mu);
+        for (unsigned i = 0; i < n; i++)
+            pthread_join(s->workers[i], NULL);
+        if (s->d) wait_unsuspended(s);
+    }
     if (s->d) MHD_stop_daemon(s->d);
+    if (s->sweeper_started) {
+        pthread_mutex_lock(&s->track_mu);
+        s->sweep_stop = 1;
+        pthread_cond_broadcast(&s->sweep_cv);
+        pthread_mutex_unlock(&s->track_mu);
+        pthread_join(s->sweeper, NULL);
+    }
+    if (s->locks_ready) {
+        pthread_mutex_destroy(&s->pool_mu);
+        pthread_cond_destroy(&s->pool_cv);
+        pthread_cond_destroy(&s->pool_idle);
+        pthread_mutex_destroy(&s->track_mu);
+        pthread_cond_destroy(&s->sweep_cv);
+    }
     free(s->cert);
     free(s->key);
     free(s);

@@ -81,7 +81,8 @@ else
     echo "$BODY" | jq -e ".kind == \"Incr\" and .startRevision >= $((full_rev + 1)) and .startRevision <= $((full_rev + 5)) and .lastRevision == $((full_rev + 5))" >/dev/null || fail "delta JSON: $BODY"
 fi
 expect 200 "$H/snapshot/latest"
-echo "$BODY" | jq -e ".fullSnapshot.lastRevision == $full_rev and (.deltaSnapshots | length) == 1 and .deltaSnapshots[0].lastRevision == $((full_rev + 5))" >/dev/null || fail "latest: $BODY"
+# one delta, or two when the periodic one took the first puts (the requested one the rest)
+echo "$BODY" | jq -e ".fullSnapshot.lastRevision == $full_rev and (.deltaSnapshots | length) >= 1 and (.deltaSnapshots | length) <= 2 and .deltaSnapshots[0].startRevision == $((full_rev + 1)) and .deltaSnapshots[-1].lastRevision == $((full_rev + 5))" >/dev/null || fail "latest: $BODY"
 expect 200 "$H/snapshot/full?final=true"
 echo "$BODY" | jq -e '.isFinal == true and (.snapName | endswith(".gz.final"))' >/dev/null || fail "final: $BODY"
 ls "$WORK/store/v2" | grep '\.final$' >/dev/null || fail "no .final object in the store"
@@ -98,9 +99,10 @@ grep -qx 'etcdbr_cluster_size 1' "$WORK/body" || fail "cluster size metric: $(gr
 grep -qE '^process_resident_memory_bytes [1-9]' "$WORK/body" || fail "process_resident_memory_bytes missing or 0"
 grep -qE '^process_open_fds [1-9]' "$WORK/body" || fail "process_open_fds missing or 0"
 
-# concurrent requests each get their own snapshot: 8 parallel /snapshot/full while a writer puts
-# keys, so every full snapshot taken for them is at a new revision; each response must name a
-# different snapshot (name and revision), newer than the ones before, and each must be in the store
+# concurrent requests coalesce, and each answer covers what was written before it asked: 8
+# parallel /snapshot/full while a writer puts keys; those arriving while a full snapshot is taken
+# share the next one, so fewer than 8 full snapshots are taken; every answer is newer than the
+# revision read before the requests were sent, and in the store
 # (one curl process sends 500 puts over one connection: a put every millisecond or two)
 for i in $(seq 1 500); do
     printf 'url = "%s/v3/kv/put"\ndata = "{\\"key\\":\\"%s\\",\\"value\\":\\"%s\\"}"\noutput = "/dev/null"\nnext\n' \
@@ -110,6 +112,7 @@ done | sed '$d' >"$WORK/puts.curl" # no "next" after the last one
 writer=$!
 PIDS+=("$writer")
 for i in $(seq 1 50); do [ "$(current_revision "$EP")" -gt "$((full_rev + 5))" ] && break; sleep 0.05; done
+asked_rev=$(current_revision "$EP")
 cpids=()
 for j in $(seq 1 8); do
     curl -s -m 60 -o "$WORK/concurrent.$j" -w '%{http_code}\n' "$H/snapshot/full" >>"$WORK/concurrent" &
@@ -119,14 +122,13 @@ wait "${cpids[@]}"
 touch "$WORK/writer.stop"
 wait "$writer"
 [ "$(grep -c '^200$' "$WORK/concurrent")" = 8 ] || fail "concurrent /snapshot/full: $(sort "$WORK/concurrent" | uniq -c | tr '\n' ' ')"
-jq -s -e "length == 8 and all(.kind == \"Full\" and .lastRevision > $((full_rev + 5))) and
-    ([.[].snapName] | unique | length) == 8 and ([.[].lastRevision] | unique | length) == 8" \
-    "$WORK"/concurrent.[1-8] >/dev/null ||
-    fail "concurrent /snapshot/full did not return 8 different snapshots: $(jq -c '[.snapName, .lastRevision]' "$WORK"/concurrent.[1-8] | tr '\n' ' ')"
+jq -s -e "length == 8 and all(.kind == \"Full\" and .lastRevision >= $asked_rev) and
+    ([.[].snapName] | unique | length) < 8" "$WORK"/concurrent.[1-8] >/dev/null ||
+    fail "concurrent /snapshot/full: not coalesced, or older than revision $asked_rev: $(jq -c '[.snapName, .lastRevision]' "$WORK"/concurrent.[1-8] | tr '\n' ' ')"
 for name in $(jq -r .snapName "$WORK"/concurrent.[1-8]); do
     [ -e "$WORK/store/v2/$name" ] || fail "concurrent /snapshot/full returned $name, which is not in the store"
 done
-echo "concurrent /snapshot/full: 8 requests, 8 different snapshots at revisions $(jq -s -c '[.[].lastRevision] | sort' "$WORK"/concurrent.[1-8])"
+echo "concurrent /snapshot/full: 8 requests, $(jq -s '[.[].snapName] | unique | length' "$WORK"/concurrent.[1-8]) snapshot(s) at revisions $(jq -s -c '[.[].lastRevision] | unique' "$WORK"/concurrent.[1-8]) (asked at $asked_rev)"
 # and the next request is not stuck behind them
 t0=$(date +%s)
 expect 200 -m 30 "$H/snapshot/full"
