@@ -5,6 +5,7 @@
 #include "objhttp.h"
 #include "../common/err.h"
 #include "../common/log.h"
+#include "../common/timeutil.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -311,7 +312,21 @@ typedef struct {
     Buf sbuf; /* unread body bytes (data[off..len)) */
     size_t soff;
     int paused;
+    StopStall stall; /* the process is stopping: a stalled transfer is aborted */
+    int stopped;     /* ... and this one was */
 } Xfer;
+
+/* libcurl's progress callback: aborts a transfer that is stalled after SIGTERM/SIGINT (a store
+ * that accepts and never answers, or a slow listing page), so the command ends within about a
+ * second; one that still moves bytes finishes (timeutil.h stop_stall_abort). */
+static int xferinfo_cb(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+                       curl_off_t ulnow) {
+    Xfer *x = ud;
+    (void)dltotal, (void)ultotal;
+    if (!stop_stall_abort(&x->stall, (int64_t)dlnow + (int64_t)ulnow)) return 0;
+    x->stopped = 1;
+    return 1;
+}
 
 static size_t header_cb(char *ptr, size_t size, size_t n, void *ud) {
     Xfer *x = ud;
@@ -435,6 +450,9 @@ static int setup(ObjHttp *h, Xfer *x, struct curl_slist **hl) {
     curl_easy_setopt(c, CURLOPT_HEADERDATA, x);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, write_cb);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, x);
+    curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, xferinfo_cb);
+    curl_easy_setopt(c, CURLOPT_XFERINFODATA, x);
     int has_body = r->body_len > 0 || r->body_reader;
     if (strcmp(r->method, "GET") == 0) {
         curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
@@ -530,7 +548,11 @@ static int attempt_error(ObjHttp *h, const Xfer *x, CURLcode cc, const char *cur
     if (v == RETRY_DEFAULT) v = retry_classify_http(x->status, (int)cc);
     *retryable = v == RETRY_YES && !r->body_reader && !r->no_retry;
     int rc;
-    if (cc != CURLE_OK) {
+    if (x->stopped) {
+        *retryable = 0;
+        rc = err_set(ERR_CANCELED, "%s %s %s: stopping (SIGTERM/SIGINT): aborted, no answer for %d ms",
+                     h->what, r->method, u, STOP_STALL_MS);
+    } else if (cc != CURLE_OK) {
         rc = cc == CURLE_OPERATION_TIMEDOUT ? ERR_TIMEOUT : ERR_IO;
         err_set(rc, "%s %s %s: %s", h->what, r->method, u,
                 curl_err && curl_err[0] ? curl_err : curl_easy_strerror(cc));
@@ -574,6 +596,16 @@ static void log_retry(ObjHttp *h, const ObjHttpRequest *r, int attempt, int64_t 
     (void)r;
 }
 
+/* The backoff before a retry; 1 (ERR_CANCELED set, the last error kept in the message) when
+ * SIGTERM/SIGINT ended it. */
+static int retry_wait(ObjHttp *h, const ObjHttpRequest *r, int64_t delay) {
+    char what[300];
+    snprintf(what, sizeof what, "the %s before retrying %s", h->what, r->method);
+    if (!retry_sleep_ms(delay, what)) return 0;
+    err_wrap(ERR_CANCELED, "stopping (SIGTERM/SIGINT): not retrying after");
+    return 1;
+}
+
 int objhttp_do(ObjHttp *h, const ObjHttpRequest *req, ObjHttpResponse *resp) {
     int rc = 0;
     for (int attempt = 1;; attempt++) {
@@ -605,7 +637,7 @@ int objhttp_do(ObjHttp *h, const ObjHttpRequest *req, ObjHttpResponse *resp) {
             rc = err_set(ERR_IO, "%s %s: reading the request body failed", h->what, req->method);
         } else if (cc == CURLE_OK && x.status >= 200 && x.status < 300) {
             rc = 0;
-        } else if (cc == CURLE_WRITE_ERROR && x.body.truncated) {
+        } else if (cc == CURLE_WRITE_ERROR && x.body.truncated && !x.stopped) {
             char *url = objhttp_redact_url(req->url);
             rc = err_set(ERR_IO, "%s %s %s: response larger than %zu bytes", h->what, req->method,
                          url ? url : "(url)", x.body.max);
@@ -618,7 +650,7 @@ int objhttp_do(ObjHttp *h, const ObjHttpRequest *req, ObjHttpResponse *resp) {
         if (rc == 0 || !retryable || attempt >= h->retry.attempts) return rc;
         int64_t delay = retry_delay_ms(&h->retry, attempt, retry_random());
         log_retry(h, req, attempt, delay);
-        retry_sleep_ms(delay);
+        if (retry_wait(h, req, delay)) return ERR_CANCELED;
     }
 }
 
@@ -665,7 +697,8 @@ static int stream_pump(ObjHttpStream *s, int (*until)(const ObjHttpStream *)) {
             }
         }
         if (s->done || until(s)) break;
-        mc = curl_multi_poll(s->multi, NULL, 0, 1000, NULL);
+        /* short: the progress callback must run soon after a stop (xferinfo_cb) */
+        mc = curl_multi_poll(s->multi, NULL, 0, 100, NULL);
         if (mc != CURLM_OK)
             return err_set(ERR_IO, "%s: curl_multi_poll: %s", s->h->what, curl_multi_strerror(mc));
     }
@@ -754,7 +787,11 @@ int objhttp_stream_open(ObjHttp *h, const ObjHttpRequest *req, ObjHttpResponse *
         }
         int64_t delay = retry_delay_ms(&h->retry, attempt, retry_random());
         log_retry(h, req, attempt, delay);
-        retry_sleep_ms(delay);
+        if (retry_wait(h, req, delay)) {
+            free(s->url);
+            free(s);
+            return ERR_CANCELED;
+        }
     }
     *out = s;
     return 0;
@@ -811,7 +848,9 @@ static int resumable_read(IoReader *ior, void *buf, size_t cap, size_t *got) {
         r->s = NULL;
         r->skip = 0;
         RetryPolicy p = test_backoff((RetryPolicy)RETRY_POLICY_DEFAULT);
-        retry_sleep_ms(retry_delay_ms(&p, r->resumes, retry_random()));
+        if (retry_sleep_ms(retry_delay_ms(&p, r->resumes, retry_random()), "resuming a download"))
+            return err_set(ERR_CANCELED, "%s read %s: stopping (SIGTERM/SIGINT): not resuming",
+                           r->what, r->key);
         rc = r->open(r);
         if (rc) return rc;
     }
