@@ -21,7 +21,6 @@
 #include "../common/log.h"
 #include "../common/timeutil.h"
 #include "../restore/initializer.h"
-#include "../restore/validator.h"
 #include "../server/http.h"
 #include "../server/metrics.h"
 #include "../common/thread.h"
@@ -99,9 +98,15 @@ static int init_precheck(Server *sv) {
                        "etcd is running: member %llx answers on %s, so data dir %s is in use; "
                        "stop etcd before initializing it",
                        (unsigned long long)st.member_id, ep, dir);
-    if (data_dir_in_use(dir))
-        log_warn("waiting up to 120 s for the lock: %s (an etcd that does not answer on %s?)",
-                 err_msg(), ep);
+    char db[4096];
+    snprintf(db, sizeof db, "%s/member/snap/db", dir);
+    int fd = open(db, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 0;
+    if (flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK)
+        log_warn("waiting up to 120 s for the lock on %s: another process holds it (an etcd "
+                 "that does not answer on %s?)",
+                 db, ep);
+    close(fd); /* releases our probe lock, if taken */
     return 0;
 }
 

@@ -92,14 +92,12 @@ int process_stopping(void) {
 }
 
 int stop_stall_abort(StopStall *s, int64_t moved) {
-    if (!process_stopping()) return 0;
     int64_t now = now_mono_ms();
     if (s->last_ms == 0 || moved != s->moved) {
         s->last_ms = now;
         s->moved = moved;
-        return 0;
     }
-    return now - s->last_ms >= STOP_STALL_MS;
+    return process_stopping() && now - s->last_ms >= STOP_STALL_MS;
 }
 
 void wait_note_start(WaitNote *w) {

@@ -28,20 +28,22 @@ atomic_int *process_stop_flag(void);
 /* 1 once the process stop flag is set. */
 int process_stopping(void);
 
-/* After a stop, a transfer that moves no byte for this long is aborted (ms). A transfer that
- * still moves (the last delta's upload to a live store) is left to finish under its own
- * timeouts. */
+/* After a stop, a transfer that has moved no byte for this long is aborted (ms). One that still
+ * moves (the last delta's upload to a live store) is left to finish under its own timeouts. */
 #define STOP_STALL_MS 300
 
 /* State of one transfer for stop_stall_abort; zero it before the transfer. */
 typedef struct StopStall {
     int64_t moved;   /* bytes up + down seen at last_ms */
-    int64_t last_ms; /* monotonic ms of the stop or of the last byte after it, 0 = no stop yet */
+    int64_t last_ms; /* monotonic ms when moved last changed (or of the first call) */
 } StopStall;
 
-/* For a libcurl progress (xferinfo) callback: moved = bytes sent + received so far. 1 when the
- * process is stopping and the transfer moved no byte for STOP_STALL_MS since the stop or since
- * its last byte after it: abort it (the caller reports ERR_CANCELED); else 0. */
+/* For a libcurl progress (xferinfo) callback, called on every progress update of a transfer:
+ * moved = bytes sent + received so far. 1 when the process is stopping and the transfer has
+ * moved no byte for STOP_STALL_MS (a store or etcd that accepts and never answers): abort it
+ * (the caller reports ERR_CANCELED); else 0. The caller must run the callback at least every
+ * ~100 ms (a multi handle polled in short steps: curl_easy_perform calls it once a second when
+ * idle). */
 int stop_stall_abort(StopStall *s, int64_t moved);
 
 /* A wait that may last: wait_note_check logs once, at warn level, what it waits for when the

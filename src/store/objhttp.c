@@ -1,5 +1,6 @@
 /* objhttp: libcurl requests for the object-store drivers (objhttp.h). Buffered requests run on
- * pooled easy handles with curl_easy_perform; streamed downloads drive one easy handle through a
+ * pooled easy handles, each on its own multi handle polled in 100 ms steps (so a SIGTERM ends a
+ * stalled transfer at once: xferinfo_cb); streamed downloads drive one easy handle through a
  * private multi handle from the reader's read(), pausing the transfer while our buffer is full,
  * so memory stays bounded whatever the object size. */
 #include "objhttp.h"
@@ -21,6 +22,13 @@
 #include <unistd.h>
 
 #define POOL_MAX 16
+
+/* A pooled transfer handle: the easy handle runs on its own multi, which keeps the connection
+ * cache between requests and is polled in short steps (perform). */
+typedef struct {
+    CURL *easy;
+    CURLM *multi;
+} PoolEnt;
 #define DEFAULT_MAX_BODY ((size_t)1 << 20)
 #define ERR_BODY_MAX ((size_t)16 << 10)
 #define STREAM_BUF ((size_t)256 << 10)
@@ -36,7 +44,7 @@ struct ObjHttp {
     RetryClassifyHook classify;
     void *classify_ctx;
     pthread_mutex_t mu; /* guards pool */
-    CURL *pool[POOL_MAX];
+    PoolEnt pool[POOL_MAX];
     int n_pool;
 };
 
@@ -78,8 +86,10 @@ int objhttp_new(const ObjHttpConfig *cfg, ObjHttp **out) {
 
 void objhttp_free(ObjHttp *h) {
     if (!h) return;
-    for (int i = 0; i < h->n_pool; i++)
-        curl_easy_cleanup(h->pool[i]);
+    for (int i = 0; i < h->n_pool; i++) {
+        curl_multi_cleanup(h->pool[i].multi);
+        curl_easy_cleanup(h->pool[i].easy);
+    }
     pthread_mutex_destroy(&h->mu);
     free(h->what);
     free(h->container);
@@ -88,27 +98,67 @@ void objhttp_free(ObjHttp *h) {
     free(h);
 }
 
-static CURL *pool_get(ObjHttp *h) {
-    CURL *c = NULL;
+/* A handle pair from the pool or a new one; 0 or ERR_NOMEM. */
+static int pool_get(ObjHttp *h, PoolEnt *e) {
+    e->easy = NULL;
+    e->multi = NULL;
     pthread_mutex_lock(&h->mu);
-    if (h->n_pool > 0) c = h->pool[--h->n_pool];
+    if (h->n_pool > 0) *e = h->pool[--h->n_pool];
     pthread_mutex_unlock(&h->mu);
-    if (c) {
-        curl_easy_reset(c); /* keeps the connection cache */
-        return c;
+    if (e->easy) {
+        curl_easy_reset(e->easy);
+        return 0;
     }
-    return curl_easy_init();
+    e->easy = curl_easy_init();
+    e->multi = curl_multi_init();
+    if (e->easy && e->multi) return 0;
+    curl_easy_cleanup(e->easy);
+    curl_multi_cleanup(e->multi);
+    return err_set(ERR_NOMEM, "%s: curl_easy_init failed", h->what);
 }
 
-static void pool_put(ObjHttp *h, CURL *c) {
-    if (!c) return;
+static void pool_put(ObjHttp *h, PoolEnt *e) {
+    if (!e->easy) return;
     pthread_mutex_lock(&h->mu);
     if (h->n_pool < POOL_MAX) {
-        h->pool[h->n_pool++] = c;
-        c = NULL;
+        h->pool[h->n_pool++] = *e;
+        e->easy = NULL;
     }
     pthread_mutex_unlock(&h->mu);
-    if (c) curl_easy_cleanup(c);
+    if (e->easy) {
+        curl_multi_cleanup(e->multi);
+        curl_easy_cleanup(e->easy);
+    }
+}
+
+/* curl_easy_perform on e's multi, polled every 100 ms so the progress callback (xferinfo_cb)
+ * sees a stop within ~0.1 s (curl_easy_perform calls it once a second while idle). The
+ * transfer's result. */
+static CURLcode perform(PoolEnt *e) {
+    if (curl_multi_add_handle(e->multi, e->easy) != CURLM_OK) return CURLE_OUT_OF_MEMORY;
+    CURLcode cc = CURLE_OK;
+    for (int done = 0; !done;) {
+        int running = 0;
+        CURLMcode mc = curl_multi_perform(e->multi, &running);
+        CURLMsg *m;
+        int q;
+        while ((m = curl_multi_info_read(e->multi, &q)))
+            if (m->msg == CURLMSG_DONE) {
+                cc = m->data.result;
+                done = 1;
+            }
+        if (mc != CURLM_OK) {
+            cc = CURLE_OUT_OF_MEMORY;
+            break;
+        }
+        if (!done && !running) break; /* not expected: DONE comes first */
+        if (!done && curl_multi_poll(e->multi, NULL, 0, 100, NULL) != CURLM_OK) {
+            cc = CURLE_RECV_ERROR;
+            break;
+        }
+    }
+    curl_multi_remove_handle(e->multi, e->easy);
+    return cc;
 }
 
 void objhttp_response_clear(ObjHttpResponse *r) {
@@ -613,22 +663,23 @@ int objhttp_do(ObjHttp *h, const ObjHttpRequest *req, ObjHttpResponse *resp) {
         x.req = req;
         x.body.max = req->max_body ? req->max_body : DEFAULT_MAX_BODY;
         x.hdr.max = 64 << 10;
-        x.curl = pool_get(h);
-        if (!x.curl) return err_set(ERR_NOMEM, "%s: curl_easy_init failed", h->what);
+        PoolEnt pe;
+        if (pool_get(h, &pe)) return ERR_NOMEM;
+        x.curl = pe.easy;
         struct curl_slist *hl = NULL;
         char curl_err[CURL_ERROR_SIZE] = "";
         rc = setup(h, &x, &hl);
         if (rc != 0) {
-            pool_put(h, x.curl);
+            pool_put(h, &pe);
             xfer_release(&x);
             return rc;
         }
         curl_easy_setopt(x.curl, CURLOPT_ERRORBUFFER, curl_err);
-        CURLcode cc = curl_easy_perform(x.curl);
+        CURLcode cc = perform(&pe);
         curl_easy_setopt(x.curl, CURLOPT_ERRORBUFFER, NULL);
         curl_easy_getinfo(x.curl, CURLINFO_RESPONSE_CODE, &x.status);
         curl_slist_free_all(hl);
-        pool_put(h, x.curl);
+        pool_put(h, &pe);
         x.curl = NULL;
         int retryable = 0;
         if (x.consumer_rc != 0) {
