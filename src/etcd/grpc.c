@@ -606,13 +606,17 @@ static void multi_configure(CURLM *m) {
     curl_multi_setopt(m, CURLMOPT_MAX_CONCURRENT_STREAMS, MAX_STREAMS_PER_CONN);
 }
 
-/* Runs the channel multi until all added calls are done. 0 or ERR_IO (multi failure).
+/* Runs the channel multi until all added calls are done (first names them in the one line
+ * logged when that takes over 5 s). 0 or ERR_IO (multi failure).
  * libcurl 7.88 can leave a multiplexed stream's data in its buffers without a wakeup (seen as
  * a full poll timeout with the reply already received), so the poll wait starts short after
  * socket activity and backs off while nothing happens. */
-static int multi_run(CURLM *multi) {
+static int multi_run(CURLM *multi, const GrpcCall *first) {
     int running = 1, wait_ms = POLL_MIN_MS;
+    WaitNote note;
+    wait_note_start(&note);
     while (running) {
+        wait_note_check(&note, "etcd %.*s %s to answer", CALL_NAME(first));
         CURLMcode mc = curl_multi_perform(multi, &running);
         if (mc != CURLM_OK)
             return err_set(ERR_IO, "grpc: curl_multi_perform: %s", curl_multi_strerror(mc));
@@ -762,7 +766,7 @@ static int run_calls(GrpcChannel *ch, GrpcCall **calls, size_t n) {
             break;
         }
     }
-    if (!rc) rc = multi_run(ch->multi);
+    if (!rc) rc = multi_run(ch->multi, calls[0]);
     for (size_t i = 0; i < added; i++)
         curl_multi_remove_handle(ch->multi, calls[i]->easy);
     for (size_t i = 0; i < added; i++)

@@ -132,12 +132,20 @@ static void pool_put(ObjHttp *h, PoolEnt *e) {
 }
 
 /* curl_easy_perform on e's multi, polled every 100 ms so the progress callback (xferinfo_cb)
- * sees a stop within ~0.1 s (curl_easy_perform calls it once a second while idle). The
- * transfer's result. */
-static CURLcode perform(PoolEnt *e) {
+ * sees a stop within ~0.1 s (curl_easy_perform calls it once a second while idle); a request
+ * still running after 5 s is logged once, naming the store and request. The transfer's
+ * result. */
+static CURLcode perform(ObjHttp *h, const ObjHttpRequest *r, PoolEnt *e) {
     if (curl_multi_add_handle(e->multi, e->easy) != CURLM_OK) return CURLE_OUT_OF_MEMORY;
     CURLcode cc = CURLE_OK;
+    WaitNote note;
+    wait_note_start(&note);
     for (int done = 0; !done;) {
+        if (!note.logged && now_mono_ms() - note.start_ms >= WAIT_NOTE_MS) {
+            char *url = objhttp_redact_url(r->url);
+            wait_note_check(&note, "%s to answer %s %s", h->what, r->method, url ? url : "");
+            free(url);
+        }
         int running = 0;
         CURLMcode mc = curl_multi_perform(e->multi, &running);
         CURLMsg *m;
@@ -675,7 +683,7 @@ int objhttp_do(ObjHttp *h, const ObjHttpRequest *req, ObjHttpResponse *resp) {
             return rc;
         }
         curl_easy_setopt(x.curl, CURLOPT_ERRORBUFFER, curl_err);
-        CURLcode cc = perform(&pe);
+        CURLcode cc = perform(h, req, &pe);
         curl_easy_setopt(x.curl, CURLOPT_ERRORBUFFER, NULL);
         curl_easy_getinfo(x.curl, CURLINFO_RESPONSE_CODE, &x.status);
         curl_slist_free_all(hl);

@@ -8,7 +8,8 @@
 #  (c) a store that lists but never answers an upload (the first full snapshot);
 #  (d) an etcd endpoint that accepts and never answers (the etcd client's wait);
 #  (e) `server` waiting for the lock on a data dir's db (held by another process).
-# Each case prints "seconds after SIGTERM".
+# Each case prints "seconds after SIGTERM". In (b) and (d) the request is logged once it has
+# waited 5 s, naming the store or etcd endpoint and the request.
 source "$(dirname "$0")/lib.sh"
 make_workdir
 start_etcd m1 "$WORK/m1.etcd"
@@ -75,6 +76,8 @@ grep -q "level=error.*stopping (SIGTERM/SIGINT): not retrying" "$WORK/unreachabl
 start_fake all
 snap stalled-list "$FAKE_EP" "$ETCD_EP"
 wait_for_log "$FAKE_LOG" "stall GET" 30
+# a wait over 5 s says what it waits for, once
+wait_for_log "$WORK/stalled-list.log" "level=warn.*still waiting for S3 to answer GET $FAKE_EP/b?list-type=2" 30
 term stalled-list "$SNAP_PID" 1
 grep -q "level=error.*stopping (SIGTERM/SIGINT)" "$WORK/stalled-list.log" ||
     fail "(b) the error does not say the listing was stopped: $(grep level=error "$WORK/stalled-list.log")"
@@ -96,6 +99,7 @@ start_fake tcp
 SNAP_PID=$!
 PIDS+=("$SNAP_PID")
 wait_for_log "$FAKE_LOG" "stall connection" 30
+wait_for_log "$WORK/stalled-etcd.log" "level=warn.*still waiting for etcd $FAKE_EP /etcdserverpb\.[A-Za-z]*/[A-Za-z]* to answer" 30
 term stalled-etcd "$SNAP_PID" nonzero
 [ -z "$(ls "$WORK/local-store/v2" 2>/dev/null)" ] || fail "(d) objects stored without etcd: $(ls "$WORK/local-store/v2")"
 
