@@ -654,18 +654,25 @@ static void log_retry(ObjHttp *h, const ObjHttpRequest *r, int attempt, int64_t 
     (void)r;
 }
 
+/* Tries left to a request once the process is stopping: taken at once, without the backoff, so
+ * a passing failure (a 503) does not cost the last delta, and a store that keeps failing is left
+ * within a second (a stalled try is not retried: xferinfo_cb). */
+#define STOPPING_RETRIES 2
+
 /* The backoff before a retry; 1 (ERR_CANCELED set, the last error kept in the message) when
- * SIGTERM/SIGINT ended it. */
-static int retry_wait(ObjHttp *h, const ObjHttpRequest *r, int64_t delay) {
+ * the process is stopping (SIGTERM/SIGINT) and the request has used its STOPPING_RETRIES
+ * (*stopping_tries counts them, 0 at the request's start). */
+static int retry_wait(ObjHttp *h, const ObjHttpRequest *r, int64_t delay, int *stopping_tries) {
     char what[300];
     snprintf(what, sizeof what, "the %s before retrying %s", h->what, r->method);
-    if (!retry_sleep_ms(delay, what)) return 0;
+    if (!process_stopping() && !retry_sleep_ms(delay, what)) return 0;
+    if ((*stopping_tries)++ < STOPPING_RETRIES) return 0;
     err_wrap(ERR_CANCELED, "stopping (SIGTERM/SIGINT): not retrying after");
     return 1;
 }
 
 int objhttp_do(ObjHttp *h, const ObjHttpRequest *req, ObjHttpResponse *resp) {
-    int rc = 0;
+    int rc = 0, stopping_tries = 0;
     for (int attempt = 1;; attempt++) {
         Xfer x = {0};
         x.req = req;
@@ -709,7 +716,7 @@ int objhttp_do(ObjHttp *h, const ObjHttpRequest *req, ObjHttpResponse *resp) {
         if (rc == 0 || !retryable || attempt >= h->retry.attempts) return rc;
         int64_t delay = retry_delay_ms(&h->retry, attempt, retry_random());
         log_retry(h, req, attempt, delay);
-        if (retry_wait(h, req, delay)) return ERR_CANCELED;
+        if (retry_wait(h, req, delay, &stopping_tries)) return ERR_CANCELED;
     }
 }
 
@@ -813,7 +820,7 @@ int objhttp_stream_open(ObjHttp *h, const ObjHttpRequest *req, ObjHttpResponse *
     s->req.body_len = 0;
     s->req.body_reader = NULL;
     s->req.consume = NULL;
-    int rc = 0;
+    int rc = 0, stopping_tries = 0;
     for (int attempt = 1;; attempt++) {
         /* the caller's headers are valid during this call */
         s->req.headers = req->headers;
@@ -846,7 +853,7 @@ int objhttp_stream_open(ObjHttp *h, const ObjHttpRequest *req, ObjHttpResponse *
         }
         int64_t delay = retry_delay_ms(&h->retry, attempt, retry_random());
         log_retry(h, req, attempt, delay);
-        if (retry_wait(h, req, delay)) {
+        if (retry_wait(h, req, delay, &stopping_tries)) {
             free(s->url);
             free(s);
             return ERR_CANCELED;
