@@ -947,8 +947,9 @@ static int last_delta(Snapshotter *s) {
         return rc;
     }
     if (target == 0)
-        return err_set(ERR_ETCD, "etcd's revision at the stop is unknown: the last delta (up to "
-                                 "revision %lld) may end short of it",
+        return err_set(ERR_ETCD,
+                       "etcd's revision at the stop is unknown: the last delta (up to "
+                       "revision %lld) may end short of it",
                        (long long)s->prev_rev);
     if (reached >= target) {
         log_info("last delta before stop: stored up to revision %lld (etcd's revision at the stop: "

@@ -18,12 +18,12 @@
 #include <stdint.h>
 
 typedef enum {
-    SNAP_EVENT_FULL,   /* a full snapshot attempt ended */
-    SNAP_EVENT_DELTA,  /* a delta snapshot attempt ended */
-    SNAP_EVENT_GC,     /* a garbage collection cycle ended */
-    SNAP_EVENT_DEFRAG, /* one member was defragmented */
-    SNAP_EVENT_EVENTS, /* events are pending (not yet stored) */
-    SNAP_EVENT_IDLE,   /* a delta period ended with nothing to store (caught up) */
+    SNAP_EVENT_FULL,        /* a full snapshot attempt ended */
+    SNAP_EVENT_DELTA,       /* a delta snapshot attempt ended */
+    SNAP_EVENT_GC,          /* a garbage collection cycle ended */
+    SNAP_EVENT_DEFRAG,      /* one member was defragmented */
+    SNAP_EVENT_EVENTS,      /* events are pending (not yet stored) */
+    SNAP_EVENT_IDLE,        /* a delta period ended with nothing to store (caught up) */
     SNAP_EVENT_FINAL_SHORT, /* on stop, the last delta ended short of etcd's revision at the
                                stop: start_revision = the revision reached, revision = etcd's */
 } SnapshotterEventKind;

@@ -558,7 +558,8 @@ static int call_finish(GrpcCall *c, GrpcResult *res) {
     if (c->cb_rc) return c->cb_rc;
     if (c->stopped) {
         snprintf(res->message, sizeof res->message, "stopping");
-        return err_set(ERR_CANCELED, "etcd %.*s %s: stopping (SIGTERM/SIGINT): aborted, no answer "
+        return err_set(ERR_CANCELED,
+                       "etcd %.*s %s: stopping (SIGTERM/SIGINT): aborted, no answer "
                        "for %d ms",
                        CALL_NAME(c), STOP_STALL_MS);
     }

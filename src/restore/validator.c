@@ -225,7 +225,8 @@ static int lock_db(const char *db_path, int timeout_ms, ValidationResult *out) {
                        db_path);
             break;
         }
-        wait_note_check(&note, "the lock on backend db %s (held by another process: a running "
+        wait_note_check(&note,
+                        "the lock on backend db %s (held by another process: a running "
                         "etcd?), up to %d ms",
                         db_path, timeout_ms);
         usleep(50 * 1000);

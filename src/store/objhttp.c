@@ -608,8 +608,9 @@ static int attempt_error(ObjHttp *h, const Xfer *x, CURLcode cc, const char *cur
     int rc;
     if (x->stopped) {
         *retryable = 0;
-        rc = err_set(ERR_CANCELED, "%s %s %s: stopping (SIGTERM/SIGINT): aborted, no answer for %d ms",
-                     h->what, r->method, u, STOP_STALL_MS);
+        rc = err_set(ERR_CANCELED,
+                     "%s %s %s: stopping (SIGTERM/SIGINT): aborted, no answer for %d ms", h->what,
+                     r->method, u, STOP_STALL_MS);
     } else if (cc != CURLE_OK) {
         rc = cc == CURLE_OPERATION_TIMEDOUT ? ERR_TIMEOUT : ERR_IO;
         err_set(rc, "%s %s %s: %s", h->what, r->method, u,
