@@ -546,7 +546,8 @@ static int drain_to_current(Snapshotter *s, int64_t timeout_ms) {
     int64_t target = 0;
     if (!s->watch || etcd_get_revision(s->client, &target) != 0) return 0;
     int64_t deadline = now_mono_ms() + timeout_ms;
-    while (s->watch && s->next_expected <= target && now_mono_ms() < deadline) {
+    while (s->watch && s->next_expected <= target && now_mono_ms() < deadline &&
+           !process_stopping()) { /* a stop drains again, to its own deadline (last_delta) */
         int rc = pump_watch(s, 200);
         if (rc) {
             log_warn("draining the watch: %s", err_msg());
