@@ -78,7 +78,7 @@ int snapshotter_new(const SnapshotterConfig *cfg, Snapshotter **out) {
     if (s->cfg.backoff_multiplier <= 0) s->cfg.backoff_multiplier = 2;
     if (s->cfg.backoff_attempt_limit <= 0) s->cfg.backoff_attempt_limit = 6;
     if (s->cfg.backoff_max_ms <= 0) s->cfg.backoff_max_ms = 128000;
-    if (s->cfg.stop_drain_ms <= 0) s->cfg.stop_drain_ms = 5000;
+    if (s->cfg.stop_drain_ms <= 0) s->cfg.stop_drain_ms = 30000;
     pthread_mutex_init(&s->mu, NULL);
     cond_init_monotonic(&s->cv);              /* request deadlines: a wall-clock step moves none */
     int rc = fs_mkdir_p(cfg->temp_dir, 0700); /* as the Go tool: created if missing */
@@ -615,7 +615,8 @@ static int drain_to_current(Snapshotter *s, int64_t timeout_ms) {
     int64_t target = 0;
     if (!s->watch || etcd_get_revision(s->client, &target) != 0) return 0;
     int64_t deadline = now_mono_ms() + timeout_ms;
-    while (s->watch && s->next_expected <= target && now_mono_ms() < deadline) {
+    while (s->watch && s->next_expected <= target && now_mono_ms() < deadline &&
+           !process_stopping()) { /* a stop drains again, to its own deadline (last_delta) */
         int rc = pump_watch(s, 200);
         if (rc) {
             log_warn("draining the watch: %s", err_msg());
@@ -980,6 +981,94 @@ int64_t snapshotter_backoff_next(const SnapshotterConfig *cfg, int64_t *delay_ms
     return *delay_ms;
 }
 
+/* The watch drain of the last delta: events up to target, until deadline (monotonic ms).
+ * The watch's error (ERR_COMPACTED, ERR_GAP, ERR_CANCELED...) or 0; *reached: the last
+ * revision whose events are all spooled or stored. */
+static int drain_final(Snapshotter *s, int64_t target, int64_t deadline, int64_t *reached) {
+    int rc = 0;
+    WaitNote note;
+    wait_note_start(&note);
+    while (s->watch && s->next_expected <= target && now_mono_ms() < deadline) {
+        wait_note_check(&note, "etcd's watch to reach revision %lld for the last delta (at %lld)",
+                        (long long)target, (long long)(s->next_expected - 1));
+        if ((rc = pump_watch(s, 200))) break;
+    }
+    *reached = s->watch ? s->next_expected - 1 : s->prev_rev;
+    return rc;
+}
+
+/* On stop: every event up to the revision etcd has now (read first, so as close to the signal
+ * as the loop allows) is stored in a last delta (docs/snapshot.md, "Stopping"). Falling short
+ * within stop_drain_ms is an error: logged with how far it got, reported as
+ * SNAP_EVENT_FINAL_SHORT (the metric) and returned (ERR_TIMEOUT), after the events read so far
+ * are stored. */
+static int last_delta(Snapshotter *s) {
+    /* a sidecar that is not the leader any more (stopped by the server's leader check) leaves
+     * the pending revisions to the new leader's sidecar, which resumes from the store */
+    if (fence(s, "the last delta before stop")) return 0;
+    if (!deltas_enabled(s)) return 0;
+    if (s->need_full) {
+        log_error("stopping while a full snapshot is still needed: revisions after %lld are not "
+                  "stored",
+                  (long long)s->prev_rev);
+        return ERR_CANCELED;
+    }
+    int64_t target = 0, t0 = now_mono_ms();
+    int rc = etcd_get_revision(s->client, &target);
+    if (rc) {
+        log_error("last delta before stop: etcd's revision is unknown (%s); revisions after %lld "
+                  "may not be stored",
+                  err_msg(), (long long)s->prev_rev);
+        target = 0;
+    } else {
+        log_info("stopping: storing the events up to revision %lld (etcd's revision now) in a "
+                 "last delta, waiting up to %lld ms",
+                 (long long)target, (long long)s->cfg.stop_drain_ms);
+    }
+    /* collected again from the store's last revision if the watch had failed */
+    if (!s->watch && target > s->prev_rev) rc = open_watch(s);
+    int64_t reached = s->prev_rev;
+    if (!rc) rc = drain_final(s, target, t0 + s->cfg.stop_drain_ms, &reached);
+    if (rc == ERR_COMPACTED || rc == ERR_GAP || (rc && !s->watch)) {
+        log_error("last delta before stop: %s; revisions after %lld are not stored", err_msg(),
+                  (long long)s->prev_rev);
+        return rc;
+    }
+    int drain_rc = rc;
+    rc = take_delta(s, NULL);
+    if (rc && s->fenced) return 0; /* logged by the fence: the new leader stores them */
+    if (rc) {
+        log_error("last delta before stop: %s; revisions after %lld are not stored", err_msg(),
+                  (long long)s->prev_rev);
+        return rc;
+    }
+    if (target == 0)
+        return err_set(ERR_ETCD,
+                       "etcd's revision at the stop is unknown: the last delta (up to "
+                       "revision %lld) may end short of it",
+                       (long long)s->prev_rev);
+    if (reached >= target) {
+        log_info("last delta before stop: stored up to revision %lld (etcd's revision at the stop: "
+                 "%lld)",
+                 (long long)s->prev_rev, (long long)target);
+        return 0;
+    }
+    log_error("last delta before stop stopped short: stored up to revision %lld, %lld revisions "
+              "short of %lld (etcd's revision at the stop) after %.1f s%s%s; revisions %lld-%lld "
+              "are not stored (raise --final-delta-drain-timeout, now %lld ms)",
+              (long long)reached, (long long)(target - reached), (long long)target,
+              (double)(now_mono_ms() - t0) / 1000.0, drain_rc ? ": " : "",
+              drain_rc ? err_msg() : "", (long long)(reached + 1), (long long)target,
+              (long long)s->cfg.stop_drain_ms);
+    emit(s, &(SnapshotterEvent){.kind = SNAP_EVENT_FINAL_SHORT,
+                                .rc = ERR_TIMEOUT,
+                                .start_revision = reached,
+                                .revision = target});
+    return err_set(ERR_TIMEOUT,
+                   "the last delta ends at revision %lld, %lld revisions short of revision %lld",
+                   (long long)reached, (long long)(target - reached), (long long)target);
+}
+
 int snapshotter_run(Snapshotter *s, atomic_int *stop, int fail_fast) {
     s->stop = stop;
     s->next_gc_ms = now_mono_ms() + s->cfg.gc_period_ms; /* first run after one period */
@@ -1036,33 +1125,5 @@ int snapshotter_run(Snapshotter *s, atomic_int *stop, int fail_fast) {
     }
     set_active(s, 0);
     if (!started || s->fenced) return 0;
-    /* a sidecar that is not the leader any more (stopped by the server's leader check) leaves
-     * the pending revisions to the new leader's sidecar, which resumes from the store */
-    if (fence(s, "the last delta before stop")) return 0;
-    /* the last delta: events up to the revision current now, collected again if the watch had
-     * failed (a stop must not silently leave revisions unstored) */
-    if (!s->watch && !s->need_full && deltas_enabled(s)) {
-        rc = open_watch(s);
-        if (rc) {
-            log_error("last delta before stop: %s; revisions after %lld are not stored", err_msg(),
-                      (long long)s->prev_rev);
-            return rc;
-        }
-    }
-    if (s->need_full) {
-        log_error("stopping while a full snapshot is still needed: revisions after %lld are not "
-                  "stored",
-                  (long long)s->prev_rev);
-        return ERR_CANCELED;
-    }
-    rc = drain_to_current(s, s->cfg.stop_drain_ms);
-    if (rc == ERR_COMPACTED || rc == ERR_GAP) {
-        log_error("last delta before stop: %s; revisions after %lld are not stored", err_msg(),
-                  (long long)s->prev_rev);
-        return rc;
-    }
-    rc = take_delta(s, NULL);
-    if (rc && s->fenced) return 0; /* logged by the fence: the new leader stores them */
-    if (rc) log_error("last delta before stop: %s", err_msg());
-    return rc;
+    return last_delta(s);
 }

@@ -30,6 +30,8 @@ typedef enum {
     /* the store's latest chain was not proven to be this etcd's (chainproof.h): a full
      * snapshot starts a new history; reason = chain_verdict_name, snap_name = its last object */
     SNAP_EVENT_CHAIN_REJECTED,
+    SNAP_EVENT_FINAL_SHORT, /* on stop, the last delta ended short of etcd's revision at the
+                               stop: start_revision = the revision reached, revision = etcd's */
 } SnapshotterEventKind;
 
 /* What the loop reports to its observer (metrics); pointers valid during the call only. */
@@ -62,8 +64,9 @@ typedef struct SnapshotterConfig {
      * attempt_limit + 1 retries, then every retry after backoff_max_ms (also the cap); reset
      * after a success. Defaults 2, 6, 128000. */
     int64_t backoff_multiplier, backoff_attempt_limit, backoff_max_ms;
-    int64_t stop_drain_ms; /* on stop, how long to wait for events up to the current
-                              revision before the last delta (default 5000) */
+    int64_t stop_drain_ms; /* on stop, how long the last delta may wait for the watch to reach
+                              etcd's revision at the stop (--final-delta-drain-timeout, default
+                              30000); falling short fails snapshotter_run (ERR_TIMEOUT) */
     int64_t gc_period_ms;  /* garbage collection every period; <= 1000 disables it */
     GcPolicy gc_policy;
     int max_backups;                     /* LimitBased */
@@ -110,8 +113,10 @@ void snapshotter_free(Snapshotter *s);
  * full snapshot and GC period). If that first step fails and fail_fast is set, returns its error
  * (the snapshot command: a wrong endpoint or store is reported at once); otherwise every failure is
  * logged and retried with backoff. Events are never dropped without a snapshot covering them.
- * On stop, pending events (drained up to the revision current at the stop) are stored as a last
- * delta. Returns 0 after a clean stop. */
+ * On stop, pending events (drained up to etcd's revision read at the stop) are stored as a last
+ * delta. Returns 0 after a clean stop; ERR_TIMEOUT (after storing what it read, logged, and
+ * SNAP_EVENT_FINAL_SHORT) when the drain did not reach that revision within stop_drain_ms;
+ * another ERR_* when the last delta could not be stored. */
 int snapshotter_run(Snapshotter *s, atomic_int *stop, int fail_fast);
 
 typedef enum { SNAP_REQ_FULL, SNAP_REQ_FULL_FINAL, SNAP_REQ_DELTA } SnapshotRequestKind;

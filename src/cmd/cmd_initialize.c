@@ -7,6 +7,7 @@
 #include "../common/err.h"
 #include "../common/log.h"
 #include "../restore/initializer.h"
+#include "../restore/validator.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +37,12 @@ int cmd_initialize(const Opts *o) {
         (code = member_ctl_new(o, &ec, NULL, 0, ic.restore.stop, &member)))
         goto done;
     ic.member = member_ctl_init_hooks(member);
+    /* a running etcd holds its data dir's locks: the validator would wait 120 s for them */
+    if (data_dir_in_use(ic.restore.data_dir)) {
+        log_error("initialization refused: %s", err_msg());
+        code = EXIT_FAIL;
+        goto done;
+    }
     InitResult res;
     if (initializer_run(&ic, &res)) {
         log_error("initialization failed: %s", err_msg());

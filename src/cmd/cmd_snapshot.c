@@ -1,5 +1,6 @@
 /* cmd_snapshot: `etcdbrctl snapshot`: full snapshots on --schedule and deltas until SIGTERM or
- * SIGINT, then a last delta of the pending events and exit 0 (seed-spec §1.8). */
+ * SIGINT, then a last delta up to etcd's revision at the signal and exit 0; exit 1 when that
+ * delta falls short or fails (docs/snapshot.md, "Stopping"; seed-spec §1.8). */
 #include "cmd.h"
 #include "server_common.h"
 #include "../backup/fullsnap.h"

@@ -2,6 +2,7 @@
 #include "cmd.h"
 #include "../common/err.h"
 #include "../common/log.h"
+#include "../common/timeutil.h"
 
 #include <stdatomic.h>
 #include <signal.h>
@@ -24,13 +25,12 @@ int cmd_setup_logging(const Opts *o) {
     return EXIT_OK;
 }
 
-/* lock-free atomic_int: C11 7.14.1.1 allows it in a signal handler */
-static atomic_int stop_requested;
-
+/* the process stop flag (timeutil.h): every layer's waits read it */
 static void on_stop_signal(int sig) {
     (void)sig;
-    if (stop_requested) _exit(EXIT_FAIL);
-    stop_requested = 1;
+    atomic_int *stop = process_stop_flag();
+    if (atomic_load(stop)) _exit(EXIT_FAIL);
+    atomic_store(stop, 1);
 }
 
 atomic_int *cmd_install_stop_signals(void) {
@@ -40,5 +40,5 @@ atomic_int *cmd_install_stop_signals(void) {
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
-    return &stop_requested;
+    return process_stop_flag();
 }

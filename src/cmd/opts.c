@@ -173,6 +173,10 @@ static const OptDef opt_table[] = {
      BETWEEN(1, 1000)},
     {"backoff-threshold-time", 0, OPT_DURATION, "128s", NULL, SNAP, 0,
      "longest delay between retries after a failed snapshot", ACTIVE, AT_LEAST(1)},
+    {"final-delta-drain-timeout", 0, OPT_DURATION, "30s", NULL, SNAP, 0,
+     "on SIGTERM/SIGINT, how long the last delta may wait for the watch to reach the revision "
+     "etcd had at the signal; falling short is logged, counted and exits non-zero",
+     ACTIVE, AT_LEAST(1)},
     /* RESTORE (seed-spec §1.6) */
     {"initial-cluster", 0, OPT_STRING, "default=http://localhost:2380", NULL, RESTORE, 0,
      "initial cluster of the restored member set", ACTIVE, IGNORED_IN(CMD_COMPACT, NO_MEMBER)},

@@ -92,6 +92,7 @@ int setup_snapshotter_config(const Opts *o, SnapshotterConfig *sc, CronSchedule 
     sc->backoff_multiplier = opt_int(o, "backoff-multiplier");
     sc->backoff_attempt_limit = opt_int(o, "backoff-attempt-limit");
     sc->backoff_max_ms = opt_duration_ms(o, "backoff-threshold-time");
+    sc->stop_drain_ms = opt_duration_ms(o, "final-delta-drain-timeout");
     sc->gc_period_ms = opt_duration_ms(o, "garbage-collection-period");
     sc->max_backups = (int)opt_int(o, "max-backups");
     sc->delta_retention_s = opt_duration_ms(o, "delta-snapshot-retention-period") / 1000;
@@ -423,8 +424,23 @@ void server_register_age_metrics(void) {
 
 static void set_store_conflict(int conflict);
 
+/* etcdbr_snapshot_final_delta_short_revisions: how many revisions the last delta on stop fell
+ * short of etcd's revision at the stop (--final-delta-drain-timeout ran out); 0 otherwise. */
+static void set_final_delta_short(int64_t revisions) {
+    Metric *m = metrics_find(metrics_default(), "etcdbr_snapshot_final_delta_short_revisions");
+    if (!m) {
+        MetricOpts mo = {.name = "etcdbr_snapshot_final_delta_short_revisions",
+                         .help = "Revisions the last delta before a stop left out: etcd's revision "
+                                 "at SIGTERM/SIGINT minus the last one stored, when "
+                                 "--final-delta-drain-timeout ran out first; 0 otherwise."};
+        if (metrics_register(metrics_default(), METRIC_GAUGE, &mo, &m)) return;
+    }
+    metrics_gauge_set(m, NULL, (double)revisions);
+}
+
 void server_register_store_metric(int configured) {
     set_store_conflict(0);
+    set_final_delta_short(0);
     Metric *m = metrics_find(metrics_default(), "etcdbr_snapshotter_store_configured");
     if (!m) {
         MetricOpts mo = {.name = "etcdbr_snapshotter_store_configured",
@@ -484,6 +500,9 @@ void server_on_snapshotter_event(void *ctx, const SnapshotterEvent *ev) {
     case SNAP_EVENT_CHAIN_REJECTED:
         metrics_counter_inc(etcdbr_metric(ETCDBR_M_SNAPSHOT_CHAIN_REJECTED_TOTAL),
                             (const char *[]){ev->reason ? ev->reason : "mismatch"});
+        break;
+    case SNAP_EVENT_FINAL_SHORT:
+        set_final_delta_short(ev->revision - ev->start_revision);
         break;
     case SNAP_EVENT_GC:
         if (ev->gc) {

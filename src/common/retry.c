@@ -1,5 +1,6 @@
 /* retry: backoff arithmetic and the default classification of HTTP failures (retry.h). */
 #include "retry.h"
+#include "timeutil.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -40,11 +41,8 @@ uint64_t retry_random(void) {
     return z ^ (z >> 31);
 }
 
-void retry_sleep_ms(int64_t ms) {
-    if (ms <= 0) return;
-    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
-    while (clock_nanosleep(CLOCK_MONOTONIC, 0, &ts, &ts) == EINTR) {
-    }
+int retry_sleep_ms(int64_t ms, const char *what) {
+    return sleep_noted(ms > 0 ? ms : 0, what);
 }
 
 RetryVerdict retry_classify_http(long status, int curl_code) {

@@ -30,8 +30,10 @@ int64_t retry_delay_ms(const RetryPolicy *p, int attempt, uint64_t rnd);
 /* A random 64-bit value for retry_delay_ms (thread-safe, not for cryptography). */
 uint64_t retry_random(void);
 
-/* Sleeps ms milliseconds (CLOCK_MONOTONIC, resumes after signals). */
-void retry_sleep_ms(int64_t ms);
+/* Sleeps ms milliseconds before a retry, ending early when the process stops (SIGTERM/SIGINT,
+ * timeutil.h process_stop_flag); a sleep over 5 s logs what it waits for (what, may be NULL).
+ * 1 when stopped (the caller gives up with ERR_CANCELED), else 0. */
+int retry_sleep_ms(int64_t ms, const char *what);
 
 /* Verdict on one failed exchange. */
 typedef enum { RETRY_NO = 0, RETRY_YES = 1, RETRY_DEFAULT = -1 } RetryVerdict;

@@ -1,7 +1,10 @@
 /* timeutil: see timeutil.h. */
 #include "timeutil.h"
 #include "err.h"
+#include "log.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <ctype.h>
 #include <string.h>
 #include <time.h>
@@ -75,6 +78,56 @@ int sleep_unless_stopped(const atomic_int *stop, int64_t ms) {
         usleep(100 * 1000);
     }
     return stop && atomic_load(stop);
+}
+
+/* lock-free atomic_int: C11 7.14.1.1 allows it in a signal handler */
+static atomic_int stop_flag;
+
+atomic_int *process_stop_flag(void) {
+    return &stop_flag;
+}
+
+int process_stopping(void) {
+    return atomic_load(&stop_flag) != 0;
+}
+
+int stop_stall_abort(StopStall *s, int64_t moved) {
+    int64_t now = now_mono_ms();
+    if (s->last_ms == 0 || moved != s->moved) {
+        s->last_ms = now;
+        s->moved = moved;
+    }
+    return process_stopping() && now - s->last_ms >= STOP_STALL_MS;
+}
+
+void wait_note_start(WaitNote *w) {
+    w->start_ms = now_mono_ms();
+    w->logged = 0;
+}
+
+void wait_note_check(WaitNote *w, const char *fmt, ...) {
+    if (w->logged) return;
+    int64_t now = now_mono_ms();
+    if (w->start_ms == 0) w->start_ms = now;
+    if (now - w->start_ms < WAIT_NOTE_MS) return;
+    w->logged = 1;
+    char what[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    log_warn("still waiting for %s after %.1f s", what, (double)(now - w->start_ms) / 1000.0);
+}
+
+int sleep_noted(int64_t ms, const char *what) {
+    if (what && ms > WAIT_NOTE_MS) log_warn("waiting %.1f s for %s", (double)ms / 1000.0, what);
+    int64_t end = now_mono_ms() + ms;
+    for (;;) {
+        if (process_stopping()) return 1;
+        int64_t left = end - now_mono_ms();
+        if (left <= 0) return 0;
+        usleep((useconds_t)(left < 100 ? left : 100) * 1000);
+    }
 }
 
 int64_t now_unix_ns(void) {

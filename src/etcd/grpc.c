@@ -6,6 +6,7 @@
 #include "grpc.h"
 
 #include "common/err.h"
+#include "common/timeutil.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -61,6 +62,8 @@ typedef struct GrpcCall {
     int h1_fallback; /* ... but libcurl opened a new HTTP/1.1 connection: nothing reached gRPC */
     CURLcode result;
     char errbuf[CURL_ERROR_SIZE];
+    StopStall stall; /* the process is stopping: a stalled call is aborted (xferinfo_cb) */
+    int stopped;     /* ... and this one was */
 } GrpcCall;
 
 struct GrpcChannel {
@@ -317,6 +320,18 @@ static void call_free(GrpcCall *c) {
     free(c);
 }
 
+/* libcurl's progress callback: after SIGTERM/SIGINT a call that moves no byte for
+ * STOP_STALL_MS (an etcd that accepts and never answers) is aborted; one that still moves (the
+ * last delta's watch drain) goes on under its own timeout (timeutil.h stop_stall_abort). */
+static int xferinfo_cb(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+                       curl_off_t ulnow) {
+    GrpcCall *c = ud;
+    (void)dltotal, (void)ultotal;
+    if (!stop_stall_abort(&c->stall, (int64_t)dlnow + (int64_t)ulnow)) return 0;
+    c->stopped = 1;
+    return 1;
+}
+
 /* Options that never change for the life of the easy handle. */
 static GrpcCall *call_new(GrpcChannel *ch) {
     GrpcCall *c = calloc(1, sizeof *c);
@@ -336,6 +351,9 @@ static GrpcCall *call_new(GrpcChannel *ch) {
     curl_easy_setopt(h, CURLOPT_HEADERDATA, c);
     curl_easy_setopt(h, CURLOPT_ERRORBUFFER, c->errbuf);
     curl_easy_setopt(h, CURLOPT_PRIVATE, c);
+    curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, xferinfo_cb);
+    curl_easy_setopt(h, CURLOPT_XFERINFODATA, c);
     curl_easy_setopt(h, CURLOPT_PIPEWAIT, 1L);
     curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
     curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
@@ -364,6 +382,8 @@ static void call_reset(GrpcCall *c) {
     c->reuse_mode = c->h1_fallback = 0;
     c->result = CURLE_OK;
     c->errbuf[0] = 0;
+    memset(&c->stall, 0, sizeof c->stall);
+    c->stopped = 0;
 }
 
 /* Per-call options and state reset. 0 or ERR_INVALID (URL too long). */
@@ -536,6 +556,13 @@ static int call_finish(GrpcCall *c, GrpcResult *res) {
     res->transport_error = 0;
     res->message[0] = 0;
     if (c->cb_rc) return c->cb_rc;
+    if (c->stopped) {
+        snprintf(res->message, sizeof res->message, "stopping");
+        return err_set(ERR_CANCELED,
+                       "etcd %.*s %s: stopping (SIGTERM/SIGINT): aborted, no answer "
+                       "for %d ms",
+                       CALL_NAME(c), STOP_STALL_MS);
+    }
     if (c->proto_rc) {
         snprintf(res->message, sizeof res->message, "%s", c->proto_msg);
         return err_set(c->proto_rc, "etcd %.*s %s: %s", CALL_NAME(c), c->proto_msg);
@@ -580,13 +607,17 @@ static void multi_configure(CURLM *m) {
     curl_multi_setopt(m, CURLMOPT_MAX_CONCURRENT_STREAMS, MAX_STREAMS_PER_CONN);
 }
 
-/* Runs the channel multi until all added calls are done. 0 or ERR_IO (multi failure).
+/* Runs the channel multi until all added calls are done (first names them in the one line
+ * logged when that takes over 5 s). 0 or ERR_IO (multi failure).
  * libcurl 7.88 can leave a multiplexed stream's data in its buffers without a wakeup (seen as
  * a full poll timeout with the reply already received), so the poll wait starts short after
  * socket activity and backs off while nothing happens. */
-static int multi_run(CURLM *multi) {
+static int multi_run(CURLM *multi, const GrpcCall *first) {
     int running = 1, wait_ms = POLL_MIN_MS;
+    WaitNote note;
+    wait_note_start(&note);
     while (running) {
+        wait_note_check(&note, "etcd %.*s %s to answer", CALL_NAME(first));
         CURLMcode mc = curl_multi_perform(multi, &running);
         if (mc != CURLM_OK)
             return err_set(ERR_IO, "grpc: curl_multi_perform: %s", curl_multi_strerror(mc));
@@ -736,7 +767,7 @@ static int run_calls(GrpcChannel *ch, GrpcCall **calls, size_t n) {
             break;
         }
     }
-    if (!rc) rc = multi_run(ch->multi);
+    if (!rc) rc = multi_run(ch->multi, calls[0]);
     for (size_t i = 0; i < added; i++)
         curl_multi_remove_handle(ch->multi, calls[i]->easy);
     for (size_t i = 0; i < added; i++)
@@ -1050,7 +1081,8 @@ int grpc_stream_recv(GrpcStream *s, int timeout_ms, const uint8_t **msg, size_t 
         if (stream_frame(c) != -1 || c->done) continue;
         int64_t left = deadline - now_ms();
         if (left <= 0) return 0;
-        mc = curl_multi_poll(s->multi, NULL, 0, left > 1000 ? 1000 : (int)left, NULL);
+        /* short: the progress callback must run soon after a stop (xferinfo_cb) */
+        mc = curl_multi_poll(s->multi, NULL, 0, left > 100 ? 100 : (int)left, NULL);
         if (mc != CURLM_OK)
             return err_set(ERR_IO, "etcd %.*s %s: curl_multi_poll: %s", CALL_NAME(c),
                            curl_multi_strerror(mc));

@@ -215,7 +215,7 @@ static int update(K8sClient *c, const char *name, const Upd *u, int64_t timeout_
     for (int attempt = 0; attempt < 5; attempt++) {
         if (attempt) {
             if (left_ms(deadline) <= backoff_ms) break; /* rc: the last conflict */
-            usleep((useconds_t)(backoff_ms * 1000));
+            if (sleep_noted(backoff_ms, NULL)) break;   /* SIGTERM: rc is the last conflict */
             backoff_ms *= 5;
         }
         K8sLease cur;

@@ -59,6 +59,12 @@ int validate_data_dir(const char *data_dir, ValidationMode mode, Store *store,
 int validate_data_dir_opts(const char *data_dir, ValidationMode mode, Store *store,
                            const ValidationOptions *opts, ValidationResult *out);
 
+/* Whether a process runs on data_dir: etcd holds an exclusive flock on member/snap/db (bbolt)
+ * and a lock (OFD or flock) on its open member/wal/ *.wal files for as long as it runs. Checks
+ * without waiting. ERR_EXISTS with a message naming the locked file when one is held; 0 when
+ * none is, or the files are missing (nothing to say); never blocks. */
+int data_dir_in_use(const char *data_dir);
+
 /* The Go tool's name of a status ("DataDirectoryValid", "WrongVolumeMounted", ...); static. */
 const char *data_dir_status_name(DataDirStatus status);
 

@@ -1,10 +1,12 @@
 /* objhttp: libcurl requests for the object-store drivers (objhttp.h). Buffered requests run on
- * pooled easy handles with curl_easy_perform; streamed downloads drive one easy handle through a
+ * pooled easy handles, each on its own multi handle polled in 100 ms steps (so a SIGTERM ends a
+ * stalled transfer at once: xferinfo_cb); streamed downloads drive one easy handle through a
  * private multi handle from the reader's read(), pausing the transfer while our buffer is full,
  * so memory stays bounded whatever the object size. */
 #include "objhttp.h"
 #include "../common/err.h"
 #include "../common/log.h"
+#include "../common/timeutil.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -20,6 +22,13 @@
 #include <unistd.h>
 
 #define POOL_MAX 16
+
+/* A pooled transfer handle: the easy handle runs on its own multi, which keeps the connection
+ * cache between requests and is polled in short steps (perform). */
+typedef struct {
+    CURL *easy;
+    CURLM *multi;
+} PoolEnt;
 #define DEFAULT_MAX_BODY ((size_t)1 << 20)
 #define ERR_BODY_MAX ((size_t)16 << 10)
 #define STREAM_BUF ((size_t)256 << 10)
@@ -35,7 +44,7 @@ struct ObjHttp {
     RetryClassifyHook classify;
     void *classify_ctx;
     pthread_mutex_t mu; /* guards pool */
-    CURL *pool[POOL_MAX];
+    PoolEnt pool[POOL_MAX];
     int n_pool;
 };
 
@@ -77,8 +86,10 @@ int objhttp_new(const ObjHttpConfig *cfg, ObjHttp **out) {
 
 void objhttp_free(ObjHttp *h) {
     if (!h) return;
-    for (int i = 0; i < h->n_pool; i++)
-        curl_easy_cleanup(h->pool[i]);
+    for (int i = 0; i < h->n_pool; i++) {
+        curl_multi_cleanup(h->pool[i].multi);
+        curl_easy_cleanup(h->pool[i].easy);
+    }
     pthread_mutex_destroy(&h->mu);
     free(h->what);
     free(h->container);
@@ -87,27 +98,75 @@ void objhttp_free(ObjHttp *h) {
     free(h);
 }
 
-static CURL *pool_get(ObjHttp *h) {
-    CURL *c = NULL;
+/* A handle pair from the pool or a new one; 0 or ERR_NOMEM. */
+static int pool_get(ObjHttp *h, PoolEnt *e) {
+    e->easy = NULL;
+    e->multi = NULL;
     pthread_mutex_lock(&h->mu);
-    if (h->n_pool > 0) c = h->pool[--h->n_pool];
+    if (h->n_pool > 0) *e = h->pool[--h->n_pool];
     pthread_mutex_unlock(&h->mu);
-    if (c) {
-        curl_easy_reset(c); /* keeps the connection cache */
-        return c;
+    if (e->easy) {
+        curl_easy_reset(e->easy);
+        return 0;
     }
-    return curl_easy_init();
+    e->easy = curl_easy_init();
+    e->multi = curl_multi_init();
+    if (e->easy && e->multi) return 0;
+    curl_easy_cleanup(e->easy);
+    curl_multi_cleanup(e->multi);
+    return err_set(ERR_NOMEM, "%s: curl_easy_init failed", h->what);
 }
 
-static void pool_put(ObjHttp *h, CURL *c) {
-    if (!c) return;
+static void pool_put(ObjHttp *h, PoolEnt *e) {
+    if (!e->easy) return;
     pthread_mutex_lock(&h->mu);
     if (h->n_pool < POOL_MAX) {
-        h->pool[h->n_pool++] = c;
-        c = NULL;
+        h->pool[h->n_pool++] = *e;
+        e->easy = NULL;
     }
     pthread_mutex_unlock(&h->mu);
-    if (c) curl_easy_cleanup(c);
+    if (e->easy) {
+        curl_multi_cleanup(e->multi);
+        curl_easy_cleanup(e->easy);
+    }
+}
+
+/* curl_easy_perform on e's multi, polled every 100 ms so the progress callback (xferinfo_cb)
+ * sees a stop within ~0.1 s (curl_easy_perform calls it once a second while idle); a request
+ * still running after 5 s is logged once, naming the store and request. The transfer's
+ * result. */
+static CURLcode perform(ObjHttp *h, const ObjHttpRequest *r, PoolEnt *e) {
+    if (curl_multi_add_handle(e->multi, e->easy) != CURLM_OK) return CURLE_OUT_OF_MEMORY;
+    CURLcode cc = CURLE_OK;
+    WaitNote note;
+    wait_note_start(&note);
+    for (int done = 0; !done;) {
+        if (!note.logged && now_mono_ms() - note.start_ms >= WAIT_NOTE_MS) {
+            char *url = objhttp_redact_url(r->url);
+            wait_note_check(&note, "%s to answer %s %s", h->what, r->method, url ? url : "");
+            free(url);
+        }
+        int running = 0;
+        CURLMcode mc = curl_multi_perform(e->multi, &running);
+        CURLMsg *m;
+        int q;
+        while ((m = curl_multi_info_read(e->multi, &q)))
+            if (m->msg == CURLMSG_DONE) {
+                cc = m->data.result;
+                done = 1;
+            }
+        if (mc != CURLM_OK) {
+            cc = CURLE_OUT_OF_MEMORY;
+            break;
+        }
+        if (!done && !running) break; /* not expected: DONE comes first */
+        if (!done && curl_multi_poll(e->multi, NULL, 0, 100, NULL) != CURLM_OK) {
+            cc = CURLE_RECV_ERROR;
+            break;
+        }
+    }
+    curl_multi_remove_handle(e->multi, e->easy);
+    return cc;
 }
 
 void objhttp_response_clear(ObjHttpResponse *r) {
@@ -311,7 +370,21 @@ typedef struct {
     Buf sbuf; /* unread body bytes (data[off..len)) */
     size_t soff;
     int paused;
+    StopStall stall; /* the process is stopping: a stalled transfer is aborted */
+    int stopped;     /* ... and this one was */
 } Xfer;
+
+/* libcurl's progress callback: aborts a transfer that is stalled after SIGTERM/SIGINT (a store
+ * that accepts and never answers, or a slow listing page), so the command ends within about a
+ * second; one that still moves bytes finishes (timeutil.h stop_stall_abort). */
+static int xferinfo_cb(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+                       curl_off_t ulnow) {
+    Xfer *x = ud;
+    (void)dltotal, (void)ultotal;
+    if (!stop_stall_abort(&x->stall, (int64_t)dlnow + (int64_t)ulnow)) return 0;
+    x->stopped = 1;
+    return 1;
+}
 
 static size_t header_cb(char *ptr, size_t size, size_t n, void *ud) {
     Xfer *x = ud;
@@ -435,6 +508,9 @@ static int setup(ObjHttp *h, Xfer *x, struct curl_slist **hl) {
     curl_easy_setopt(c, CURLOPT_HEADERDATA, x);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, write_cb);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, x);
+    curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, xferinfo_cb);
+    curl_easy_setopt(c, CURLOPT_XFERINFODATA, x);
     int has_body = r->body_len > 0 || r->body_reader;
     if (strcmp(r->method, "GET") == 0) {
         curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
@@ -530,7 +606,12 @@ static int attempt_error(ObjHttp *h, const Xfer *x, CURLcode cc, const char *cur
     if (v == RETRY_DEFAULT) v = retry_classify_http(x->status, (int)cc);
     *retryable = v == RETRY_YES && !r->body_reader && !r->no_retry;
     int rc;
-    if (cc != CURLE_OK) {
+    if (x->stopped) {
+        *retryable = 0;
+        rc = err_set(ERR_CANCELED,
+                     "%s %s %s: stopping (SIGTERM/SIGINT): aborted, no answer for %d ms", h->what,
+                     r->method, u, STOP_STALL_MS);
+    } else if (cc != CURLE_OK) {
         rc = cc == CURLE_OPERATION_TIMEDOUT ? ERR_TIMEOUT : ERR_IO;
         err_set(rc, "%s %s %s: %s", h->what, r->method, u,
                 curl_err && curl_err[0] ? curl_err : curl_easy_strerror(cc));
@@ -574,29 +655,47 @@ static void log_retry(ObjHttp *h, const ObjHttpRequest *r, int attempt, int64_t 
     (void)r;
 }
 
+/* Tries left to a request once the process is stopping: taken at once, without the backoff, so
+ * a passing failure (a 503) does not cost the last delta, and a store that keeps failing is left
+ * within a second (a stalled try is not retried: xferinfo_cb). */
+#define STOPPING_RETRIES 2
+
+/* The backoff before a retry; 1 (ERR_CANCELED set, the last error kept in the message) when
+ * the process is stopping (SIGTERM/SIGINT) and the request has used its STOPPING_RETRIES
+ * (*stopping_tries counts them, 0 at the request's start). */
+static int retry_wait(ObjHttp *h, const ObjHttpRequest *r, int64_t delay, int *stopping_tries) {
+    char what[300];
+    snprintf(what, sizeof what, "the %s before retrying %s", h->what, r->method);
+    if (!process_stopping() && !retry_sleep_ms(delay, what)) return 0;
+    if ((*stopping_tries)++ < STOPPING_RETRIES) return 0;
+    err_wrap(ERR_CANCELED, "stopping (SIGTERM/SIGINT): not retrying after");
+    return 1;
+}
+
 int objhttp_do(ObjHttp *h, const ObjHttpRequest *req, ObjHttpResponse *resp) {
-    int rc = 0;
+    int rc = 0, stopping_tries = 0;
     for (int attempt = 1;; attempt++) {
         Xfer x = {0};
         x.req = req;
         x.body.max = req->max_body ? req->max_body : DEFAULT_MAX_BODY;
         x.hdr.max = 64 << 10;
-        x.curl = pool_get(h);
-        if (!x.curl) return err_set(ERR_NOMEM, "%s: curl_easy_init failed", h->what);
+        PoolEnt pe;
+        if (pool_get(h, &pe)) return ERR_NOMEM;
+        x.curl = pe.easy;
         struct curl_slist *hl = NULL;
         char curl_err[CURL_ERROR_SIZE] = "";
         rc = setup(h, &x, &hl);
         if (rc != 0) {
-            pool_put(h, x.curl);
+            pool_put(h, &pe);
             xfer_release(&x);
             return rc;
         }
         curl_easy_setopt(x.curl, CURLOPT_ERRORBUFFER, curl_err);
-        CURLcode cc = curl_easy_perform(x.curl);
+        CURLcode cc = perform(h, req, &pe);
         curl_easy_setopt(x.curl, CURLOPT_ERRORBUFFER, NULL);
         curl_easy_getinfo(x.curl, CURLINFO_RESPONSE_CODE, &x.status);
         curl_slist_free_all(hl);
-        pool_put(h, x.curl);
+        pool_put(h, &pe);
         x.curl = NULL;
         int retryable = 0;
         if (x.consumer_rc != 0) {
@@ -605,7 +704,7 @@ int objhttp_do(ObjHttp *h, const ObjHttpRequest *req, ObjHttpResponse *resp) {
             rc = err_set(ERR_IO, "%s %s: reading the request body failed", h->what, req->method);
         } else if (cc == CURLE_OK && x.status >= 200 && x.status < 300) {
             rc = 0;
-        } else if (cc == CURLE_WRITE_ERROR && x.body.truncated) {
+        } else if (cc == CURLE_WRITE_ERROR && x.body.truncated && !x.stopped) {
             char *url = objhttp_redact_url(req->url);
             rc = err_set(ERR_IO, "%s %s %s: response larger than %zu bytes", h->what, req->method,
                          url ? url : "(url)", x.body.max);
@@ -618,7 +717,7 @@ int objhttp_do(ObjHttp *h, const ObjHttpRequest *req, ObjHttpResponse *resp) {
         if (rc == 0 || !retryable || attempt >= h->retry.attempts) return rc;
         int64_t delay = retry_delay_ms(&h->retry, attempt, retry_random());
         log_retry(h, req, attempt, delay);
-        retry_sleep_ms(delay);
+        if (retry_wait(h, req, delay, &stopping_tries)) return ERR_CANCELED;
     }
 }
 
@@ -665,7 +764,8 @@ static int stream_pump(ObjHttpStream *s, int (*until)(const ObjHttpStream *)) {
             }
         }
         if (s->done || until(s)) break;
-        mc = curl_multi_poll(s->multi, NULL, 0, 1000, NULL);
+        /* short: the progress callback must run soon after a stop (xferinfo_cb) */
+        mc = curl_multi_poll(s->multi, NULL, 0, 100, NULL);
         if (mc != CURLM_OK)
             return err_set(ERR_IO, "%s: curl_multi_poll: %s", s->h->what, curl_multi_strerror(mc));
     }
@@ -721,7 +821,7 @@ int objhttp_stream_open(ObjHttp *h, const ObjHttpRequest *req, ObjHttpResponse *
     s->req.body_len = 0;
     s->req.body_reader = NULL;
     s->req.consume = NULL;
-    int rc = 0;
+    int rc = 0, stopping_tries = 0;
     for (int attempt = 1;; attempt++) {
         /* the caller's headers are valid during this call */
         s->req.headers = req->headers;
@@ -754,7 +854,11 @@ int objhttp_stream_open(ObjHttp *h, const ObjHttpRequest *req, ObjHttpResponse *
         }
         int64_t delay = retry_delay_ms(&h->retry, attempt, retry_random());
         log_retry(h, req, attempt, delay);
-        retry_sleep_ms(delay);
+        if (retry_wait(h, req, delay, &stopping_tries)) {
+            free(s->url);
+            free(s);
+            return ERR_CANCELED;
+        }
     }
     *out = s;
     return 0;
@@ -811,7 +915,9 @@ static int resumable_read(IoReader *ior, void *buf, size_t cap, size_t *got) {
         r->s = NULL;
         r->skip = 0;
         RetryPolicy p = test_backoff((RetryPolicy)RETRY_POLICY_DEFAULT);
-        retry_sleep_ms(retry_delay_ms(&p, r->resumes, retry_random()));
+        if (retry_sleep_ms(retry_delay_ms(&p, r->resumes, retry_random()), "resuming a download"))
+            return err_set(ERR_CANCELED, "%s read %s: stopping (SIGTERM/SIGINT): not resuming",
+                           r->what, r->key);
         rc = r->open(r);
         if (rc) return rc;
     }

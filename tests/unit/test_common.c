@@ -436,9 +436,34 @@ static void test_fs_free_reserve_refuses_below_the_reserve_and_names_the_flags(v
     rmdir(dir);
 }
 
+/* The process stop flag ends sleep_noted at once; a transfer is aborted by stop_stall_abort only
+ * once stopping and only after STOP_STALL_MS without a byte (one that moves goes on). */
+static void test_stop_flag_ends_sleeps_and_stalled_transfers(void **state) {
+    (void)state;
+    atomic_int *stop = process_stop_flag();
+    atomic_store(stop, 0);
+    StopStall st = {0};
+    assert_int_equal(stop_stall_abort(&st, 0), 0);
+    assert_int_equal(sleep_noted(1, NULL), 0);
+    struct timespec ts = {0, (STOP_STALL_MS + 50) * 1000000L};
+    nanosleep(&ts, NULL);
+    assert_int_equal(stop_stall_abort(&st, 0), 0); /* stalled, but no stop yet */
+    atomic_store(stop, 1);
+    assert_int_equal(stop_stall_abort(&st, 10), 0); /* moved: goes on */
+    assert_int_equal(stop_stall_abort(&st, 10), 0); /* not stalled long enough yet */
+    nanosleep(&ts, NULL);
+    assert_int_equal(stop_stall_abort(&st, 10), 1);
+    int64_t t0 = now_mono_ms();
+    assert_int_equal(sleep_noted(60000, "nothing"), 1);
+    assert_true(now_mono_ms() - t0 < 1000);
+    assert_int_equal(sleep_unless_stopped(stop, 60000), 1);
+    atomic_store(stop, 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fs_free_reserve_refuses_below_the_reserve_and_names_the_flags),
+        cmocka_unit_test(test_stop_flag_ends_sleeps_and_stalled_transfers),
         cmocka_unit_test(test_duration_parses_go_forms),
         cmocka_unit_test(test_duration_rejects_missing_unit_and_junk),
         cmocka_unit_test(test_cron_hourly_default_schedule),
