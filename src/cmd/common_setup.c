@@ -2,6 +2,7 @@
 #include "cmd.h"
 #include "../common/err.h"
 #include "../common/log.h"
+#include "../store/objhttp.h"
 
 #include <stdatomic.h>
 #include <signal.h>
@@ -40,5 +41,6 @@ atomic_int *cmd_install_stop_signals(void) {
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
+    objhttp_set_stop(&stop_requested); /* store listings end soon after a signal */
     return &stop_requested;
 }

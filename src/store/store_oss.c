@@ -27,7 +27,7 @@
 
 #define OSS_MAX_PARTS 10000
 #define OSS_MAX_KEY 1023
-#define OSS_LIST_MAX_BODY (64u << 20)
+#define OSS_LIST_MAX_BODY (16u << 20) /* a page of 1,000 keys is under 1 MiB */
 
 /* ---- credentials ---- */
 
@@ -279,6 +279,9 @@ int oss_parse_upload_id(const char *xml, size_t len, char **upload_id) {
         return err_set(ERR_CORRUPT, "OSS: not an InitiateMultipartUploadResult document");
     const char *t = objhttp_xml_element(xml, end, "UploadId", &tl, NULL);
     if (!t || tl == 0) return err_set(ERR_CORRUPT, "OSS: no UploadId in the answer");
+    if (tl > OBJHTTP_ID_MAX)
+        return err_set(ERR_CORRUPT, "OSS: the UploadId in the answer has %zu bytes, more than the %zu accepted",
+                       tl, OBJHTTP_ID_MAX);
     *upload_id = objhttp_xml_text(t, tl);
     if (!*upload_id) return err_set(ERR_CORRUPT, "OSS: bad UploadId");
     return 0;
@@ -544,7 +547,11 @@ static int oss_list(StoreDriver *drv, const char *key_prefix, StoreDriverListCb 
     char *marker = NULL;
     int rc = 0, truncated = 0, pages = 0;
     ListCtx lc = {key_prefix, cb, ctx};
+    ObjHttpListing lg;
+    objhttp_listing_begin(&lg, "OSS", d->bucket, key_prefix);
     do {
+        rc = objhttp_listing_page(&lg, marker);
+        if (rc != 0) break;
         const char *qn[4] = {"encoding-type", "max-keys", "prefix", "marker"};
         const char *qv[4] = {"url", page, key_prefix, marker};
         OssCall c = {.method = "GET",
@@ -570,6 +577,7 @@ static int oss_list(StoreDriver *drv, const char *key_prefix, StoreDriverListCb 
         free(marker);
         marker = next;
     } while (rc == 0 && truncated);
+    objhttp_listing_end(&lg);
     free(marker);
     return rc;
 }
@@ -626,12 +634,12 @@ static int oss_remove(StoreDriver *drv, const char *key) {
 typedef struct {
     ObjHttpResumable r; /* first: key, offset, stream, resumes, skip */
     OssDriver *d;
-    char etag[128]; /* of the first answer: a resumed read must see the same object */
+    char etag[OBJHTTP_ETAG_MAX + 1]; /* of the first answer: a resumed read must see the same object */
 } OssReader;
 
 static int reader_open(ObjHttpResumable *res) {
     OssReader *r = (OssReader *)res;
-    char range[64], match[160];
+    char range[64], match[OBJHTTP_ETAG_MAX + 16];
     const char *h[3];
     size_t nh = 0;
     if (res->offset > 0) {
@@ -656,8 +664,15 @@ static int reader_open(ObjHttpResumable *res) {
     }
     if (rc == 0 && res->s) {
         if (res->offset > 0 && resp.status == 200) res->skip = res->offset; /* Range ignored */
-        if (!r->etag[0] && !objhttp_response_header(&resp, "ETag", r->etag, sizeof r->etag))
-            r->etag[0] = '\0';
+        int er = r->etag[0] ? 0
+                            : objhttp_response_header_fit(&resp, "ETag", r->etag,
+                                                          sizeof r->etag, "OSS read");
+        if (er != 0) r->etag[0] = '\0';
+        if (er != 0 && er != ERR_NOT_FOUND) {
+            objhttp_stream_free(res->s);
+            res->s = NULL;
+            rc = err_wrap(er, "%s", res->key);
+        }
     }
     objhttp_response_clear(&resp);
     return rc;
@@ -720,9 +735,12 @@ static int upload_part(void *ctx, int num, const void *data, size_t len) {
                  .body_len = len};
     ObjHttpResponse r = {0};
     int rc = explain(oss_do(w->d, &c, &r, NULL), &r, w->d);
-    char etag[256];
-    if (rc == 0 && !objhttp_response_header(&r, "ETag", etag, sizeof etag))
+    char etag[OBJHTTP_ETAG_MAX + 1];
+    int er = rc == 0 ? objhttp_response_header_fit(&r, "ETag", etag, sizeof etag, "OSS") : 0;
+    if (er == ERR_NOT_FOUND)
         rc = err_set(ERR_IO, "OSS: no ETag in the answer");
+    else if (er != 0)
+        rc = er;
     objhttp_response_clear(&r);
     if (rc == 0) {
         char *e = strdup(etag);

@@ -11,6 +11,7 @@
 #include "../codec/sha256.h"
 #include "../common/err.h"
 #include "../common/log.h"
+#include "../common/strbuf.h"
 #include "../common/timeutil.h"
 #include "objhttp.h"
 #include "store_driver.h"
@@ -787,7 +788,11 @@ static int s3_list(StoreDriver *drv, const char *key_prefix, StoreDriverListCb c
     char *token = NULL;
     int rc = 0;
     ListCtx lc = {key_prefix, cb, ctx};
+    ObjHttpListing lg;
+    objhttp_listing_begin(&lg, d->provider, d->bucket, key_prefix);
     for (int pages = 0;; pages++) {
+        rc = objhttp_listing_page(&lg, token);
+        if (rc != 0) break;
         const char *names[4] = {"list-type", "prefix", "max-keys", "continuation-token"};
         const char *values[4] = {"2", key_prefix, page, token};
         char *q = objhttp_query(names, values, token ? 4 : 3);
@@ -816,6 +821,7 @@ static int s3_list(StoreDriver *drv, const char *key_prefix, StoreDriverListCb c
         objhttp_response_clear(&resp);
         if (rc != 0) break;
     }
+    objhttp_listing_end(&lg);
     free(token);
     return rc;
 }
@@ -979,10 +985,14 @@ static void *part_thread(void *arg) {
     int rc = q ? s3_call(w->d, "PUT", w->key, q, 1, NULL, 0, s->buf, s->len, &resp, 0)
                : err_set(ERR_NOMEM, "out of memory");
     free(q);
-    char etag[256];
-    if (rc == 0 && !objhttp_response_header(&resp, "etag", etag, sizeof etag))
+    char etag[OBJHTTP_ETAG_MAX + 1], what[64];
+    snprintf(what, sizeof what, "%s upload part %d", w->d->provider, s->part_no);
+    int hr = rc == 0 ? objhttp_response_header_fit(&resp, "etag", etag, sizeof etag, what) : 0;
+    if (hr == ERR_NOT_FOUND)
         rc = err_set(ERR_IO, "%s upload part %d of %s: no ETag in the answer", w->d->provider,
                      s->part_no, w->key);
+    else if (hr != 0)
+        rc = err_wrap(hr, "%s", w->key);
     objhttp_response_clear(&resp);
     if (rc != 0) {
         char msg[1024];
@@ -1024,8 +1034,13 @@ static int start_upload(S3Writer *w) {
     if (rc == 0) {
         size_t n;
         const char *id = xml_find(resp.body, resp.body + resp.body_len, "UploadId", &n);
-        w->upload_id = id && n > 0 ? xml_text(id, n) : NULL;
-        if (!w->upload_id)
+        if (id && n > OBJHTTP_ID_MAX)
+            rc = err_set(ERR_IO,
+                         "%s create multipart upload %s: the UploadId in the answer has %zu "
+                         "bytes, more than the %zu accepted",
+                         d->provider, w->key, n, OBJHTTP_ID_MAX);
+        w->upload_id = rc == 0 && id && n > 0 ? xml_text(id, n) : NULL;
+        if (!w->upload_id && rc == 0)
             rc = err_set(ERR_IO, "%s create multipart upload %s: no UploadId in the answer",
                          d->provider, w->key);
     } else {
@@ -1196,33 +1211,47 @@ static int conditional_call(S3Writer *w, const char *method, const char *query, 
     return rc;
 }
 
+/* Appends s with the XML special characters escaped. */
+static void xml_escape_into(StrBuf *b, const char *s) {
+    for (; *s; s++) {
+        if (*s == '"')
+            strbuf_str(b, "&quot;");
+        else if (*s == '&')
+            strbuf_str(b, "&amp;");
+        else if (*s == '<')
+            strbuf_str(b, "&lt;");
+        else if (*s == '>')
+            strbuf_str(b, "&gt;");
+        else
+            strbuf_add(b, s, 1);
+    }
+}
+
 static int complete_upload(S3Writer *w) {
     int n_parts = w->next_part - 1;
-    size_t cap = 64 + (size_t)n_parts * 400;
-    char *xml = malloc(cap);
-    if (!xml) return err_set(ERR_NOMEM, "%s commit %s: out of memory", w->d->provider, w->key);
-    size_t o = (size_t)snprintf(xml, cap, "<CompleteMultipartUpload>");
+    StrBuf b = {0}; /* grows with the ETags, whatever their length (each at most
+                       OBJHTTP_ETAG_MAX, checked when the part was answered) */
+    strbuf_str(&b, "<CompleteMultipartUpload>");
     for (int i = 0; i < n_parts; i++) {
         const char *e = w->etags[i];
         if (!e) {
-            free(xml);
+            free(b.d);
             return err_set(ERR_IO, "%s commit %s: part %d has no ETag", w->d->provider, w->key,
                            i + 1);
         }
-        o += (size_t)snprintf(xml + o, cap - o, "<Part><PartNumber>%d</PartNumber><ETag>", i + 1);
-        for (; *e && o + 8 < cap; e++) {
-            if (*e == '"')
-                o += (size_t)snprintf(xml + o, cap - o, "&quot;");
-            else if (*e == '&')
-                o += (size_t)snprintf(xml + o, cap - o, "&amp;");
-            else if (*e == '<')
-                o += (size_t)snprintf(xml + o, cap - o, "&lt;");
-            else
-                xml[o++] = *e;
-        }
-        o += (size_t)snprintf(xml + o, cap - o, "</ETag></Part>");
+        char num[64];
+        snprintf(num, sizeof num, "<Part><PartNumber>%d</PartNumber><ETag>", i + 1);
+        strbuf_str(&b, num);
+        xml_escape_into(&b, e);
+        strbuf_str(&b, "</ETag></Part>");
     }
-    o += (size_t)snprintf(xml + o, cap - o, "</CompleteMultipartUpload>");
+    strbuf_str(&b, "</CompleteMultipartUpload>");
+    if (b.oom) {
+        free(b.d);
+        return err_set(ERR_NOMEM, "%s commit %s: out of memory", w->d->provider, w->key);
+    }
+    char *xml = b.d;
+    size_t o = b.n;
     const char *names[1] = {"uploadId"};
     const char *values[1] = {w->upload_id};
     char *q = objhttp_query(names, values, 1);
