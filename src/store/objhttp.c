@@ -5,6 +5,7 @@
 #include "objhttp.h"
 #include "../common/err.h"
 #include "../common/log.h"
+#include "../common/strbuf.h"
 #include "../common/timeutil.h"
 
 #include <ctype.h>
@@ -647,9 +648,7 @@ nomem:
     return err_set(ERR_NOMEM, "%s %s: out of memory", h->what, r->method);
 }
 
-/* "<Code>: <Message>" of an XML error document, or the start of the body, squeezed onto one
- * line, into out. */
-static void body_excerpt(const char *body, char *out, size_t cap) {
+void objhttp_body_excerpt(const char *body, char *out, size_t cap) {
     out[0] = '\0';
     if (!body || !body[0]) return;
     const char *code = strstr(body, "<Code>");
@@ -674,7 +673,7 @@ static void body_excerpt(const char *body, char *out, size_t cap) {
 }
 
 /* Message and code for a finished attempt that failed; sets *retryable. */
-static int attempt_error(ObjHttp *h, const Xfer *x, CURLcode cc, const char *curl_err,
+static int attempt_error(ObjHttp *h, Xfer *x, CURLcode cc, const char *curl_err,
                          int *retryable) {
     const ObjHttpRequest *r = x->req;
     char *url = objhttp_redact_url(r->url);
@@ -685,17 +684,21 @@ static int attempt_error(ObjHttp *h, const Xfer *x, CURLcode cc, const char *cur
     if (v == RETRY_DEFAULT) v = retry_classify_http(x->status, (int)cc);
     *retryable = v == RETRY_YES && !r->body_reader && !r->no_retry;
     int rc;
+    if (cc == CURLE_OUT_OF_MEMORY && !x->headers_done && !x->hdr_bad)
+        /* libcurl refuses a header line over CURL_MAX_HTTP_HEADER (100 KiB) before our
+         * callback sees it, with this code */
+        x->hdr_bad = "a header line is longer than libcurl accepts (100 KiB), or memory ran out";
     if (x->hdr_bad) { /* our bound, not a network failure: trying again gets the same */
         *retryable = 0;
-        rc = err_set(ERR_IO, "%s %s %s: response refused: %s (HTTP status %ld)", h->what,
-                     r->method, u, x->hdr_bad, x->status);
+        rc = err_set(ERR_IO, "%s %s %s: response refused: %s", h->what, r->method, u,
+                     x->hdr_bad);
     } else if (cc != CURLE_OK) {
         rc = cc == CURLE_OPERATION_TIMEDOUT ? ERR_TIMEOUT : ERR_IO;
         err_set(rc, "%s %s %s: %s", h->what, r->method, u,
                 curl_err && curl_err[0] ? curl_err : curl_easy_strerror(cc));
     } else {
         char ex[256];
-        body_excerpt(body, ex, sizeof ex);
+        objhttp_body_excerpt(body, ex, sizeof ex);
         rc = x->status == 404 ? ERR_NOT_FOUND : ERR_IO;
         /* 401/403: say plainly that the credentials were refused, and for which bucket */
         char auth[320] = "";
@@ -1412,4 +1415,40 @@ char *objhttp_xml_text(const char *s, size_t n) {
 bad:
     free(o);
     return NULL;
+}
+
+int objhttp_complete_xml(const char *const *etags, int n, const char *what, char **out,
+                         size_t *len) {
+    StrBuf b = {0};
+    *out = NULL;
+    *len = 0;
+    strbuf_str(&b, "<CompleteMultipartUpload>");
+    for (int i = 0; i < n; i++) {
+        const char *e = etags[i];
+        if (!e) {
+            free(b.d);
+            return err_set(ERR_IO, "%s: part %d has no ETag", what, i + 1);
+        }
+        char num[64];
+        snprintf(num, sizeof num, "<Part><PartNumber>%d</PartNumber><ETag>", i + 1);
+        strbuf_str(&b, num);
+        for (; *e; e++) {
+            static const char *const ent[] = {['"'] = "&quot;", ['&'] = "&amp;", ['<'] = "&lt;",
+                                              ['>'] = "&gt;", ['\''] = "&apos;"};
+            unsigned char c = (unsigned char)*e;
+            if (c < sizeof ent / sizeof ent[0] && ent[c])
+                strbuf_str(&b, ent[c]);
+            else
+                strbuf_add(&b, e, 1);
+        }
+        strbuf_str(&b, "</ETag></Part>");
+    }
+    strbuf_str(&b, "</CompleteMultipartUpload>");
+    if (b.oom) {
+        free(b.d);
+        return err_set(ERR_NOMEM, "%s: out of memory", what);
+    }
+    *out = b.d;
+    *len = b.n;
+    return 0;
 }

@@ -144,6 +144,11 @@ void objhttp_listing_end(ObjHttpListing *l);
  * = none. Listings end soon after it is set (above). */
 void objhttp_set_stop(const atomic_int *stop);
 
+/* "<Code>: <Message>" of an XML error document (S3, ABS, OSS), or the start of any other body
+ * (GCS and Swift's JSON or text), squeezed onto one line: into out (cap bytes, cap > 0, always
+ * NUL-terminated, truncated). body is NUL-terminated; NULL or "" gives "". For error messages. */
+void objhttp_body_excerpt(const char *body, char *out, size_t cap);
+
 /* Performs req, retrying retryable failures (memory bodies only) with backoff. resp (may be NULL)
  * receives the last attempt's status, headers and (bounded) body; clear it afterwards.
  * 0 on a 2xx status; ERR_NOT_FOUND on 404; ERR_TIMEOUT when the last attempt timed out; ERR_IO
@@ -261,6 +266,14 @@ void objhttp_parts_free(ObjHttpParts *p, int discard);
  * the same tag is understood: enough for the flat documents object stores answer. */
 const char *objhttp_xml_element(const char *p, const char *end, const char *tag, size_t *len,
                                 const char **after);
+
+/* The CompleteMultipartUpload document of S3 and OSS (the same in both APIs): parts 1..n, part
+ * i + 1 with the entity tag etags[i] as the server gave it (XML-escaped here, so any byte comes
+ * back intact) into *out (owned, NUL-terminated), *len its length; it grows with the tags (each
+ * bounded by OBJHTTP_ETAG_MAX when it was received). 0, ERR_IO (a part without a tag, named) or
+ * ERR_NOMEM; what names the upload in the message. */
+int objhttp_complete_xml(const char *const *etags, int n, const char *what, char **out,
+                         size_t *len);
 
 /* XML character data [s, s+n) with the five named entities and &#N; / &#xN; decoded (UTF-8).
  * Owned, NUL-terminated; NULL on a malformed entity or allocation failure. */

@@ -67,7 +67,7 @@ const char *store_name_suffix(const Store *s, CompressKind compression);
 const char *store_describe(const Store *s);
 
 /* Bounds of one listing (docs/stores.md): a store with more snapshot objects than this under
- * its prefix (v1 and v2 each; history tags too) fails the listing with an error naming the cap,
+ * its prefix (v1 and v2 together; history tags too) fails the listing with an error naming the cap,
  * rather than growing memory without end (a Snapshot entry takes about 2 KiB, so about 100 MB at
  * the cap; at one delta every 20 s that is 11 days of deltas without garbage collection). */
 #define STORE_LIST_MAX_SNAPSHOTS 50000

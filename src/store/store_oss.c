@@ -914,34 +914,11 @@ static int put_object(OssWriter *w) {
 }
 
 static int complete_upload(OssWriter *w) {
+    char what[1200];
+    snprintf(what, sizeof what, "OSS write %s", w->key);
     StrBuf b = {0};
-    strbuf_str(&b, "<CompleteMultipartUpload>");
-    for (int i = 0; i < w->n_parts; i++) {
-        const char *e = w->etags[i];
-        if (!e) {
-            free(b.d);
-            return err_set(ERR_IO, "OSS write %s: part %d has no ETag", w->key, i + 1);
-        }
-        char num[64];
-        snprintf(num, sizeof num, "<Part><PartNumber>%d</PartNumber><ETag>", i + 1);
-        strbuf_str(&b, num);
-        for (; *e; e++) {
-            if (*e == '"')
-                strbuf_str(&b, "&quot;");
-            else if (*e == '&')
-                strbuf_str(&b, "&amp;");
-            else if (*e == '<')
-                strbuf_str(&b, "&lt;");
-            else
-                strbuf_add(&b, e, 1);
-        }
-        strbuf_str(&b, "</ETag></Part>");
-    }
-    strbuf_str(&b, "</CompleteMultipartUpload>");
-    if (b.oom) {
-        free(b.d);
-        return err_set(ERR_NOMEM, "OSS write %s: out of memory", w->key);
-    }
+    int rc = objhttp_complete_xml((const char *const *)w->etags, w->n_parts, what, &b.d, &b.n);
+    if (rc) return rc;
     char md5[64];
     content_md5(b.d, b.n, md5);
     const char *sn[1] = {"uploadId"};
@@ -957,7 +934,7 @@ static int complete_upload(OssWriter *w) {
                  .body = b.d,
                  .body_len = b.n};
     ObjHttpResponse r = {0};
-    int rc = exists_or(oss_do(w->d, &c, &r, NULL), &r, w);
+    rc = exists_or(oss_do(w->d, &c, &r, NULL), &r, w);
     char code[64];
     if (rc == ERR_NOT_FOUND && strcmp(resp_code(&r, code, sizeof code), "NoSuchUpload") == 0) {
         /* a retried complete whose first try went through: the object is there */

@@ -462,6 +462,18 @@ int s3_list_parse(const char *xml, size_t len, S3ListCb cb, void *ctx, int *trun
     return 0;
 }
 
+int s3_parse_upload_id(const char *xml, size_t len, char **upload_id) {
+    size_t n;
+    *upload_id = NULL;
+    const char *id = xml_find(xml, xml + len, "UploadId", &n);
+    if (!id || n == 0) return err_set(ERR_CORRUPT, "no UploadId in the answer");
+    if (n > OBJHTTP_ID_MAX)
+        return err_set(ERR_CORRUPT, "the UploadId in the answer has %zu bytes, more than the %zu "
+                                    "accepted", n, OBJHTTP_ID_MAX);
+    *upload_id = xml_text(id, n);
+    return *upload_id ? 0 : err_set(ERR_CORRUPT, "the UploadId in the answer is not valid XML text");
+}
+
 /* ---- the driver ---- */
 
 typedef struct {
@@ -1032,17 +1044,9 @@ static int start_upload(S3Writer *w) {
     ObjHttpResponse resp = {0};
     int rc = s3_call(d, "POST", w->key, "uploads=", 1, NULL, 0, NULL, 0, &resp, 0);
     if (rc == 0) {
-        size_t n;
-        const char *id = xml_find(resp.body, resp.body + resp.body_len, "UploadId", &n);
-        if (id && n > OBJHTTP_ID_MAX)
-            rc = err_set(ERR_IO,
-                         "%s create multipart upload %s: the UploadId in the answer has %zu "
-                         "bytes, more than the %zu accepted",
-                         d->provider, w->key, n, OBJHTTP_ID_MAX);
-        w->upload_id = rc == 0 && id && n > 0 ? xml_text(id, n) : NULL;
-        if (!w->upload_id && rc == 0)
-            rc = err_set(ERR_IO, "%s create multipart upload %s: no UploadId in the answer",
-                         d->provider, w->key);
+        rc = s3_parse_upload_id(resp.body, resp.body_len, &w->upload_id);
+        if (rc)
+            rc = err_wrap(ERR_IO, "%s create multipart upload %s", d->provider, w->key);
     } else {
         err_wrap(rc, "create multipart upload");
     }
@@ -1211,54 +1215,20 @@ static int conditional_call(S3Writer *w, const char *method, const char *query, 
     return rc;
 }
 
-/* Appends s with the XML special characters escaped. */
-static void xml_escape_into(StrBuf *b, const char *s) {
-    for (; *s; s++) {
-        if (*s == '"')
-            strbuf_str(b, "&quot;");
-        else if (*s == '&')
-            strbuf_str(b, "&amp;");
-        else if (*s == '<')
-            strbuf_str(b, "&lt;");
-        else if (*s == '>')
-            strbuf_str(b, "&gt;");
-        else
-            strbuf_add(b, s, 1);
-    }
-}
-
 static int complete_upload(S3Writer *w) {
-    int n_parts = w->next_part - 1;
-    StrBuf b = {0}; /* grows with the ETags, whatever their length (each at most
-                       OBJHTTP_ETAG_MAX, checked when the part was answered) */
-    strbuf_str(&b, "<CompleteMultipartUpload>");
-    for (int i = 0; i < n_parts; i++) {
-        const char *e = w->etags[i];
-        if (!e) {
-            free(b.d);
-            return err_set(ERR_IO, "%s commit %s: part %d has no ETag", w->d->provider, w->key,
-                           i + 1);
-        }
-        char num[64];
-        snprintf(num, sizeof num, "<Part><PartNumber>%d</PartNumber><ETag>", i + 1);
-        strbuf_str(&b, num);
-        xml_escape_into(&b, e);
-        strbuf_str(&b, "</ETag></Part>");
-    }
-    strbuf_str(&b, "</CompleteMultipartUpload>");
-    if (b.oom) {
-        free(b.d);
-        return err_set(ERR_NOMEM, "%s commit %s: out of memory", w->d->provider, w->key);
-    }
-    char *xml = b.d;
-    size_t o = b.n;
+    char what[1200];
+    snprintf(what, sizeof what, "%s commit %s", w->d->provider, w->key);
+    size_t o = 0;
+    char *xml = NULL;
+    int rc = objhttp_complete_xml((const char *const *)w->etags, w->next_part - 1, what, &xml, &o);
+    if (rc) return rc;
     const char *names[1] = {"uploadId"};
     const char *values[1] = {w->upload_id};
     char *q = objhttp_query(names, values, 1);
     const char *extra[2] = {"Content-Type: application/xml", "If-None-Match: *"};
     ObjHttpResponse resp = {0};
     /* the Go tool gives complete 30 s; a large object may need the server to work longer */
-    int rc = q ? conditional_call(w, "POST", q, 0, extra, xml, o, &resp)
+    rc = q ? conditional_call(w, "POST", q, 0, extra, xml, o, &resp)
                : err_set(ERR_NOMEM, "out of memory");
     rc = exists_or(rc, &resp, w);
     /* S3 may answer 200 and put the error in the body */
