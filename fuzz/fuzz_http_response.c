@@ -16,9 +16,15 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static const char *const NAMES[] = {"ETag",         "X-Auth-Token",  "X-Storage-Url",
-                                    "Content-Length", "x-ms-error-code", "x-goog-generation",
-                                    "X-Subject-Token", "Location",    ""};
+static const char *const NAMES[] = {"ETag",
+                                    "X-Auth-Token",
+                                    "X-Storage-Url",
+                                    "Content-Length",
+                                    "x-ms-error-code",
+                                    "x-goog-generation",
+                                    "X-Subject-Token",
+                                    "Location",
+                                    ""};
 
 static void headers(const char *text) {
     ObjHttpResponse r = {0};

@@ -270,7 +270,8 @@ int objhttp_listing_page(ObjHttpListing *l, const char *token) {
                            "bytes",
                            l->what, sep, c, l->prefix, l->pages, OBJHTTP_LIST_TOKEN_MAX);
         int r = seen_add(l, token_hash(token, n));
-        if (r == ERR_NOMEM) return err_set(ERR_NOMEM, "%s list %s: out of memory", l->what, l->prefix);
+        if (r == ERR_NOMEM)
+            return err_set(ERR_NOMEM, "%s list %s: out of memory", l->what, l->prefix);
         if (r == 1)
             return err_set(ERR_IO,
                            "%s%s%s list %s: page %ld repeats a continuation token (\"%.40s%s\") "
@@ -447,7 +448,7 @@ typedef struct {
     /* response */
     Buf hdr;
     Buf body;
-    int headers_done; /* the final (non-1xx) header block ended */
+    int headers_done;    /* the final (non-1xx) header block ended */
     size_t hdr_total;    /* header bytes of every block so far */
     int hdr_lines;       /* header lines of every block so far */
     const char *hdr_bad; /* the header bound the response broke (static text); NULL = none */
@@ -673,8 +674,7 @@ void objhttp_body_excerpt(const char *body, char *out, size_t cap) {
 }
 
 /* Message and code for a finished attempt that failed; sets *retryable. */
-static int attempt_error(ObjHttp *h, Xfer *x, CURLcode cc, const char *curl_err,
-                         int *retryable) {
+static int attempt_error(ObjHttp *h, Xfer *x, CURLcode cc, const char *curl_err, int *retryable) {
     const ObjHttpRequest *r = x->req;
     char *url = objhttp_redact_url(r->url);
     const char *u = url ? url : "(url)";
@@ -690,8 +690,7 @@ static int attempt_error(ObjHttp *h, Xfer *x, CURLcode cc, const char *curl_err,
         x->hdr_bad = "a header line is longer than libcurl accepts (100 KiB), or memory ran out";
     if (x->hdr_bad) { /* our bound, not a network failure: trying again gets the same */
         *retryable = 0;
-        rc = err_set(ERR_IO, "%s %s %s: response refused: %s", h->what, r->method, u,
-                     x->hdr_bad);
+        rc = err_set(ERR_IO, "%s %s %s: response refused: %s", h->what, r->method, u, x->hdr_bad);
     } else if (cc != CURLE_OK) {
         rc = cc == CURLE_OPERATION_TIMEDOUT ? ERR_TIMEOUT : ERR_IO;
         err_set(rc, "%s %s %s: %s", h->what, r->method, u,
@@ -1433,8 +1432,11 @@ int objhttp_complete_xml(const char *const *etags, int n, const char *what, char
         snprintf(num, sizeof num, "<Part><PartNumber>%d</PartNumber><ETag>", i + 1);
         strbuf_str(&b, num);
         for (; *e; e++) {
-            static const char *const ent[] = {['"'] = "&quot;", ['&'] = "&amp;", ['<'] = "&lt;",
-                                              ['>'] = "&gt;", ['\''] = "&apos;"};
+            static const char *const ent[] = {['"'] = "&quot;",
+                                              ['&'] = "&amp;",
+                                              ['<'] = "&lt;",
+                                              ['>'] = "&gt;",
+                                              ['\''] = "&apos;"};
             unsigned char c = (unsigned char)*e;
             if (c < sizeof ent / sizeof ent[0] && ent[c])
                 strbuf_str(&b, ent[c]);

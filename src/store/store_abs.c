@@ -862,7 +862,8 @@ static int abs_list(StoreDriver *drv, const char *key_prefix, StoreDriverListCb 
 typedef struct AbsReader {
     ObjHttpResumable r; /* first: key, offset, stream, resumes */
     AbsDriver *d;
-    char etag[OBJHTTP_ETAG_MAX + 1]; /* of the first response: a resumed read must see the same blob */
+    char etag[OBJHTTP_ETAG_MAX +
+              1]; /* of the first response: a resumed read must see the same blob */
 } AbsReader;
 
 /* Opens the stream at r->offset (If-Match the first ETag when resuming). */

@@ -321,8 +321,10 @@ int gcs_token_parse(const char *json, size_t len, char **token, int64_t *expires
         goto done;
     }
     if (strlen(t) > GCS_TOKEN_MAX) {
-        rc = err_set(ERR_CORRUPT, "the access_token in the token response has %zu bytes, more "
-                                  "than the %d accepted", strlen(t), GCS_TOKEN_MAX);
+        rc = err_set(ERR_CORRUPT,
+                     "the access_token in the token response has %zu bytes, more "
+                     "than the %d accepted",
+                     strlen(t), GCS_TOKEN_MAX);
         goto done;
     }
     json_t *ex = json_object_get(root, "expires_in");

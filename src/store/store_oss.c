@@ -280,7 +280,8 @@ int oss_parse_upload_id(const char *xml, size_t len, char **upload_id) {
     const char *t = objhttp_xml_element(xml, end, "UploadId", &tl, NULL);
     if (!t || tl == 0) return err_set(ERR_CORRUPT, "OSS: no UploadId in the answer");
     if (tl > OBJHTTP_ID_MAX)
-        return err_set(ERR_CORRUPT, "OSS: the UploadId in the answer has %zu bytes, more than the %zu accepted",
+        return err_set(ERR_CORRUPT,
+                       "OSS: the UploadId in the answer has %zu bytes, more than the %zu accepted",
                        tl, OBJHTTP_ID_MAX);
     *upload_id = objhttp_xml_text(t, tl);
     if (!*upload_id) return err_set(ERR_CORRUPT, "OSS: bad UploadId");
@@ -634,7 +635,8 @@ static int oss_remove(StoreDriver *drv, const char *key) {
 typedef struct {
     ObjHttpResumable r; /* first: key, offset, stream, resumes, skip */
     OssDriver *d;
-    char etag[OBJHTTP_ETAG_MAX + 1]; /* of the first answer: a resumed read must see the same object */
+    char etag[OBJHTTP_ETAG_MAX +
+              1]; /* of the first answer: a resumed read must see the same object */
 } OssReader;
 
 static int reader_open(ObjHttpResumable *res) {
@@ -665,8 +667,8 @@ static int reader_open(ObjHttpResumable *res) {
     if (rc == 0 && res->s) {
         if (res->offset > 0 && resp.status == 200) res->skip = res->offset; /* Range ignored */
         int er = r->etag[0] ? 0
-                            : objhttp_response_header_fit(&resp, "ETag", r->etag,
-                                                          sizeof r->etag, "OSS read");
+                            : objhttp_response_header_fit(&resp, "ETag", r->etag, sizeof r->etag,
+                                                          "OSS read");
         if (er != 0) r->etag[0] = '\0';
         if (er != 0 && er != ERR_NOT_FOUND) {
             objhttp_stream_free(res->s);

@@ -468,10 +468,13 @@ int s3_parse_upload_id(const char *xml, size_t len, char **upload_id) {
     const char *id = xml_find(xml, xml + len, "UploadId", &n);
     if (!id || n == 0) return err_set(ERR_CORRUPT, "no UploadId in the answer");
     if (n > OBJHTTP_ID_MAX)
-        return err_set(ERR_CORRUPT, "the UploadId in the answer has %zu bytes, more than the %zu "
-                                    "accepted", n, OBJHTTP_ID_MAX);
+        return err_set(ERR_CORRUPT,
+                       "the UploadId in the answer has %zu bytes, more than the %zu "
+                       "accepted",
+                       n, OBJHTTP_ID_MAX);
     *upload_id = xml_text(id, n);
-    return *upload_id ? 0 : err_set(ERR_CORRUPT, "the UploadId in the answer is not valid XML text");
+    return *upload_id ? 0
+                      : err_set(ERR_CORRUPT, "the UploadId in the answer is not valid XML text");
 }
 
 /* ---- the driver ---- */
@@ -1045,8 +1048,7 @@ static int start_upload(S3Writer *w) {
     int rc = s3_call(d, "POST", w->key, "uploads=", 1, NULL, 0, NULL, 0, &resp, 0);
     if (rc == 0) {
         rc = s3_parse_upload_id(resp.body, resp.body_len, &w->upload_id);
-        if (rc)
-            rc = err_wrap(ERR_IO, "%s create multipart upload %s", d->provider, w->key);
+        if (rc) rc = err_wrap(ERR_IO, "%s create multipart upload %s", d->provider, w->key);
     } else {
         err_wrap(rc, "create multipart upload");
     }
@@ -1229,7 +1231,7 @@ static int complete_upload(S3Writer *w) {
     ObjHttpResponse resp = {0};
     /* the Go tool gives complete 30 s; a large object may need the server to work longer */
     rc = q ? conditional_call(w, "POST", q, 0, extra, xml, o, &resp)
-               : err_set(ERR_NOMEM, "out of memory");
+           : err_set(ERR_NOMEM, "out of memory");
     rc = exists_or(rc, &resp, w);
     /* S3 may answer 200 and put the error in the body */
     if (rc == 0 && resp.body && strstr(resp.body, "<Error>"))

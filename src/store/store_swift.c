@@ -490,8 +490,7 @@ static int auth_v1(SwiftDriver *d, char **token, char **url) {
     if (rc) {
         OPENSSL_cleanse(tok, sizeof tok);
         if (rc == ERR_NOT_FOUND)
-            rc = err_set(ERR_IO, "Swift auth: GET %s: no X-Storage-Url in the answer",
-                         c->auth_url);
+            rc = err_set(ERR_IO, "Swift auth: GET %s: no X-Storage-Url in the answer", c->auth_url);
         goto done;
     }
     *token = strdup(tok);
@@ -824,7 +823,8 @@ static int swift_remove(StoreDriver *drv, const char *key) {
 typedef struct SwiftReader {
     ObjHttpResumable r; /* first: key, offset, stream, resumes */
     SwiftDriver *d;
-    char etag[OBJHTTP_ETAG_MAX + 1]; /* of the first answer: a resumed read must see the same object */
+    char etag[OBJHTTP_ETAG_MAX +
+              1]; /* of the first answer: a resumed read must see the same object */
 } SwiftReader;
 
 static int reader_open(ObjHttpResumable *res) {
