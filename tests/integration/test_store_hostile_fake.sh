@@ -10,6 +10,7 @@
 #   - a 17 MiB listing page: refused (the 16 MiB bound of a listing body);
 #   - 200,000 objects that are not snapshots: the listing succeeds and logs ONE line with their
 #     number and the first name (not one line each), in a small log;
+#   - (S3) 51,000 snapshot objects: refused at the cap of one listing (50,000), in bounded RSS;
 #   - ETags of 300 characters with " & < in them (S3 and OSS: on every part of a multipart upload,
 #     and the completion must send each back intact; ABS, GCS, Swift: on reads): success;
 #     ETags of 20,000 characters and of 1 MiB: a clear error, no crash (ASan);
@@ -158,6 +159,12 @@ for p in s3 abs gcs swift oss; do
     [ "$RSS_KB" -lt "$RSS_MAX_KB" ] || fail "$p foreign: peak RSS $RSS_KB KiB"
     echo "ok $p foreign: 200000 objects, one log line, $LOG_BYTES bytes of log, peak RSS $((RSS_KB / 1024)) MiB"
 done
+
+# more snapshot objects than one listing accepts (STORE_LIST_MAX_SNAPSHOTS, driver-independent)
+list_case s3 snapshots snapshots
+expect_fail s3 snapshots "more than 50000 snapshots under etcd-main/v2/ \(the cap of one listing\)"
+[ "$RSS_KB" -lt $((300 * 1024)) ] || fail "s3 snapshots: peak RSS $RSS_KB KiB"
+echo "figure: 51,000 snapshot objects listed: refused at the cap, peak RSS $((RSS_KB / 1024)) MiB, $SECS s"
 
 # ETags: S3 and OSS on multipart parts (completion sends them back), the others on reads
 head -c 200000 /dev/urandom >"$WORK/obj"

@@ -20,6 +20,7 @@ Modes (what listings under a prefix ending in "v2/" answer; other prefixes are e
                  libcurl's own limit of 300 KiB)
   bigbody        a listing page of 17 MiB (valid, padded with whitespace)
   foreign        200,000 objects that are not snapshots, 1,000 a page, then the end
+  snapshots      51,000 deltas with valid names, 1,000 a page (over etcdbr's cap of 50,000)
   etag=N         (S3, OSS) every UploadPart answers an ETag of N characters (with " & <), and
                  complete checks each one comes back intact; (ABS, GCS, Swift) every object GET
                  answers such an ETag
@@ -100,6 +101,12 @@ class H(BaseHTTPRequestHandler):
             return ["%sjunk-%09d-%03d" % (prefix, n, i) for i in range(100)], "t%09d" % (n + 1)
         if ARGS.mode == "repeat":
             return ["%sjunk-same" % prefix], "tsame"
+        if ARGS.mode == "snapshots":  # 51,000 deltas with valid names, over the cap of 50,000
+            if n >= 51:
+                return [], None
+            names = ["%sIncr-%08d-%08d-1795974943" % (prefix, 1000 * n + i + 1, 1000 * n + i + 1)
+                     for i in range(1000)]
+            return names, ("t%09d" % (n + 1) if n + 1 < 51 else None)
         if ARGS.mode == "foreign":
             if n >= 200:
                 return [], None
