@@ -1454,3 +1454,16 @@ int objhttp_complete_xml(const char *const *etags, int n, const char *what, char
     *len = b.n;
     return 0;
 }
+
+int objhttp_resumable_pin(ObjHttpResumable *r, const ObjHttpResponse *resp, const char *name,
+                          char *buf, size_t cap) {
+    char ctx[64];
+    snprintf(ctx, sizeof ctx, "%s read", r->what ? r->what : "object store");
+    int rc = objhttp_response_header_fit(resp, name, buf, cap, ctx);
+    if (rc == 0) return 0;
+    buf[0] = '\0';
+    if (rc == ERR_NOT_FOUND) return 0;
+    objhttp_stream_free(r->s);
+    r->s = NULL;
+    return err_wrap(rc, "%s", r->key);
+}

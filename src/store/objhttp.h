@@ -231,6 +231,13 @@ struct ObjHttpResumable {
     void (*release)(ObjHttpResumable *r);
 };
 
+/* For a driver's open: the value of header name in resp (its ETag or generation, to pin the
+ * object across resumes) into buf (cap bytes; "" when absent). A value that does not fit fails
+ * the open: r->s is freed and set to NULL, and the error (naming the header, the key and the
+ * bound) returned. 0 otherwise. */
+int objhttp_resumable_pin(ObjHttpResumable *r, const ObjHttpResponse *resp, const char *name,
+                          char *buf, size_t cap);
+
 /* Starts r (allocated zeroed by the driver, with its own fields set): copies key, opens the
  * first range, and gives the reader in *out (owned; io_reader_free frees r). On failure r is
  * released and freed, and the error returned. */

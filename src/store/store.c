@@ -287,7 +287,8 @@ static int list_cb(void *ctx, const char *key, int64_t size) {
     ListCtx *c = ctx;
     Snapshot snap;
     if (snapname_parse(key, c->s->prefix, &snap) != 0) {
-        if (c->foreign++ == 0) { /* one line per listing, not one per object (list_foreign_log) */
+        if (c->foreign++ ==
+            0) { /* one line per listing, not one per object (list_snapshots logs it) */
             snprintf(c->first, sizeof c->first, "%s", key);
             snprintf(c->first_why, sizeof c->first_why, "%s", err_msg());
         }

@@ -862,8 +862,8 @@ static int abs_list(StoreDriver *drv, const char *key_prefix, StoreDriverListCb 
 typedef struct AbsReader {
     ObjHttpResumable r; /* first: key, offset, stream, resumes */
     AbsDriver *d;
-    char etag[OBJHTTP_ETAG_MAX +
-              1]; /* of the first response: a resumed read must see the same blob */
+    /* of the first response: a resumed read must see the same blob */
+    char etag[OBJHTTP_ETAG_MAX + 1];
 } AbsReader;
 
 /* Opens the stream at r->offset (If-Match the first ETag when resuming). */
@@ -888,15 +888,8 @@ static int reader_open(ObjHttpResumable *res) {
         rc = explain(rc, &r, a->d);
         if (rc == ERR_NOT_FOUND) rc = err_set(ERR_NOT_FOUND, "ABS read %s: not found", res->key);
     }
-    if (rc == 0 && !a->etag[0]) {
-        int er = objhttp_response_header_fit(&r, "ETag", a->etag, sizeof a->etag, "ABS read");
-        if (er != 0) a->etag[0] = '\0';
-        if (er != 0 && er != ERR_NOT_FOUND) {
-            objhttp_stream_free(res->s);
-            res->s = NULL;
-            rc = err_wrap(er, "%s", res->key);
-        }
-    }
+    if (rc == 0 && !a->etag[0])
+        rc = objhttp_resumable_pin(res, &r, "ETag", a->etag, sizeof a->etag);
     objhttp_response_clear(&r);
     return rc;
 }

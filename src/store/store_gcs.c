@@ -968,16 +968,9 @@ static int reader_open(ObjHttpResumable *res) {
     } else if (rc == ERR_NOT_FOUND) {
         rc = err_set(ERR_NOT_FOUND, "GCS read %s: not found", res->key);
     }
-    if (rc == 0 && !a->generation[0]) {
-        int er = objhttp_response_header_fit(&r, "x-goog-generation", a->generation,
-                                             sizeof a->generation, "GCS read");
-        if (er != 0) a->generation[0] = '\0';
-        if (er != 0 && er != ERR_NOT_FOUND) {
-            objhttp_stream_free(res->s);
-            res->s = NULL;
-            rc = err_wrap(er, "%s", res->key);
-        }
-    }
+    if (rc == 0 && !a->generation[0])
+        rc = objhttp_resumable_pin(res, &r, "x-goog-generation", a->generation,
+                                   sizeof a->generation);
     for (char *p = a->generation; *p; p++)
         if (!isdigit((unsigned char)*p)) a->generation[0] = '\0';
     objhttp_response_clear(&r);

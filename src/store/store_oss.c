@@ -635,8 +635,8 @@ static int oss_remove(StoreDriver *drv, const char *key) {
 typedef struct {
     ObjHttpResumable r; /* first: key, offset, stream, resumes, skip */
     OssDriver *d;
-    char etag[OBJHTTP_ETAG_MAX +
-              1]; /* of the first answer: a resumed read must see the same object */
+    /* of the first answer: a resumed read must see the same object */
+    char etag[OBJHTTP_ETAG_MAX + 1];
 } OssReader;
 
 static int reader_open(ObjHttpResumable *res) {
@@ -666,15 +666,7 @@ static int reader_open(ObjHttpResumable *res) {
     }
     if (rc == 0 && res->s) {
         if (res->offset > 0 && resp.status == 200) res->skip = res->offset; /* Range ignored */
-        int er = r->etag[0] ? 0
-                            : objhttp_response_header_fit(&resp, "ETag", r->etag, sizeof r->etag,
-                                                          "OSS read");
-        if (er != 0) r->etag[0] = '\0';
-        if (er != 0 && er != ERR_NOT_FOUND) {
-            objhttp_stream_free(res->s);
-            res->s = NULL;
-            rc = err_wrap(er, "%s", res->key);
-        }
+        if (!r->etag[0]) rc = objhttp_resumable_pin(res, &resp, "ETag", r->etag, sizeof r->etag);
     }
     objhttp_response_clear(&resp);
     return rc;

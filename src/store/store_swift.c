@@ -823,8 +823,8 @@ static int swift_remove(StoreDriver *drv, const char *key) {
 typedef struct SwiftReader {
     ObjHttpResumable r; /* first: key, offset, stream, resumes */
     SwiftDriver *d;
-    char etag[OBJHTTP_ETAG_MAX +
-              1]; /* of the first answer: a resumed read must see the same object */
+    /* of the first answer: a resumed read must see the same object */
+    char etag[OBJHTTP_ETAG_MAX + 1];
 } SwiftReader;
 
 static int reader_open(ObjHttpResumable *res) {
@@ -842,15 +842,9 @@ static int reader_open(ObjHttpResumable *res) {
     } else if (rc == ERR_NOT_FOUND) {
         rc = err_set(ERR_NOT_FOUND, "Swift read %s: not found", res->key);
     }
-    char etag[sizeof a->etag];
-    int er = rc == 0 && res->s
-                 ? objhttp_response_header_fit(&r, "ETag", etag, sizeof etag, "Swift read")
-                 : ERR_NOT_FOUND;
-    if (er != 0 && er != ERR_NOT_FOUND) {
-        objhttp_stream_free(res->s);
-        res->s = NULL;
-        rc = err_wrap(er, "%s", res->key);
-    } else if (er == 0) {
+    char etag[sizeof a->etag] = "";
+    if (rc == 0 && res->s) rc = objhttp_resumable_pin(res, &r, "ETag", etag, sizeof etag);
+    if (rc == 0 && res->s && etag[0]) {
         if (!a->etag[0]) {
             snprintf(a->etag, sizeof a->etag, "%s", etag);
         } else if (strcmp(etag, a->etag) != 0) {
