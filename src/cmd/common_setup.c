@@ -3,6 +3,7 @@
 #include "../common/err.h"
 #include "../common/log.h"
 #include "../common/timeutil.h"
+#include "../store/objhttp.h"
 
 #include <stdatomic.h>
 #include <signal.h>
@@ -40,5 +41,6 @@ atomic_int *cmd_install_stop_signals(void) {
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
+    objhttp_set_stop(process_stop_flag()); /* store listings end soon after a signal */
     return process_stop_flag();
 }

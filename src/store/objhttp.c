@@ -6,6 +6,7 @@
 #include "objhttp.h"
 #include "../common/err.h"
 #include "../common/log.h"
+#include "../common/strbuf.h"
 #include "../common/timeutil.h"
 
 #include <ctype.h>
@@ -32,6 +33,13 @@ typedef struct {
 #define DEFAULT_MAX_BODY ((size_t)1 << 20)
 #define ERR_BODY_MAX ((size_t)16 << 10)
 #define STREAM_BUF ((size_t)256 << 10)
+/* the bounds of objhttp.h, as text for messages */
+#define STR_HEADER_LINE_MAX "16 KiB"
+#define STR_HEADER_MAX "64 KiB"
+#define STR_HEADER_LINES "256"
+_Static_assert(OBJHTTP_HEADER_LINE_MAX == 16 << 10 && OBJHTTP_HEADER_MAX == 64 << 10 &&
+                   OBJHTTP_HEADER_LINES == 256,
+               "STR_HEADER_* must match");
 
 struct ObjHttp {
     char *what;
@@ -202,6 +210,142 @@ const char *objhttp_response_header(const ObjHttpResponse *r, const char *name, 
     return NULL;
 }
 
+int objhttp_response_header_fit(const ObjHttpResponse *r, const char *name, char *buf, size_t cap,
+                                const char *ctx) {
+    /* one byte more than fits: a value that fills it was truncated */
+    char *big = malloc(cap + 1);
+    if (!big) return err_set(ERR_NOMEM, "%s: out of memory", ctx);
+    int rc = 0;
+    if (!objhttp_response_header(r, name, big, cap + 1)) {
+        rc = ERR_NOT_FOUND;
+    } else if (strlen(big) >= cap) {
+        rc = err_set(ERR_IO, "%s: the %s header of the answer is longer than %zu bytes", ctx, name,
+                     cap - 1);
+    } else {
+        memcpy(buf, big, strlen(big) + 1);
+    }
+    free(big);
+    return rc;
+}
+
+char *objhttp_dup_bounded(const char *s, size_t n, size_t max, const char *field, const char *ctx) {
+    if (n > max) {
+        err_set(ERR_IO, "%s: the %s in the answer has %zu bytes, more than the %zu accepted", ctx,
+                field, n, max);
+        return NULL;
+    }
+    char *d = malloc(n + 1);
+    if (!d) {
+        err_set(ERR_NOMEM, "%s: out of memory", ctx);
+        return NULL;
+    }
+    memcpy(d, s, n);
+    d[n] = '\0';
+    return d;
+}
+
+/* ---- listing bounds ---- */
+
+static const atomic_int *g_stop;
+
+void objhttp_set_stop(const atomic_int *stop) {
+    g_stop = stop;
+}
+
+static long long env_bound(const char *name, long long def) {
+    const char *v = getenv(name);
+    long long x = v && *v ? strtoll(v, NULL, 10) : 0;
+    return x > 0 && x < def ? x : def;
+}
+
+void objhttp_listing_begin(ObjHttpListing *l, const char *what, const char *container,
+                           const char *prefix) {
+    memset(l, 0, sizeof *l);
+    l->what = what ? what : "object store";
+    l->container = container ? container : "";
+    l->prefix = prefix ? prefix : "";
+    l->start_ms = now_mono_ms();
+    l->budget_ms = env_bound("ETCDBR_STORE_LIST_BUDGET_MS", OBJHTTP_LIST_BUDGET_MS);
+    l->max_pages = (long)env_bound("ETCDBR_STORE_LIST_MAX_PAGES", OBJHTTP_LIST_MAX_PAGES);
+}
+
+/* FNV-1a, never 0 (0 marks an empty slot). */
+static uint64_t token_hash(const char *t, size_t n) {
+    uint64_t x = 1469598103934665603ULL;
+    for (size_t i = 0; i < n; i++)
+        x = (x ^ (unsigned char)t[i]) * 1099511628211ULL;
+    return x ? x : 1;
+}
+
+/* Adds hash x to the set: 1 if it was there already, 0 if added, ERR_NOMEM. */
+static int seen_add(ObjHttpListing *l, uint64_t x) {
+    if (2 * (l->n_seen + 1) > l->cap_seen) {
+        size_t nc = l->cap_seen ? 2 * l->cap_seen : 64;
+        uint64_t *nv = calloc(nc, sizeof *nv);
+        if (!nv) return ERR_NOMEM;
+        for (size_t i = 0; i < l->cap_seen; i++) {
+            if (!l->seen[i]) continue;
+            size_t j = (size_t)(l->seen[i] & (nc - 1));
+            while (nv[j])
+                j = (j + 1) & (nc - 1);
+            nv[j] = l->seen[i];
+        }
+        free(l->seen);
+        l->seen = nv;
+        l->cap_seen = nc;
+    }
+    size_t j = (size_t)(x & (l->cap_seen - 1));
+    for (; l->seen[j]; j = (j + 1) & (l->cap_seen - 1))
+        if (l->seen[j] == x) return 1;
+    l->seen[j] = x;
+    l->n_seen++;
+    return 0;
+}
+
+int objhttp_listing_page(ObjHttpListing *l, const char *token) {
+    const char *c = l->container, *sep = l->container[0] ? " " : "";
+    int64_t now = now_mono_ms();
+    if (g_stop && atomic_load(g_stop) && !l->stop_ms) l->stop_ms = now;
+    if (l->stop_ms && now - l->stop_ms >= OBJHTTP_LIST_STOP_GRACE_MS)
+        return err_set(ERR_CANCELED, "%s%s%s list %s: stopped by a signal after %ld pages", l->what,
+                       sep, c, l->prefix, l->pages);
+    if (l->pages >= l->max_pages)
+        return err_set(ERR_IO,
+                       "%s%s%s list %s: more than %ld pages (the listing page cap): the server "
+                       "does not end the listing",
+                       l->what, sep, c, l->prefix, l->max_pages);
+    if (now - l->start_ms > l->budget_ms)
+        return err_set(ERR_IO,
+                       "%s%s%s list %s: not finished after %lld s and %ld pages (the listing time "
+                       "budget is %lld s)",
+                       l->what, sep, c, l->prefix, (long long)((now - l->start_ms) / 1000),
+                       l->pages, (long long)(l->budget_ms / 1000));
+    if (token && token[0]) {
+        size_t n = strnlen(token, OBJHTTP_LIST_TOKEN_MAX + 1);
+        if (n > OBJHTTP_LIST_TOKEN_MAX)
+            return err_set(ERR_IO,
+                           "%s%s%s list %s: page %ld gave a continuation token longer than %zu "
+                           "bytes",
+                           l->what, sep, c, l->prefix, l->pages, OBJHTTP_LIST_TOKEN_MAX);
+        int r = seen_add(l, token_hash(token, n));
+        if (r == ERR_NOMEM)
+            return err_set(ERR_NOMEM, "%s list %s: out of memory", l->what, l->prefix);
+        if (r == 1)
+            return err_set(ERR_IO,
+                           "%s%s%s list %s: page %ld repeats a continuation token (\"%.40s%s\") "
+                           "seen before: the listing would never end",
+                           l->what, sep, c, l->prefix, l->pages, token, n > 40 ? "..." : "");
+    }
+    l->pages++;
+    return 0;
+}
+
+void objhttp_listing_end(ObjHttpListing *l) {
+    free(l->seen);
+    l->seen = NULL;
+    l->n_seen = l->cap_seen = 0;
+}
+
 /* ---- percent-encoding, queries, redaction ---- */
 
 static int unreserved(unsigned char c) {
@@ -362,7 +506,10 @@ typedef struct {
     /* response */
     Buf hdr;
     Buf body;
-    int headers_done; /* the final (non-1xx) header block ended */
+    int headers_done;    /* the final (non-1xx) header block ended */
+    size_t hdr_total;    /* header bytes of every block so far */
+    int hdr_lines;       /* header lines of every block so far */
+    const char *hdr_bad; /* the header bound the response broke (static text); NULL = none */
     long status;
     int consumer_rc;
     /* stream mode */
@@ -389,6 +536,15 @@ static int xferinfo_cb(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_
 static size_t header_cb(char *ptr, size_t size, size_t n, void *ud) {
     Xfer *x = ud;
     size_t len = size * n;
+    x->hdr_total += len;
+    x->hdr_lines++;
+    if (len > OBJHTTP_HEADER_LINE_MAX)
+        x->hdr_bad = "a header line is longer than " STR_HEADER_LINE_MAX;
+    else if (x->hdr_total > OBJHTTP_HEADER_MAX)
+        x->hdr_bad = "the headers are larger than " STR_HEADER_MAX;
+    else if (x->hdr_lines > OBJHTTP_HEADER_LINES)
+        x->hdr_bad = "more than " STR_HEADER_LINES " header lines";
+    if (x->hdr_bad) return 0; /* aborts the transfer (CURLE_WRITE_ERROR) */
     if (len >= 5 && strncmp(ptr, "HTTP/", 5) == 0) {
         /* a new header block (after 100 Continue or a redirect): keep only the last */
         x->hdr.len = 0;
@@ -568,9 +724,7 @@ nomem:
     return err_set(ERR_NOMEM, "%s %s: out of memory", h->what, r->method);
 }
 
-/* "<Code>: <Message>" of an XML error document, or the start of the body, squeezed onto one
- * line, into out. */
-static void body_excerpt(const char *body, char *out, size_t cap) {
+void objhttp_body_excerpt(const char *body, char *out, size_t cap) {
     out[0] = '\0';
     if (!body || !body[0]) return;
     const char *code = strstr(body, "<Code>");
@@ -595,8 +749,7 @@ static void body_excerpt(const char *body, char *out, size_t cap) {
 }
 
 /* Message and code for a finished attempt that failed; sets *retryable. */
-static int attempt_error(ObjHttp *h, const Xfer *x, CURLcode cc, const char *curl_err,
-                         int *retryable) {
+static int attempt_error(ObjHttp *h, Xfer *x, CURLcode cc, const char *curl_err, int *retryable) {
     const ObjHttpRequest *r = x->req;
     char *url = objhttp_redact_url(r->url);
     const char *u = url ? url : "(url)";
@@ -606,18 +759,25 @@ static int attempt_error(ObjHttp *h, const Xfer *x, CURLcode cc, const char *cur
     if (v == RETRY_DEFAULT) v = retry_classify_http(x->status, (int)cc);
     *retryable = v == RETRY_YES && !r->body_reader && !r->no_retry;
     int rc;
+    if (cc == CURLE_OUT_OF_MEMORY && !x->headers_done && !x->hdr_bad && !x->stopped)
+        /* libcurl refuses a header line over CURL_MAX_HTTP_HEADER (100 KiB) before our
+         * callback sees it, with this code */
+        x->hdr_bad = "a header line is longer than libcurl accepts (100 KiB), or memory ran out";
     if (x->stopped) {
         *retryable = 0;
         rc = err_set(ERR_CANCELED,
                      "%s %s %s: stopping (SIGTERM/SIGINT): aborted, no answer for %d ms", h->what,
                      r->method, u, STOP_STALL_MS);
+    } else if (x->hdr_bad) { /* our bound, not a network failure: trying again gets the same */
+        *retryable = 0;
+        rc = err_set(ERR_IO, "%s %s %s: response refused: %s", h->what, r->method, u, x->hdr_bad);
     } else if (cc != CURLE_OK) {
         rc = cc == CURLE_OPERATION_TIMEDOUT ? ERR_TIMEOUT : ERR_IO;
         err_set(rc, "%s %s %s: %s", h->what, r->method, u,
                 curl_err && curl_err[0] ? curl_err : curl_easy_strerror(cc));
     } else {
         char ex[256];
-        body_excerpt(body, ex, sizeof ex);
+        objhttp_body_excerpt(body, ex, sizeof ex);
         rc = x->status == 404 ? ERR_NOT_FOUND : ERR_IO;
         /* 401/403: say plainly that the credentials were refused, and for which bucket */
         char auth[320] = "";
@@ -678,7 +838,7 @@ int objhttp_do(ObjHttp *h, const ObjHttpRequest *req, ObjHttpResponse *resp) {
         Xfer x = {0};
         x.req = req;
         x.body.max = req->max_body ? req->max_body : DEFAULT_MAX_BODY;
-        x.hdr.max = 64 << 10;
+        x.hdr.max = OBJHTTP_HEADER_MAX;
         PoolEnt pe;
         if (pool_get(h, &pe)) return ERR_NOMEM;
         x.curl = pe.easy;
@@ -789,7 +949,7 @@ static int stream_start(ObjHttpStream *s) {
     s->x.req = &s->req;
     s->x.streaming = 1;
     s->x.body.max = ERR_BODY_MAX;
-    s->x.hdr.max = 64 << 10;
+    s->x.hdr.max = OBJHTTP_HEADER_MAX;
     s->x.sbuf.max = STREAM_BUF;
     s->x.curl = curl_easy_init();
     s->multi = curl_multi_init();
@@ -1359,4 +1519,56 @@ char *objhttp_xml_text(const char *s, size_t n) {
 bad:
     free(o);
     return NULL;
+}
+
+int objhttp_complete_xml(const char *const *etags, int n, const char *what, char **out,
+                         size_t *len) {
+    StrBuf b = {0};
+    *out = NULL;
+    *len = 0;
+    strbuf_str(&b, "<CompleteMultipartUpload>");
+    for (int i = 0; i < n; i++) {
+        const char *e = etags[i];
+        if (!e) {
+            free(b.d);
+            return err_set(ERR_IO, "%s: part %d has no ETag", what, i + 1);
+        }
+        char num[64];
+        snprintf(num, sizeof num, "<Part><PartNumber>%d</PartNumber><ETag>", i + 1);
+        strbuf_str(&b, num);
+        for (; *e; e++) {
+            static const char *const ent[] = {['"'] = "&quot;",
+                                              ['&'] = "&amp;",
+                                              ['<'] = "&lt;",
+                                              ['>'] = "&gt;",
+                                              ['\''] = "&apos;"};
+            unsigned char c = (unsigned char)*e;
+            if (c < sizeof ent / sizeof ent[0] && ent[c])
+                strbuf_str(&b, ent[c]);
+            else
+                strbuf_add(&b, e, 1);
+        }
+        strbuf_str(&b, "</ETag></Part>");
+    }
+    strbuf_str(&b, "</CompleteMultipartUpload>");
+    if (b.oom) {
+        free(b.d);
+        return err_set(ERR_NOMEM, "%s: out of memory", what);
+    }
+    *out = b.d;
+    *len = b.n;
+    return 0;
+}
+
+int objhttp_resumable_pin(ObjHttpResumable *r, const ObjHttpResponse *resp, const char *name,
+                          char *buf, size_t cap) {
+    char ctx[64];
+    snprintf(ctx, sizeof ctx, "%s read", r->what ? r->what : "object store");
+    int rc = objhttp_response_header_fit(resp, name, buf, cap, ctx);
+    if (rc == 0) return 0;
+    buf[0] = '\0';
+    if (rc == ERR_NOT_FOUND) return 0;
+    objhttp_stream_free(r->s);
+    r->s = NULL;
+    return err_wrap(rc, "%s", r->key);
 }

@@ -13,6 +13,7 @@
 #include "../common/retry.h"
 
 #include <curl/curl.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -76,6 +77,77 @@ void objhttp_response_clear(ObjHttpResponse *r);
  * truncated); buf on success, NULL if absent. */
 const char *objhttp_response_header(const ObjHttpResponse *r, const char *name, char *buf,
                                     size_t cap);
+
+/* Response headers are bounded (a hostile server cannot make us buffer more): a header line of
+ * more than OBJHTTP_HEADER_LINE_MAX bytes, more than OBJHTTP_HEADER_LINES lines, or more than
+ * OBJHTTP_HEADER_MAX bytes in all fail the request (ERR_IO, not retried) with a message naming
+ * the bound. Real stores answer with a few dozen lines of well under 1 KiB each. */
+#define OBJHTTP_HEADER_MAX ((size_t)64 << 10)
+#define OBJHTTP_HEADER_LINE_MAX ((size_t)16 << 10)
+#define OBJHTTP_HEADER_LINES 256
+
+/* Longest entity tag accepted from a store (bytes, quotes included). S3, OSS and Azure send 20 to
+ * 70 characters, GCS about 20; RFC 9110 sets no limit, so the bound is ours. */
+#define OBJHTTP_ETAG_MAX 1024
+
+/* Longest id or token kept from a response and sent back in later requests (bytes): multipart
+ * upload ids (S3's are about 150 characters), auth tokens are bounded by their header buffers. */
+#define OBJHTTP_ID_MAX ((size_t)4 << 10)
+
+/* As objhttp_response_header, but a value that does not fit in cap - 1 bytes is an error instead
+ * of being truncated: 0 (buf set), ERR_NOT_FOUND if absent (no message), ERR_IO with a message
+ * naming the header, its length and the bound (ctx names the request in it). */
+int objhttp_response_header_fit(const ObjHttpResponse *r, const char *name, char *buf, size_t cap,
+                                const char *ctx);
+
+/* A copy of [s, s + n) as an owned NUL-terminated string when n <= max: what a driver keeps of
+ * a response (upload ids, tokens, URLs). NULL with ERR_IO set (naming field, ctx, n and max) when
+ * longer, ERR_NOMEM set on allocation failure. */
+char *objhttp_dup_bounded(const char *s, size_t n, size_t max, const char *field, const char *ctx);
+
+/* ---- listings ---- */
+
+/* Bounds every paged listing of every driver (a server that never ends a listing, or repeats a
+ * page, must not keep us busy or grow our memory):
+ * - OBJHTTP_LIST_MAX_PAGES pages at most (ETCDBR_STORE_LIST_MAX_PAGES may lower it, for tests);
+ * - OBJHTTP_LIST_BUDGET_MS milliseconds at most (ETCDBR_STORE_LIST_BUDGET_MS may lower it);
+ * - a continuation token (marker, pageToken) seen before in the same listing is an error;
+ * - once the stop flag (objhttp_set_stop) is set, a listing may go on for
+ *   OBJHTTP_LIST_STOP_GRACE_MS more (a final snapshot's short listing ends), then ERR_CANCELED.
+ * Memory: 8 bytes per page (a hash of each token). Not thread-safe: one per listing. */
+#define OBJHTTP_LIST_MAX_PAGES 100000L
+#define OBJHTTP_LIST_BUDGET_MS (10LL * 60 * 1000)
+#define OBJHTTP_LIST_STOP_GRACE_MS 500
+/* Longest continuation token kept between pages (bytes). S3's are about 100, GCS's under 1 KiB. */
+#define OBJHTTP_LIST_TOKEN_MAX ((size_t)8 << 10)
+
+typedef struct ObjHttpListing {
+    const char *what, *container, *prefix; /* borrowed, for messages */
+    int64_t start_ms, stop_ms, budget_ms;
+    long pages, max_pages;
+    uint64_t *seen; /* open-addressing set of token hashes (0 = empty slot) */
+    size_t n_seen, cap_seen;
+} ObjHttpListing;
+
+/* Starts a listing of prefix in container (what: provider name). */
+void objhttp_listing_begin(ObjHttpListing *l, const char *what, const char *container,
+                           const char *prefix);
+/* Called before each page is requested: token is the continuation the previous page gave (NULL
+ * or "" for the first page). 0, or ERR_IO (repeated token, token longer than
+ * OBJHTTP_LIST_TOKEN_MAX, page cap, time budget) / ERR_CANCELED (stopped) / ERR_NOMEM, with a
+ * message naming store, prefix and the bound. */
+int objhttp_listing_page(ObjHttpListing *l, const char *token);
+/* Frees what the listing holds (the struct itself is the caller's). */
+void objhttp_listing_end(ObjHttpListing *l);
+
+/* The process's stop flag (cmd_install_stop_signals), borrowed for the process's lifetime; NULL
+ * = none. Listings end soon after it is set (above). */
+void objhttp_set_stop(const atomic_int *stop);
+
+/* "<Code>: <Message>" of an XML error document (S3, ABS, OSS), or the start of any other body
+ * (GCS and Swift's JSON or text), squeezed onto one line: into out (cap bytes, cap > 0, always
+ * NUL-terminated, truncated). body is NUL-terminated; NULL or "" gives "". For error messages. */
+void objhttp_body_excerpt(const char *body, char *out, size_t cap);
 
 /* Performs req, retrying retryable failures (memory bodies only) with backoff. resp (may be NULL)
  * receives the last attempt's status, headers and (bounded) body; clear it afterwards.
@@ -159,6 +231,13 @@ struct ObjHttpResumable {
     void (*release)(ObjHttpResumable *r);
 };
 
+/* For a driver's open: the value of header name in resp (its ETag or generation, to pin the
+ * object across resumes) into buf (cap bytes; "" when absent). A value that does not fit fails
+ * the open: r->s is freed and set to NULL, and the error (naming the header, the key and the
+ * bound) returned. 0 otherwise. */
+int objhttp_resumable_pin(ObjHttpResumable *r, const ObjHttpResponse *resp, const char *name,
+                          char *buf, size_t cap);
+
 /* Starts r (allocated zeroed by the driver, with its own fields set): copies key, opens the
  * first range, and gives the reader in *out (owned; io_reader_free frees r). On failure r is
  * released and freed, and the error returned. */
@@ -194,6 +273,14 @@ void objhttp_parts_free(ObjHttpParts *p, int discard);
  * the same tag is understood: enough for the flat documents object stores answer. */
 const char *objhttp_xml_element(const char *p, const char *end, const char *tag, size_t *len,
                                 const char **after);
+
+/* The CompleteMultipartUpload document of S3 and OSS (the same in both APIs): parts 1..n, part
+ * i + 1 with the entity tag etags[i] as the server gave it (XML-escaped here, so any byte comes
+ * back intact) into *out (owned, NUL-terminated), *len its length; it grows with the tags (each
+ * bounded by OBJHTTP_ETAG_MAX when it was received). 0, ERR_IO (a part without a tag, named) or
+ * ERR_NOMEM; what names the upload in the message. */
+int objhttp_complete_xml(const char *const *etags, int n, const char *what, char **out,
+                         size_t *len);
 
 /* XML character data [s, s+n) with the five named entities and &#N; / &#xN; decoded (UTF-8).
  * Owned, NUL-terminated; NULL on a malformed entity or allocation failure. */

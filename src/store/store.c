@@ -275,20 +275,34 @@ const char *store_describe(const Store *s) {
 
 typedef struct {
     const Store *s;
+    const char *kp; /* the prefix listed now */
     Snapshot *v;
     size_t n, cap;
+    size_t foreign;      /* objects under kp that are not snapshots (counted, never kept) */
+    char first[160];     /* the first of them, for the one log line */
+    char first_why[160]; /* and why it is not a snapshot */
 } ListCtx;
 
 static int list_cb(void *ctx, const char *key, int64_t size) {
     ListCtx *c = ctx;
     Snapshot snap;
     if (snapname_parse(key, c->s->prefix, &snap) != 0) {
-        log_warn("store %s: skipping object that is not a snapshot: %s", c->s->describe, err_msg());
+        if (c->foreign++ ==
+            0) { /* one line per listing, not one per object (list_snapshots logs it) */
+            snprintf(c->first, sizeof c->first, "%s", key);
+            snprintf(c->first_why, sizeof c->first_why, "%s", err_msg());
+        }
         return 0;
     }
     snap.size = size;
+    if (c->n >= STORE_LIST_MAX_SNAPSHOTS)
+        return err_set(ERR_IO,
+                       "store %s: more than %d snapshots under %s (the cap of one listing): "
+                       "remove old ones (garbage collection) or use another prefix",
+                       c->s->describe, STORE_LIST_MAX_SNAPSHOTS, c->kp);
     if (c->n == c->cap) {
         size_t ncap = c->cap ? c->cap * 2 : 16;
+        if (ncap > STORE_LIST_MAX_SNAPSHOTS) ncap = STORE_LIST_MAX_SNAPSHOTS;
         Snapshot *nv = realloc(c->v, ncap * sizeof *nv);
         if (!nv) return err_set(ERR_NOMEM, "store list: out of memory");
         c->v = nv;
@@ -301,7 +315,7 @@ static int list_cb(void *ctx, const char *key, int64_t size) {
 static int list_snapshots(Store *s, Snapshot **out, size_t *n_out) {
     *out = NULL;
     *n_out = 0;
-    ListCtx c = {s, NULL, 0, 0};
+    ListCtx c = {.s = s};
     int rc = 0;
     static const char *const versions[] = {"v1/", "v2/"};
     for (size_t i = 0; i < 2; i++) {
@@ -310,7 +324,13 @@ static int list_snapshots(Store *s, Snapshot **out, size_t *n_out) {
             rc = err_set(ERR_NOMEM, "store list: out of memory");
             goto done;
         }
+        c.kp = kp;
+        c.foreign = 0;
         rc = drv_list(s, kp, list_cb, &c);
+        if (c.foreign)
+            log_warn("store %s: %zu objects under %s are not snapshots and are skipped, e.g. %s "
+                     "(%s)",
+                     s->describe, c.foreign, kp, c.first, c.first_why);
         free(kp);
         if (rc != 0) goto done;
     }
@@ -357,10 +377,16 @@ static int tag_cb(void *ctx, const char *key, int64_t size) {
     const char *name = slash + 1;
     if (!history_id_valid(id) || !*name || strchr(name, '/') || strlen(name) >= 256) return 0;
     if (strcmp(name, HISTORY_RECORD) == 0) {
+        if (c->n_rec >= STORE_LIST_MAX_HISTORIES)
+            return err_set(ERR_IO, "more than %d history records (the cap of one listing)",
+                           STORE_LIST_MAX_HISTORIES);
         if (grow((void **)&c->rec_ids, &c->cap_rec, c->n_rec, sizeof *c->rec_ids)) return ERR_NOMEM;
         memcpy(c->rec_ids[c->n_rec++], id, sizeof id);
         return 0;
     }
+    if (c->n >= STORE_LIST_MAX_SNAPSHOTS)
+        return err_set(ERR_IO, "more than %d history tags (the cap of one listing)",
+                       STORE_LIST_MAX_SNAPSHOTS);
     if (grow((void **)&c->tags, &c->cap, c->n, sizeof *c->tags)) return ERR_NOMEM;
     HistoryTag *t = &c->tags[c->n++];
     memcpy(t->history, id, sizeof id);

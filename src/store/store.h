@@ -66,9 +66,18 @@ const char *store_name_suffix(const Store *s, CompressKind compression);
 /* Human-readable location, e.g. "Local:/home/x/backups/etcd-main" (borrowed). */
 const char *store_describe(const Store *s);
 
+/* Bounds of one listing (docs/stores.md): a store with more snapshot objects than this under
+ * its prefix (v1 and v2 together; history tags too) fails the listing with an error naming the cap,
+ * rather than growing memory without end (a Snapshot entry takes about 2 KiB, so about 100 MB at
+ * the cap; at one delta every 20 s that is 11 days of deltas without garbage collection). */
+#define STORE_LIST_MAX_SNAPSHOTS 50000
+/* History records read by one listing (one small GET each). */
+#define STORE_LIST_MAX_HISTORIES 10000
+
 /* Lists every parseable snapshot (v1 and v2, chunks included with is_chunk set), sorted by
  * snapname_sort, each annotated with its history (history.h); objects a newer history abandoned
- * are left out. Unparseable objects are logged at warn level and skipped. *out is malloc'ed
+ * are left out. Objects that are not snapshots are skipped, counted and logged at warn level once
+ * per listing (their number and the first one's name). *out is malloc'ed
  * (owned by caller; free()); NULL when *n_out is 0. */
 int store_list(Store *s, Snapshot **out, size_t *n_out);
 

@@ -28,7 +28,7 @@
 #define ABS_DEFAULT_BLOCK (5 * 1024 * 1024)
 #define ABS_DEFAULT_PARALLEL 5
 #define ABS_MAX_KEY 1024
-#define ABS_LIST_MAX_BODY (64u << 20)
+#define ABS_LIST_MAX_BODY (16u << 20) /* a page of 5,000 blobs is about 5 MiB */
 
 /* ---- credentials ---- */
 
@@ -825,7 +825,11 @@ static int abs_list(StoreDriver *drv, const char *key_prefix, StoreDriverListCb 
     int rc = 0;
     char page[16];
     snprintf(page, sizeof page, "%d", d->list_page);
+    ObjHttpListing lg;
+    objhttp_listing_begin(&lg, "ABS", d->container, key_prefix);
     do {
+        rc = objhttp_listing_page(&lg, marker);
+        if (rc != 0) break;
         const char *qn[5] = {"restype", "comp", "prefix"};
         const char *qv[5] = {"container", "list", key_prefix};
         size_t nq = 3;
@@ -846,6 +850,7 @@ static int abs_list(StoreDriver *drv, const char *key_prefix, StoreDriverListCb 
         free(marker);
         marker = next;
     } while (rc == 0 && marker);
+    objhttp_listing_end(&lg);
     free(marker);
     if (rc == ERR_NOT_FOUND)
         rc = err_set(ERR_IO, "ABS list: container %s does not exist", d->container);
@@ -857,13 +862,14 @@ static int abs_list(StoreDriver *drv, const char *key_prefix, StoreDriverListCb 
 typedef struct AbsReader {
     ObjHttpResumable r; /* first: key, offset, stream, resumes */
     AbsDriver *d;
-    char etag[128]; /* of the first response: a resumed read must see the same blob */
+    /* of the first response: a resumed read must see the same blob */
+    char etag[OBJHTTP_ETAG_MAX + 1];
 } AbsReader;
 
 /* Opens the stream at r->offset (If-Match the first ETag when resuming). */
 static int reader_open(ObjHttpResumable *res) {
     AbsReader *a = (AbsReader *)res;
-    char range[64], match[160];
+    char range[64], match[OBJHTTP_ETAG_MAX + 16];
     const char *h[2] = {range, match};
     snprintf(range, sizeof range, "x-ms-range: bytes=%llu-", (unsigned long long)res->offset);
     snprintf(match, sizeof match, "If-Match: %s", a->etag);
@@ -882,8 +888,8 @@ static int reader_open(ObjHttpResumable *res) {
         rc = explain(rc, &r, a->d);
         if (rc == ERR_NOT_FOUND) rc = err_set(ERR_NOT_FOUND, "ABS read %s: not found", res->key);
     }
-    if (rc == 0 && !a->etag[0] && !objhttp_response_header(&r, "ETag", a->etag, sizeof a->etag))
-        a->etag[0] = '\0';
+    if (rc == 0 && !a->etag[0])
+        rc = objhttp_resumable_pin(res, &r, "ETag", a->etag, sizeof a->etag);
     objhttp_response_clear(&r);
     return rc;
 }

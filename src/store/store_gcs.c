@@ -37,7 +37,9 @@
 #define GCS_DEFAULT_CHUNK (5 * 1024 * 1024)
 #define GCS_DEFAULT_PARALLEL 5
 #define GCS_MAX_KEY 1024
-#define GCS_LIST_MAX_BODY (64u << 20)
+#define GCS_LIST_MAX_BODY (16u << 20) /* a page of 1,000 items is under 1 MiB */
+/* Longest OAuth2 access token accepted (Google's are about 200 to 2,000 bytes). */
+#define GCS_TOKEN_MAX 16384
 #define GCS_BATCH 31 /* chunks folded into one intermediate composite (+ the previous one = 32) */
 #define GCS_INTERMEDIATE_BASE 1000000000 /* "<key>/1000000001": intermediates sort after chunks */
 
@@ -318,8 +320,16 @@ int gcs_token_parse(const char *json, size_t len, char **token, int64_t *expires
             rc = err_set(ERR_CORRUPT, "no access_token in the token response");
         goto done;
     }
+    if (strlen(t) > GCS_TOKEN_MAX) {
+        rc = err_set(ERR_CORRUPT,
+                     "the access_token in the token response has %zu bytes, more "
+                     "than the %d accepted",
+                     strlen(t), GCS_TOKEN_MAX);
+        goto done;
+    }
     json_t *ex = json_object_get(root, "expires_in");
     if (json_is_integer(ex) && json_integer_value(ex) > 0) *expires_in = json_integer_value(ex);
+    if (*expires_in > 86400) *expires_in = 86400; /* no overflow in the refresh time; a day */
     *token = strdup(t);
     if (!*token) rc = err_set(ERR_NOMEM, "GCS: out of memory");
 done:
@@ -803,7 +813,11 @@ static int list_objects(GcsDriver *d, const char *key_prefix, StoreDriverListCb 
     ListCtx lc = {.cb = cb, .ctx = ctx};
     char page[16];
     snprintf(page, sizeof page, "%d", d->list_page);
+    ObjHttpListing lg;
+    objhttp_listing_begin(&lg, "GCS", d->bucket, key_prefix);
     do {
+        rc = objhttp_listing_page(&lg, token);
+        if (rc != 0) break;
         const char *qn[4] = {"prefix", "fields"};
         const char *qv[4] = {key_prefix, "items(name,size,retentionExpirationTime),nextPageToken"};
         size_t nq = 2;
@@ -831,6 +845,7 @@ static int list_objects(GcsDriver *d, const char *key_prefix, StoreDriverListCb 
         free(token);
         token = next;
     } while (rc == 0 && token);
+    objhttp_listing_end(&lg);
     free(token);
     if (rc == ERR_NOT_FOUND) rc = err_set(ERR_IO, "GCS list: bucket %s does not exist", d->bucket);
     if (rc == 0 && sweep && lc.n_sweep) sweep_chunks(d, &lc);
@@ -953,9 +968,9 @@ static int reader_open(ObjHttpResumable *res) {
     } else if (rc == ERR_NOT_FOUND) {
         rc = err_set(ERR_NOT_FOUND, "GCS read %s: not found", res->key);
     }
-    if (rc == 0 && !a->generation[0] &&
-        !objhttp_response_header(&r, "x-goog-generation", a->generation, sizeof a->generation))
-        a->generation[0] = '\0';
+    if (rc == 0 && !a->generation[0])
+        rc = objhttp_resumable_pin(res, &r, "x-goog-generation", a->generation,
+                                   sizeof a->generation);
     for (char *p = a->generation; *p; p++)
         if (!isdigit((unsigned char)*p)) a->generation[0] = '\0';
     objhttp_response_clear(&r);

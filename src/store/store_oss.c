@@ -27,7 +27,7 @@
 
 #define OSS_MAX_PARTS 10000
 #define OSS_MAX_KEY 1023
-#define OSS_LIST_MAX_BODY (64u << 20)
+#define OSS_LIST_MAX_BODY (16u << 20) /* a page of 1,000 keys is under 1 MiB */
 
 /* ---- credentials ---- */
 
@@ -279,6 +279,10 @@ int oss_parse_upload_id(const char *xml, size_t len, char **upload_id) {
         return err_set(ERR_CORRUPT, "OSS: not an InitiateMultipartUploadResult document");
     const char *t = objhttp_xml_element(xml, end, "UploadId", &tl, NULL);
     if (!t || tl == 0) return err_set(ERR_CORRUPT, "OSS: no UploadId in the answer");
+    if (tl > OBJHTTP_ID_MAX)
+        return err_set(ERR_CORRUPT,
+                       "OSS: the UploadId in the answer has %zu bytes, more than the %zu accepted",
+                       tl, OBJHTTP_ID_MAX);
     *upload_id = objhttp_xml_text(t, tl);
     if (!*upload_id) return err_set(ERR_CORRUPT, "OSS: bad UploadId");
     return 0;
@@ -544,7 +548,11 @@ static int oss_list(StoreDriver *drv, const char *key_prefix, StoreDriverListCb 
     char *marker = NULL;
     int rc = 0, truncated = 0, pages = 0;
     ListCtx lc = {key_prefix, cb, ctx};
+    ObjHttpListing lg;
+    objhttp_listing_begin(&lg, "OSS", d->bucket, key_prefix);
     do {
+        rc = objhttp_listing_page(&lg, marker);
+        if (rc != 0) break;
         const char *qn[4] = {"encoding-type", "max-keys", "prefix", "marker"};
         const char *qv[4] = {"url", page, key_prefix, marker};
         OssCall c = {.method = "GET",
@@ -570,6 +578,7 @@ static int oss_list(StoreDriver *drv, const char *key_prefix, StoreDriverListCb 
         free(marker);
         marker = next;
     } while (rc == 0 && truncated);
+    objhttp_listing_end(&lg);
     free(marker);
     return rc;
 }
@@ -626,12 +635,13 @@ static int oss_remove(StoreDriver *drv, const char *key) {
 typedef struct {
     ObjHttpResumable r; /* first: key, offset, stream, resumes, skip */
     OssDriver *d;
-    char etag[128]; /* of the first answer: a resumed read must see the same object */
+    /* of the first answer: a resumed read must see the same object */
+    char etag[OBJHTTP_ETAG_MAX + 1];
 } OssReader;
 
 static int reader_open(ObjHttpResumable *res) {
     OssReader *r = (OssReader *)res;
-    char range[64], match[160];
+    char range[64], match[OBJHTTP_ETAG_MAX + 16];
     const char *h[3];
     size_t nh = 0;
     if (res->offset > 0) {
@@ -656,8 +666,7 @@ static int reader_open(ObjHttpResumable *res) {
     }
     if (rc == 0 && res->s) {
         if (res->offset > 0 && resp.status == 200) res->skip = res->offset; /* Range ignored */
-        if (!r->etag[0] && !objhttp_response_header(&resp, "ETag", r->etag, sizeof r->etag))
-            r->etag[0] = '\0';
+        if (!r->etag[0]) rc = objhttp_resumable_pin(res, &resp, "ETag", r->etag, sizeof r->etag);
     }
     objhttp_response_clear(&resp);
     return rc;
@@ -720,9 +729,12 @@ static int upload_part(void *ctx, int num, const void *data, size_t len) {
                  .body_len = len};
     ObjHttpResponse r = {0};
     int rc = explain(oss_do(w->d, &c, &r, NULL), &r, w->d);
-    char etag[256];
-    if (rc == 0 && !objhttp_response_header(&r, "ETag", etag, sizeof etag))
+    char etag[OBJHTTP_ETAG_MAX + 1];
+    int er = rc == 0 ? objhttp_response_header_fit(&r, "ETag", etag, sizeof etag, "OSS") : 0;
+    if (er == ERR_NOT_FOUND)
         rc = err_set(ERR_IO, "OSS: no ETag in the answer");
+    else if (er != 0)
+        rc = er;
     objhttp_response_clear(&r);
     if (rc == 0) {
         char *e = strdup(etag);
@@ -896,34 +908,11 @@ static int put_object(OssWriter *w) {
 }
 
 static int complete_upload(OssWriter *w) {
+    char what[1200];
+    snprintf(what, sizeof what, "OSS write %s", w->key);
     StrBuf b = {0};
-    strbuf_str(&b, "<CompleteMultipartUpload>");
-    for (int i = 0; i < w->n_parts; i++) {
-        const char *e = w->etags[i];
-        if (!e) {
-            free(b.d);
-            return err_set(ERR_IO, "OSS write %s: part %d has no ETag", w->key, i + 1);
-        }
-        char num[64];
-        snprintf(num, sizeof num, "<Part><PartNumber>%d</PartNumber><ETag>", i + 1);
-        strbuf_str(&b, num);
-        for (; *e; e++) {
-            if (*e == '"')
-                strbuf_str(&b, "&quot;");
-            else if (*e == '&')
-                strbuf_str(&b, "&amp;");
-            else if (*e == '<')
-                strbuf_str(&b, "&lt;");
-            else
-                strbuf_add(&b, e, 1);
-        }
-        strbuf_str(&b, "</ETag></Part>");
-    }
-    strbuf_str(&b, "</CompleteMultipartUpload>");
-    if (b.oom) {
-        free(b.d);
-        return err_set(ERR_NOMEM, "OSS write %s: out of memory", w->key);
-    }
+    int rc = objhttp_complete_xml((const char *const *)w->etags, w->n_parts, what, &b.d, &b.n);
+    if (rc) return rc;
     char md5[64];
     content_md5(b.d, b.n, md5);
     const char *sn[1] = {"uploadId"};
@@ -939,7 +928,7 @@ static int complete_upload(OssWriter *w) {
                  .body = b.d,
                  .body_len = b.n};
     ObjHttpResponse r = {0};
-    int rc = exists_or(oss_do(w->d, &c, &r, NULL), &r, w);
+    rc = exists_or(oss_do(w->d, &c, &r, NULL), &r, w);
     char code[64];
     if (rc == ERR_NOT_FOUND && strcmp(resp_code(&r, code, sizeof code), "NoSuchUpload") == 0) {
         /* a retried complete whose first try went through: the object is there */

@@ -11,6 +11,7 @@
 #include "../codec/sha256.h"
 #include "../common/err.h"
 #include "../common/log.h"
+#include "../common/strbuf.h"
 #include "../common/timeutil.h"
 #include "objhttp.h"
 #include "store_driver.h"
@@ -461,6 +462,21 @@ int s3_list_parse(const char *xml, size_t len, S3ListCb cb, void *ctx, int *trun
     return 0;
 }
 
+int s3_parse_upload_id(const char *xml, size_t len, char **upload_id) {
+    size_t n;
+    *upload_id = NULL;
+    const char *id = xml_find(xml, xml + len, "UploadId", &n);
+    if (!id || n == 0) return err_set(ERR_CORRUPT, "no UploadId in the answer");
+    if (n > OBJHTTP_ID_MAX)
+        return err_set(ERR_CORRUPT,
+                       "the UploadId in the answer has %zu bytes, more than the %zu "
+                       "accepted",
+                       n, OBJHTTP_ID_MAX);
+    *upload_id = xml_text(id, n);
+    return *upload_id ? 0
+                      : err_set(ERR_CORRUPT, "the UploadId in the answer is not valid XML text");
+}
+
 /* ---- the driver ---- */
 
 typedef struct {
@@ -787,7 +803,11 @@ static int s3_list(StoreDriver *drv, const char *key_prefix, StoreDriverListCb c
     char *token = NULL;
     int rc = 0;
     ListCtx lc = {key_prefix, cb, ctx};
+    ObjHttpListing lg;
+    objhttp_listing_begin(&lg, d->provider, d->bucket, key_prefix);
     for (int pages = 0;; pages++) {
+        rc = objhttp_listing_page(&lg, token);
+        if (rc != 0) break;
         const char *names[4] = {"list-type", "prefix", "max-keys", "continuation-token"};
         const char *values[4] = {"2", key_prefix, page, token};
         char *q = objhttp_query(names, values, token ? 4 : 3);
@@ -816,6 +836,7 @@ static int s3_list(StoreDriver *drv, const char *key_prefix, StoreDriverListCb c
         objhttp_response_clear(&resp);
         if (rc != 0) break;
     }
+    objhttp_listing_end(&lg);
     free(token);
     return rc;
 }
@@ -979,10 +1000,14 @@ static void *part_thread(void *arg) {
     int rc = q ? s3_call(w->d, "PUT", w->key, q, 1, NULL, 0, s->buf, s->len, &resp, 0)
                : err_set(ERR_NOMEM, "out of memory");
     free(q);
-    char etag[256];
-    if (rc == 0 && !objhttp_response_header(&resp, "etag", etag, sizeof etag))
+    char etag[OBJHTTP_ETAG_MAX + 1], what[64];
+    snprintf(what, sizeof what, "%s upload part %d", w->d->provider, s->part_no);
+    int hr = rc == 0 ? objhttp_response_header_fit(&resp, "etag", etag, sizeof etag, what) : 0;
+    if (hr == ERR_NOT_FOUND)
         rc = err_set(ERR_IO, "%s upload part %d of %s: no ETag in the answer", w->d->provider,
                      s->part_no, w->key);
+    else if (hr != 0)
+        rc = err_wrap(hr, "%s", w->key);
     objhttp_response_clear(&resp);
     if (rc != 0) {
         char msg[1024];
@@ -1022,12 +1047,8 @@ static int start_upload(S3Writer *w) {
     ObjHttpResponse resp = {0};
     int rc = s3_call(d, "POST", w->key, "uploads=", 1, NULL, 0, NULL, 0, &resp, 0);
     if (rc == 0) {
-        size_t n;
-        const char *id = xml_find(resp.body, resp.body + resp.body_len, "UploadId", &n);
-        w->upload_id = id && n > 0 ? xml_text(id, n) : NULL;
-        if (!w->upload_id)
-            rc = err_set(ERR_IO, "%s create multipart upload %s: no UploadId in the answer",
-                         d->provider, w->key);
+        rc = s3_parse_upload_id(resp.body, resp.body_len, &w->upload_id);
+        if (rc) rc = err_wrap(ERR_IO, "%s create multipart upload %s", d->provider, w->key);
     } else {
         err_wrap(rc, "create multipart upload");
     }
@@ -1197,40 +1218,20 @@ static int conditional_call(S3Writer *w, const char *method, const char *query, 
 }
 
 static int complete_upload(S3Writer *w) {
-    int n_parts = w->next_part - 1;
-    size_t cap = 64 + (size_t)n_parts * 400;
-    char *xml = malloc(cap);
-    if (!xml) return err_set(ERR_NOMEM, "%s commit %s: out of memory", w->d->provider, w->key);
-    size_t o = (size_t)snprintf(xml, cap, "<CompleteMultipartUpload>");
-    for (int i = 0; i < n_parts; i++) {
-        const char *e = w->etags[i];
-        if (!e) {
-            free(xml);
-            return err_set(ERR_IO, "%s commit %s: part %d has no ETag", w->d->provider, w->key,
-                           i + 1);
-        }
-        o += (size_t)snprintf(xml + o, cap - o, "<Part><PartNumber>%d</PartNumber><ETag>", i + 1);
-        for (; *e && o + 8 < cap; e++) {
-            if (*e == '"')
-                o += (size_t)snprintf(xml + o, cap - o, "&quot;");
-            else if (*e == '&')
-                o += (size_t)snprintf(xml + o, cap - o, "&amp;");
-            else if (*e == '<')
-                o += (size_t)snprintf(xml + o, cap - o, "&lt;");
-            else
-                xml[o++] = *e;
-        }
-        o += (size_t)snprintf(xml + o, cap - o, "</ETag></Part>");
-    }
-    o += (size_t)snprintf(xml + o, cap - o, "</CompleteMultipartUpload>");
+    char what[1200];
+    snprintf(what, sizeof what, "%s commit %s", w->d->provider, w->key);
+    size_t o = 0;
+    char *xml = NULL;
+    int rc = objhttp_complete_xml((const char *const *)w->etags, w->next_part - 1, what, &xml, &o);
+    if (rc) return rc;
     const char *names[1] = {"uploadId"};
     const char *values[1] = {w->upload_id};
     char *q = objhttp_query(names, values, 1);
     const char *extra[2] = {"Content-Type: application/xml", "If-None-Match: *"};
     ObjHttpResponse resp = {0};
     /* the Go tool gives complete 30 s; a large object may need the server to work longer */
-    int rc = q ? conditional_call(w, "POST", q, 0, extra, xml, o, &resp)
-               : err_set(ERR_NOMEM, "out of memory");
+    rc = q ? conditional_call(w, "POST", q, 0, extra, xml, o, &resp)
+           : err_set(ERR_NOMEM, "out of memory");
     rc = exists_or(rc, &resp, w);
     /* S3 may answer 200 and put the error in the body */
     if (rc == 0 && resp.body && strstr(resp.body, "<Error>"))

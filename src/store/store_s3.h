@@ -69,6 +69,11 @@ typedef int (*S3ListCb)(void *ctx, const char *key, int64_t size);
  * <IsTruncated>, *next_token (owned, NULL if none) from <NextContinuationToken>. XML entities
  * (&amp; &lt; &gt; &quot; &apos; &#N; &#xN;) are decoded. 0, ERR_CORRUPT (malformed) or cb's
  * return. */
+/* The UploadId of an InitiateMultipartUploadResult document [xml, xml + len) (need not be
+ * NUL-terminated): *upload_id owned. 0, or ERR_CORRUPT (absent, empty, longer than
+ * OBJHTTP_ID_MAX bytes, a bad entity) / ERR_NOMEM. */
+int s3_parse_upload_id(const char *xml, size_t len, char **upload_id);
+
 int s3_list_parse(const char *xml, size_t len, S3ListCb cb, void *ctx, int *truncated,
                   char **next_token);
 

@@ -24,7 +24,7 @@
 #define SWIFT_MAX_OBJECT ((int64_t)5 << 30)
 #define SWIFT_DEFAULT_PARALLEL 5
 #define SWIFT_MAX_KEY 1024
-#define SWIFT_LIST_MAX_BODY ((size_t)64 << 20)
+#define SWIFT_LIST_MAX_BODY ((size_t)16 << 20) /* 10,000 names: about 2 MiB */
 #define SWIFT_AUTH_MAX_BODY ((size_t)8 << 20)
 #define SWIFT_MAX_PAGE 10000 /* Swift's default container_listing_limit */
 
@@ -480,14 +480,17 @@ static int auth_v1(SwiftDriver *d, char **token, char **url) {
     rc = auth_failed(d, objhttp_do(d->http, &req, &r), &r, c->auth_url);
     if (rc) goto done;
     char tok[4096], su[4096];
-    if (!objhttp_response_header(&r, "X-Auth-Token", tok, sizeof tok) &&
-        !objhttp_response_header(&r, "X-Storage-Token", tok, sizeof tok)) {
+    rc = objhttp_response_header_fit(&r, "X-Auth-Token", tok, sizeof tok, "Swift auth");
+    if (rc == ERR_NOT_FOUND)
+        rc = objhttp_response_header_fit(&r, "X-Storage-Token", tok, sizeof tok, "Swift auth");
+    if (rc == ERR_NOT_FOUND)
         rc = err_set(ERR_IO, "Swift auth: GET %s: no X-Auth-Token in the answer", c->auth_url);
-        goto done;
-    }
-    if (!objhttp_response_header(&r, "X-Storage-Url", su, sizeof su)) {
+    if (rc) goto done;
+    rc = objhttp_response_header_fit(&r, "X-Storage-Url", su, sizeof su, "Swift auth");
+    if (rc) {
         OPENSSL_cleanse(tok, sizeof tok);
-        rc = err_set(ERR_IO, "Swift auth: GET %s: no X-Storage-Url in the answer", c->auth_url);
+        if (rc == ERR_NOT_FOUND)
+            rc = err_set(ERR_IO, "Swift auth: GET %s: no X-Storage-Url in the answer", c->auth_url);
         goto done;
     }
     *token = strdup(tok);
@@ -524,10 +527,10 @@ static int auth_v3(SwiftDriver *d, char **token, char **url) {
     rc = auth_failed(d, objhttp_do(d->http, &req, &r), &r, turl);
     if (rc) goto done;
     char tok[8192];
-    if (!objhttp_response_header(&r, "X-Subject-Token", tok, sizeof tok)) {
+    rc = objhttp_response_header_fit(&r, "X-Subject-Token", tok, sizeof tok, "Swift auth");
+    if (rc == ERR_NOT_FOUND)
         rc = err_set(ERR_IO, "Swift auth: POST %s: no X-Subject-Token in the answer", turl);
-        goto done;
-    }
+    if (rc) goto done;
     rc = swift_catalog_lookup(r.body, r.body_len, d->region, url);
     if (rc == 0) {
         *token = strdup(tok);
@@ -683,7 +686,11 @@ static int list_prefix(SwiftDriver *d, const char *prefix, int include_segments,
     int rc = 0;
     char page[16];
     snprintf(page, sizeof page, "%d", d->list_page);
+    ObjHttpListing lg;
+    objhttp_listing_begin(&lg, "Swift", d->container, prefix);
     for (;;) {
+        rc = objhttp_listing_page(&lg, marker);
+        if (rc != 0) break;
         const char *qn[4] = {"format", "prefix", "marker", "limit"};
         const char *qv[4] = {"json", prefix, marker, page};
         size_t nq = 2;
@@ -714,6 +721,7 @@ static int list_prefix(SwiftDriver *d, const char *prefix, int include_segments,
         marker = last;
         if (rc || !marker || n == 0) break;
     }
+    objhttp_listing_end(&lg);
     free(marker);
     if (rc == ERR_NOT_FOUND)
         rc = err_set(ERR_IO, "Swift list: container %s does not exist", d->container);
@@ -815,7 +823,8 @@ static int swift_remove(StoreDriver *drv, const char *key) {
 typedef struct SwiftReader {
     ObjHttpResumable r; /* first: key, offset, stream, resumes */
     SwiftDriver *d;
-    char etag[160]; /* of the first answer: a resumed read must see the same object */
+    /* of the first answer: a resumed read must see the same object */
+    char etag[OBJHTTP_ETAG_MAX + 1];
 } SwiftReader;
 
 static int reader_open(ObjHttpResumable *res) {
@@ -833,8 +842,9 @@ static int reader_open(ObjHttpResumable *res) {
     } else if (rc == ERR_NOT_FOUND) {
         rc = err_set(ERR_NOT_FOUND, "Swift read %s: not found", res->key);
     }
-    char etag[160];
-    if (rc == 0 && res->s && objhttp_response_header(&r, "ETag", etag, sizeof etag)) {
+    char etag[sizeof a->etag] = "";
+    if (rc == 0 && res->s) rc = objhttp_resumable_pin(res, &r, "ETag", etag, sizeof etag);
+    if (rc == 0 && res->s && etag[0]) {
         if (!a->etag[0]) {
             snprintf(a->etag, sizeof a->etag, "%s", etag);
         } else if (strcmp(etag, a->etag) != 0) {

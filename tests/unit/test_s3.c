@@ -351,6 +351,103 @@ static void test_driver_config_errors(void **state) {
     unsetenv("ECS_DISABLE_SSL");
 }
 
+/* The listing guard of every cloud driver: a repeated token, the page cap, a long token. */
+static void test_listing_guard(void **state) {
+    (void)state;
+    ObjHttpListing l;
+    objhttp_listing_begin(&l, "S3", "b", "p/v2/");
+    assert_int_equal(objhttp_listing_page(&l, NULL), 0);
+    char tok[32];
+    for (int i = 0; i < 1000; i++) { /* the set grows and rehashes */
+        snprintf(tok, sizeof tok, "t%d", i);
+        assert_int_equal(objhttp_listing_page(&l, tok), 0);
+    }
+    assert_int_equal(objhttp_listing_page(&l, "t17"), ERR_IO);
+    assert_non_null(strstr(err_msg(), "S3 b list p/v2/: page 1001 repeats a continuation token"));
+    objhttp_listing_end(&l);
+
+    setenv("ETCDBR_STORE_LIST_MAX_PAGES", "3", 1);
+    objhttp_listing_begin(&l, "GCS", "", "x/");
+    unsetenv("ETCDBR_STORE_LIST_MAX_PAGES");
+    assert_int_equal(objhttp_listing_page(&l, NULL), 0);
+    assert_int_equal(objhttp_listing_page(&l, "a"), 0);
+    assert_int_equal(objhttp_listing_page(&l, "b"), 0);
+    assert_int_equal(objhttp_listing_page(&l, "c"), ERR_IO);
+    assert_non_null(strstr(err_msg(), "GCS list x/: more than 3 pages (the listing page cap)"));
+    objhttp_listing_end(&l);
+
+    char *big = malloc(OBJHTTP_LIST_TOKEN_MAX + 2);
+    assert_non_null(big);
+    memset(big, 'k', OBJHTTP_LIST_TOKEN_MAX + 1);
+    big[OBJHTTP_LIST_TOKEN_MAX + 1] = '\0';
+    objhttp_listing_begin(&l, "OSS", "b", "");
+    assert_int_equal(objhttp_listing_page(&l, big), ERR_IO);
+    assert_non_null(strstr(err_msg(), "longer than 8192 bytes"));
+    objhttp_listing_end(&l);
+    free(big);
+}
+
+/* CompleteMultipartUpload holds every ETag intact, however long and whatever it contains
+ * (a 300-character ETag full of quotes overflowed the heap before). */
+static void test_complete_xml_keeps_etags(void **state) {
+    (void)state;
+    char e1[301];
+    for (int i = 0; i < 300; i++)
+        e1[i] = "\"&<>'x"[i % 6];
+    e1[300] = '\0';
+    const char *tags[3] = {e1, "\"plain\"", ""};
+    char *xml = NULL;
+    size_t n = 0;
+    assert_int_equal(objhttp_complete_xml(tags, 3, "t", &xml, &n), 0);
+    assert_int_equal(strlen(xml), n);
+    const char *p = xml;
+    for (int i = 0; i < 3; i++) {
+        size_t pl, tl;
+        const char *part = objhttp_xml_element(p, xml + n, "Part", &pl, &p);
+        assert_non_null(part);
+        const char *t = objhttp_xml_element(part, part + pl, "ETag", &tl, NULL);
+        assert_non_null(t);
+        char *back = objhttp_xml_text(t, tl);
+        assert_string_equal(back, tags[i]);
+        free(back);
+    }
+    free(xml);
+    const char *missing[2] = {"a", NULL};
+    assert_int_equal(objhttp_complete_xml(missing, 2, "S3 commit k", &xml, &n), ERR_IO);
+    assert_string_equal(err_msg(), "S3 commit k: part 2 has no ETag");
+}
+
+/* Header values are copied with their length checked: too long is an error, never cut short. */
+static void test_header_fit(void **state) {
+    (void)state;
+    ObjHttpResponse r = {0};
+    r.headers = (char *)"HTTP/1.1 200 OK\r\nETag: \"0123456789\"\r\nX-Empty:\r\n";
+    char buf[13], small[12];
+    assert_int_equal(objhttp_response_header_fit(&r, "etag", buf, sizeof buf, "ctx"), 0);
+    assert_string_equal(buf, "\"0123456789\"");
+    assert_int_equal(objhttp_response_header_fit(&r, "ETag", small, sizeof small, "S3 part"),
+                     ERR_IO);
+    assert_string_equal(err_msg(),
+                        "S3 part: the ETag header of the answer is longer than 11 bytes");
+    assert_int_equal(objhttp_response_header_fit(&r, "X-None", buf, sizeof buf, "c"),
+                     ERR_NOT_FOUND);
+    assert_int_equal(objhttp_response_header_fit(&r, "X-Empty", buf, sizeof buf, "c"), 0);
+    assert_string_equal(buf, "");
+    assert_null(objhttp_dup_bounded("abcdef", 6, 5, "UploadId", "OSS"));
+    assert_string_equal(err_msg(),
+                        "OSS: the UploadId in the answer has 6 bytes, more than the 5 accepted");
+    char *d = objhttp_dup_bounded("abcdef", 5, 5, "UploadId", "OSS");
+    assert_string_equal(d, "abcde");
+    free(d);
+    char *id = NULL;
+    static const char init[] = "<InitiateMultipartUploadResult><UploadId>a&amp;b</UploadId>"
+                               "</InitiateMultipartUploadResult>";
+    assert_int_equal(s3_parse_upload_id(init, sizeof init - 1, &id), 0);
+    assert_string_equal(id, "a&b");
+    free(id);
+    assert_int_equal(s3_parse_upload_id("<UploadId></UploadId>", 21, &id), ERR_CORRUPT);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_part_size_known_size_is_size_over_9999),
@@ -358,6 +455,9 @@ int main(void) {
         cmocka_unit_test(test_pct_encode_rfc3986),
         cmocka_unit_test(test_query_sorted_and_encoded),
         cmocka_unit_test(test_redact_url_hides_signatures_and_userinfo),
+        cmocka_unit_test(test_listing_guard),
+        cmocka_unit_test(test_complete_xml_keeps_etags),
+        cmocka_unit_test(test_header_fit),
         cmocka_unit_test_setup_teardown(test_creds_from_json_file, setup_tmp, teardown_tmp),
         cmocka_unit_test_setup_teardown(test_creds_from_directory_verbatim, setup_tmp,
                                         teardown_tmp),
