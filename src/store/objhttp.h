@@ -196,7 +196,8 @@ const char *objhttp_xml_element(const char *p, const char *end, const char *tag,
                                 const char **after);
 
 /* XML character data [s, s+n) with the five named entities and &#N; / &#xN; decoded (UTF-8).
- * Owned, NUL-terminated; NULL on a malformed entity or allocation failure. */
+ * Owned, NUL-terminated; NULL on a malformed entity, a raw NUL (it would cut a name short) or
+ * allocation failure. */
 char *objhttp_xml_text(const char *s, size_t n);
 
 #endif

@@ -330,11 +330,13 @@ int s3_sts_parse(const char *xml, size_t len, S3StsCreds *out) {
 
 /* ---- listing parser ---- */
 
-/* Decodes XML text s[0..n) into an owned string; NULL on a bad entity or allocation failure. */
+/* Decodes XML text s[0..n) into an owned string; NULL on a bad entity, a raw NUL (it would cut a
+ * name short) or allocation failure. */
 static char *xml_text(const char *s, size_t n) {
     char *o = malloc(n + 1), *p = o;
     if (!o) return NULL;
     for (size_t i = 0; i < n;) {
+        if (s[i] == '\0') goto bad; /* a NUL would cut the name short: a name that lies */
         if (s[i] != '&') {
             *p++ = s[i++];
             continue;

@@ -15,6 +15,7 @@
 #include "common/err.h"
 #include "common/fsutil.h"
 #include "common/log.h"
+#include "store/objhttp.h"
 #include "store/snapname.h"
 #include "store/store.h"
 #include "store/store_driver.h"
@@ -270,6 +271,17 @@ static void test_snapname_mutations_round_trip(void **state) {
     }
 }
 
+/* A listed name with a raw NUL would be cut short into another, valid name: refused. */
+static void test_xml_name_with_nul_refused(void **state) {
+    (void)state;
+    static const char name[] = "v2/Full-00000001-00000005-1700000000\0/../../evil";
+    assert_null(objhttp_xml_text(name, sizeof name - 1));
+    assert_null(objhttp_xml_text("v2/a&#0;b", 9));
+    char *ok = objhttp_xml_text("v2/a&amp;b", 10);
+    assert_string_equal(ok, "v2/a&b");
+    free(ok);
+}
+
 /* ---------- log ---------- */
 
 /* Logs msg with stderr redirected to a file; returns the bytes written (owned). */
@@ -334,6 +346,7 @@ int main(void) {
         cmocka_unit_test(test_local_symlinked_dir_not_followed),
         cmocka_unit_test(test_snapname_refuses_hostile_names),
         cmocka_unit_test(test_snapname_mutations_round_trip),
+        cmocka_unit_test(test_xml_name_with_nul_refused),
         cmocka_unit_test(test_log_escapes_hostile_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
