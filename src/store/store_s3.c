@@ -429,7 +429,10 @@ int s3_list_parse(const char *xml, size_t len, S3ListCb cb, void *ctx, int *trun
         const char *k = xml_find(c, ce, "Key", &kn);
         if (!k) return err_set(ERR_CORRUPT, "S3 listing: an entry without a Key");
         char *key = xml_text(k, kn);
-        if (!key) return err_set(ERR_CORRUPT, "S3 listing: a Key with a bad XML entity");
+        if (!key)
+            return err_set(
+                ERR_CORRUPT,
+                "S3 listing: a Key with a bad XML entity or a NUL (refused, not cut short)");
         int64_t size = -1;
         const char *sz = xml_find(c, ce, "Size", &sn);
         if (sz && sn > 0 && sn < 20) {
