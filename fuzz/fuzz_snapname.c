@@ -1,7 +1,8 @@
 /* fuzz_snapname: libFuzzer target over snapname_parse, the parser of object keys listed from a
  * store. Input: first line = store prefix, each further line = one key. Every key that parses
  * must satisfy the Snapshot invariants and survive a format -> parse round trip; all parsed
- * keys are then sorted and a latest set is chosen, and both results are checked. */
+ * keys are then sorted and a latest set is chosen, and both results are checked. A parsed name
+ * must be safe as a local file name (no "..", backslash or control character). */
 #include "store/snapname.h"
 
 #include <stdint.h>
@@ -28,6 +29,10 @@ static void check_parsed(const Snapshot *s, const char *key, const char *prefix)
     CHECK(strncmp(s->key, s->prefix, strlen(s->prefix)) == 0);
     CHECK(s->version == 1 ? s->snap_dir[0] != '\0' : s->snap_dir[0] == '\0');
     CHECK(memchr(s->compression_suffix, '\0', sizeof s->compression_suffix) != NULL);
+    /* a parsed name is safe as a local file name: no "..", backslash or control character */
+    CHECK(strstr(s->snap_name, "..") == NULL && strchr(s->snap_name, '\\') == NULL);
+    for (const char *c = s->snap_name; *c; c++)
+        CHECK((unsigned char)*c >= 0x20 && (unsigned char)*c < 0x7f);
 
     /* Round trip through the v2 name. */
     char name[256], key2[1024], sfx[32];

@@ -54,14 +54,48 @@ static const char *level_name(LogLevel l) {
     }
 }
 
+/* Length of the valid UTF-8 sequence at p (RFC 3629: no overlong forms, no surrogates, at most
+ * U+10FFFF), 0 when p does not start one or it encodes a C1 control (U+0080-U+009F, which some
+ * terminals obey like ESC). */
+static size_t utf8_len(const unsigned char *p) {
+    size_t n;
+    unsigned cp;
+    if (*p >= 0xc2 && *p <= 0xdf)
+        n = 2, cp = *p & 0x1fu;
+    else if (*p >= 0xe0 && *p <= 0xef)
+        n = 3, cp = *p & 0x0fu;
+    else if (*p >= 0xf0 && *p <= 0xf4)
+        n = 4, cp = *p & 0x07u;
+    else
+        return 0;
+    for (size_t i = 1; i < n; i++) {
+        if ((p[i] & 0xc0) != 0x80) return 0; /* also stops at the NUL */
+        cp = (cp << 6) | (p[i] & 0x3fu);
+    }
+    static const unsigned min_cp[5] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < min_cp[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff) || cp <= 0x9f) return 0;
+    return n;
+}
+
 /* Appends s quoted as a JSON / logfmt string to line (at *len, capacity cap; cap leaves room for
- * the closing quote and the line's tail). Stops before an escape that would not fit. */
+ * the closing quote and the line's tail). Stops before an escape that would not fit. Control
+ * characters (C0, DEL, C1) and bytes that are not valid UTF-8 are escaped as \u00XX, so text
+ * from outside (object names from a store listing) can neither forge a line nor drive a
+ * terminal. */
 static void put_quoted(char *line, size_t *len, size_t cap, const char *s) {
     size_t n = *len;
     line[n++] = '"';
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
         char esc[8];
         size_t k;
+        size_t u = *p >= 0x80 ? utf8_len(p) : 0;
+        if (u > 0) {
+            if (n + u + 1 > cap) break;
+            memcpy(line + n, p, u);
+            n += u;
+            p += u - 1;
+            continue;
+        }
         if (*p == '"' || *p == '\\') {
             esc[0] = '\\';
             esc[1] = (char)*p;
@@ -72,7 +106,7 @@ static void put_quoted(char *line, size_t *len, size_t cap, const char *s) {
         } else if (*p == '\t') {
             memcpy(esc, "\\t", 2);
             k = 2;
-        } else if (*p < 0x20) {
+        } else if (*p < 0x20 || *p >= 0x7f) {
             k = (size_t)snprintf(esc, sizeof esc, "\\u%04x", *p);
         } else {
             esc[0] = (char)*p;

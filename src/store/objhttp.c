@@ -1463,6 +1463,7 @@ char *objhttp_xml_text(const char *s, size_t n) {
     size_t k = 0;
     if (!o) return NULL;
     for (size_t i = 0; i < n;) {
+        if (s[i] == '\0') goto bad; /* a NUL would cut the name short: a name that lies */
         if (s[i] != '&') {
             o[k++] = s[i++];
             continue;

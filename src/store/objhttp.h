@@ -283,7 +283,8 @@ int objhttp_complete_xml(const char *const *etags, int n, const char *what, char
                          size_t *len);
 
 /* XML character data [s, s+n) with the five named entities and &#N; / &#xN; decoded (UTF-8).
- * Owned, NUL-terminated; NULL on a malformed entity or allocation failure. */
+ * Owned, NUL-terminated; NULL on a malformed entity, a raw NUL (it would cut a name short) or
+ * allocation failure. */
 char *objhttp_xml_text(const char *s, size_t n);
 
 #endif

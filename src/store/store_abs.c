@@ -402,14 +402,17 @@ static size_t utf8_put(char *o, unsigned long cp) {
 }
 
 /* XML text [s, s+n) with entities decoded (or percent-decoded when pct); owned, NULL on a bad
- * entity or allocation failure. The output is never longer than the input. */
+ * entity, a NUL (raw or "%00", which would cut the name short) or allocation failure. The output is
+ * never longer than the input. */
 static char *xml_text(const char *s, size_t n, int pct) {
     char *o = malloc(n + 1);
     size_t k = 0;
     if (!o) return NULL;
     for (size_t i = 0; i < n;) {
+        if (s[i] == '\0') goto bad; /* a NUL would cut the name short: a name that lies */
         if (pct && s[i] == '%' && i + 2 < n && hexval(s[i + 1]) >= 0 && hexval(s[i + 2]) >= 0) {
-            o[k++] = (char)(hexval(s[i + 1]) * 16 + hexval(s[i + 2]));
+            o[k] = (char)(hexval(s[i + 1]) * 16 + hexval(s[i + 2]));
+            if (o[k++] == '\0') goto bad; /* "%00" */
             i += 3;
             continue;
         }

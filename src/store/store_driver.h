@@ -120,6 +120,11 @@ typedef int (*StoreDriverOpen)(const StoreConfig *cfg, StoreDriver **out);
  * 0, ERR_INVALID (no HOME for a relative container) or ERR_IO. */
 int store_local_driver_new(const char *container, StoreDriver **out);
 
+/* 1 when the Local driver accepts key as an object key (allow_trailing_slash: as a list prefix),
+ * 0 otherwise: no empty, "." or ".." component, no leading '/', no backslash or control
+ * character, no component over NAME_MAX bytes, the key at most PATH_MAX / 2 bytes. Pure. */
+int store_local_key_valid(const char *key, int allow_trailing_slash);
+
 /* S3-compatible drivers: cfg->provider "S3" (AWS or any S3 API behind --store-endpoint-override),
  * "ECS" (Dell ECS: ECS_* environment) or "OCS" (OpenShift: OPENSHIFT_APPLICATION_CREDENTIALS*).
  * Credentials as the Go tool reads them (store_s3.h, docs/stores.md). Thread-safe. *out owned.

@@ -1,11 +1,12 @@
 /* store_local: the Local driver, objects are files below a root directory (key "a/b" is file
  * "<root>/a/b"). A write goes to a ".etcdbr-tmp-XXXXXX" file in the target directory and becomes
  * visible only by fsync + rename without replace + fsync of the directory, so readers and
- * listings never see partial objects. The writer holds an flock on its temp file until commit or
- * abort; temp files whose owner died (kill -9) are removed the first time a directory is written
- * to by this driver (only unlocked ".etcdbr-tmp-XXXXXX" regular files, each logged). Names starting
- * with '.' are never listed. Keys with empty, "." or ".." components are refused, so no key reaches
- * outside the root. */
+ * listings never see partial objects. A symlink inside the store folder is never followed as a
+ * directory: keys through one are refused for every operation. The writer holds an flock on its
+ * temp file until commit or abort; temp files whose owner died (kill -9) are removed the first time
+ * a directory is written to by this driver (only unlocked ".etcdbr-tmp-XXXXXX" regular files, each
+ * logged). Names starting with '.' are never listed. Keys with empty, "." or ".." components are
+ * refused, so no key reaches outside the root. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* renameat2, RENAME_NOREPLACE */
 #endif
@@ -18,6 +19,7 @@
 #include <stddef.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +30,8 @@
 #define LOCAL_TMP_PREFIX ".etcdbr-tmp-"
 /* v1/Backup-<ts>/<name>/<chunk> is the deepest layout below a listed prefix. */
 #define LOCAL_LIST_MAX_DEPTH 3
+/* Longest key accepted: the root and the key together must stay below PATH_MAX. */
+#define LOCAL_KEY_MAX (PATH_MAX / 2)
 
 typedef struct {
     StoreDriver base;
@@ -38,22 +42,34 @@ typedef struct {
     size_t n_swept;
 } LocalDriver;
 
-/* Refuses keys that could name something outside the root or an ambiguous path. A key_prefix
- * for list may end in '/' (allow_trailing_slash). */
+/* Refuses keys that could name something outside the root, an ambiguous path, or a name that
+ * is hostile in a file name or a log line: empty, "." or ".." components, a leading '/', a
+ * backslash, control characters (0x01-0x1f, 0x7f), a component longer than NAME_MAX or a key
+ * longer than LOCAL_KEY_MAX (limits from <limits.h>, POSIX). A key_prefix for list may end in
+ * '/' (allow_trailing_slash). */
 static int key_check(const char *key, int allow_trailing_slash) {
     if (key[0] == '/') return -1;
+    if (strlen(key) > LOCAL_KEY_MAX) return -1;
     const char *s = key;
     while (*s) {
         const char *e = strchr(s, '/');
         size_t len = e ? (size_t)(e - s) : strlen(s);
-        if (len == 0) return -1;
+        if (len == 0 || len > NAME_MAX) return -1;
         if (len == 1 && s[0] == '.') return -1;
         if (len == 2 && s[0] == '.' && s[1] == '.') return -1;
+        for (size_t i = 0; i < len; i++) {
+            unsigned char c = (unsigned char)s[i];
+            if (c < 0x20 || c == 0x7f || c == '\\') return -1;
+        }
         if (!e) return 0;
         s = e + 1;
         if (*s == '\0') return allow_trailing_slash ? 0 : -1;
     }
     return key[0] ? 0 : (allow_trailing_slash ? 0 : -1);
+}
+
+int store_local_key_valid(const char *key, int allow_trailing_slash) {
+    return key && key_check(key, allow_trailing_slash) == 0;
 }
 
 /* "<root>/<rel>" without a trailing '/' (owned), NULL on allocation failure. */
@@ -72,10 +88,42 @@ static char *local_path(const LocalDriver *l, const char *rel) {
     return p;
 }
 
+/* Refuses a path below the root whose directories (every component of rel before the last one;
+ * all of them when whole) include a symlink: a link planted in the store folder must not take a
+ * write, a removal or a listing out of it. The root itself may be a link (the operator's
+ * choice). Components that do not exist yet are fine (writes create them). */
+static int no_symlinked_dirs(const LocalDriver *l, const char *rel, int whole, const char *op) {
+    size_t rl = strlen(rel), root_len = strcmp(l->root, "/") == 0 ? 0 : strlen(l->root);
+    char *p = malloc(root_len + rl + 2);
+    if (!p) return err_set(ERR_NOMEM, "local store %s: out of memory", op);
+    memcpy(p, l->root, root_len);
+    int rc = 0;
+    for (size_t i = 0; i < rl && rc == 0; i++) {
+        if (rel[i] != '/' && !(whole && i + 1 == rl)) continue;
+        size_t end = rel[i] == '/' ? i : i + 1;
+        p[root_len] = '/';
+        memcpy(p + root_len + 1, rel, end);
+        p[root_len + 1 + end] = '\0';
+        struct stat st;
+        if (lstat(p, &st) != 0) break; /* missing from here on: nothing to follow */
+        if (S_ISLNK(st.st_mode))
+            rc = err_set(ERR_INVALID,
+                         "local store %s: %s is a symlink inside the store folder %s; refusing "
+                         "to follow it (remove the link or point the store at its target)",
+                         op, p, l->root);
+        else if (!S_ISDIR(st.st_mode))
+            break; /* the operation itself reports it */
+    }
+    free(p);
+    return rc;
+}
+
 static int key_to_path(const LocalDriver *l, const char *key, const char *op, char **out) {
     *out = NULL;
     if (key_check(key, 0) != 0)
         return err_set(ERR_INVALID, "local store %s: invalid key \"%s\"", op, key);
+    int rc = no_symlinked_dirs(l, key, 0, op);
+    if (rc != 0) return rc;
     *out = local_path(l, key);
     if (!*out) return err_set(ERR_NOMEM, "local store %s: out of memory", op);
     return 0;
@@ -157,13 +205,15 @@ static int local_list(StoreDriver *d, const char *key_prefix, StoreDriverListCb 
     size_t kl = strlen(key_prefix);
     if (key_check(key_prefix, 1) != 0 || (kl > 0 && key_prefix[kl - 1] != '/'))
         return err_set(ERR_INVALID, "local store list: invalid key prefix \"%s\"", key_prefix);
+    int rc = no_symlinked_dirs(l, key_prefix, 1, "list");
+    if (rc != 0) return rc;
     struct stat root_st;
     if (stat(l->root, &root_st) == 0 && !S_ISDIR(root_st.st_mode))
         return err_set(ERR_INVALID, "local store %s is not a directory", l->root);
     char *dir = local_path(l, key_prefix);
     if (!dir) return err_set(ERR_NOMEM, "local store list: out of memory");
     WalkCb w = {cb, ctx};
-    int rc = walk(dir, key_prefix, 1, &w);
+    rc = walk(dir, key_prefix, 1, &w);
     free(dir);
     return rc;
 }

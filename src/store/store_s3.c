@@ -331,11 +331,13 @@ int s3_sts_parse(const char *xml, size_t len, S3StsCreds *out) {
 
 /* ---- listing parser ---- */
 
-/* Decodes XML text s[0..n) into an owned string; NULL on a bad entity or allocation failure. */
+/* Decodes XML text s[0..n) into an owned string; NULL on a bad entity, a raw NUL (it would cut a
+ * name short) or allocation failure. */
 static char *xml_text(const char *s, size_t n) {
     char *o = malloc(n + 1), *p = o;
     if (!o) return NULL;
     for (size_t i = 0; i < n;) {
+        if (s[i] == '\0') goto bad; /* a NUL would cut the name short: a name that lies */
         if (s[i] != '&') {
             *p++ = s[i++];
             continue;
@@ -428,7 +430,10 @@ int s3_list_parse(const char *xml, size_t len, S3ListCb cb, void *ctx, int *trun
         const char *k = xml_find(c, ce, "Key", &kn);
         if (!k) return err_set(ERR_CORRUPT, "S3 listing: an entry without a Key");
         char *key = xml_text(k, kn);
-        if (!key) return err_set(ERR_CORRUPT, "S3 listing: a Key with a bad XML entity");
+        if (!key)
+            return err_set(
+                ERR_CORRUPT,
+                "S3 listing: a Key with a bad XML entity or a NUL (refused, not cut short)");
         int64_t size = -1;
         const char *sz = xml_find(c, ce, "Size", &sn);
         if (sz && sn > 0 && sn < 20) {
