@@ -382,8 +382,8 @@ static int take_full(Snapshotter *s, int is_final) {
  * full then starts this cluster's history). etcd not answering is 0: the full snapshot then
  * reports it. */
 static int full_is_current(Snapshotter *s, int is_final) {
-    if (s->need_full || s->chain_rejected || s->last_stored.kind != SNAP_FULL || !s->last_stored.is_final != !is_final ||
-        !s->cluster_id)
+    if (s->need_full || s->chain_rejected || s->last_stored.kind != SNAP_FULL ||
+        !s->last_stored.is_final != !is_final || !s->cluster_id)
         return 0;
     EtcdStatus st;
     if (etcd_status(s->client, &st) != 0) return 0;
