@@ -240,6 +240,32 @@ wait_for_log() {
     fail "timed out waiting for '$pat' in $f"
 }
 
+# wait_stored LOG REV: until a snapshotter's log says revision REV (or a later one) is stored
+# (its "stored: revision N" and "stored: K events, revisions A-B" lines), 30 s at most
+wait_stored() {
+    local log=$1 rev=$2 i
+    for i in $(seq 1 300); do
+        if grep -Eo "stored: (revision [0-9]+|[0-9]+ events, revisions [0-9]+-[0-9]+)" "$log" |
+            grep -Eo "[0-9]+$" | sort -n | tail -1 | awk -v r="$rev" '{exit !($1 >= r)}'; then
+            return 0
+        fi
+        sleep 0.1
+    done
+    tail -20 "$log" >&2
+    fail "revision $rev not stored (log $log)"
+}
+
+# wait_healthz URL LOG: until GET URL/healthz answers 200 (30 s at most; LOG's tail on failure)
+wait_healthz() {
+    local i
+    for i in $(seq 1 150); do
+        [ "$(curl -s -o /dev/null -w '%{http_code}' "$1/healthz")" = 200 ] && return 0
+        sleep 0.2
+    done
+    tail -20 "$2" >&2
+    fail "server at $1 not healthy"
+}
+
 b64() { printf '%s' "$1" | base64 -w0; }
 
 # gw_put EP KEY_B64 VALUE_B64: a put through etcd's JSON gateway, for keys and values with any

@@ -37,19 +37,6 @@ writes() {
     done
 }
 
-# wait_stored LOG REV: until the log says revision REV is stored
-wait_stored() {
-    local log=$1 rev=$2 i
-    for i in $(seq 1 300); do
-        if grep -Eo "stored: (revision [0-9]+|[0-9]+ events, revisions [0-9]+-[0-9]+)" "$log" |
-            grep -Eo "[0-9]+$" | sort -n | tail -1 | awk -v r="$rev" '{exit !($1 >= r)}'; then
-            return 0
-        fi
-        sleep 0.1
-    done
-    tail -20 "$log" >&2
-    fail "revision $rev not stored (log $log)"
-}
 
 # backup STORE LOG REV: the snapshot command until REV is stored, then a clean stop
 backup() {

@@ -18,17 +18,6 @@ RANDOM=$SEED
 echo "seed: $SEED (ETCDBR_TEST_SEED=$SEED to replay)"
 
 puts() { local i; for i in $(seq 1 "$2"); do ectl put "$1/$i" "v-$RANDOM" >/dev/null; done; }
-wait_stored() { # wait_stored LOG REV
-    local i
-    for i in $(seq 1 300); do
-        if grep -Eo "stored: (revision [0-9]+|[0-9]+ events, revisions [0-9]+-[0-9]+)" "$1" |
-            grep -Eo "[0-9]+$" | sort -n | tail -1 | awk -v r="$2" '{exit !($1 >= r)}'; then
-            return 0
-        fi
-        sleep 0.1
-    done
-    fail "revision $2 not stored (log $1)"
-}
 snap_run() { # snap_run LOG STORE_FLAGS...
     local log=$1
     shift

@@ -22,11 +22,7 @@ H=http://127.0.0.1:$PORT
     --reelection-period=2s --garbage-collection-period=0s >"$WORK/server.log" 2>&1 &
 SERVER_PID=$!
 PIDS+=("$SERVER_PID")
-for i in $(seq 1 150); do
-    [ "$(curl -s -o /dev/null -w '%{http_code}' "$H/healthz")" = 200 ] && break
-    sleep 0.2
-done
-[ "$(curl -s -o /dev/null -w '%{http_code}' "$H/healthz")" = 200 ] || { tail -20 "$WORK/server.log"; fail "server not healthy"; }
+wait_healthz "$H" "$WORK/server.log"
 
 # IPv6 on loopback: the host can bind ::1
 HAVE_V6=0

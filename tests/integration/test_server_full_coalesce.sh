@@ -22,11 +22,7 @@ H=http://127.0.0.1:$PORT
     --garbage-collection-policy=LimitBased --max-backups=1 >"$WORK/server.log" 2>&1 &
 SERVER_PID=$!
 PIDS+=("$SERVER_PID")
-for i in $(seq 1 150); do
-    [ "$(curl -s -o /dev/null -w '%{http_code}' "$H/healthz")" = 200 ] && break
-    sleep 0.2
-done
-[ "$(curl -s -o /dev/null -w '%{http_code}' "$H/healthz")" = 200 ] || { tail -20 "$WORK/server.log"; fail "server not healthy"; }
+wait_healthz "$H" "$WORK/server.log"
 wait_for_log "$WORK/server.log" "full snapshot Full-.* stored"
 # full snapshots stored so far (GC removes older ones from the store: the log counts them all)
 fulls() { grep -c "full snapshot Full-.* stored" "$WORK/server.log" || true; }

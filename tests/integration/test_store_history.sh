@@ -20,19 +20,6 @@ snap_run() {
     start_snapshotter "$store" "$log" --delta-snapshot-period=1s "$@"
 }
 
-# wait_stored LOG REV: until the snapshotter's log says revision REV is stored
-wait_stored() {
-    local log=$1 rev=$2 i
-    for i in $(seq 1 300); do
-        if grep -Eo "stored: (revision [0-9]+|[0-9]+ events, revisions [0-9]+-[0-9]+)" "$log" |
-            grep -Eo "[0-9]+$" | sort -n | tail -1 | awk -v r="$rev" '{exit !($1 >= r)}'; then
-            return 0
-        fi
-        sleep 0.1
-    done
-    tail -20 "$log" >&2
-    fail "revision $rev not stored (log $log)"
-}
 
 puts() { # puts PREFIX N
     local i

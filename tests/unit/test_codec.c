@@ -115,11 +115,8 @@ static int compress_buf(CompressKind kind, const uint8_t *data, size_t len, MemS
     return rc;
 }
 
-/* Decompresses buf with kind into out through odd-size reads. 0 or the reader's error. */
-static int decompress_buf(CompressKind kind, const uint8_t *buf, size_t len, MemSink *out) {
-    IoReader *src = io_mem_reader_new(buf, len);
-    IoReader *r = decompress_reader_new(kind, src);
-    assert_non_null(r);
+/* Reads r through odd sizes into out until the end or an error; the reader's code. */
+static int drain_reader(IoReader *r, MemSink *out) {
     uint8_t *tmp = malloc(262144);
     assert_non_null(tmp);
     int rc = 0;
@@ -130,6 +127,15 @@ static int decompress_buf(CompressKind kind, const uint8_t *buf, size_t len, Mem
         assert_int_equal(sink_write(&out->base, tmp, got), 0);
     }
     free(tmp);
+    return rc;
+}
+
+/* Decompresses buf with kind into out through odd-size reads. 0 or the reader's error. */
+static int decompress_buf(CompressKind kind, const uint8_t *buf, size_t len, MemSink *out) {
+    IoReader *src = io_mem_reader_new(buf, len);
+    IoReader *r = decompress_reader_new(kind, src);
+    assert_non_null(r);
+    int rc = drain_reader(r, out);
     io_reader_free(r);
     io_reader_free(src);
     return rc;
@@ -1176,21 +1182,6 @@ static uint64_t rng_next(uint64_t *x) {
     return *x;
 }
 
-/* Reads r through odd sizes into out until the end or an error; the reader's code. */
-static int drain_limited(IoReader *r, MemSink *out) {
-    uint8_t *tmp = malloc(262144);
-    assert_non_null(tmp);
-    int rc = 0;
-    for (size_t i = 0;; i++) {
-        size_t got = 0;
-        rc = io_read(r, tmp, read_sizes[i % NSIZES(read_sizes)], &got);
-        if (rc < 0 || got == 0) break;
-        assert_int_equal(sink_write(&out->base, tmp, got), 0);
-    }
-    free(tmp);
-    return rc;
-}
-
 /* Checks one stream of plain length len against limit: whole and equal when it fits; otherwise
  * ERR_CORRUPT naming the limit and the flag, nothing past the limit given out, and the error
  * sticky. */
@@ -1202,7 +1193,7 @@ static void check_limit(CompressKind kind, const uint8_t *data, size_t len, cons
     assert_non_null(r);
     MemSink out;
     sink_init(&out);
-    int rc = drain_limited(r, &out);
+    int rc = drain_reader(r, &out);
     if (len <= limit) {
         assert_int_equal(rc, 0);
         assert_int_equal(out.len, len);
@@ -1273,7 +1264,7 @@ static void test_decompression_bomb_stops_at_the_limit_in_a_filter_group(void **
         assert_int_equal(io_filter_group_add_count(g, "plain"), 0);
         MemSink out;
         sink_init(&out);
-        assert_int_equal(drain_limited(io_filter_group_reader(g), &out), ERR_CORRUPT);
+        assert_int_equal(drain_reader(io_filter_group_reader(g), &out), ERR_CORRUPT);
         assert_true(out.len <= (1u << 20));
         assert_non_null(strstr(err_msg(), "--max-delta-size"));
         sink_release(&out);
