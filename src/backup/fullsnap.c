@@ -39,16 +39,25 @@ typedef struct {
     Progress *progress;
 } SinkCtx;
 
+/* ERR_CANCELED once the process is stopping (SIGTERM/SIGINT): a full snapshot, however large,
+ * ends within moments of the signal with nothing stored (the store write is aborted). */
+static int stopping(void) {
+    if (!atomic_load(process_stop_flag())) return 0;
+    return err_set(ERR_CANCELED, "stopped by a signal (SIGTERM/SIGINT): nothing stored");
+}
+
 static int snapshot_sink(void *ctx, const void *buf, size_t len) {
     SinkCtx *s = ctx;
-    int rc = io_write(s->checker, buf, len);
+    int rc = stopping();
+    if (rc) return rc;
+    rc = io_write(s->checker, buf, len);
     progress_set(s->progress, *s->count);
     return rc;
 }
 
 static int progress_tick(void *ctx, uint64_t n) {
     progress_set(ctx, n);
-    return 0;
+    return stopping();
 }
 
 /* fullsnap_store_stream reporting the bytes read from src to progress (may be NULL). */

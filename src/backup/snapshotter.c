@@ -343,11 +343,20 @@ static int take_full(Snapshotter *s, int is_final) {
     s->watch = NULL;
     int64_t t0 = now_mono_ms();
     FullSnapshotResult res = {0};
+    int owed = s->need_full;
     s->need_full = 1; /* until one succeeds */
     int rc = fullsnap_take(s->client, s->cfg.store, s->cfg.temp_dir, s->cfg.compression, is_final,
                            full_hook, s, &res);
     double secs = (double)(now_mono_ms() - t0) / 1000.0;
     if (rc && s->fenced) return rc; /* not a failure: the hook stored nothing */
+    if (rc == ERR_CANCELED && ((s->stop && *s->stop) || atomic_load(process_stop_flag()))) {
+        /* stopped by a signal, nothing stored: the chain stands as it was, so the last delta
+         * continues it from prev_rev (its watch is reopened there) unless a full was owed */
+        s->need_full = owed;
+        if (res.snap_name[0]) untag_unstored(s, res.snap_name);
+        log_warn("full snapshot stopped by a signal after %.1fs: nothing stored", secs);
+        return rc;
+    }
     if (rc) {
         err_wrap(rc, "full snapshot");
         char *msg = strdup(err_msg());
@@ -1105,6 +1114,8 @@ int snapshotter_run(Snapshotter *s, atomic_int *stop, int fail_fast) {
             }
         }
         if (s->fenced) break; /* not a failure: another sidecar leads now */
+        if (rc == ERR_CANCELED && (*stop || atomic_load(process_stop_flag())))
+            break; /* the stop: last_delta below says the rest */
         if (started && (rc == ERR_COMPACTED || rc == ERR_GAP)) {
             log_warn("%s: taking a full snapshot instead of a delta with a hole", err_msg());
             s->need_full = 1;

@@ -7,7 +7,9 @@
 #  (b) a store that accepts and never answers a listing;
 #  (c) a store that lists but never answers an upload (the first full snapshot);
 #  (d) an etcd endpoint that accepts and never answers (the etcd client's wait);
-#  (e) `server` waiting for the lock on a data dir's db (held by another process).
+#  (e) `server` waiting for the lock on a data dir's db (held by another process);
+#  (f) a full snapshot of a ~150 MB db under way into a Local store (moving, not stalled): it
+#      is stopped, nothing is stored, and the exit is non-zero (the first full was owed).
 # Each case prints "seconds after SIGTERM". In (b) and (d) the request is logged once it has
 # waited 5 s, naming the store or etcd endpoint and the request.
 source "$(dirname "$0")/lib.sh"
@@ -102,6 +104,25 @@ wait_for_log "$FAKE_LOG" "stall connection" 30
 wait_for_log "$WORK/stalled-etcd.log" "level=warn.*still waiting for etcd $FAKE_EP /etcdserverpb\.[A-Za-z]*/[A-Za-z]* to answer" 30
 term stalled-etcd "$SNAP_PID" nonzero
 [ -z "$(ls "$WORK/local-store/v2" 2>/dev/null)" ] || fail "(d) objects stored without etcd: $(ls "$WORK/local-store/v2")"
+
+# (f) a full snapshot under way (its bytes moving) when SIGTERM comes: ~150 MB of values, each
+# 768 KiB of random bytes in base64 (etcdctl reads a value from stdin)
+for i in $(seq 1 150); do head -c 786432 /dev/urandom | base64 -w0 | ectl put "/big/$i" >/dev/null; done
+"$ETCDBR_BIN" snapshot --endpoints="$ETCD_EP" --storage-provider=Local \
+    --store-container="$WORK/big-store" --snapstore-temp-directory="$WORK/tmp-big" \
+    --schedule='0 0 1 1 *' --garbage-collection-period=0s >"$WORK/big-full.log" 2>&1 &
+SNAP_PID=$!
+PIDS+=("$SNAP_PID")
+for i in $(seq 1 300); do
+    ls "$WORK/tmp-big" 2>/dev/null | grep -q '^etcdbr-full-' && break
+    sleep 0.02
+done
+ls "$WORK/tmp-big" 2>/dev/null | grep -q '^etcdbr-full-' || fail "(f) the full snapshot did not start: $(tail -3 "$WORK/big-full.log")"
+term big-full "$SNAP_PID" nonzero
+grep -q "full snapshot .*stopped by a signal" "$WORK/big-full.log" ||
+    fail "(f) the log does not say the full snapshot was stopped: $(grep level= "$WORK/big-full.log" | tail -3)"
+[ -z "$(ls "$WORK/big-store/v2" 2>/dev/null | grep '^Full-')" ] ||
+    fail "(f) a full snapshot was stored after SIGTERM: $(ls "$WORK/big-store/v2")"
 
 # (e) server: the initialization waits for the db lock held by another process
 ectl snapshot save "$WORK/db.snap" >/dev/null 2>&1
