@@ -1114,8 +1114,13 @@ int snapshotter_run(Snapshotter *s, atomic_int *stop, int fail_fast) {
             }
         }
         if (s->fenced) break; /* not a failure: another sidecar leads now */
-        if (rc == ERR_CANCELED && (*stop || atomic_load(process_stop_flag())))
-            break; /* the stop: last_delta below says the rest */
+        if (rc == ERR_CANCELED && (*stop || atomic_load(process_stop_flag()))) {
+            /* a request (the watch, a full snapshot) ended by the stop: no error, no retry;
+             * last_delta below reopens the watch if it must, and says what is not stored */
+            etcd_watch_close(s->watch);
+            s->watch = NULL;
+            break;
+        }
         if (started && (rc == ERR_COMPACTED || rc == ERR_GAP)) {
             log_warn("%s: taking a full snapshot instead of a delta with a hole", err_msg());
             s->need_full = 1;

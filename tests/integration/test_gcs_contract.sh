@@ -58,9 +58,16 @@ echo "ok chunk objects of a killed upload are not snapshots (restore rc=$rc: $(t
 # chunks of a finished upload (the object itself exists: the Go tool leaves them for its GC,
 # seed-spec 6.1): a restore's listing deletes nothing; our GC, once it adopted the Go tool's
 # backups, deletes them; chunks of an upload that never finished are only ignored
+# the snapshotter continues (adopts) an untagged chain only once it proved it is its etcd's
+# (docs/snapshot.md, the identity proof): the full snapshots are a real one of this etcd at
+# revision 5
+start_etcd sweep "$WORK/sweep.etcd"
+for i in $(seq 1 4); do ectl put "/k/$i" "v$i" >/dev/null; done
+ectl snapshot save "$WORK/sweep5.db" >/dev/null 2>&1
+gzip -c "$WORK/sweep5.db" >"$WORK/sweep5.db.gz"
 full=sweep/v2/Full-00000000-00000005-1700000000.gz
-put_obj "$full" "composed"
-put_obj "$full.final" "a name sorting between the object and its chunks"
+put_obj "$full" "@$WORK/sweep5.db.gz"
+put_obj "$full.final" "@$WORK/sweep5.db.gz" # a name sorting between the object and its chunks
 put_obj "$full/0000000001" "chunk 1"
 put_obj "$full/0000000002" "chunk 2"
 put_obj "sweep/v2/Full-00000000-00000009-1700000100.gz/0000000001" "chunk of a killed upload"
@@ -72,8 +79,7 @@ set +e
 set -e
 left=$(gcs_object_names sweep/ | tr '\n' ' ')
 [ "$left" = "$all" ] || { cat "$WORK/sweep.log"; fail "a restore deleted objects: the bucket holds $left"; }
-start_etcd sweep "$WORK/sweep.etcd"
-for i in $(seq 1 12); do ectl put "/k/$i" "v$i" >/dev/null; done # ahead of the store: adopted
+for i in $(seq 5 12); do ectl put "/k/$i" "v$i" >/dev/null; done # ahead of the store: adopted
 "$ETCDBR_BIN" snapshot --endpoints="$ETCD_EP" --storage-provider=GCS --store-container="$GCS_BUCKET" \
     --store-prefix=sweep --store-endpoint-override="$GCS_ENDPOINT" --snapstore-temp-directory="$WORK/sw.tmp" \
     --schedule='0 0 1 1 *' --delta-snapshot-period=0s --garbage-collection-period=2s >"$WORK/gc.log" 2>&1 &
