@@ -93,11 +93,11 @@ int delta_reader_next(DeltaReader *r, DeltaEvent *ev, int *got);
  * create_revision is mod_revision (mvcc's put: a created key starts at version 1). 0, or
  * ERR_CORRUPT with a message naming the revision (not the object; callers prefix it). */
 int delta_event_check(const DeltaEvent *ev);
-/* What a delta's name promises about its events (seed-spec §3: "Incr-<start>-<last>-..."),
- * checked event by event in file order by restore (and by verify, which reports the same
- * invariants as faults): every event's revision lies in start..last; the first is at start
- * exactly (both tools name a delta from the revision after the previous snapshot and watch from
- * there, and every etcd revision holds at least one event: checked against the Go tool's
+/* What a delta's name promises about its events (docs/restore.md, "Names must match contents":
+ * "Incr-<start>-<last>-..."), checked event by event in file order by restore (and by verify, which
+ * reports the same invariants as faults): every event's revision lies in start..last; the first is
+ * at start exactly (both tools name a delta from the revision after the previous snapshot and watch
+ * from there, and every etcd revision holds at least one event: checked against the Go tool's
  * deltas in tests/fixtures); each next one is at the same revision or the one after (in order,
  * no revision missing); the last is at last. prev = the previous event's revision, 0 before the
  * first. object names the delta in messages. 0 or ERR_CORRUPT ("the name does not match the

@@ -678,7 +678,7 @@ static int defragment_all(Snapshotter *s) {
     }
     free(members);
     if (rc) return rc;
-    /* Go never does this (seed-spec §10.1 quirk); operators expect it */
+    /* Go never does this (the Go tool's quirk, docs/snapshot.md); operators expect it */
     return take_full_unless_current(s, 0, "post-defragmentation");
 }
 

@@ -1,5 +1,5 @@
 /* snapshotter: full snapshots on a cron schedule and delta snapshots from one Watch on all keys
- * (seed-spec §7). A full snapshot (scheduled, after defragmentation, or requested) is skipped
+ * (docs/snapshot.md). A full snapshot (scheduled, after defragmentation, or requested) is skipped
  * when the newest stored object is a full snapshot at etcd's current revision: an idle cluster
  * does not pile up identical fulls, and that full stays the newest (GC keeps the latest set). One
  * thread runs the loop: the watch is drained between snapshots, events are spooled to disk

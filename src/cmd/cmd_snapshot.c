@@ -1,6 +1,6 @@
 /* cmd_snapshot: `etcdbrctl snapshot`: full snapshots on --schedule and deltas until SIGTERM or
  * SIGINT, then a last delta up to etcd's revision at the signal and exit 0; exit 1 when that
- * delta falls short or fails (docs/snapshot.md, "Stopping"; seed-spec §1.8). */
+ * delta falls short or fails (docs/snapshot.md, "Stopping"). */
 #include "cmd.h"
 #include "server_common.h"
 #include "../backup/fullsnap.h"
