@@ -55,14 +55,22 @@ static int snapshot_sink(void *ctx, const void *buf, size_t len) {
     return rc;
 }
 
+typedef struct {
+    Progress *progress; /* may be NULL */
+    int cancel_on_stop; /* a full snapshot ends on the signal; a delta (the last one) does not */
+} TickCtx;
+
 static int progress_tick(void *ctx, uint64_t n) {
-    progress_set(ctx, n);
-    return stopping();
+    TickCtx *t = ctx;
+    progress_set(t->progress, n);
+    return t->cancel_on_stop ? stopping() : 0;
 }
 
-/* fullsnap_store_stream reporting the bytes read from src to progress (may be NULL). */
+/* fullsnap_store_stream reporting the bytes read from src to progress (may be NULL); with
+ * cancel_on_stop, ERR_CANCELED (nothing stored) once the process is stopping. */
 static int store_stream(Store *store, const char *snap_name, CompressKind compression,
-                        IoReader *src, uint64_t *stored_bytes, Progress *progress) {
+                        IoReader *src, uint64_t *stored_bytes, Progress *progress,
+                        int cancel_on_stop) {
     StoreWriter *sw = NULL;
     IoFilterGroup *g = NULL;
     int rc = store_open_write(store, snap_name, &sw);
@@ -89,7 +97,8 @@ static int store_stream(Store *store, const char *snap_name, CompressKind compre
     if (!rc) rc = io_filter_group_add_count(g, "stored");
     IoWriter *in = rc ? NULL : io_filter_group_io(g);
     if (!rc && !in) rc = err_set(ERR_NOMEM, "out of memory");
-    if (!rc) rc = io_copy_tick(src, in, NULL, progress_tick, progress);
+    TickCtx tick = {progress, cancel_on_stop};
+    if (!rc) rc = io_copy_tick(src, in, NULL, progress_tick, &tick);
     if (!rc) rc = io_filter_group_finish(g);
     if (!rc) rc = io_finish(store_writer_io(sw));
     if (rc) goto done;
@@ -114,7 +123,8 @@ done:
 
 int fullsnap_store_stream(Store *store, const char *snap_name, CompressKind compression,
                           IoReader *src, uint64_t *stored_bytes) {
-    return store_stream(store, snap_name, compression, src, stored_bytes, NULL);
+    /* the deltas' path: the last delta is stored while the process stops */
+    return store_stream(store, snap_name, compression, src, stored_bytes, NULL, 0);
 }
 
 int fullsnap_verify_file(const char *path, IoWriter *checker, uint64_t total,
@@ -209,7 +219,7 @@ int fullsnap_take(EtcdClient *c, Store *store, const char *temp_dir, CompressKin
     snprintf(what, sizeof what, "full snapshot: %s and storing %s",
              store_keyring(store) ? "compressing, encrypting" : "compressing", out->snap_name);
     progress = progress_start(what, *count, 1);
-    rc = store_stream(store, out->snap_name, compression, src, &out->stored_bytes, progress);
+    rc = store_stream(store, out->snap_name, compression, src, &out->stored_bytes, progress, 1);
 done:
     progress_finish(progress);
     io_reader_free(src);
@@ -288,7 +298,7 @@ int fullsnap_store_db_file(Store *store, const char *snap_name, CompressKind com
     d->fd = fd;
     d->digest_off = SHA256_LEN + 1;
     Progress *p = progress_start(what, (uint64_t)st.st_size + SHA256_LEN, 1);
-    int rc = store_stream(store, snap_name, compression, &d->base, stored_bytes, p);
+    int rc = store_stream(store, snap_name, compression, &d->base, stored_bytes, p, 1);
     progress_finish(p);
     io_reader_free(&d->base);
     close(fd);

@@ -57,14 +57,16 @@ int fullsnap_verify_file(const char *path, IoWriter *checker, uint64_t total,
  * snap_name; commits only if every byte was written. ERR_INVALID for an encrypted name on a
  * store without keys. *stored_bytes may be NULL. An object that
  * already exists under snap_name counts as stored (*stored_bytes = 0): a name fixes kind,
- * revisions and creation second, so it holds the same revisions. */
+ * revisions and creation second, so it holds the same revisions. A stopping process (SIGTERM)
+ * does not end it: the snapshotter stores its last delta this way while it stops. */
 int fullsnap_store_stream(Store *store, const char *snap_name, CompressKind compression,
                           IoReader *src, uint64_t *stored_bytes);
 
 /* Stores the bbolt db at db_path as the full snapshot snap_name: its bytes then their SHA-256
  * (the format of etcd's Snapshot stream, seed-spec §4.1), through the compressor, in one pass,
  * progress reported as `what` (progress.h). Same commit rules and errors as
- * fullsnap_store_stream, plus ERR_IO reading the file. */
+ * fullsnap_store_stream, plus ERR_IO reading the file, and ERR_CANCELED (nothing stored) once the
+ * process is stopping (process_stop_flag). */
 int fullsnap_store_db_file(Store *store, const char *snap_name, CompressKind compression,
                            const char *db_path, const char *what, uint64_t *stored_bytes);
 
