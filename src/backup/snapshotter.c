@@ -699,11 +699,25 @@ static int set_contiguous(const Snapshot *list, ptrdiff_t fi, const size_t *idx,
     return 1;
 }
 
+/* 1 when the chain ending with `last` is of a history of ours (tagged, with its record) that
+ * this etcd cluster started: the record's cluster ID is etcd's. */
+static int history_of_this_cluster(const Snapshotter *s, const Snapshot *last,
+                                   const HistoryRecord *recs, size_t nr) {
+    const HistoryRecord *r = last->history[0] ? history_find(recs, nr, last->history) : NULL;
+    return r && r->cluster_id && r->cluster_id == s->cluster_id;
+}
+
 /* Before the store's chain ending with `last` is continued (resumed with deltas, or given the
  * next full snapshot in its history): proves it is this etcd's (chainproof.h). A chain that is
  * not, or cannot be proven, sets chain_rejected (logged once, with SNAP_EVENT_CHAIN_REJECTED):
- * the next full snapshot starts a new history. ERR_* when the proof could not run. */
-static int prove_chain(Snapshotter *s, const Snapshot *last) {
+ * the next full snapshot starts a new history. One exception: a chain whose last revision etcd
+ * has compacted (no proof possible) in a history this cluster started (recs: the store's
+ * history records) is continued, with a full snapshot first as its deltas cannot be resumed;
+ * otherwise every restart after a compaction would start a history that garbage collection
+ * never joins to the old one, and the old one would be kept forever. ERR_* when the proof could
+ * not run. */
+static int prove_chain(Snapshotter *s, const Snapshot *last, const HistoryRecord *recs,
+                       size_t nr) {
     ChainProof p;
     int rc = chain_prove(s->client, s->cfg.store, last, s->cfg.temp_dir, s->stop, &p);
     if (rc)
@@ -712,6 +726,14 @@ static int prove_chain(Snapshotter *s, const Snapshot *last) {
     if (p.verdict == CHAIN_PROVEN) {
         log_info("the store's chain ending with %s is this cluster's history: %s", last->key,
                  p.why);
+        s->chain_rejected = 0;
+        return 0;
+    }
+    if (p.verdict == CHAIN_COMPACTED && history_of_this_cluster(s, last, recs, nr)) {
+        log_warn("the store's chain ending with %s cannot be compared with etcd: %s; its history "
+                 "%s was started by this etcd cluster (ID %016llx), so it continues, with a full "
+                 "snapshot first",
+                 last->key, p.why, last->history, (unsigned long long)s->cluster_id);
         s->chain_rejected = 0;
         return 0;
     }
@@ -747,7 +769,7 @@ static int start(Snapshotter *s) {
     char why[1024] = "";
     if (idx) snapname_latest_set(list, n, &fi, idx, &nd);
     if ((d.action == HISTORY_CONTINUE || d.action == HISTORY_ADOPT) && fi >= 0 &&
-        (rc = prove_chain(s, nd ? &list[idx[nd - 1]] : &list[fi]))) {
+        (rc = prove_chain(s, nd ? &list[idx[nd - 1]] : &list[fi], recs, nr))) {
         free(idx); /* the proof could not run (store, etcd): retried with backoff */
         free(list);
         free(recs);

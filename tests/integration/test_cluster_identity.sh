@@ -12,8 +12,10 @@
 #     metric stays 0, and the restore equals B again.
 #  4. verify on a mixed chain built by copying objects (A's full + B's deltas, contiguous by
 #     name) fails, naming B's first delta.
-#  5. A's own chain whose last revision etcd has compacted cannot be proven: reason "compacted",
-#     a full snapshot first, the restore equals A.
+#  5. A's own chain whose last revision etcd has compacted cannot be proven, but its history was
+#     started by A's cluster: it continues with a full snapshot first (not counted as rejected),
+#     the restore equals A. 5b: the same chain untagged (as the Go tool writes it), compacted
+#     again, is rejected ("compacted"), a full snapshot starts a new history, the restore equals A.
 source "$(dirname "$0")/lib.sh"
 make_workdir
 SEED=${SEED:-$(((RANDOM << 15) | RANDOM))}
@@ -185,23 +187,49 @@ grep "does not continue the keyspace" "$WORK/verify.log" | grep -q "$B_FIRST" ||
     --snapstore-temp-directory="$WORK/snaptmp" >"$WORK/verify-b.log" 2>&1 ||
     { cat "$WORK/verify-b.log"; fail "verify failed B's own chain"; }
 echo "4. verify fails the mixed chain, naming $B_FIRST; B's own chain passes"
-# 5. A's own chain whose last revision etcd has compacted: no proof is possible, so a full first
+# 5. A's own chain whose last revision etcd has compacted: no proof is possible, but the history
+#    was started by A's cluster (its record's cluster ID), so it continues, with a full first
 ETCD_EP=$A_EP
 ra=$(current_revision "$A_EP")
 [ "$(ls "$WORK/fonly-a/v2" | grep -c "^Full-00000000-0*$ra-")" = 1 ] || fail "A's full at $ra missing: $(ls "$WORK/fonly-a/v2")"
+hist_a=$(cd "$WORK/fonly-a/etcdbr/history" && ls -d */Full-00000000-*"$ra"-* | cut -d/ -f1)
+[ -n "$hist_a" ] || fail "A's full at $ra has no history tag"
 writes /a 2
 ectl compact "$(current_revision "$A_EP")" >/dev/null
 writes /a 1 # HashKV needs a revision after the compacted one
+ra2=$(current_revision "$A_EP")
 n_full=$(count_objects "$WORK/fonly-a" Full)
 run_server "$WORK/fonly-a" "$WORK/a3.log"
 wait_for_log "$WORK/a3.log" "full snapshot Full-.* stored" 60
-grep -q "not continuing the store's chain ending with .*Full-00000000-0*$ra-.*etcd has compacted revision $ra (compacted)" "$WORK/a3.log" ||
+grep -q "chain ending with .*Full-00000000-0*$ra-.*cannot be compared with etcd: etcd has compacted revision $ra; its history $hist_a was started by this etcd cluster" "$WORK/a3.log" ||
     { tail -20 "$WORK/a3.log"; fail "A's compacted chain: no log line with the reason"; }
+[ "$(rejected compacted)" = 0 ] || fail "A's own compacted chain counted as rejected"
+kill -TERM "$SERVER_PID"
+wait "$SERVER_PID" || true
+[ "$(count_objects "$WORK/fonly-a" Full)" = $((n_full + 1)) ] || fail "no new full snapshot for A's compacted chain"
+ls "$WORK/fonly-a/etcdbr/history/$hist_a/" | grep -q "^Full-00000000-0*$ra2-" ||
+    fail "A's new full at $ra2 is not in its history $hist_a: $(ls -R "$WORK/fonly-a/etcdbr/history")"
+restored_equals "$WORK/fonly-a" "$A_EP" fonlya
+echo "5. A's own chain whose last revision is compacted: logged, its history continued, full first"
+
+# 5b. the same chain untagged (as the Go tool writes it), its last revision compacted: nothing
+#     tells whose it is, so it is rejected ("compacted") and a full starts a new history; the
+#     untagged objects stay (not ours to collect)
+cp -r "$WORK/fonly-a" "$WORK/fonly-b"
+untag "$WORK/fonly-b"
+writes /a 2
+ectl compact "$(current_revision "$A_EP")" >/dev/null
+writes /a 1
+n_full=$(count_objects "$WORK/fonly-b" Full)
+run_server "$WORK/fonly-b" "$WORK/a5.log"
+wait_for_log "$WORK/a5.log" "full snapshot Full-.* stored" 60
+grep -q "not continuing the store's chain ending with .*Full-00000000-0*$ra2-.*etcd has compacted revision $ra2 (compacted)" "$WORK/a5.log" ||
+    { tail -20 "$WORK/a5.log"; fail "A's untagged compacted chain: no log line with the reason"; }
 [ "$(rejected compacted)" = 1 ] || fail "etcdbr_snapshot_chain_rejected_total{reason=\"compacted\"} is $(rejected compacted), want 1"
 [ "$(rejected mismatch)" = 0 ] || fail "a compacted chain counted as a mismatch"
 kill -TERM "$SERVER_PID"
 wait "$SERVER_PID" || true
-[ "$(count_objects "$WORK/fonly-a" Full)" = $((n_full + 1)) ] || fail "no new full snapshot for A's compacted chain"
-restored_equals "$WORK/fonly-a" "$A_EP" fonlya
-echo "5. a chain whose last revision is compacted: logged, counted as compacted, full first"
+[ "$(count_objects "$WORK/fonly-b" Full)" = $((n_full + 1)) ] || fail "no new full snapshot on the untagged compacted chain"
+restored_equals "$WORK/fonly-b" "$A_EP" fonlyb
+echo "5b. an untagged chain whose last revision is compacted: logged, counted as compacted, full first"
 echo "PASS (seed $SEED)"

@@ -60,6 +60,9 @@ seen_full=0 seen_store=0 trials=0
 while [ "$trials" -lt 24 ]; do
     trials=$((trials + 1))
     delay_ms=$((dur_ms * 5 / 100 + RANDOM % (dur_ms * 90 / 100 + 1)))
+    # a new revision: a trial that stored its full would make the next one skip it (no new
+    # revision since, docs/snapshot.md), and its kill could not hit an upload
+    ectl put "/leftovers/trial$trials" x >/dev/null
     snap_bg "$WORK/trial.log"
     sleep_ms "$delay_ms"
     kill -9 "$SNAP_PID" 2>/dev/null || true
@@ -108,6 +111,8 @@ before=$( (stale_full; stale_spool; stale_store) | grep -v HELD0)
 echo "stale before the last run:"
 echo "$before"
 
+# a trial may have stored a full at etcd's current revision before its kill: a new revision
+ectl put /leftovers/final x >/dev/null
 snap_bg "$WORK/final.log"
 wait_for_log "$WORK/final.log" "full snapshot Full-.* stored" 120
 stop_snapshotter
