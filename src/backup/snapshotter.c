@@ -716,8 +716,7 @@ static int history_of_this_cluster(const Snapshotter *s, const Snapshot *last,
  * otherwise every restart after a compaction would start a history that garbage collection
  * never joins to the old one, and the old one would be kept forever. ERR_* when the proof could
  * not run. */
-static int prove_chain(Snapshotter *s, const Snapshot *last, const HistoryRecord *recs,
-                       size_t nr) {
+static int prove_chain(Snapshotter *s, const Snapshot *last, const HistoryRecord *recs, size_t nr) {
     ChainProof p;
     int rc = chain_prove(s->client, s->cfg.store, last, s->cfg.temp_dir, s->stop, &p);
     if (rc)
