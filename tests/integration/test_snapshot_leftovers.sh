@@ -73,6 +73,27 @@ while [ "$trials" -lt 24 ]; do
     [ "$ns" -gt 0 ] && seen_store=1
     [ "$trials" -ge 6 ] && [ "$seen_full" = 1 ] && [ "$seen_store" = 1 ] && break
 done
+# on a loaded machine one phase can take nearly the whole time, so random points may keep missing
+# the other: then kill as soon as that phase's temp file appears (a tight poll, up to 60 s)
+kill_when_present() { # KIND(full|store) NTH
+    local pat=$TMPD/etcdbr-full-?????? end=$((SECONDS + 60))
+    [ "$1" = full ] || pat=$STORE/v2/.etcdbr-tmp-??????
+    ectl put "/leftovers/targeted-$1-$2" x >/dev/null
+    snap_bg "$WORK/trial.log"
+    # a glob, no process per poll: the window may be a few milliseconds
+    while [ "$SECONDS" -lt "$end" ] && ! compgen -G "$pat" >/dev/null; do
+        kill -0 "$SNAP_PID" 2>/dev/null || break
+    done
+    kill -9 "$SNAP_PID" 2>/dev/null || true
+    wait "$SNAP_PID" 2>/dev/null || true
+    nf=$(stale_full | wc -l) ns=$(stale_store | wc -l)
+    echo "targeted trial ($1 $2): kill -9 once its temp file appeared: ${nf} etcdbr-full-*, ${ns} v2/.etcdbr-tmp-* present"
+    [ "$nf" -gt 0 ] && seen_full=1
+    [ "$ns" -gt 0 ] && seen_store=1
+    return 0
+}
+for k in 1 2 3; do [ "$seen_full" = 1 ] || kill_when_present full "$k"; done
+for k in 1 2 3; do [ "$seen_store" = 1 ] || kill_when_present store "$k"; done
 [ "$seen_full" = 1 ] || fail "no kill left an etcdbr-full-* file in $trials trials (seed $seed): the kills miss the stream"
 [ "$seen_store" = 1 ] || fail "no kill left a v2/.etcdbr-tmp-* file in $trials trials (seed $seed): the kills miss the upload"
 
