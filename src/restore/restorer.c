@@ -492,6 +492,51 @@ done:
     return rc;
 }
 
+/* A plain (uncompressed, unencrypted) full snapshot in a store whose objects are local files
+ * (Local) is read where it lies: its SHA-256 trailer checked in one read, then the builder opens
+ * it again through *proc_path ("/proc/self/fd/N" of *fd, owned by the caller: the same file,
+ * whatever happens to its name meanwhile) instead of a copy in the scratch dir. That saves
+ * writing the whole db once more (docs/restore.md). ERR_UNSUPPORTED when the object is not such
+ * a file (the caller copies it as before); otherwise fetch_full's results and errors. */
+static int use_local_full(const RestoreConfig *cfg, const Snapshot *snap, int *fd,
+                          char proc_path[64], uint64_t *db_len, int64_t *revision) {
+    *fd = -1;
+    if (snap->encrypted || snap->compression_suffix[0])
+        return err_set(ERR_UNSUPPORTED, "not a plain object");
+    int rc = store_open_file(cfg->store, snap, fd);
+    if (rc) return rc == ERR_NOT_FOUND ? err_wrap(rc, "full snapshot %s", snap->key) : rc;
+    snprintf(proc_path, 64, "/proc/self/fd/%d", *fd);
+    IoReader *r = io_fd_reader_new(*fd);
+    IoWriter *sink = io_counter_new(NULL, NULL);
+    IoWriter *checker = sink ? trailer_checker_new(sink, 0) : NULL;
+    uint64_t count = 0;
+    if (access(proc_path, R_OK) != 0) { /* no /proc: copy instead */
+        rc = err_set(ERR_UNSUPPORTED, "%s: %s", proc_path, strerror(errno));
+    } else if (!r || !checker) {
+        rc = err_set(ERR_NOMEM, "out of memory");
+    } else {
+        log_info("full snapshot %s: a plain file in the store, read where it lies", snap->key);
+        FetchTick tick = {cfg,
+                          snap->key,
+                          now_mono_ms() + PROGRESS_EVERY_MS,
+                          now_mono_ms(),
+                          {NULL, UINT64_MAX}}; /* nothing written: no free-space check */
+        rc = io_copy_tick(r, checker, &count, fetch_tick, &tick);
+        if (!rc)
+            rc = fullsnap_verify_file(proc_path, checker, count, cfg->skip_hash_check, 0, db_len,
+                                      revision);
+        if (rc && rc != ERR_NOMEM) err_wrap(rc, "full snapshot %s", snap->key);
+    }
+    io_writer_free(checker);
+    io_writer_free(sink);
+    io_reader_free(r);
+    if (rc) {
+        close(*fd);
+        *fd = -1;
+    }
+    return rc;
+}
+
 /* Checks that the deltas continue the full snapshot without holes up to `upto` (names only). */
 static int check_contiguity(const Snapshot *full, const Snapshot *deltas, size_t n, int64_t upto) {
     int64_t next = full->last_revision + 1;
@@ -951,6 +996,8 @@ int restorer_run(const RestoreConfig *cfg, RestoreResult *out) {
     Snapshot *list = NULL, *deltas = NULL;
     size_t n_list = 0, n_deltas = 0;
     size_t *delta_idx = NULL;
+    int full_fd = -1;   /* the store's own file of the full snapshot (use_local_full) */
+    char full_proc[64]; /* its /proc/self/fd path */
     char **parts = NULL, **part_data = NULL, *scratch = NULL, *full_path = NULL, *db_path = NULL,
          *tool_log = NULL;
     FetchPool pool;
@@ -1113,7 +1160,9 @@ int restorer_run(const RestoreConfig *cfg, RestoreResult *out) {
         goto done;
     }
     uint64_t db_len = 0;
-    rc = fetch_full(cfg, full, scratch, full_path, &db_len, &out->base_revision);
+    rc = use_local_full(cfg, full, &full_fd, full_proc, &db_len, &out->base_revision);
+    if (rc == ERR_UNSUPPORTED)
+        rc = fetch_full(cfg, full, scratch, full_path, &db_len, &out->base_revision);
     if (!rc) rc = check_full_revision(cfg, full, out->base_revision);
     if (rc) goto done;
     pool.deltas = deltas;
@@ -1144,13 +1193,18 @@ int restorer_run(const RestoreConfig *cfg, RestoreResult *out) {
      * restore mark (history.h) that lets the restored etcd be backed up into this store */
     snprintf(b.history, sizeof b.history, "%s", full->history);
     const char *tool_input = db_path;
-    rc = bbolt_open(full_path, db_len, &b.src);
+    rc = bbolt_open(full_fd >= 0 ? full_proc : full_path, db_len, &b.src);
     if (rc) goto done;
     if (cfg->check_old_token && (rc = check_old_token(cfg, ms, nm, b.src, out))) goto done;
     rc = build_db(&b, &pool, db_path);
     bbolt_close(b.src);
     b.src = NULL;
-    unlink(full_path);
+    if (full_fd >= 0) {
+        close(full_fd);
+        full_fd = -1;
+    } else {
+        unlink(full_path);
+    }
     if (rc) goto done;
     int64_t final_rev = b.rev + (cfg->bump_revision > 0 ? cfg->bump_revision : 0);
     if (cfg->quota_bytes > 0 && out->db_bytes > (uint64_t)cfg->quota_bytes)
@@ -1274,6 +1328,7 @@ done:
     free(lock_fds);
     free(owns);
     free(scratch);
+    if (full_fd >= 0) close(full_fd);
     free(full_path);
     free(db_path);
     free(tool_log);

@@ -608,6 +608,17 @@ int store_open_read_at(Store *s, const Snapshot *snap, uint64_t offset, IoReader
     return drv_open_read(s, snap->key, offset, out);
 }
 
+int store_open_file(Store *s, const Snapshot *snap, int *fd) {
+    *fd = -1;
+    if (!snap || !snap->key[0]) return err_set(ERR_INVALID, "store read: no snapshot key");
+    if (!s->drv->vt->open_file)
+        return err_set(ERR_UNSUPPORTED, "%s: objects are not local files", store_describe(s));
+    drv_lock(s);
+    int rc = s->drv->vt->open_file(s->drv, snap->key, fd);
+    drv_unlock(s);
+    return rc;
+}
+
 int store_open_read(Store *s, const Snapshot *snap, IoReader **out) {
     return store_open_read_at(s, snap, 0, out);
 }

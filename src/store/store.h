@@ -110,6 +110,12 @@ int store_history_untag(Store *s, const Snapshot *snap);
 /* Opens an object for reading (raw bytes, still compressed). *out owned (io_reader_free). */
 int store_open_read(Store *s, const Snapshot *snap, IoReader **out);
 
+/* The object of snap as a local file, opened read-only into *fd (owned by the caller), for a
+ * store whose objects are local files that are never written in place (Local): a reader can
+ * use it where it lies instead of copying it. ERR_UNSUPPORTED for other stores, ERR_NOT_FOUND,
+ * ERR_IO. */
+int store_open_file(Store *s, const Snapshot *snap, int *fd);
+
 /* store_open_read from byte offset (to resume an interrupted download). */
 int store_open_read_at(Store *s, const Snapshot *snap, uint64_t offset, IoReader **out);
 

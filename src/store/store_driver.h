@@ -58,6 +58,11 @@ typedef struct StoreDriverVt {
      * exists under key_prefix (GCS: the Go tool's chunk objects, seed-spec §6.1). Best effort:
      * 0, or ERR_IO when the listing failed. */
     int (*sweep_leftovers)(StoreDriver *d, const char *key_prefix);
+    /* Optional (NULL = the objects are not local files): opens key's regular file read-only
+     * into *fd (owned by the caller). Only for a backend whose objects are created whole (by
+     * rename) and never written in place, so the bytes behind *fd never change.
+     * ERR_NOT_FOUND if absent, ERR_IO otherwise. */
+    int (*open_file)(StoreDriver *d, const char *key, int *fd);
     /* "Local:/abs/root" or "S3:bucket" (borrowed, lives as long as the driver). */
     const char *(*describe)(const StoreDriver *d);
     /* Releases the driver. Called through store_driver_free (NULL-safe). */

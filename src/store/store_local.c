@@ -565,11 +565,25 @@ static void local_free(StoreDriver *d) {
     free(l);
 }
 
+/* StoreDriverVt.open_file: a committed object is only ever created by rename (lw_commit). */
+static int local_open_file(StoreDriver *d, const char *key, int *fd) {
+    IoReader *r = NULL;
+    *fd = -1;
+    int rc = local_open_read(d, key, 0, &r);
+    if (rc) return rc;
+    LocalReader *lr = (LocalReader *)r;
+    *fd = lr->fd; /* taken over */
+    lr->fd = -1;
+    lr_free(r);
+    return 0;
+}
+
 static const StoreDriverVt local_vt = {
     .name = "Local",
     .features = STORE_FEAT_DIRECTORIES | STORE_FEAT_THREAD_SAFE | STORE_FEAT_NO_REPLACE,
     .list = local_list,
     .open_read = local_open_read,
+    .open_file = local_open_file,
     .open_write = local_open_write,
     .remove = local_remove,
     .stat = local_stat,
