@@ -150,8 +150,14 @@ static void resolved(const char *url, char *out, size_t cap) {
     }
     struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai = NULL;
     if (getaddrinfo(h, NULL, &hints, &ai) != 0 || !ai) return;
+    const struct addrinfo *pick = ai; /* the first IPv4 address, as Go's net.ResolveTCPAddr */
+    for (const struct addrinfo *a = ai; a; a = a->ai_next)
+        if (a->ai_family == AF_INET) {
+            pick = a;
+            break;
+        }
     char num[NI_MAXHOST];
-    if (getnameinfo(ai->ai_addr, ai->ai_addrlen, num, sizeof num, NULL, 0, NI_NUMERICHOST) == 0)
+    if (getnameinfo(pick->ai_addr, pick->ai_addrlen, num, sizeof num, NULL, 0, NI_NUMERICHOST) == 0)
         snprintf(out, cap, "%.*s%s%s", (int)(host - url), url, num, colon);
     freeaddrinfo(ai);
 }

@@ -222,6 +222,11 @@ static void test_checks_refuse_what_etcd_refuses(void **state) {
     assert_non_null(strstr(err_msg(), "--initial-advertise-peer-urls"));
     assert_int_equal(memberdir_check(&ic, "a", "http://h:1,http://h:3"), ERR_INVALID);
     initial_cluster_free(&ic);
+    /* etcd compares advertised URLs also once resolved: localhost is 127.0.0.1 */
+    assert_int_equal(initial_cluster_parse("a=http://127.0.0.1:1", "t", &ic), 0);
+    assert_int_equal(memberdir_check(&ic, "a", "http://localhost:1"), 0);
+    assert_int_equal(memberdir_check(&ic, "a", "http://localhost:2"), ERR_INVALID);
+    initial_cluster_free(&ic);
 
     StrBuf spec = {0};
     for (int i = 0; i <= MEMBERDIR_MAX_MEMBERS; i++) {
