@@ -1,6 +1,8 @@
-# etcdbr image: etcdbrctl plus etcd's binaries (etcd, etcdctl and etcdutl: the restore engine runs
-# `etcdutl snapshot restore`, see --etcdutl-bin; the chart's etcd container runs etcd from the
-# same image). docs/deploy.md says how to build and run it and what it was tested with.
+# etcdbr image: etcdbrctl plus etcd and etcdctl. The restore needs no etcd binary (etcdbrctl writes
+# the member dir itself, docs/member-dir.md); etcd is here only because the chart's etcd container
+# runs etcd from this same image, and etcdctl for the quorum-loss runbook's checks
+# (docs/runbook-quorum-loss.md). etcdutl is no longer copied (only `restore --etcdutl-bin`, a
+# fallback, would use it). docs/deploy.md says how to build and run it and what it was tested with.
 #
 #   docker build -t etcdbr:dev .                        # or: podman build / buildah bud
 #   docker build --build-arg ETCD_VERSION=v3.5.35 -t etcdbr:dev-etcd3.5 .
@@ -14,20 +16,19 @@ ARG GO_IMAGE=golang:1.26
 ARG DEBIAN_IMAGE=debian:12
 ARG RUNTIME_IMAGE=debian:12-slim
 
-# ---- etcd, etcdctl, etcdutl from the Go module proxy ----
+# ---- etcd and etcdctl from the Go module proxy (for the chart's etcd container and the runbook) ----
 FROM ${GO_IMAGE} AS etcd
 ARG ETCD_VERSION=v3.6.16
 ARG GOPROXY=https://proxy.golang.org,direct
 ENV CGO_ENABLED=0 GOFLAGS=-buildvcs=false GOPROXY=${GOPROXY}
 WORKDIR /work
 RUN go mod init etcdbr-etcd-build \
- && go get "go.etcd.io/etcd/server/v3@${ETCD_VERSION}" "go.etcd.io/etcd/etcdutl/v3@${ETCD_VERSION}" \
-           "go.etcd.io/etcd/etcdctl/v3@${ETCD_VERSION}" \
+ && go get "go.etcd.io/etcd/server/v3@${ETCD_VERSION}" "go.etcd.io/etcd/etcdctl/v3@${ETCD_VERSION}" \
  && mkdir /out \
  && go build -trimpath -ldflags='-s -w' -o /out/ go.etcd.io/etcd/server/v3 \
-           go.etcd.io/etcd/etcdutl/v3 go.etcd.io/etcd/etcdctl/v3 \
+           go.etcd.io/etcd/etcdctl/v3 \
  && mv /out/server /out/etcd \
- && /out/etcd --version && /out/etcdutl version
+ && /out/etcd --version && /out/etcdctl version
 
 # ---- etcdbrctl ----
 FROM ${DEBIAN_IMAGE} AS build
@@ -63,9 +64,10 @@ RUN apt-get update \
       --shell /usr/sbin/nologin nonroot \
  && mkdir -p /var/etcd/data /var/etcd/config \
  && chown -R 65532:65532 /var/etcd
-COPY --from=etcd /out/etcd /out/etcdctl /out/etcdutl /usr/local/bin/
+# etcd: the chart's etcd container runs it from this image (not needed by restore)
+COPY --from=etcd /out/etcd /out/etcdctl /usr/local/bin/
 COPY --from=build /build/etcdbrctl /usr/local/bin/etcdbrctl
-RUN etcdbrctl --version && etcdutl version && etcd --version
+RUN etcdbrctl --version && etcdctl version && etcd --version
 USER 65532:65532
 WORKDIR /home/nonroot
 EXPOSE 8080 2379 2380

@@ -233,7 +233,9 @@ static const OptDef opt_table[] = {
      "keep all",
      ACTIVE, AT_LEAST(0)},
     {"etcdutl-bin", 0, OPT_STRING, "", "ETCDBR_ETCDUTL_BIN", RESTORE | CMD_VERIFY, 0,
-     "etcdutl (3.5+) or etcdctl (3.4) used for snapshot restore (default: etcdutl, else etcdctl)",
+     "fallback, off by default: have this etcdutl (3.5+) or etcdctl (3.4) write the member dir "
+     "with `snapshot restore` instead of etcdbr (docs/member-dir.md); unset, no etcd binary is "
+     "needed",
      ACTIVE, IGNORED_IN(CMD_COMPACT, NO_MEMBER)},
     /* point in time and revision bump (restore and initialize; docs/restore.md) */
     {"revision", 0, OPT_INT, "0", NULL, CMD_RESTORE | CMD_INITIALIZE, 0,

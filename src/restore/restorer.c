@@ -3,6 +3,7 @@
  * streams the full snapshot's db and the deltas, in order, into the new db. */
 #include "restorer.h"
 #include "cluster.h"
+#include "memberdir.h"
 #include "../store/snapobj.h"
 #include "../backup/delta.h"
 #include "../backup/fullsnap.h"
@@ -183,6 +184,9 @@ typedef struct {
     int64_t last_rev;                 /* the revision the deltas go up to (for progress) */
     char history[HISTORY_ID_LEN + 1]; /* of the last object applied ("" = untagged) */
     FsSpaceGuard space;               /* the db file's free-space reserve */
+    /* the restored cluster's membership (memberdir.h), written into the db for a member dir of
+     * ours; NULL when etcd's tool writes it (--etcdutl-bin) or for a db sink */
+    const MemberDbItems *membership;
 } Builder;
 
 /* Every item: the db file's free-space reserve (statvfs every 8 MiB of pages, ERR_IO); every 4096
@@ -431,20 +435,6 @@ static int run_tool(char *const argv[], const char *log_path, atomic_int *stop) 
                    WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st), tail);
 }
 
-static int in_path(const char *name) {
-    const char *path = getenv("PATH");
-    if (!path) return 0;
-    char *copy = strdup(path);
-    int found = 0;
-    for (char *d = strtok(copy, ":"); d && !found; d = strtok(NULL, ":")) {
-        char full[4096];
-        snprintf(full, sizeof full, "%s/%s", d, name);
-        found = access(full, X_OK) == 0;
-    }
-    free(copy);
-    return found;
-}
-
 static int fsync_cb(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
     (void)st;
     (void)ftw;
@@ -668,14 +658,40 @@ done:
     return rc;
 }
 
-/* The meta bucket; with --mark-compacted, scheduledCompactRev = the bumped revision. */
+/* The meta bucket: with --mark-compacted, scheduledCompactRev = the bumped revision; for a
+ * member dir of ours, consistent_index and term as etcdutl's updateCIndex leaves them (extras in
+ * key order: consistent_index < scheduledCompactRev < term). */
 static int build_meta_bucket(Builder *b, BboltName *path, int in_source) {
     uint8_t v[MVCC_MARK_BYTES];
-    Extra ex = {(const uint8_t *)MVCC_META_SCHEDULED_COMPACT, strlen(MVCC_META_SCHEDULED_COMPACT),
-                v, mvcc_rev_key(b->rev + b->cfg->bump_revision, 0, 0, v)};
-    size_t n = b->cfg->mark_compacted ? 1 : 0;
-    if (in_source) return copy_bucket(b, path, 1, &ex, n);
-    return n ? bbolt_writer_put(b->w, ex.key, ex.key_len, ex.value, ex.value_len) : 0;
+    Extra ex[3];
+    size_t n = 0;
+    const MemberDbItems *m = b->membership;
+    if (m)
+        ex[n++] = (Extra){(const uint8_t *)MEMBERDIR_META_CINDEX, strlen(MEMBERDIR_META_CINDEX),
+                          m->cindex, 8};
+    if (b->cfg->mark_compacted)
+        ex[n++] = (Extra){(const uint8_t *)MVCC_META_SCHEDULED_COMPACT,
+                          strlen(MVCC_META_SCHEDULED_COMPACT), v,
+                          mvcc_rev_key(b->rev + b->cfg->bump_revision, 0, 0, v)};
+    if (m)
+        ex[n++] =
+            (Extra){(const uint8_t *)MEMBERDIR_META_TERM, strlen(MEMBERDIR_META_TERM), m->term, 8};
+    if (in_source) return copy_bucket(b, path, 1, ex, n);
+    int rc = 0;
+    for (size_t i = 0; i < n && !rc; i++)
+        rc = bbolt_writer_put(b->w, ex[i].key, ex[i].key_len, ex[i].value, ex[i].value_len);
+    return rc;
+}
+
+/* The "members" bucket of a member dir of ours: the restored cluster's members only (etcdutl's
+ * TrimMembershipFromBackend, then AddMember for each). */
+static int build_members_bucket(Builder *b) {
+    const MemberDbItems *m = b->membership;
+    int rc = 0;
+    for (size_t i = 0; i < m->n_members && !rc; i++)
+        rc = bbolt_writer_put(b->w, m->members[i].key, m->members[i].key_len, m->members[i].value,
+                              m->members[i].value_len);
+    return rc;
 }
 
 /* The new history of a restore of a cluster of several members: every member's db must carry
@@ -742,6 +758,10 @@ static int build_bucket(Builder *b, FetchPool *pool, const uint8_t *name, size_t
         rc = build_lease_bucket(b, path, in_source);
     else if (name_is(name, len, MVCC_BUCKET_META))
         rc = build_meta_bucket(b, path, in_source);
+    else if (b->membership && name_is(name, len, "members"))
+        rc = build_members_bucket(b);
+    else if (b->membership && name_is(name, len, "members_removed"))
+        rc = 0; /* emptied */
     else if (name_is(name, len, HISTORY_DB_BUCKET) && !b->cfg->db_sink)
         rc = build_mark_bucket(b);
     else
@@ -750,16 +770,29 @@ static int build_bucket(Builder *b, FetchPool *pool, const uint8_t *name, size_t
     return bbolt_writer_end_bucket(b->w);
 }
 
+/* Buckets the result needs even when the full snapshot lacks them, in key order, and whether
+ * this restore needs each: lease (leases added), meta (a mark or a member dir of ours),
+ * the membership buckets (a member dir of ours: etcd's SetBackend creates them), the mark. */
+static const char *const needed[] = {"cluster",         MVCC_BUCKET_LEASE, "members",
+                                     "members_removed", MVCC_BUCKET_META,  HISTORY_DB_BUCKET};
+#define N_NEEDED (sizeof needed / sizeof *needed)
+
+static int bucket_wanted(const Builder *b, const char *nm) {
+    if (strcmp(nm, MVCC_BUCKET_LEASE) == 0) return i64map_count(b->added) > 0;
+    if (strcmp(nm, MVCC_BUCKET_META) == 0) return b->cfg->mark_compacted || b->membership;
+    if (strcmp(nm, HISTORY_DB_BUCKET) == 0) return !b->cfg->db_sink;
+    return b->membership != NULL;
+}
+
 /* Streams the full snapshot's db (src) into a new db at path with the deltas applied. */
 static int build_db(Builder *b, FetchPool *pool, const char *path) {
     int rc = read_known_leases(b);
     if (rc) return rc;
     b->out->leases_kept = i64map_count(b->known);
     if ((rc = bbolt_writer_open(path, 0, &b->w))) return rc;
-    bbolt_writer_set_sync(b->w,
-                          0); /* etcd's restore tool copies it into the member dir and syncs */
-    /* buckets the result needs even when the full snapshot lacks them, in key order */
-    const char *needed[] = {MVCC_BUCKET_LEASE, MVCC_BUCKET_META, HISTORY_DB_BUCKET};
+    /* a db etcd's restore tool copies (and syncs) or a sink reads at once needs no sync; a
+     * member dir's db is fsynced here */
+    bbolt_writer_set_sync(b->w, b->membership != NULL);
     size_t next_needed = 0;
     BboltCursor *c = NULL;
     if ((rc = bbolt_cursor_open(b->src, NULL, 0, &c))) goto done;
@@ -768,21 +801,20 @@ static int build_db(Builder *b, FetchPool *pool, const char *path) {
         BboltItem it;
         int got = 0;
         if ((rc = bbolt_cursor_next(c, &it, &got))) goto done;
-        while (next_needed < 3 &&
+        while (next_needed < N_NEEDED &&
                (!got || bbolt_key_cmp((const uint8_t *)needed[next_needed],
                                       strlen(needed[next_needed]), it.key, it.key_len) < 0)) {
             const char *nm = needed[next_needed++];
-            int want = strcmp(nm, MVCC_BUCKET_LEASE) == 0  ? i64map_count(b->added) > 0
-                       : strcmp(nm, MVCC_BUCKET_META) == 0 ? b->cfg->mark_compacted
-                                                           : !b->cfg->db_sink;
-            if (want && (rc = build_bucket(b, pool, (const uint8_t *)nm, strlen(nm), 0))) goto done;
+            if (bucket_wanted(b, nm) &&
+                (rc = build_bucket(b, pool, (const uint8_t *)nm, strlen(nm), 0)))
+                goto done;
         }
         if (!got) break;
         if (!it.is_bucket) {
             rc = err_set(ERR_CORRUPT, "full snapshot: a plain key in the root bucket");
             goto done;
         }
-        for (size_t i = next_needed; i < 3; i++)
+        for (size_t i = next_needed; i < N_NEEDED; i++)
             if (name_is(it.key, it.key_len, needed[i])) next_needed = i + 1;
         if (name_is(it.key, it.key_len, MVCC_BUCKET_KEY)) saw_key = 1;
         if ((rc = build_bucket(b, pool, it.key, it.key_len, 1))) goto done;
@@ -987,6 +1019,79 @@ static int make_part(const char *data_dir, char **part, char **data) {
     return 0;
 }
 
+/* For a member dir of ours (no --etcdutl-bin, no db sink): --initial-cluster parsed (*ic) and
+ * checked for every member written as etcd's tool checks it, and the db items of its membership
+ * (*items). Before anything is downloaded; a refusal is a usage error (target_refused). */
+static int plan_member_dirs(const RestoreConfig *cfg, const RestoreMember *ms, size_t nm,
+                            InitialCluster *ic, MemberDbItems *items, RestoreResult *out) {
+    const char *token = cfg->initial_cluster_token ? cfg->initial_cluster_token : "";
+    int rc = initial_cluster_parse(cfg->initial_cluster ? cfg->initial_cluster : "", token, ic);
+    for (size_t i = 0; !rc && i < nm; i++) {
+        const char *urls = ms[i].peer_urls && *ms[i].peer_urls ? ms[i].peer_urls : NULL;
+        rc = memberdir_check(ic, ms[i].name, urls);
+    }
+    if (!rc) rc = memberdir_db_items(ic, items);
+    if (rc == ERR_INVALID) out->target_refused = 1;
+    return rc;
+}
+
+/* Our member dirs: member 0's db was built in place (db_path); every other member gets a copy
+ * of it, then each its WAL and snap file (memberdir.h), everything fsynced. */
+static int write_member_dirs(const RestoreConfig *cfg, const RestoreMember *ms, size_t nm,
+                             char **part_data, const InitialCluster *ic, const char *db_path) {
+    int rc = 0;
+    for (size_t i = 0; i < nm && !rc; i++) {
+        if ((rc = stopped(cfg))) break;
+        if (i > 0 && !(rc = memberdir_make_dirs(part_data[i])))
+            rc = memberdir_copy_db(db_path, part_data[i]);
+        if (!rc) rc = memberdir_write_raft(part_data[i], ic, ms[i].name);
+        if (rc && nm > 1) rc = err_wrap(rc, "member %s", ms[i].name);
+        if (!rc && nm > 1)
+            log_info("member %s: member dir written to %s (peer URLs %s)", ms[i].name, part_data[i],
+                     ms[i].peer_urls);
+    }
+    return rc;
+}
+
+/* --etcdutl-bin (a fallback, off by default): etcd's own tool writes each member dir from the
+ * db at db_path (which it copies), its output in tool_log; every member dir fsynced after. */
+static int run_restore_tool(const RestoreConfig *cfg, const RestoreMember *ms, size_t nm,
+                            char **parts, char **part_data, const char *db_path,
+                            const char *tool_log) {
+    for (size_t i = 0; i < nm; i++) {
+        char *argv[20];
+        int a = 0, rc;
+        argv[a++] = (char *)cfg->etcdutl_bin;
+        argv[a++] = "snapshot";
+        argv[a++] = "restore";
+        argv[a++] = (char *)db_path; /* the tool copies it; every member gets the same db */
+        argv[a++] = "--name";
+        argv[a++] = (char *)ms[i].name;
+        argv[a++] = "--initial-cluster";
+        argv[a++] = (char *)cfg->initial_cluster;
+        argv[a++] = "--initial-cluster-token";
+        argv[a++] = (char *)cfg->initial_cluster_token;
+        argv[a++] = "--initial-advertise-peer-urls";
+        argv[a++] = (char *)ms[i].peer_urls;
+        argv[a++] = "--data-dir";
+        argv[a++] = part_data[i];
+        /* our db has no sha256 trailer; a full snapshot's trailer was checked by fetch_full (the
+         * tool then only cuts it off) */
+        argv[a++] = "--skip-hash-check";
+        argv[a] = NULL;
+        if ((rc = stopped(cfg))) return rc;
+        rc = run_tool(argv, tool_log, cfg->stop);
+        if (!rc) rc = stopped(cfg); /* a signal during the tool: not committed yet, so clean up */
+        if (rc) return nm > 1 ? err_wrap(rc, "member %s", ms[i].name) : rc;
+        if (nftw(parts[i], fsync_cb, 32, FTW_PHYS) != 0)
+            return err_set(ERR_IO, "fsync %s: %s", parts[i], strerror(errno));
+        if (nm > 1)
+            log_info("member %s: member dir written to %s by %s (peer URLs %s)", ms[i].name,
+                     part_data[i], cfg->etcdutl_bin, ms[i].peer_urls);
+    }
+    return 0;
+}
+
 static int make_scratch(const char *temp_dir, char **out, int *lock_fd) {
     return fs_scratch_create(temp_dir, SCRATCH_PREFIX, "restore", out, lock_fd);
 }
@@ -1011,6 +1116,12 @@ int restorer_run(const RestoreConfig *cfg, RestoreResult *out) {
     pthread_mutex_init(&pool.mu, NULL);
     cond_init_monotonic(&pool.cv); /* timed waits on the monotonic clock */
     int scratch_lock = -1;
+    /* the member dirs are ours unless --etcdutl-bin asks for etcd's tool (or a sink takes the
+     * db) */
+    int own_dirs = !cfg->db_sink && !(cfg->etcdutl_bin && *cfg->etcdutl_bin);
+    InitialCluster ic = {0};
+    MemberDbItems items = {0};
+    char *db_dir = NULL;
     RestoreMember single = {cfg->name, cfg->data_dir, cfg->initial_advertise_peer_urls};
     const RestoreMember *ms = cfg->n_members ? cfg->members : &single;
     size_t nm = cfg->db_sink ? 0 : cfg->n_members ? cfg->n_members : 1, committed = 0;
@@ -1056,6 +1167,7 @@ int restorer_run(const RestoreConfig *cfg, RestoreResult *out) {
             goto done;
         }
     }
+    if (own_dirs && (rc = plan_member_dirs(cfg, ms, nm, &ic, &items, out))) goto done;
     rc = store_list(cfg->store, &list, &n_list);
     if (!rc) rc = leave_out_plain(list, &n_list);
     if (rc) goto done;
@@ -1140,9 +1252,12 @@ int restorer_run(const RestoreConfig *cfg, RestoreResult *out) {
         if ((rc = make_part(ms[i].data_dir, &parts[i], &part_data[i]))) goto done;
     if ((rc = make_scratch(cfg->temp_dir, &scratch, &scratch_lock))) goto done;
     full_path = fs_join(scratch, "snapshot-full.db");
-    db_path = fs_join(scratch, "restored.db");
+    /* our member dirs: the db is built in place, in the first member's member/snap */
+    if (own_dirs && (rc = memberdir_make_dirs(part_data[0]))) goto done;
+    db_path = own_dirs ? memberdir_db_path(part_data[0]) : fs_join(scratch, "restored.db");
+    db_dir = db_path ? fs_dirname(db_path) : NULL;
     tool_log = fs_join(scratch, "snapshot-restore.log");
-    if (!full_path || !db_path || !tool_log) {
+    if (!full_path || !db_path || !db_dir || !tool_log) {
         rc = err_set(ERR_NOMEM, "out of memory");
         goto done;
     }
@@ -1179,7 +1294,8 @@ int restorer_run(const RestoreConfig *cfg, RestoreResult *out) {
 
     int64_t tb = now_mono_ms();
     b.cfg = cfg;
-    b.space = (FsSpaceGuard){scratch, 0};
+    b.space = (FsSpaceGuard){db_dir, 0};
+    b.membership = own_dirs ? &items : NULL;
     b.out = out;
     b.start_ms = tb;
     b.next_log_ms = tb + PROGRESS_EVERY_MS;
@@ -1192,7 +1308,6 @@ int restorer_run(const RestoreConfig *cfg, RestoreResult *out) {
     /* the db is always rebuilt, even with nothing to add to the full snapshot: it carries the
      * restore mark (history.h) that lets the restored etcd be backed up into this store */
     snprintf(b.history, sizeof b.history, "%s", full->history);
-    const char *tool_input = db_path;
     rc = bbolt_open(full_fd >= 0 ? full_proc : full_path, db_len, &b.src);
     if (rc) goto done;
     if (cfg->check_old_token && (rc = check_old_token(cfg, ms, nm, b.src, out))) goto done;
@@ -1222,51 +1337,17 @@ int restorer_run(const RestoreConfig *cfg, RestoreResult *out) {
 
     if (cfg->db_sink) {
         out->revision = final_rev;
-        if ((rc = stopped(cfg)) == 0) rc = cfg->db_sink(cfg->db_sink_ctx, tool_input, full, out);
+        if ((rc = stopped(cfg)) == 0) rc = cfg->db_sink(cfg->db_sink_ctx, db_path, full, out);
         goto done;
     }
 
-    const char *tool = cfg->etcdutl_bin && *cfg->etcdutl_bin ? cfg->etcdutl_bin
-                       : in_path("etcdutl")                  ? "etcdutl"
-                                                             : "etcdctl";
-    for (size_t i = 0; i < nm; i++) {
-        char *argv[20];
-        int a = 0;
-        argv[a++] = (char *)tool;
-        argv[a++] = "snapshot";
-        argv[a++] = "restore";
-        argv[a++] = (char *)tool_input; /* the tool copies it; every member gets the same db */
-        argv[a++] = "--name";
-        argv[a++] = (char *)ms[i].name;
-        argv[a++] = "--initial-cluster";
-        argv[a++] = (char *)cfg->initial_cluster;
-        argv[a++] = "--initial-cluster-token";
-        argv[a++] = (char *)cfg->initial_cluster_token;
-        argv[a++] = "--initial-advertise-peer-urls";
-        argv[a++] = (char *)ms[i].peer_urls;
-        argv[a++] = "--data-dir";
-        argv[a++] = part_data[i];
-        /* our db has no sha256 trailer; a full snapshot's trailer was checked by fetch_full (the
-         * tool then only cuts it off) */
-        argv[a++] = "--skip-hash-check";
-        argv[a] = NULL;
-        if ((rc = stopped(cfg))) goto done;
-        rc = run_tool(argv, tool_log, cfg->stop);
-        if (!rc) rc = stopped(cfg); /* a signal during the tool: not committed yet, so clean up */
-        if (rc) {
-            if (nm > 1) rc = err_wrap(rc, "member %s", ms[i].name);
-            goto done;
-        }
-        if (nftw(parts[i], fsync_cb, 32, FTW_PHYS) != 0) {
-            rc = err_set(ERR_IO, "fsync %s: %s", parts[i], strerror(errno));
-            goto done;
-        }
-        if (nm > 1)
-            log_info("member %s: member dir written to %s (peer URLs %s)", ms[i].name, part_data[i],
-                     ms[i].peer_urls);
-    }
-    unlink(tool_input);
-    /* every member's tool succeeded: commit them all */
+    if (own_dirs)
+        rc = write_member_dirs(cfg, ms, nm, part_data, &ic, db_path);
+    else
+        rc = run_restore_tool(cfg, ms, nm, parts, part_data, db_path, tool_log);
+    if (rc) goto done;
+    if (!own_dirs) unlink(db_path);
+    /* every member dir is written: commit them all */
     for (size_t i = 0; i < nm; i++, committed++) {
         /* an empty target dir (allowed) is replaced */
         if (fs_exists(ms[i].data_dir) && rmdir(ms[i].data_dir) != 0) {
@@ -1331,7 +1412,10 @@ done:
     if (full_fd >= 0) close(full_fd);
     free(full_path);
     free(db_path);
+    free(db_dir);
     free(tool_log);
+    initial_cluster_free(&ic);
+    memberdir_db_items_free(&items);
     free(deltas);
     free(delta_idx);
     free(list);

@@ -2,10 +2,12 @@
  * One listing -> the newest full snapshot at or before the target -> its db streamed bucket by
  * bucket into a new bbolt file (format/bbolt_writer), every later delta revision appended to the
  * mvcc "key" bucket exactly as etcd writes it (sub-revisions in event order, tombstones, leases
- * kept) up to the target revision -> the leases the deltas use added to the "lease" bucket ->
- * etcd's own restore tool (etcdutl, or etcdctl of 3.4) writes the member dir from that db into
- * "<data-dir>.part" -> fsync -> rename. No etcd runs; memory is bounded by one event and the
- * open path of the tree. An interrupted restore leaves the target absent; a rerun starts clean. */
+ * kept) up to the target revision -> the leases the deltas use added to the "lease" bucket and
+ * the restored cluster's membership to "members" and "meta" -> the member dir around that db
+ * (WAL, snap file: memberdir.h; docs/member-dir.md) in "<data-dir>.part", or with --etcdutl-bin
+ * etcd's own restore tool writes it -> fsync -> rename. No etcd runs; memory is bounded by one
+ * event and the open path of the tree. An interrupted restore leaves the target absent; a rerun
+ * starts clean. */
 #ifndef ETCDBR_RESTORER_H
 #define ETCDBR_RESTORER_H
 
@@ -34,7 +36,8 @@ typedef struct RestoreConfig {
     const char *initial_advertise_peer_urls; /* comma-joined */
     int skip_hash_check;
     int max_fetchers;        /* parallel delta downloads, >= 1; also the read-ahead bound */
-    const char *etcdutl_bin; /* NULL/"" = etcdutl, else etcdctl from PATH */
+    const char *etcdutl_bin; /* NULL/"": the member dir is ours (memberdir.h); else this etcdutl
+                                (or etcdctl of 3.4) writes it (a fallback) */
     /* point in time: at most one of the two; both 0 = the latest revision in the store */
     int64_t target_revision; /* exactly the state at this revision */
     int64_t target_time_ns;  /* the last revision whose events were recorded at or before this
@@ -54,10 +57,10 @@ typedef struct RestoreConfig {
      * fields are then unused and nothing is written outside the scratch dir. The sink's nonzero
      * return (an ERR_* with its message set) is restorer_run's. */
     /* A whole cluster from one set (docs/runbook-quorum-loss.md): with n_members > 0, one data
-     * dir per entry is written from the one db built, by etcd's restore tool run once per member
-     * (name, data_dir and initial_advertise_peer_urls above are then unused). All of them are
-     * committed (renamed into place) only after every member's tool succeeded; on error none is
-     * written. */
+     * dir per entry is written from the one db built (copied for every member after the first;
+     * or by etcd's restore tool run once per member with --etcdutl-bin), name, data_dir and
+     * initial_advertise_peer_urls above are then unused. All of them are committed (renamed into
+     * place) only after every member dir is written; on error none is. */
     const RestoreMember *members; /* borrowed */
     size_t n_members;
     /* Whether the token is checked against the backed-up cluster: when a member ID etcd
@@ -78,7 +81,7 @@ struct RestoreResult {
     uint64_t events_applied, revisions_applied;
     uint64_t leases_kept, leases_added; /* from the full snapshot / granted after it */
     uint64_t leases_defaulted;          /* added with new_lease_ttl (no TTL recorded) */
-    uint64_t db_bytes;                  /* size of the db handed to etcd's restore tool */
+    uint64_t db_bytes;                  /* size of the db built */
     char base_name[256];
     double seconds_total, seconds_build; /* seconds_build: writing the db (full + deltas) */
     int target_refused; /* the error is about the requested target or bump (a usage error) */
@@ -90,8 +93,10 @@ struct RestoreResult {
  * ERR_NOT_FOUND (no full snapshot in the store at or before the target), ERR_INVALID (target
  * beyond the store's last revision), ERR_GAP (missing revisions between two objects; both
  * named), ERR_CORRUPT (hash, format, revision mismatch), ERR_IO (including etcd's restore tool
- * failing), ERR_CANCELED (cfg->stop was set). On error the data dir is left absent and the
- * private scratch directory removed. Progress is logged at least every 5 s. */
+ * failing, with --etcdutl-bin), ERR_INVALID with target_refused (--initial-cluster, --name or
+ * the peer URLs refused as etcd's tool refuses them: memberdir_check), ERR_CANCELED (cfg->stop was
+ * set). On error the data dir is left absent and the private scratch directory removed. Progress is
+ * logged at least every 5 s. */
 int restorer_run(const RestoreConfig *cfg, RestoreResult *out);
 
 /* --bump-revision bump on top of the restored revision rev: rev + bump must stay below

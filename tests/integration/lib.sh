@@ -103,7 +103,8 @@ etcd_versions() {
 }
 
 # use_etcd VERSION: puts that version's etcd, etcdctl and etcdutl first on PATH (3.4: Debian's
-# etcd and etcdctl, and no etcdutl of any version on PATH, so restore uses etcdctl), sets
+# etcd and etcdctl, and no etcdutl of any version on PATH; restore itself needs none of them,
+# docs/member-dir.md), sets
 # ETCD_VERSION (never export it: etcd reads ETCD_VERSION as its --version flag) and ETCDCTL_API
 # (3.4 only; 3.5+ warn about it).
 use_etcd() {

@@ -15,7 +15,7 @@ source "$(dirname "$0")/chart_lib.sh"
 make_workdir
 CHART=$ETCDBR_SOURCE_DIR/chart/etcdbr
 chart_tools
-# the newest etcd available (the image's default is 3.6); 3.4 restores with etcdctl
+# the newest etcd available (the image's default is 3.6)
 V=$(etcd_versions | tail -1)
 use_etcd "$V"
 echo "etcd $V"

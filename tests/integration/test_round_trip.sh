@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Round trip against a real etcd, once per etcd version (etcd_versions: Debian's 3.4 and the cached
 # 3.5/3.6/3.7 builds): a varied keyspace, a running `snapshot` cutting several deltas, SIGTERM, the
-# data dir lost, `restore` (with that version's etcdutl/etcdctl and etcd), etcd of the same version
+# data dir lost, `restore` (its member dir written by etcdbrctl, docs/member-dir.md), etcd of the same version
 # started on the result: every key, value, create and mod revision, version, the current revision
 # and HashKV equal the source's.
 source "$(dirname "$0")/lib.sh"
