@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Restore benchmark, side by side with etcd's own restore tool, on stores written by etcdbrctl
-# snapshot from a real etcd on loopback (see README.md here).
+# Restore benchmark, side by side with `cp` of the full snapshot's file plus `sync` (the disk's
+# own speed) and etcd's own restore tool, on stores written by etcdbrctl snapshot from a real
+# etcd on loopback (see README.md here). etcdbrctl writes the member dir itself (no etcd tool).
 #   bench/restore.sh [DB_MB] [REVISIONS]     defaults: 200 MB full snapshot, 1,000,000 revisions
+#   (issue 18's figure: bench/restore.sh 3072 1000000)
 # ETCD_DIR=<dir with etcd, etcdutl> uses that etcd release (e.g. one built by
 # scripts/build-etcd.sh); default: etcdutl from the cache's newest 3.5 if present, else Debian's
 # etcd 3.4 with etcdctl. Prints tables; needs a built tree (./scripts/build.sh), jq, GNU time, bc.
@@ -84,6 +86,11 @@ echo
 echo "| restore | wall | peak RSS (largest process) | etcdbrctl's own peak RSS | db build |"
 echo "|---|---|---|---|---|"
 for i in 1 2; do
+    measure "cp of the full snapshot's file + sync (run $i)" bash -c \
+        "cp '$WORK/store/v2/$FULL' '$WORK/cp.db' && sync; rm -f '$WORK/cp.db'"
+    CP_SECS=$(cut -d' ' -f1 "$WORK/time")
+done
+for i in 1 2; do
     measure "$(basename "$TOOL") snapshot restore, full only (run $i)" "$TOOL" snapshot restore \
         "$WORK/store/v2/$FULL" --name r --initial-cluster r=http://127.0.0.1:2380 \
         --initial-advertise-peer-urls http://127.0.0.1:2380 --data-dir "$WORK/r.etcd"
@@ -93,7 +100,8 @@ for i in 1 2; do
 done
 for i in 1 2; do
     measure "etcdbrctl restore, full + $REVS revisions (run $i)" bash -c restore
-    echo "|   replay rate: $(echo "$REVS / $LAST_BUILD" | bc) revisions/s (db build incl. the full snapshot's copy) | | | | |"
+    secs=$(cut -d' ' -f1 "$WORK/time")
+    echo "|   replay rate: $(echo "$REVS / $LAST_BUILD" | bc) revisions/s (db build incl. the full snapshot's copy); $(echo "scale=2; $secs / $CP_SECS" | bc)x cp + sync | | | | |"
 done
 echo
 echo "restored to revision $LAST_REV from full snapshot revision $FULL_REV"
