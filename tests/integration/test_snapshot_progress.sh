@@ -12,11 +12,11 @@ trap 'kill -CONT "$ETCD_PID" 2>/dev/null || true; cleanup' EXIT
 # ~40 MB of db: the stream lasts long enough to stop etcd in its middle
 "$LOADGEN" "$ETCD_EP" puts 10000 4000 /big/ 64
 
-# stall_stream TMPD SECONDS: waits for the staging file to hold 2 MB (the stream flows), stops
-# etcd for SECONDS, continues it
+# stall_stream STORE SECONDS: waits for the store's temp object (the one-pass full snapshot writes
+# it as the stream comes) to hold 1 MB (the stream flows), stops etcd for SECONDS, continues it
 stall_stream() {
-    local tmpd=$1 secs=$2 end=$((SECONDS + 60))
-    until find "$tmpd" -maxdepth 1 -name 'etcdbr-full-*' -size +2M 2>/dev/null | grep . >/dev/null; do
+    local store=$1 secs=$2 end=$((SECONDS + 60))
+    until find "$store/v2" -maxdepth 1 -name '.etcdbr-tmp-*' -size +1M 2>/dev/null | grep . >/dev/null; do
         [ "$SECONDS" -lt "$end" ] || fail "no full snapshot started in 60 s"
     done
     kill -STOP "$ETCD_PID"
@@ -31,7 +31,7 @@ line_re="full snapshot: receiving from $ETCD_EP: $num MiB of ~$num MiB \([0-9]+%
 for attempt in 1 2 3; do
     tmpd=$WORK/tmp$attempt
     start_snapshotter "$WORK/store$attempt" "$WORK/snap$attempt.log" --snapstore-temp-directory="$tmpd"
-    stall_stream "$tmpd" 6.5
+    stall_stream "$WORK/store$attempt" 6.5
     wait_for_log "$WORK/snap$attempt.log" "full snapshot Full-.* stored" 60
     stop_snapshotter
     secs=$(sed -nE 's/.*full snapshot Full-.* stored: .*, ([0-9]+)\.[0-9]+s".*/\1/p' "$WORK/snap$attempt.log")
@@ -52,7 +52,7 @@ if command -v script >/dev/null; then
         --garbage-collection-period=0s & echo \$! >$WORK/tty.pid; wait" "$WORK/tty.out" >/dev/null &
     SCRIPT_PID=$!
     PIDS+=("$SCRIPT_PID")
-    stall_stream "$tmpd" 1.5
+    stall_stream "$WORK/storetty" 1.5
     wait_for_log "$WORK/tty.out" "full snapshot Full-.* stored" 60
     kill -TERM "$(cat "$WORK/tty.pid")"
     wait "$SCRIPT_PID" || true
