@@ -411,11 +411,17 @@ int fullsnap_take(EtcdClient *c, Store *store, const char *temp_dir, CompressKin
         EtcdStatus st;
         int have = etcd_status(c, &st) == 0 && st.revision > 0;
         uint64_t expect = have && st.db_size > 0 ? (uint64_t)st.db_size : 0;
-        if (!have || attempt > ONEPASS_TRIES) {
-            log_info("full snapshot: %s: staging it in %s",
-                     have ? "etcd's revision moved during every try"
-                          : "no revision from etcd's Status",
-                     temp_dir);
+        /* ETCDBR_FULL_SNAPSHOT_STAGED=1: the staged path always (benchmarks compare the two,
+         * tests cover the fallback) */
+        const char *env = getenv("ETCDBR_FULL_SNAPSHOT_STAGED"), *why = NULL;
+        if (env && !strcmp(env, "1"))
+            why = "ETCDBR_FULL_SNAPSHOT_STAGED=1";
+        else if (!have)
+            why = "no revision from etcd's Status";
+        else if (attempt > ONEPASS_TRIES)
+            why = "etcd's revision moved during every try";
+        if (why) {
+            log_info("full snapshot: %s: staging it in %s", why, temp_dir);
             return take_staged(c, store, temp_dir, compression, is_final, before_store, hook_ctx,
                                expect, out);
         }

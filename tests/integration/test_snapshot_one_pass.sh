@@ -6,8 +6,9 @@
 #     exact;
 # (b) SIGTERM mid-stream: the snapshot stops, nothing is stored, the store's temp file is gone;
 # (c) S3 (s3rver): the full snapshot stored in one pass as a multipart upload of 5 MiB parts
-#     restores exactly; a store write failing mid-stream (every upload of part 3) aborts the
-#     upload and stores nothing.
+#     restores exactly (HashKV); a store write failing mid-stream (every upload of part 3) aborts
+#     the upload and stores nothing;
+# (d) the staged fallback (forced with ETCDBR_FULL_SNAPSHOT_STAGED=1) stores the same revision.
 source "$(dirname "$0")/lib.sh"
 make_workdir
 LOADGEN=${ETCDBR_BUILD_DIR:-$(dirname "$ETCDBR_BIN")}/etcd_loadgen
@@ -20,8 +21,10 @@ no_staging() {
     [ -z "$(find "$2" -name 'etcdbr-full-*' 2>/dev/null)" ] || fail "a staging file was left in $2"
 }
 
-# restore_exact STORE LABEL [restore flags]: restores STORE (Local unless flags say otherwise),
-# compares keys and revision with $WORK/$LABEL.src.jsonl and SRC_REV
+hashkv() { etcdctl --endpoints="$1" --command-timeout=60s endpoint hashkv --rev="$2" -w json | jq -r '.[0].HashKV.hash'; }
+
+# restore_exact LABEL [restore flags]: restores the store the flags name, compares revision with
+# SRC_REV and the keys with $WORK/$LABEL.src.jsonl, or with SRC_HASHKV (HashKV at SRC_REV) when set
 restore_exact() {
     local label=$1
     shift
@@ -31,12 +34,16 @@ restore_exact() {
         --restoration-temp-snapshots-dir="$WORK/$label.rtmp" >"$WORK/$label.restore.log" 2>&1 ||
         fail "$label: restore failed: $(tail -3 "$WORK/$label.restore.log")"
     start_etcd "$label-restored" "$WORK/$label.restored"
-    dump_keys "$ETCD_EP" >"$WORK/$label.restored.jsonl"
-    local rev
+    local rev h=""
     rev=$(current_revision "$ETCD_EP")
+    if [ -n "${SRC_HASHKV:-}" ]; then h=$(hashkv "$ETCD_EP" "$SRC_REV"); else dump_keys "$ETCD_EP" >"$WORK/$label.restored.jsonl"; fi
     stop_pid "$ETCD_PID"
     [ "$rev" = "$SRC_REV" ] || fail "$label: revision $rev after restore, source $SRC_REV"
-    cmp -s "$WORK/$label.src.jsonl" "$WORK/$label.restored.jsonl" || fail "$label: keys differ after restore"
+    if [ -n "${SRC_HASHKV:-}" ]; then
+        [ "$h" = "$SRC_HASHKV" ] || fail "$label: HashKV $h after restore, source $SRC_HASHKV"
+    else
+        cmp -s "$WORK/$label.src.jsonl" "$WORK/$label.restored.jsonl" || fail "$label: keys differ after restore"
+    fi
 }
 
 # (a)
@@ -74,6 +81,7 @@ for v in $versions; do
     echo "etcd $v: one-pass full snapshot at revision $SRC_REV, stream and trailer as etcd sent them, gzip restores exactly"
 done
 WORK=$WORK_ROOT
+use_etcd 3.4
 
 # (b) SIGTERM while the stream flows: ~120 MB of random values
 start_etcd big "$WORK/big.etcd"
@@ -112,7 +120,7 @@ no_staging "$WORK/s3.log" "$WORK/s3tmp"
 size=$(find "$WORK/s3rver/$S3_BUCKET/one/v2" -name 'Full-*._S3rver_object' -printf '%s')
 [ "${size:-0}" -gt $((5 * 5242880)) ] || fail "(c) the full snapshot (${size:-no} bytes) is not several parts"
 SRC_REV=$(current_revision "$ETCD_EP")
-dump_keys "$ETCD_EP" >"$WORK/c.src.jsonl"
+SRC_HASHKV=$(hashkv "$ETCD_EP" "$SRC_REV")
 restore_exact c "${S3FLAGS[@]}"
 echo "(c) S3: full snapshot of $size bytes stored in one pass in 5 MiB parts, restored exactly"
 
@@ -130,4 +138,14 @@ grep -q "^req DELETE /$S3_BUCKET/dead/v2/Full-[^ ]*uploadId=" "$PROXY_LOG" ||
     fail "(c) something was stored although part 3 failed: $(find "$WORK/s3rver/$S3_BUCKET/dead")"
 no_staging "$WORK/dead.log" "$WORK/deadtmp"
 echo "(c) a store write failing mid-stream: upload aborted, nothing stored"
+# (d) the staged fallback still works (ETCDBR_FULL_SNAPSHOT_STAGED=1 forces it): same name
+ETCD_EP=$BIG_EP
+ETCDBR_FULL_SNAPSHOT_STAGED=1 start_snapshotter "$WORK/store-staged" "$WORK/staged.log" --compress-snapshots=false
+wait_for_log "$WORK/staged.log" "full snapshot Full-.* stored" 120
+stop_snapshotter
+grep -q "staging it in" "$WORK/staged.log" || fail "(d) the staged path was not taken"
+[ -n "$(find "$WORK/store-staged/v2" -name "Full-00000000-$(printf '%08d' "$SRC_REV")-*")" ] ||
+    fail "(d) the staged full snapshot is not at revision $SRC_REV: $(ls "$WORK/store-staged/v2")"
+[ -z "$(find "$WORK/snaptmp" -name 'etcdbr-full-*')" ] || fail "(d) the staging file was left"
+echo "(d) staged fallback: stored at revision $SRC_REV"
 echo "PASS: one-pass full snapshot"
