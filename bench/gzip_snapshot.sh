@@ -7,7 +7,7 @@
 #     default level behind an io.Pipe, file + fsync), standing in for the Go tool, which is not
 #     built here (bench/README.md says why);
 #   - etcdbrctl snapshot --compression-policy=gzip, parallel members (default) and single stream.
-#   bench/gzip_snapshot.sh [DB_MB]   default 200 (MiB of 4 KiB random values)
+#   bench/gzip_snapshot.sh [DB_MB]   default 200 (MiB of db: random 4000-byte values, a page each)
 # A round starts when the 1-minute load average is below $MAX_LOAD (default 1.5, waiting up to
 # $LOAD_WAIT s, default 300); $ROUNDS rounds (default 3). Every output is read by Go's gzip reader
 # (tests/tools/go_gunzip), which must give the bytes gzip -d gives. Needs a built tree
@@ -47,8 +47,8 @@ etcd --name b --data-dir "$WORK/src.etcd" --listen-client-urls "$EP" --advertise
     >"$WORK/etcd.log" 2>&1 &
 PIDS+=($!)
 until etcdctl --endpoints="$EP" endpoint health >/dev/null 2>&1; do sleep 0.1; done
-echo "loading ~${DB_MB} MiB of random 4 KiB values ..."
-"$LOADGEN" "$EP" puts $((DB_MB * 1048576 / 4096)) 4096 /bench/big/ 64 random
+echo "loading a ~${DB_MB} MiB db of random values (4000 bytes: one 4 KiB page each) ..."
+"$LOADGEN" "$EP" puts $((DB_MB * 1048576 / 4096)) 4000 /bench/big/ 64 random
 st=$(etcdctl --endpoints="$EP" endpoint status -w json)
 DBSIZE=$(jq -r '.[0].Status.dbSize' <<<"$st")
 echo "db: $DBSIZE bytes ($((DBSIZE / 1048576)) MiB) at revision $(jq -r '.[0].Status.header.revision' <<<"$st"), etcd $(etcd --version | sed -n 's/etcd Version: //p'), $(nproc) CPUs"
@@ -106,12 +106,14 @@ for r in $(seq 1 "$ROUNDS"); do
     wait_low_load
     l=$(load1)
     rm -f "$WORK/go.gz"
+    sync
     timed "$WORK/go_snapshot" "$EP" "$WORK/go.gz" gzip
     GO_SECS=$SECS
     row "Go tool's path (go_snapshot, compress/gzip) ($r)" "$l" "$WORK/go.gz"
     rm -f "$WORK/go.gz"
     for mode in parallel single; do
         rm -rf "$WORK/st"
+        sync
         l=$(load1)
         timed bash -c "one_full $WORK/st $mode"
         row "etcdbrctl snapshot, gzip $mode ($r)" "$l" "$(ls "$WORK"/st/v2/Full-*)"

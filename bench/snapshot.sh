@@ -2,8 +2,9 @@
 # One-pass full snapshot beside etcdctl (bench/README.md "One-pass full snapshot", issue 18
 # item 4): a real etcd 3.4 on loopback loaded with incompressible values, then, in each round,
 # `etcdctl snapshot save` and `etcdbrctl snapshot` (uncompressed, Local store) one right after the
-# other, on the same disk (both write under $WORK), each from its start until its file is stored:
-#   bench/snapshot.sh [DB_MB]      default 400 (MB of 4 KiB random values; the db is a bit larger)
+# other (the order alternating), on the same disk (both write under $WORK), each from its start
+# until its file is stored (synced), after a `sync` that is not timed:
+#   bench/snapshot.sh [DB_MB]      default 400 (MB of db: random 4000-byte values, a page each)
 # A round starts only when the 1-minute load average is below $MAX_LOAD (default 1.5; waits up to
 # $LOAD_WAIT s, default 300, then runs anyway and says so); $ROUNDS rounds (default 3). Each row
 # gives the load before it, wall time, the ratio etcdbrctl/etcdctl of its round, peak RSS (GNU
@@ -37,8 +38,8 @@ etcd --name b --data-dir "$WORK/src.etcd" --listen-client-urls "$EP" --advertise
     >"$WORK/etcd.log" 2>&1 &
 PIDS+=($!)
 until etcdctl --endpoints="$EP" endpoint health >/dev/null 2>&1; do sleep 0.1; done
-echo "loading ~${DB_MB} MB of random 4 KiB values ..."
-"$LOADGEN" "$EP" puts $((DB_MB * 1000000 / 4096)) 4096 /bench/big/ 64 random
+echo "loading a ~${DB_MB} MB db of random values (4000 bytes: one 4 KiB page each) ..."
+"$LOADGEN" "$EP" puts $((DB_MB * 1000000 / 4096)) 4000 /bench/big/ 64 random
 st=$(etcdctl --endpoints="$EP" endpoint status -w json)
 DBSIZE=$(jq -r '.[0].Status.dbSize' <<<"$st")
 echo "db: $DBSIZE bytes ($((DBSIZE / 1048576)) MiB) at revision $(jq -r '.[0].Status.header.revision' <<<"$st"), etcd $(etcd --version | sed -n 's/etcd Version: //p'), $(nproc) CPUs"
@@ -81,21 +82,31 @@ export BIN EP WORK
 echo
 echo "| full snapshot of a $((DBSIZE / 1048576)) MiB db (round) | load before | wall | etcdbrctl / etcdctl | peak RSS | etcdbrctl's own peak RSS |"
 echo "|---|---|---|---|---|---|"
-for r in $(seq 1 "$ROUNDS"); do
-    wait_low_load
+run_etcdctl() {
     rm -f "$WORK/s.db"
+    sync
     l1=$(load1)
     timed "$WORK/etcdctl.log" etcdctl --endpoints="$EP" snapshot save "$WORK/s.db"
-    ctl_secs=$SECS
-    printf '| %-42s | %5s | %6.2f s | | %6.1f MiB | |\n' "etcdctl snapshot save ($r)" "$l1" "$SECS" "$(echo "$KB / 1024" | bc -l)"
+    ctl_secs=$SECS ctl_kb=$KB
+}
+run_etcdbr() {
     rm -rf "$WORK/st" "$WORK/s.db"
+    sync
     l2=$(load1)
     timed "$WORK/etcdbr.log" bash -c "one_full $WORK/st"
+    br_secs=$SECS br_kb=$KB
     own=$(sed -n 's/.*peak RSS \([0-9]*\) KiB.*/\1/p' "$WORK/etcdbr.log" | tail -1)
     size=$(stat -c %s "$WORK"/st/v2/Full-*)
     [ "$size" -ge "$DBSIZE" ] || { echo "stored object of $size bytes < db $DBSIZE" >&2; exit 1; }
+}
+# each command starts with the page cache clean (sync, not timed); the order alternates between
+# rounds, so neither always runs while the other's writeback is still going
+for r in $(seq 1 "$ROUNDS"); do
+    wait_low_load
+    if [ $((r % 2)) = 1 ]; then run_etcdctl; run_etcdbr; else run_etcdbr; run_etcdctl; fi
+    printf '| %-42s | %5s | %6.2f s | | %6.1f MiB | |\n' "etcdctl snapshot save ($r)" "$l1" "$ctl_secs" "$(echo "$ctl_kb / 1024" | bc -l)"
     printf '| %-42s | %5s | %6.2f s | %5.2fx | %6.1f MiB | %6.1f MiB |\n' "etcdbrctl snapshot, uncompressed ($r)" "$l2" \
-        "$SECS" "$(echo "$SECS / $ctl_secs" | bc -l)" "$(echo "$KB / 1024" | bc -l)" "$(echo "${own:-0} / 1024" | bc -l)"
+        "$br_secs" "$(echo "$br_secs / $ctl_secs" | bc -l)" "$(echo "$br_kb / 1024" | bc -l)" "$(echo "${own:-0} / 1024" | bc -l)"
 done
 echo
 echo "load after the runs: $(uptime | sed 's/.*load/load/')"

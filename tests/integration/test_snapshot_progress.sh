@@ -13,7 +13,8 @@ trap 'kill -CONT "$ETCD_PID" 2>/dev/null || true; cleanup' EXIT
 "$LOADGEN" "$ETCD_EP" puts 10000 4000 /big/ 64
 
 # stall_stream STORE SECONDS: waits for the store's temp object (the one-pass full snapshot writes
-# it as the stream comes) to hold 1 MB (the stream flows), stops etcd for SECONDS, continues it
+# it as the stream comes; uncompressed, so it grows with the stream) to hold 1 MB (the stream
+# flows), stops etcd for SECONDS, continues it
 stall_stream() {
     local store=$1 secs=$2 end=$((SECONDS + 60))
     until find "$store/v2" -maxdepth 1 -name '.etcdbr-tmp-*' -size +1M 2>/dev/null | grep . >/dev/null; do
@@ -30,7 +31,8 @@ line_re="full snapshot: receiving from $ETCD_EP: $num MiB of ~$num MiB \([0-9]+%
 # less than 5 s) proves nothing: then again, at most 3 times.
 for attempt in 1 2 3; do
     tmpd=$WORK/tmp$attempt
-    start_snapshotter "$WORK/store$attempt" "$WORK/snap$attempt.log" --snapstore-temp-directory="$tmpd"
+    start_snapshotter "$WORK/store$attempt" "$WORK/snap$attempt.log" --snapstore-temp-directory="$tmpd" \
+        --compress-snapshots=false
     stall_stream "$WORK/store$attempt" 6.5
     wait_for_log "$WORK/snap$attempt.log" "full snapshot Full-.* stored" 60
     stop_snapshotter
@@ -48,7 +50,7 @@ grep -qE "$line_re" "$WORK/snap$attempt.log" ||
 if command -v script >/dev/null; then
     tmpd=$WORK/tmptty
     script -qfec "$ETCDBR_BIN snapshot --endpoints=$ETCD_EP --storage-provider=Local \
-        --store-container=$WORK/storetty --snapstore-temp-directory=$tmpd --schedule='0 0 1 1 *' \
+        --store-container=$WORK/storetty --snapstore-temp-directory=$tmpd --schedule='0 0 1 1 *' --compress-snapshots=false \
         --garbage-collection-period=0s & echo \$! >$WORK/tty.pid; wait" "$WORK/tty.out" >/dev/null &
     SCRIPT_PID=$!
     PIDS+=("$SCRIPT_PID")
