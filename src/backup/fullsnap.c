@@ -352,7 +352,9 @@ static int onepass_check(OnePass *p, int64_t rev0, uint64_t *db_len, HistoryRest
             rc = history_mark_from_db_value(val, vlen, mark);
     }
     if (rc == ERR_UNSUPPORTED) p->fallback = 1;
-    if (rc) return err_wrap(rc == ERR_UNSUPPORTED ? rc : ERR_CORRUPT, "not a valid etcd db");
+    if (rc)
+        return err_wrap(rc == ERR_UNSUPPORTED || rc == ERR_NOMEM ? rc : ERR_CORRUPT,
+                        "not a valid etcd db");
     if (rev != rev0) {
         p->retry = 1;
         return err_set(ERR_CONFLICT,
@@ -394,8 +396,9 @@ static int take_onepass(EtcdClient *c, Store *store, CompressKind compression, i
     return obj_commit(&p->o, &out->stored_bytes);
 }
 
-/* One-pass attempts before the staged path: each starts only when etcd's revision did not
- * move between its read and the snapshot's start; a busy etcd gets the staged path. */
+/* One-pass attempts before the staged path: a try whose db holds another revision than the one
+ * read before it (a write came between) is aborted and taken again; an etcd that keeps moving
+ * that fast gets the staged path, which names the object after reading the db. */
 #define ONEPASS_TRIES 3
 
 int fullsnap_take(EtcdClient *c, Store *store, const char *temp_dir, CompressKind compression,

@@ -286,14 +286,13 @@ static int key_wanted(const BboltStream *s, const uint8_t *k, uint32_t ks) {
     return 0;
 }
 
-static int capture(BboltStream *s, uint64_t pgid, const uint8_t *p, size_t len, uint8_t **dst,
-                   size_t *dlen) {
+/* A copy of the page run p (len bytes) into *dst (owned by s). 0 or ERR_NOMEM. */
+static int capture(BboltStream *s, const uint8_t *p, size_t len, uint8_t **dst, size_t *dlen) {
     uint8_t *c = malloc(len);
     if (!c) return fail(s, err_set(ERR_NOMEM, "bbolt stream: out of memory"));
     memcpy(c, p, len);
     *dst = c;
     *dlen = len;
-    (void)pgid;
     return 0;
 }
 
@@ -302,7 +301,7 @@ static int leaf_run(BboltStream *s, uint64_t pgid, const uint8_t *p, size_t len)
     unsigned count = rd16(p + 10);
     uint32_t fl, ks, vs;
     const uint8_t *k, *v;
-    if (pgid == s->m->root) return capture(s, pgid, p, len, &s->rootpg, &s->rootpg_len);
+    if (pgid == s->m->root) return capture(s, p, len, &s->rootpg, &s->rootpg_len);
     if (count == 0) {
         leaf_add(s, pgid, -1);
     } else if (leaf_elem(p, len, count - 1, &fl, &k, &ks, &v, &vs) == 0 && !(fl & BB_LEAF_BUCKET) &&
@@ -321,7 +320,7 @@ static int leaf_run(BboltStream *s, uint64_t pgid, const uint8_t *p, size_t len)
         }
         Capture *c = &s->cap[s->ncap];
         c->pgid = pgid;
-        if (capture(s, pgid, p, len, &c->data, &c->len)) return s->err;
+        if (capture(s, p, len, &c->data, &c->len)) return s->err;
         s->ncap++;
         return 0;
     }

@@ -25,7 +25,7 @@
 #include <stdint.h>
 
 #define BBOLT_STREAM_WINDOW ((size_t)2 << 20)
-#define BBOLT_STREAM_MAX_BRANCHES ((size_t)1 << 20)
+#define BBOLT_STREAM_MAX_BRANCHES ((size_t)1 << 18) /* 4 MiB of entries */
 #define BBOLT_STREAM_LEAF_CANDIDATES 4096
 #define BBOLT_STREAM_MAX_CAPTURES 64
 #define BBOLT_STREAM_MAX_WANTS 4
