@@ -483,8 +483,8 @@ static int bucket_page(BboltStream *s, const char *name, const BucketRef *b, con
 static int bucket_get(BboltStream *s, const char *bucket, const char *key, const uint8_t **v,
                       uint32_t *vs) {
     BucketRef b;
-    const uint8_t *p;
-    size_t len;
+    const uint8_t *p = NULL;
+    size_t len = 0;
     int rc = root_bucket(s, bucket, &b);
     if (!rc) rc = bucket_page(s, bucket, &b, &p, &len);
     if (!rc) rc = leaf_find(p, len, key, strlen(key), 0, v, vs);
