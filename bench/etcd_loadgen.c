@@ -4,7 +4,8 @@
  * bytes; PIPELINE (default 64) puts in flight on one HTTP/2 connection. VALUES "same" (default):
  * one value with a byte changed per put (compresses to almost nothing); "k8s": every value
  * freshly generated JSON-like text (field names from a small vocabulary, random numbers and
- * ids), which deflate shrinks about as much as Kubernetes objects (~3-5x). */
+ * ids), which deflate shrinks about as much as Kubernetes objects (~3-5x); "random": every value
+ * fresh pseudo-random bytes (xorshift32, all 256 byte values), which no compressor shrinks. */
 #include "common/err.h"
 #include "etcd/etcd_client.h"
 
@@ -44,7 +45,8 @@ static void k8s_value(uint8_t *v, size_t vlen, uint32_t *state, long id) {
 
 int main(int argc, char **argv) {
     if (argc < 6 || strcmp(argv[2], "puts")) {
-        fprintf(stderr, "usage: %s ENDPOINT puts N VALUE_BYTES PREFIX [PIPELINE [same|k8s]]\n",
+        fprintf(stderr,
+                "usage: %s ENDPOINT puts N VALUE_BYTES PREFIX [PIPELINE [same|k8s|random]]\n",
                 argv[0]);
         return 2;
     }
@@ -55,6 +57,7 @@ int main(int argc, char **argv) {
     size_t depth = argc > 6 ? (size_t)atol(argv[6]) : 64;
     if (depth < 1 || depth > 1024) depth = 64;
     int k8s = argc > 7 && strcmp(argv[7], "k8s") == 0;
+    int rnd = argc > 7 && strcmp(argv[7], "random") == 0;
     curl_global_init(CURL_GLOBAL_DEFAULT);
     EtcdConfig cfg = {.endpoints = &ep, .n_endpoints = 1, .connection_timeout_ms = 60000};
     EtcdClient *c = NULL;
@@ -63,7 +66,8 @@ int main(int argc, char **argv) {
         return 1;
     }
     uint8_t *value = malloc(vlen + 1);
-    uint8_t *values = k8s ? malloc(depth * (vlen + 1)) : NULL; /* one per put in flight */
+    /* one per put in flight */
+    uint8_t *values = k8s || rnd ? malloc(depth * (vlen + 1)) : NULL;
     uint32_t x = 2463534242u;
     for (size_t i = 0; i < vlen; i++) {
         x ^= x << 13, x ^= x >> 17, x ^= x << 5;
@@ -81,6 +85,12 @@ int main(int argc, char **argv) {
             if (k8s) {
                 v = values + i * (vlen + 1);
                 k8s_value(v, vlen, &x, done + (long)i);
+            } else if (rnd) {
+                v = values + i * (vlen + 1);
+                for (size_t j = 0; j < vlen; j++) {
+                    x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+                    v[j] = (uint8_t)(x >> 11);
+                }
             }
             ops[i] = (EtcdTxnOp){.type = ETCD_OP_PUT,
                                  .key = (uint8_t *)keys[i],

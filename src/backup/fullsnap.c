@@ -9,6 +9,7 @@
 #include "../common/progress.h"
 #include "../common/timeutil.h"
 #include "../format/bbolt.h"
+#include "../format/bbolt_stream.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -66,14 +67,80 @@ static int progress_tick(void *ctx, uint64_t n) {
     return t->cancel_on_stop ? stopping() : 0;
 }
 
+/* An object being written: the store writer and the filters in front of it. */
+typedef struct {
+    StoreWriter *sw;
+    IoFilterGroup *g;
+    IoWriter *in; /* where the snapshot's plain bytes go */
+} ObjOut;
+
+/* Opens snap_name in store with the compressor and, when the name says ".enc"
+ * (store_name_suffix), the encryption bound to the name in front. ERR_EXISTS when the object
+ * exists (nothing opened); on any error nothing is open. */
+static int obj_open(Store *store, const char *snap_name, CompressKind compression, ObjOut *o) {
+    memset(o, 0, sizeof *o);
+    int rc = store_open_write(store, snap_name, &o->sw);
+    if (rc) return rc;
+    Snapshot named;
+    rc = store_snapshot_for_name(store, snap_name, &named);
+    if (!rc && named.encrypted && !store_keyring(store))
+        rc = err_set(ERR_INVALID, "%s: an encrypted name, but the store has no encryption key",
+                     snap_name);
+    if (!rc && !(o->g = io_filter_group_new(store_writer_io(o->sw))))
+        rc = err_set(ERR_NOMEM, "out of memory");
+    if (!rc) rc = io_filter_group_add_compress(o->g, compression);
+    char ident[128]; /* the name is bound into every chunk: under another name it fails */
+    if (!rc && named.encrypted && !(rc = snapname_identity(&named, ident, sizeof ident)))
+        rc = io_filter_group_add_encrypt_bound(o->g, store_keyring(store), ident);
+    if (!rc) rc = io_filter_group_add_count(o->g, "stored");
+    if (!rc && !(o->in = io_filter_group_io(o->g))) rc = err_set(ERR_NOMEM, "out of memory");
+    if (rc) {
+        io_filter_group_free(o->g);
+        store_writer_abort(o->sw);
+        memset(o, 0, sizeof *o);
+    }
+    return rc;
+}
+
+/* Finishes the filters and the writer's stream; *stored_bytes (may be NULL) = bytes written. */
+static int obj_finish(ObjOut *o, uint64_t *stored_bytes) {
+    int rc = io_filter_group_finish(o->g);
+    if (!rc) rc = io_finish(store_writer_io(o->sw));
+    uint64_t n = 0;
+    io_filter_group_count(o->g, "stored", &n);
+    if (stored_bytes) *stored_bytes = n;
+    return rc;
+}
+
+/* Commits (the object becomes visible) and releases o. An object another writer stored under
+ * the same name meanwhile counts as stored (*stored_bytes = 0). */
+static int obj_commit(ObjOut *o, uint64_t *stored_bytes) {
+    io_filter_group_free(o->g);
+    o->g = NULL;
+    int rc = store_writer_commit(o->sw);
+    o->sw = NULL;
+    if (rc == ERR_EXISTS) {
+        /* the same revisions in the same second (the name fixes both): stored */
+        if (stored_bytes) *stored_bytes = 0;
+        rc = 0;
+    }
+    return rc;
+}
+
+/* Discards whatever o holds (nothing becomes visible). NULL members are fine. */
+static void obj_abort(ObjOut *o) {
+    io_filter_group_free(o->g);
+    if (o->sw) store_writer_abort(o->sw);
+    memset(o, 0, sizeof *o);
+}
+
 /* fullsnap_store_stream reporting the bytes read from src to progress (may be NULL); with
  * cancel_on_stop, ERR_CANCELED (nothing stored) once the process is stopping. */
 static int store_stream(Store *store, const char *snap_name, CompressKind compression,
                         IoReader *src, uint64_t *stored_bytes, Progress *progress,
                         int cancel_on_stop) {
-    StoreWriter *sw = NULL;
-    IoFilterGroup *g = NULL;
-    int rc = store_open_write(store, snap_name, &sw);
+    ObjOut o;
+    int rc = obj_open(store, snap_name, compression, &o);
     if (rc == ERR_EXISTS) {
         /* the name fixes kind, revisions and the second: an object already stored under it
          * holds the same revisions (e.g. two full snapshots requested in one second) */
@@ -81,43 +148,11 @@ static int store_stream(Store *store, const char *snap_name, CompressKind compre
         return 0;
     }
     if (rc) return rc;
-    /* the name decides: ".enc" (store_name_suffix) means compress, then encrypt */
-    Snapshot named;
-    rc = store_snapshot_for_name(store, snap_name, &named);
-    if (!rc && named.encrypted && !store_keyring(store))
-        rc = err_set(ERR_INVALID, "%s: an encrypted name, but the store has no encryption key",
-                     snap_name);
-    if (rc) goto done;
-    g = io_filter_group_new(store_writer_io(sw));
-    if (!g) rc = err_set(ERR_NOMEM, "out of memory");
-    if (!rc) rc = io_filter_group_add_compress(g, compression);
-    char ident[128]; /* the name is bound into every chunk: under another name it fails */
-    if (!rc && named.encrypted && !(rc = snapname_identity(&named, ident, sizeof ident)))
-        rc = io_filter_group_add_encrypt_bound(g, store_keyring(store), ident);
-    if (!rc) rc = io_filter_group_add_count(g, "stored");
-    IoWriter *in = rc ? NULL : io_filter_group_io(g);
-    if (!rc && !in) rc = err_set(ERR_NOMEM, "out of memory");
     TickCtx tick = {progress, cancel_on_stop};
-    if (!rc) rc = io_copy_tick(src, in, NULL, progress_tick, &tick);
-    if (!rc) rc = io_filter_group_finish(g);
-    if (!rc) rc = io_finish(store_writer_io(sw));
-    if (rc) goto done;
-    uint64_t n = 0;
-    io_filter_group_count(g, "stored", &n);
-    if (stored_bytes) *stored_bytes = n;
-    io_filter_group_free(g);
-    g = NULL;
-    rc = store_writer_commit(sw);
-    sw = NULL;
-    if (rc == ERR_EXISTS) {
-        /* another writer stored the same name between our check and our commit: the same
-         * revisions in the same second, so it is stored (as the check above decides) */
-        if (stored_bytes) *stored_bytes = 0;
-        rc = 0;
-    }
-done:
-    io_filter_group_free(g);
-    if (sw) store_writer_abort(sw);
+    rc = io_copy_tick(src, o.in, NULL, progress_tick, &tick);
+    if (!rc) rc = obj_finish(&o, stored_bytes);
+    if (!rc) return obj_commit(&o, stored_bytes);
+    obj_abort(&o);
     return rc;
 }
 
@@ -152,9 +187,13 @@ int fullsnap_verify_file(const char *path, IoWriter *checker, uint64_t total,
     return 0;
 }
 
-int fullsnap_take(EtcdClient *c, Store *store, const char *temp_dir, CompressKind compression,
-                  int is_final, FullSnapshotHook before_store, void *hook_ctx,
-                  FullSnapshotResult *out) {
+/* The two-pass full snapshot: the stream staged in a file in temp_dir, checked there (every db
+ * page walked), then compressed into the store. What fullsnap_take falls back to when the
+ * one-pass check cannot decide (bbolt_stream.h) or etcd's revision keeps moving. expect: etcd's
+ * dbSize for the progress (0 = unknown). */
+static int take_staged(EtcdClient *c, Store *store, const char *temp_dir, CompressKind compression,
+                       int is_final, FullSnapshotHook before_store, void *hook_ctx, uint64_t expect,
+                       FullSnapshotResult *out) {
     char *path = NULL;
     IoWriter *fdw = NULL, *checker = NULL;
     IoReader *src = NULL;
@@ -163,14 +202,8 @@ int fullsnap_take(EtcdClient *c, Store *store, const char *temp_dir, CompressKin
     uint64_t payload_len = 0;
     Progress *progress = NULL;
     char what[320];
+    int rc;
     memset(out, 0, sizeof *out);
-    int rc = fs_mkdir_p(temp_dir, 0700);
-    if (rc) return rc;
-    fullsnap_cleanup_stale(temp_dir);
-    /* the size to expect, for the ETA: approximate (the db may grow, the stream adds the 32-byte
-     * trailer); without it progress shows bytes and rate only */
-    EtcdStatus st;
-    uint64_t expect = etcd_status(c, &st) == 0 && st.db_size > 0 ? (uint64_t)st.db_size : 0;
     /* locked for its whole life: a cleanup in another process leaves it alone */
     int fd = fs_mkstemp_locked(temp_dir, FULLSNAP_TMP_PREFIX, &path);
     if (fd < 0) return fd;
@@ -204,9 +237,13 @@ int fullsnap_take(EtcdClient *c, Store *store, const char *temp_dir, CompressKin
                          store_name_suffix(store, compression), is_final, out->snap_name,
                          sizeof out->snap_name);
     if (rc) goto done;
-    if (before_store &&
-        (rc = before_store(hook_ctx, path, payload_len, out->revision, out->snap_name)))
-        goto done;
+    if (before_store) {
+        HistoryRestoreMark mark;
+        rc = history_mark_read_db(path, payload_len, &mark);
+        if (rc) rc = err_wrap(rc, "reading the restore mark of the snapshot");
+        if (!rc) rc = before_store(hook_ctx, &mark, payload_len, out->revision, out->snap_name);
+        if (rc) goto done;
+    }
     if (lseek(fd, 0, SEEK_SET) != 0) {
         rc = err_set(ERR_IO, "seek %s: %m", path);
         goto done;
@@ -230,6 +267,182 @@ done:
     close(fd);
     free(path);
     return rc;
+}
+
+/* ---------- the one-pass full snapshot ---------- */
+
+/* Writer that feeds every byte to the db checker, then passes it on to next (borrowed). */
+typedef struct {
+    IoWriter base;
+    BboltStream *bs;
+    IoWriter *next;
+} TeeWriter;
+
+static int tee_write(IoWriter *w, const void *buf, size_t len) {
+    TeeWriter *t = (TeeWriter *)w;
+    int rc = bbolt_stream_feed(t->bs, buf, len);
+    if (rc) return err_wrap(rc, "the stream is not a valid etcd db");
+    return io_write(t->next, buf, len);
+}
+
+static int tee_finish(IoWriter *w) {
+    (void)w;
+    return 0;
+}
+
+static void tee_free(IoWriter *w) {
+    free(w);
+}
+
+static const IoWriterVt tee_vt = {tee_write, tee_finish, tee_free};
+
+/* State of one one-pass attempt. */
+typedef struct {
+    ObjOut o;
+    BboltStream *bs;
+    IoWriter *tee, *counter, *checker;
+    uint64_t *count;
+    int retry;    /* the db's revision is not the one the name was given: take it again */
+    int fallback; /* the stream's check cannot decide: take it staged */
+} OnePass;
+
+static int onepass_open(OnePass *p, Store *store, const char *name, CompressKind compression) {
+    int rc = obj_open(store, name, compression, &p->o);
+    if (rc == ERR_EXISTS) p->fallback = 1; /* the staged path decides what that means */
+    if (rc) return rc;
+    rc = bbolt_stream_new(&p->bs);
+    if (!rc) rc = bbolt_stream_want(p->bs, HISTORY_DB_BUCKET, HISTORY_DB_KEY);
+    if (rc) return rc;
+    TeeWriter *t = calloc(1, sizeof *t);
+    if (t) *t = (TeeWriter){{&tee_vt}, p->bs, p->o.in};
+    p->tee = t ? &t->base : NULL;
+    p->counter = p->tee ? io_counter_new(p->tee, &p->count) : NULL;
+    /* the trailer goes into the object too: a full snapshot object is etcd's stream as it is */
+    p->checker = p->counter ? trailer_checker_new(p->counter, 0) : NULL;
+    return p->checker ? 0 : err_set(ERR_NOMEM, "out of memory");
+}
+
+static void onepass_free(OnePass *p) {
+    obj_abort(&p->o); /* nothing left to abort after a commit */
+    io_writer_free(p->checker);
+    io_writer_free(p->counter);
+    io_writer_free(p->tee);
+    bbolt_stream_free(p->bs);
+}
+
+/* After the stream: the trailer, the db's checks and revision (== rev0), its restore mark. */
+static int onepass_check(OnePass *p, int64_t rev0, uint64_t *db_len, HistoryRestoreMark *mark) {
+    uint64_t total = *p->count;
+    if (total % 512 != 32)
+        return err_set(ERR_CORRUPT,
+                       "%llu bytes is not db pages plus a 32-byte sha256 trailer "
+                       "(size %% 512 != 32): snapshot missing hash",
+                       (unsigned long long)total);
+    int rc = trailer_check_result(p->checker, db_len);
+    int64_t rev = 0;
+    if (!rc) rc = bbolt_stream_finish(p->bs, *db_len, &rev);
+    char val[1024];
+    size_t vlen = 0;
+    memset(mark, 0, sizeof *mark);
+    if (!rc) {
+        rc = bbolt_stream_get(p->bs, HISTORY_DB_BUCKET, HISTORY_DB_KEY, val, sizeof val, &vlen);
+        if (rc == ERR_NOT_FOUND)
+            rc = 0;
+        else if (!rc)
+            rc = history_mark_from_db_value(val, vlen, mark);
+    }
+    if (rc == ERR_UNSUPPORTED) p->fallback = 1;
+    if (rc)
+        return err_wrap(rc == ERR_UNSUPPORTED || rc == ERR_NOMEM ? rc : ERR_CORRUPT,
+                        "not a valid etcd db");
+    if (rev != rev0) {
+        p->retry = 1;
+        return err_set(ERR_CONFLICT,
+                       "the db holds revision %lld, not etcd's revision %lld read before the "
+                       "stream (a write came between)",
+                       (long long)rev, (long long)rev0);
+    }
+    return 0;
+}
+
+/* One attempt: etcd's stream through the checks into the store object named with rev0 (etcd's
+ * revision just before the stream), committed only once the trailer, the db checks and the
+ * db's revision == rev0 pass and the hook agreed; aborted otherwise. */
+static int take_onepass(EtcdClient *c, Store *store, CompressKind compression, int is_final,
+                        FullSnapshotHook before_store, void *hook_ctx, int64_t rev0,
+                        uint64_t expect, OnePass *p, FullSnapshotResult *out) {
+    char name[256], what[320];
+    uint64_t db_len = 0;
+    HistoryRestoreMark mark;
+    int rc = snapname_format(SNAP_FULL, 0, rev0, now_unix_s(),
+                             store_name_suffix(store, compression), is_final, name, sizeof name);
+    if (!rc) rc = onepass_open(p, store, name, compression);
+    if (rc) return rc;
+    /* one line for receiving, checking, compressing and storing: they happen together */
+    snprintf(what, sizeof what, "full snapshot: receiving from %s", etcd_client_endpoint(c));
+    Progress *progress = progress_start(what, expect, 1);
+    SinkCtx ctx = {p->checker, p->count, progress};
+    rc = etcd_snapshot(c, snapshot_sink, &ctx);
+    progress_finish(progress);
+    if (!rc) rc = onepass_check(p, rev0, &db_len, &mark);
+    if (rc) return err_wrap(rc, "full snapshot from %s", etcd_client_endpoint(c));
+    rc = obj_finish(&p->o, &out->stored_bytes);
+    if (rc) return rc;
+    out->revision = rev0;
+    out->db_bytes = db_len;
+    memcpy(out->snap_name, name, sizeof out->snap_name);
+    /* the hook (history, tag) runs before the object becomes visible, as in the staged path */
+    if (before_store && (rc = before_store(hook_ctx, &mark, db_len, rev0, name))) return rc;
+    return obj_commit(&p->o, &out->stored_bytes);
+}
+
+/* One-pass attempts before the staged path: a try whose db holds another revision than the one
+ * read before it (a write came between) is aborted and taken again; an etcd that keeps moving
+ * that fast gets the staged path, which names the object after reading the db. */
+#define ONEPASS_TRIES 3
+
+int fullsnap_take(EtcdClient *c, Store *store, const char *temp_dir, CompressKind compression,
+                  int is_final, FullSnapshotHook before_store, void *hook_ctx,
+                  FullSnapshotResult *out) {
+    memset(out, 0, sizeof *out);
+    int rc = fs_mkdir_p(temp_dir, 0700);
+    if (rc) return rc;
+    fullsnap_cleanup_stale(temp_dir);
+    for (int attempt = 1;; attempt++) {
+        /* etcd's revision names the object before the stream (the db then must hold exactly
+         * it); dbSize is for the ETA (approximate: the stream adds the 32-byte trailer) */
+        EtcdStatus st;
+        int have = etcd_status(c, &st) == 0 && st.revision > 0;
+        uint64_t expect = have && st.db_size > 0 ? (uint64_t)st.db_size : 0;
+        /* ETCDBR_FULL_SNAPSHOT_STAGED=1: the staged path always (benchmarks compare the two,
+         * tests cover the fallback) */
+        const char *env = getenv("ETCDBR_FULL_SNAPSHOT_STAGED"), *why = NULL;
+        if (env && !strcmp(env, "1"))
+            why = "ETCDBR_FULL_SNAPSHOT_STAGED=1";
+        else if (!have)
+            why = "no revision from etcd's Status";
+        else if (attempt > ONEPASS_TRIES)
+            why = "etcd's revision moved during every try";
+        if (why) {
+            log_info("full snapshot: %s: staging it in %s", why, temp_dir);
+            return take_staged(c, store, temp_dir, compression, is_final, before_store, hook_ctx,
+                               expect, out);
+        }
+        OnePass p;
+        memset(&p, 0, sizeof p);
+        memset(out, 0, sizeof *out);
+        rc = take_onepass(c, store, compression, is_final, before_store, hook_ctx, st.revision,
+                          expect, &p, out);
+        onepass_free(&p);
+        if (p.fallback) {
+            log_info("full snapshot: %s: staging it in %s instead", err_msg(), temp_dir);
+            return take_staged(c, store, temp_dir, compression, is_final, before_store, hook_ctx,
+                               expect, out);
+        }
+        if (!p.retry) return rc;
+        memset(out, 0, sizeof *out);
+        log_info("full snapshot: nothing stored, taken again: %s", err_msg());
+    }
 }
 
 /* ---------- a db file as a full snapshot (compact) ---------- */

@@ -1,7 +1,7 @@
-/* fullsnap: one full snapshot, streamed and verified before it is stored (DESIGN.md data paths):
- * gRPC Snapshot stream -> temp file (sha256 trailer checked on the fly) -> size % 512 == 32 ->
- * the db opens and yields its revision -> compress -> store write, visible only when complete.
- * The object is named with the revision inside the db, never one read before the stream. */
+/* fullsnap: one full snapshot, streamed and verified before it is visible (docs/design.md data
+ * paths): gRPC Snapshot stream -> sha256 trailer and streaming db checks -> compress (-> encrypt)
+ * -> the store's uncommitted object, committed only when every check passed. The object is named
+ * with the revision inside the db (checked equal to the one read before the stream). */
 #ifndef ETCDBR_FULLSNAP_H
 #define ETCDBR_FULLSNAP_H
 
@@ -24,19 +24,32 @@ typedef struct FullSnapshotResult {
  * are logged and otherwise ignored. Called by fullsnap_take; call it also when a command starts. */
 void fullsnap_cleanup_stale(const char *temp_dir);
 
-/* Called once the staged snapshot is verified and named, before anything is written to the
- * store: db_path holds db_bytes of db (then the trailer), revision is the one inside it. A
- * nonzero return (an ERR_* with its message set) stops the snapshot with nothing stored. */
-typedef int (*FullSnapshotHook)(void *ctx, const char *db_path, uint64_t db_bytes, int64_t revision,
-                                const char *snap_name);
+/* Called once the snapshot is checked and named, before it becomes visible in the store: mark is
+ * the restore mark read from its db (mark->present = 0 when it has none; history.h), db_bytes the
+ * db's size without the trailer, revision the one inside it. In the one-pass path every byte is
+ * already written to the store's uncommitted object (a Local temp file, an S3 multipart upload);
+ * in the staged path nothing is yet. A nonzero return (an ERR_* with its message set) stops the
+ * snapshot with nothing stored (the object is aborted). */
+typedef int (*FullSnapshotHook)(void *ctx, const HistoryRestoreMark *mark, uint64_t db_bytes,
+                                int64_t revision, const char *snap_name);
 
-/* Takes a full snapshot of the etcd behind c into store. temp_dir holds the staging file
- * (removed before returning; locked while it exists, see fullsnap_cleanup_stale). Progress
- * (bytes, rate, ETA against etcd's Status dbSize) is reported while it runs, see progress.h.
- * is_final appends ".final" to the name. before_store (may be NULL) is called with hook_ctx
- * before the store write. On any failure nothing is visible in the store. Errors: ERR_ETCD
- * (stream), ERR_CORRUPT (trailer, size or db check), ERR_IO (temp dir, disk full), the hook's
- * error, store errors. */
+/* Takes a full snapshot of the etcd behind c into store, in one pass (docs/snapshot.md): etcd's
+ * Snapshot stream goes through the SHA-256 trailer check and the streaming db check
+ * (bbolt_stream.h), the compressor and the encryption straight into the store's uncommitted
+ * object, named with etcd's revision read just before the stream; it is committed only when the
+ * trailer and the checks pass and the db holds exactly that revision, aborted otherwise. The
+ * stream moves at the pace of the slower of etcd and the store: a store write that blocks holds
+ * the gRPC stream (HTTP/2 flow control) until it moves, bounded by the store's own timeouts and
+ * the stream's snapshot_timeout_ms. When a write landed between the revision read and the stream
+ * (the db's revision differs), the object is aborted and the snapshot taken again, at most
+ * 3 times; then, or when the streaming check cannot decide (ERR_UNSUPPORTED from bbolt_stream),
+ * or the name already exists, it is staged in a file in temp_dir, checked there with a walk of
+ * every page and then stored (the file is locked while it exists, see fullsnap_cleanup_stale).
+ * Progress (bytes, rate, ETA against etcd's Status dbSize) is reported while it runs, see
+ * progress.h. is_final appends ".final" to the name. before_store (may be NULL) is called with
+ * hook_ctx before the commit. On any failure nothing is visible in the store; ERR_CANCELED
+ * (nothing stored) once the process is stopping. Errors: ERR_ETCD (stream), ERR_CORRUPT
+ * (trailer, size or db check), ERR_IO (temp dir, disk full), the hook's error, store errors. */
 int fullsnap_take(EtcdClient *c, Store *store, const char *temp_dir, CompressKind compression,
                   int is_final, FullSnapshotHook before_store, void *hook_ctx,
                   FullSnapshotResult *out);

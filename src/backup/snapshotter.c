@@ -316,11 +316,11 @@ static void reject_chain_history(Snapshotter *s, HistoryDecision *d) {
 }
 
 /* Before a full snapshot is stored: decides its history with the restore mark in its db. */
-static int full_hook(void *ctx, const char *db_path, uint64_t db_bytes, int64_t revision,
+static int full_hook(void *ctx, const HistoryRestoreMark *mark, uint64_t db_bytes, int64_t revision,
                      const char *snap_name) {
     (void)revision;
+    (void)db_bytes;
     Snapshotter *s = ctx;
-    HistoryRestoreMark mark;
     HistoryDecision d;
     HistoryRecord *recs = NULL;
     size_t nr = 0;
@@ -328,9 +328,7 @@ static int full_hook(void *ctx, const char *db_path, uint64_t db_bytes, int64_t 
     snprintf(what, sizeof what, "full snapshot %s", snap_name);
     int rc = fence(s, what);
     if (rc) return rc;
-    rc = history_mark_read_db(db_path, db_bytes, &mark);
-    if (rc) return err_wrap(rc, "reading the restore mark of the snapshot");
-    rc = decide_history(s, &mark, &d, NULL, NULL, &recs, &nr);
+    rc = decide_history(s, mark, &d, NULL, NULL, &recs, &nr);
     if (!rc && s->chain_rejected) reject_chain_history(s, &d);
     if (!rc) rc = apply_history(s, &d, recs, nr);
     free(recs);

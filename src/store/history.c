@@ -143,6 +143,16 @@ int history_mark_parse(const char *json, size_t len, HistoryRestoreMark *out) {
     return ok ? 0 : err_set(ERR_CORRUPT, "restore mark in the db is malformed");
 }
 
+int history_mark_from_db_value(const char *val, size_t len, HistoryRestoreMark *out) {
+    memset(out, 0, sizeof *out);
+    if (len >= 1024) return err_set(ERR_CORRUPT, "restore mark in the db is too long");
+    if (history_mark_parse(val, len, out) != 0) {
+        log_warn("%s: ignored", err_msg());
+        memset(out, 0, sizeof *out);
+    }
+    return 0;
+}
+
 int history_mark_read_db(const char *path, uint64_t size, HistoryRestoreMark *out) {
     memset(out, 0, sizeof *out);
     BboltDb *db = NULL;
@@ -155,13 +165,7 @@ int history_mark_read_db(const char *path, uint64_t size, HistoryRestoreMark *ou
     bbolt_close(db);
     if (rc == ERR_NOT_FOUND) return 0;
     if (rc) return rc;
-    if (vlen >= sizeof buf) return err_set(ERR_CORRUPT, "restore mark in the db is too long");
-    buf[vlen] = '\0';
-    if (history_mark_parse(buf, vlen, out) != 0) {
-        log_warn("%s: ignored", err_msg());
-        memset(out, 0, sizeof *out);
-    }
-    return 0;
+    return history_mark_from_db_value(buf, vlen, out);
 }
 
 const HistoryRecord *history_find(const HistoryRecord *recs, size_t n, const char *id) {

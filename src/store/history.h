@@ -81,6 +81,12 @@ int history_mark_parse(const char *json, size_t len, HistoryRestoreMark *out);
  * bytes of db). out->present = 0 when the db has none. 0, or the bbolt reader's error. */
 int history_mark_read_db(const char *path, uint64_t size, HistoryRestoreMark *out);
 
+/* The restore mark from the value (len bytes, borrowed) of HISTORY_DB_KEY in HISTORY_DB_BUCKET
+ * as read from a db (a one-pass full snapshot reads it while streaming: bbolt_stream.h). A value
+ * that does not parse is logged and ignored (out->present = 0), as history_mark_read_db does.
+ * 0, or ERR_CORRUPT when len is 1024 bytes or more. */
+int history_mark_from_db_value(const char *val, size_t len, HistoryRestoreMark *out);
+
 /* A tag object as listed: the history and the snapshot name it tags. */
 typedef struct HistoryTag {
     char history[HISTORY_ID_LEN + 1];

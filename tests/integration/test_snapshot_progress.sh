@@ -12,11 +12,12 @@ trap 'kill -CONT "$ETCD_PID" 2>/dev/null || true; cleanup' EXIT
 # ~40 MB of db: the stream lasts long enough to stop etcd in its middle
 "$LOADGEN" "$ETCD_EP" puts 10000 4000 /big/ 64
 
-# stall_stream TMPD SECONDS: waits for the staging file to hold 2 MB (the stream flows), stops
-# etcd for SECONDS, continues it
+# stall_stream STORE SECONDS: waits for the store's temp object (the one-pass full snapshot writes
+# it as the stream comes; uncompressed, so it grows with the stream) to hold 1 MB (the stream
+# flows), stops etcd for SECONDS, continues it
 stall_stream() {
-    local tmpd=$1 secs=$2 end=$((SECONDS + 60))
-    until find "$tmpd" -maxdepth 1 -name 'etcdbr-full-*' -size +2M 2>/dev/null | grep . >/dev/null; do
+    local store=$1 secs=$2 end=$((SECONDS + 60))
+    until find "$store/v2" -maxdepth 1 -name '.etcdbr-tmp-*' -size +1M 2>/dev/null | grep . >/dev/null; do
         [ "$SECONDS" -lt "$end" ] || fail "no full snapshot started in 60 s"
     done
     kill -STOP "$ETCD_PID"
@@ -30,8 +31,9 @@ line_re="full snapshot: receiving from $ETCD_EP: $num MiB of ~$num MiB \([0-9]+%
 # less than 5 s) proves nothing: then again, at most 3 times.
 for attempt in 1 2 3; do
     tmpd=$WORK/tmp$attempt
-    start_snapshotter "$WORK/store$attempt" "$WORK/snap$attempt.log" --snapstore-temp-directory="$tmpd"
-    stall_stream "$tmpd" 6.5
+    start_snapshotter "$WORK/store$attempt" "$WORK/snap$attempt.log" --snapstore-temp-directory="$tmpd" \
+        --compress-snapshots=false
+    stall_stream "$WORK/store$attempt" 6.5
     wait_for_log "$WORK/snap$attempt.log" "full snapshot Full-.* stored" 60
     stop_snapshotter
     secs=$(sed -nE 's/.*full snapshot Full-.* stored: .*, ([0-9]+)\.[0-9]+s".*/\1/p' "$WORK/snap$attempt.log")
@@ -48,11 +50,11 @@ grep -qE "$line_re" "$WORK/snap$attempt.log" ||
 if command -v script >/dev/null; then
     tmpd=$WORK/tmptty
     script -qfec "$ETCDBR_BIN snapshot --endpoints=$ETCD_EP --storage-provider=Local \
-        --store-container=$WORK/storetty --snapstore-temp-directory=$tmpd --schedule='0 0 1 1 *' \
+        --store-container=$WORK/storetty --snapstore-temp-directory=$tmpd --schedule='0 0 1 1 *' --compress-snapshots=false \
         --garbage-collection-period=0s & echo \$! >$WORK/tty.pid; wait" "$WORK/tty.out" >/dev/null &
     SCRIPT_PID=$!
     PIDS+=("$SCRIPT_PID")
-    stall_stream "$tmpd" 1.5
+    stall_stream "$WORK/storetty" 1.5
     wait_for_log "$WORK/tty.out" "full snapshot Full-.* stored" 60
     kill -TERM "$(cat "$WORK/tty.pid")"
     wait "$SCRIPT_PID" || true

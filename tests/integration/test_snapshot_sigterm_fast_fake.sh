@@ -113,12 +113,15 @@ for i in $(seq 1 150); do head -c 786432 /dev/urandom | base64 -w0 | ectl put "/
     --schedule='0 0 1 1 *' --garbage-collection-period=0s >"$WORK/big-full.log" 2>&1 &
 SNAP_PID=$!
 PIDS+=("$SNAP_PID")
+# the one-pass snapshot streams into the store's temp file (v2/.etcdbr-tmp-*)
 for i in $(seq 1 300); do
-    ls "$WORK/tmp-big" 2>/dev/null | grep -q '^etcdbr-full-' && break
+    ls -A "$WORK/big-store/v2" 2>/dev/null | grep -q '^\.etcdbr-tmp-' && break
     sleep 0.02
 done
-ls "$WORK/tmp-big" 2>/dev/null | grep -q '^etcdbr-full-' || fail "(f) the full snapshot did not start: $(tail -3 "$WORK/big-full.log")"
+ls -A "$WORK/big-store/v2" 2>/dev/null | grep -q '^\.etcdbr-tmp-' || fail "(f) the full snapshot did not start: $(tail -3 "$WORK/big-full.log")"
 term big-full "$SNAP_PID" nonzero
+[ -z "$(ls -A "$WORK/big-store/v2" 2>/dev/null | grep '^\.etcdbr-tmp-')" ] ||
+    fail "(f) the aborted full snapshot left its temp file: $(ls -A "$WORK/big-store/v2")"
 grep -q "full snapshot .*stopped by a signal" "$WORK/big-full.log" ||
     fail "(f) the log does not say the full snapshot was stopped: $(grep level= "$WORK/big-full.log" | tail -3)"
 [ -z "$(ls "$WORK/big-store/v2" 2>/dev/null | grep '^Full-')" ] ||

@@ -13,6 +13,8 @@
 #include "common/err.h"
 #include "common/fsutil.h"
 #include "format/bbolt.h"
+#include "format/bbolt_stream.h"
+#include "format/bbolt_writer.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -43,6 +45,9 @@ typedef struct {
 } Env;
 
 static Env env;
+/* set while a test breaks meta page 0 on purpose: the one-pass check needs it (etcd's stream
+ * always has both metas valid), so expect_good_db leaves the stream check out */
+static int meta0_broken;
 
 /* ---- small helpers ---- */
 
@@ -102,6 +107,40 @@ static off_t file_size(const char *path) {
     return st.st_size;
 }
 
+/* Feeds the file at path (db, then anything after it such as etcd's trailer) to a bbolt_stream
+ * in pieces of chunk bytes; asserts it gives want_rev and meta's consistent_index as bbolt_get
+ * reads it from the file, with db_len bytes of db. */
+static void expect_stream_rev(const char *path, uint64_t db_len, size_t chunk, int64_t want_rev) {
+    size_t len;
+    uint8_t *buf = read_file(path, &len);
+    BboltStream *s = NULL;
+    assert_int_equal(bbolt_stream_new(&s), 0);
+    assert_int_equal(bbolt_stream_want(s, "meta", "consistent_index"), 0);
+    for (size_t off = 0; off < len; off += chunk) {
+        size_t n = len - off < chunk ? len - off : chunk;
+        int rc = bbolt_stream_feed(s, buf + off, n);
+        if (rc) fail_msg("bbolt_stream_feed %s: %s: %s", path, err_name(rc), err_msg());
+    }
+    int64_t rev = -1;
+    int rc = bbolt_stream_finish(s, db_len, &rev);
+    if (rc) fail_msg("bbolt_stream_finish %s: %s: %s", path, err_name(rc), err_msg());
+    assert_int_equal(rev, want_rev);
+    uint8_t v1[64], v2[64];
+    size_t n1 = 0, n2 = 0;
+    BboltDb *db = NULL;
+    assert_int_equal(bbolt_open(path, db_len, &db), 0);
+    int r1 = bbolt_get(db, "meta", "consistent_index", 16, v1, sizeof v1, &n1);
+    int r2 = bbolt_stream_get(s, "meta", "consistent_index", v2, sizeof v2, &n2);
+    assert_int_equal(r1, r2);
+    if (r1 == 0) {
+        assert_int_equal(n1, n2);
+        assert_memory_equal(v1, v2, n1 < sizeof v1 ? n1 : sizeof v1);
+    }
+    bbolt_close(db);
+    bbolt_stream_free(s);
+    free(buf);
+}
+
 /* Opens, reads the revision and checks; asserts all succeed and the revision matches. */
 static void expect_good_db(const char *path, uint64_t limit, int64_t want_rev) {
     BboltDb *db = NULL;
@@ -118,6 +157,13 @@ static void expect_good_db(const char *path, uint64_t limit, int64_t want_rev) {
     assert_int_equal(bbolt_page_size(db), 4096);
     assert_true(bbolt_txid(db) > 0);
     bbolt_close(db);
+    /* the one-pass check of the same bytes agrees (the trailer after a limit fed too) */
+    uint64_t db_len =
+        limit && limit < (uint64_t)file_size(path) ? limit : (uint64_t)file_size(path);
+    db_len -= db_len % 4096;
+    if (meta0_broken) return;
+    expect_stream_rev(path, db_len, 32768, want_rev);
+    expect_stream_rev(path, db_len, 4093, want_rev);
 }
 
 /* Runs open, revision and check; each must succeed or give ERR_CORRUPT (ERR_NOT_FOUND for the
@@ -476,6 +522,77 @@ static void test_bbolt_missing_file_is_not_found(void **state) {
     bbolt_close(NULL);
 }
 
+/* ---- one-pass check of a db bbolt_writer wrote (every bucket on its own pages) ---- */
+
+static void rev_key(uint8_t *k, uint64_t main, uint64_t sub) {
+    for (int i = 0; i < 8; i++) {
+        k[i] = (uint8_t)(main >> (56 - 8 * i));
+        k[9 + i] = (uint8_t)(sub >> (56 - 8 * i));
+    }
+    k[8] = '_';
+}
+
+static void test_bbolt_stream_reads_written_db(void **state) {
+    (void)state;
+    char path[512];
+    tmp_path(path, sizeof path, "written.db");
+    unlink(path);
+    BboltWriter *w = NULL;
+    assert_int_equal(bbolt_writer_open(path, 4096, &w), 0);
+    uint8_t k[17], v[3000];
+    memset(v, 'v', sizeof v);
+    assert_int_equal(bbolt_writer_begin_bucket(w, "key", 3), 0);
+    for (uint64_t r = 2; r <= 5001; r++) { /* branch pages, and big values on their own pages */
+        rev_key(k, r, 0);
+        assert_int_equal(bbolt_writer_put(w, k, sizeof k, v, r % 97 == 0 ? sizeof v : 40), 0);
+    }
+    assert_int_equal(bbolt_writer_end_bucket(w), 0);
+    assert_int_equal(bbolt_writer_begin_bucket(w, "meta", 4), 0);
+    assert_int_equal(bbolt_writer_put(w, "consistent_index", 16, "\0\0\0\0\0\0\0\7", 8), 0);
+    rev_key(k, 6000, 0);
+    assert_int_equal(bbolt_writer_put(w, "finishedCompactRev", 18, k, sizeof k), 0);
+    assert_int_equal(bbolt_writer_end_bucket(w), 0);
+    const char *mark = "{\"history\":\"h1\"}";
+    assert_int_equal(bbolt_writer_begin_bucket(w, "restored_by_etcdbr", 18), 0);
+    assert_int_equal(bbolt_writer_put(w, "mark", 4, mark, strlen(mark)), 0);
+    assert_int_equal(bbolt_writer_end_bucket(w), 0);
+    assert_int_equal(bbolt_writer_finish(w), 0);
+    bbolt_writer_free(w);
+
+    size_t len;
+    uint8_t *buf = read_file(path, &len);
+    BboltStream *s = NULL;
+    assert_int_equal(bbolt_stream_new(&s), 0);
+    assert_int_equal(bbolt_stream_want(s, "restored_by_etcdbr", "mark"), 0);
+    assert_int_equal(bbolt_stream_want(s, "restored_by_etcdbr", "none"), 0);
+    for (size_t off = 0; off < len; off += 1000)
+        assert_int_equal(bbolt_stream_feed(s, buf + off, len - off < 1000 ? len - off : 1000), 0);
+    int64_t rev = 0;
+    assert_int_equal(bbolt_stream_finish(s, len, &rev), 0);
+    assert_int_equal(rev, 6000); /* the compaction revision is above the last key (5001) */
+    char got[64];
+    size_t n = 0;
+    assert_int_equal(bbolt_stream_get(s, "restored_by_etcdbr", "mark", got, sizeof got, &n), 0);
+    assert_int_equal(n, strlen(mark));
+    assert_memory_equal(got, mark, n);
+    assert_int_equal(bbolt_stream_get(s, "restored_by_etcdbr", "none", got, sizeof got, &n),
+                     ERR_NOT_FOUND);
+    assert_int_equal(bbolt_stream_get(s, "meta", "term", got, sizeof got, &n), ERR_INVALID);
+    bbolt_stream_free(s);
+
+    /* a size other than the meta's pages is refused; so is a damaged meta 0 */
+    assert_int_equal(bbolt_stream_new(&s), 0);
+    assert_int_equal(bbolt_stream_feed(s, buf, len - 4096), 0);
+    assert_int_equal(bbolt_stream_finish(s, len - 4096, &rev), ERR_CORRUPT);
+    bbolt_stream_free(s);
+    buf[16 + 20] ^= 1;
+    assert_int_equal(bbolt_stream_new(&s), 0);
+    assert_int_equal(bbolt_stream_feed(s, buf, len), ERR_CORRUPT);
+    assert_int_equal(bbolt_stream_feed(s, buf, 1), ERR_CORRUPT);
+    bbolt_stream_free(s);
+    free(buf);
+}
+
 /* ---- corruption (fixture copies; no etcd needed) ---- */
 
 /* The fixture db without its trailer, in memory; caller frees. */
@@ -498,11 +615,13 @@ static void test_bbolt_bad_meta_falls_back_to_other_meta(void **state) {
 
     db[16 + 20] ^= 0x5a; /* meta 0 root: checksum mismatch */
     write_file(path, db, len);
+    meta0_broken = 1;
     BboltDb *b = NULL;
     assert_int_equal(bbolt_open(path, 0, &b), 0);
     assert_int_equal(bbolt_txid(b), txid1);
     bbolt_close(b);
     expect_good_db(path, 0, 190);
+    meta0_broken = 0;
 
     db[16 + 20] ^= 0x5a;
     db[4096 + 16] ^= 0xff; /* meta 1 magic */
@@ -709,6 +828,7 @@ int main(void) {
         cmocka_unit_test(test_bbolt_fixture_full_snapshot_is_revision_190),
         cmocka_unit_test(test_bbolt_missing_file_is_not_found),
         cmocka_unit_test(test_bbolt_bad_meta_falls_back_to_other_meta),
+        cmocka_unit_test(test_bbolt_stream_reads_written_db),
         cmocka_unit_test(test_bbolt_corrupt_root_leaf_is_reported),
         cmocka_unit_test(test_bbolt_revision_not_found_without_key_bucket),
         cmocka_unit_test(test_bbolt_truncated_random_and_zero_files_are_corrupt),

@@ -546,6 +546,36 @@ static void test_parallel_gzip_round_trips_across_block_boundaries_and_thread_co
     free(data);
 }
 
+/* Incompressible 1 MiB blocks are written as stored deflate blocks (the probe, compress.c): the
+ * member is the input plus 5 bytes per 65535 and the gzip framing; compressible blocks beside
+ * them still shrink; zlib reads every member back exactly. */
+static void test_parallel_gzip_stores_incompressible_blocks(void **state) {
+    (void)state;
+    enum { BLOCK = 1 << 20, LEN = 4 * BLOCK + 12345 };
+    uint8_t *data = malloc(LEN);
+    assert_non_null(data);
+    fill_random(data, 2 * BLOCK, 3);                   /* blocks 0, 1: random */
+    fill_text(data + 2 * BLOCK, BLOCK);                /* block 2: text */
+    fill_random(data + 3 * BLOCK, LEN - 3 * BLOCK, 4); /* block 3 random, and a short last one */
+    GzipWriterOptions opt = {GZIP_MODE_PARALLEL, 2, BLOCK};
+    MemSink z, plain;
+    sink_init(&z);
+    sink_init(&plain);
+    assert_int_equal(gzip_opts_buf(&opt, data, LEN, &z, 1), 0);
+    uint32_t isizes[8];
+    assert_int_equal(gzip_members(z.buf, z.len, isizes, 8), 5);
+    /* member sizes: walk the headers again by their ISIZE order */
+    size_t stored = BLOCK + 5 * ((BLOCK + 65534) / 65535) + 18;
+    assert_true(z.len < 3 * stored + BLOCK / 2 + (LEN - 4 * BLOCK) + 100);
+    assert_int_equal(memcmp(z.buf + 10 + 5, data, 65535), 0); /* first member: stored, raw */
+    assert_int_equal(decompress_buf(COMPRESS_GZIP, z.buf, z.len, &plain), 0);
+    assert_int_equal(plain.len, LEN);
+    assert_memory_equal(plain.buf, data, LEN);
+    sink_release(&z);
+    sink_release(&plain);
+    free(data);
+}
+
 static void test_parallel_gzip_writes_one_go_member_per_block(void **state) {
     (void)state;
     enum { BLOCK = 4096 };
@@ -1300,6 +1330,7 @@ int main(void) {
         cmocka_unit_test(test_policy_and_suffix_names_map_to_kinds),
         cmocka_unit_test(test_parallel_gzip_round_trips_across_block_boundaries_and_thread_counts),
         cmocka_unit_test(test_parallel_gzip_writes_one_go_member_per_block),
+        cmocka_unit_test(test_parallel_gzip_stores_incompressible_blocks),
         cmocka_unit_test(test_gzip_defaults_select_the_mode_of_compress_writer_new),
         cmocka_unit_test(test_gzip_reader_rejects_truncated_or_corrupt_later_member),
         cmocka_unit_test(test_parallel_gzip_sink_failure_with_blocks_in_flight),
