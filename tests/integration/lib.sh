@@ -900,6 +900,28 @@ wait_member() {
     fail "etcd m$i not healthy within ${secs}s"
 }
 
+# wait_voters N [seconds]: until the member list (asked of each member in turn) has N members,
+# each started (named) and none a learner. Members of a new cluster under `etcdbrctl run` that
+# start together can still be joining: one whose etcd starts after the others formed a quorum
+# joins as a learner and is promoted (docs/cluster.md), so /health alone is not "formed".
+wait_voters() {
+    local want=$1 secs=${2:-60} end i out
+    end=$((SECONDS + secs))
+    while [ "$SECONDS" -lt "$end" ]; do
+        for i in $(seq 1 "$CLUSTER_SIZE"); do
+            out=$(curl -s -m 2 -X POST "${MEMBER_EP[i]}/v3/cluster/member/list" -d '{}' 2>/dev/null) || continue
+            if jq -e --argjson n "$want" '(.members | length) == $n and
+                    all(.members[]; (.name // "") != "" and (.isLearner // false) == false)' \
+                <<<"$out" >/dev/null 2>&1; then
+                return 0
+            fi
+            break
+        done
+        sleep 0.1
+    done
+    fail "the member list did not reach $want started voting members in ${secs}s: ${out:-no answer}"
+}
+
 # wait_promoted I [seconds]: until mI's run log says "promoted member mI (<id>)" (polled every
 # 20 ms). Operators read that line as "the member serves as a voting member", so: mI's own etcd
 # (its output goes to the same log) must have logged applying the promotion ("promote member

@@ -17,6 +17,9 @@ T0=$SECONDS
 plan_run_cluster 3
 for i in 1 2 3; do run_member "$i" new "$INITIAL_CLUSTER" "${RUN_FLAGS[@]}"; done
 for i in 1 2 3; do wait_member "$i" 40; done
+# a member whose etcd started after the two others had formed a quorum joins as a learner and is
+# promoted: the cluster is formed once all 3 are voters
+wait_voters 3 60
 echo "cluster of 3 under etcdbrctl run up after $((SECONDS - T0))s"
 
 lead=""
@@ -34,6 +37,15 @@ echo "leader m$lead; the victim is follower m$v"
 # writes through the two others, round robin, each acknowledged or counted as failed
 start_writer "${MEMBER_EP[${others[0]}]}" "${MEMBER_EP[${others[1]}]}"
 
+# the victim's counters and log from here on (it may have joined as a learner at the bootstrap)
+metric_count() { # metric_count I NAME: the sample's value on mI's /metrics (0 when absent)
+    curl -s "http://127.0.0.1:${MEMBER_HTTP[$1]}/metrics" |
+        awk -v n="$2" '$1 == n { v = $2 } END { print (v == "" ? 0 : v) }'
+}
+learner0=$(metric_count "$v" 'etcdbr_is_learner_count_total{succeeded="true"}')
+promote0=$(metric_count "$v" 'etcdbr_member_promote_duration_seconds_count{succeeded="true"}')
+remove0=$(metric_count "$v" 'etcdbr_member_remove_duration_seconds_count{succeeded="true"}')
+: >"$WORK/run-m$v.log"
 child=$(member_etcd_pid "$v")
 [ -n "$child" ] || fail "m$v has no etcd child"
 kill -9 "$child"
@@ -67,13 +79,12 @@ acked_at_promotion=$(wc -l <"$WORK/acked")
 echo "m$v rejoined as a learner (seen in: ${saw_learner:-logs only}) and was promoted at $((SECONDS - T0))s"
 grep -q "restored from" "$LOG" && fail "m$v was restored from the store instead of rejoining"
 [ -d "${MEMBER_DIR[v]}/member" ] || fail "m$v's etcd did not create a new data dir"
-metrics=$(curl -s "http://127.0.0.1:${MEMBER_HTTP[v]}/metrics")
-grep -E '^etcdbr_is_learner_count_total\{succeeded="true"\} 1$' <<<"$metrics" >/dev/null ||
-    fail "etcdbr_is_learner_count_total{succeeded=true} is not 1"
-grep -E '^etcdbr_member_promote_duration_seconds_count\{succeeded="true"\} 1$' <<<"$metrics" >/dev/null ||
-    fail "etcdbr_member_promote_duration_seconds{succeeded=true} not observed once"
-grep -E '^etcdbr_member_remove_duration_seconds_count\{succeeded="true"\} 1$' <<<"$metrics" >/dev/null ||
-    fail "etcdbr_member_remove_duration_seconds{succeeded=true} not observed once"
+[ "$(metric_count "$v" 'etcdbr_is_learner_count_total{succeeded="true"}')" = $((learner0 + 1)) ] ||
+    fail "etcdbr_is_learner_count_total{succeeded=true} did not go from $learner0 to $((learner0 + 1))"
+[ "$(metric_count "$v" 'etcdbr_member_promote_duration_seconds_count{succeeded="true"}')" = $((promote0 + 1)) ] ||
+    fail "etcdbr_member_promote_duration_seconds{succeeded=true} not observed once more (from $promote0)"
+[ "$(metric_count "$v" 'etcdbr_member_remove_duration_seconds_count{succeeded="true"}')" = $((remove0 + 1)) ] ||
+    fail "etcdbr_member_remove_duration_seconds{succeeded=true} not observed once more (from $remove0)"
 for k in $(seq 1 50); do
     curl -s "http://127.0.0.1:${MEMBER_HTTP[v]}/metrics" | grep -E '^etcdbr_is_learner 0' >/dev/null && break
     sleep 0.1
