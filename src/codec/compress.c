@@ -5,6 +5,7 @@
  * (concatenated gzip members and zstd frames are accepted); anything else is ERR_CORRUPT. */
 #include "compress.h"
 #include "lzw.h"
+#include "../common/byteorder.h"
 #include "../common/err.h"
 
 #include <libdeflate.h>
@@ -203,10 +204,8 @@ static int deflw_finish(IoWriter *w) {
     if (d->kind == COMPRESS_GZIP) {
         uint8_t tr[8];
         uint32_t crc = (uint32_t)d->crc;
-        for (int i = 0; i < 4; i++) {
-            tr[i] = (uint8_t)(crc >> (8 * i));
-            tr[4 + i] = (uint8_t)(d->isize >> (8 * i));
-        }
+        put_le32(tr, crc); /* RFC 1952 2.3.1: CRC32, ISIZE */
+        put_le32(tr + 4, d->isize);
         rc = io_write(d->next, tr, sizeof tr);
     }
 done:
@@ -404,10 +403,8 @@ static void pgz_compress(struct libdeflate_compressor *c, struct libdeflate_comp
     uint32_t crc = libdeflate_crc32(0, s->in, s->in_len);
     uint32_t isize = (uint32_t)s->in_len;
     uint8_t *t = o + GZIP_HEADER_LEN + n;
-    for (int i = 0; i < 4; i++) {
-        t[i] = (uint8_t)(crc >> (8 * i));
-        t[4 + i] = (uint8_t)(isize >> (8 * i));
-    }
+    put_le32(t, crc);
+    put_le32(t + 4, isize);
     s->out_len = GZIP_HEADER_LEN + n + GZIP_TRAILER_LEN;
 }
 

@@ -6,6 +6,7 @@
  * flagged final where it was not fails to authenticate, and the stream only ends at the frame
  * sealed as final. All integers are big-endian. */
 #include "crypt.h"
+#include "../common/byteorder.h"
 #include "../common/err.h"
 
 #include <errno.h>
@@ -326,24 +327,6 @@ static const KeyEntry *keyring_find(const Keyring *kr, const char *id) {
 }
 
 /* ---- shared pieces ---- */
-
-static void put_be32(uint8_t *p, uint32_t v) {
-    p[0] = (uint8_t)(v >> 24);
-    p[1] = (uint8_t)(v >> 16);
-    p[2] = (uint8_t)(v >> 8);
-    p[3] = (uint8_t)v;
-}
-
-static uint32_t get_be32(const uint8_t *p) {
-    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-static void put_be64(uint8_t *p, uint64_t v) {
-    for (int i = 7; i >= 0; i--) {
-        p[i] = (uint8_t)v;
-        v >>= 8;
-    }
-}
 
 /* The object's keys from the master key and its salt: enc (AES-256-GCM) then mac (HMAC). */
 static int derive(const uint8_t master[CRYPT_KEY_LEN], const uint8_t salt[SALT_LEN],

@@ -5,6 +5,7 @@
  * transfer opening an h2c connection uses prior knowledge, later ones CURL_HTTP_VERSION_2_0. */
 #include "grpc.h"
 
+#include "common/byteorder.h"
 #include "common/err.h"
 #include "common/timeutil.h"
 
@@ -106,10 +107,7 @@ int grpc_frame_pack(GrpcFrame *f, const ProtobufCMessage *m) {
         f->cap = cap;
     }
     f->data[0] = 0;
-    f->data[1] = (uint8_t)(n >> 24);
-    f->data[2] = (uint8_t)(n >> 16);
-    f->data[3] = (uint8_t)(n >> 8);
-    f->data[4] = (uint8_t)n;
+    put_be32(f->data + 1, (uint32_t)n);
     protobuf_c_message_pack(m, f->data + 5);
     f->len = n + 5;
     return 0;
@@ -120,10 +118,6 @@ void grpc_frame_free(GrpcFrame *f) {
     free(f->data);
     f->data = NULL;
     f->len = f->cap = 0;
-}
-
-static uint32_t be32(const uint8_t *p) {
-    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | (uint32_t)p[3];
 }
 
 /* ---- response parsing ---- */
@@ -145,7 +139,7 @@ static int rbuf_append(GrpcCall *c, const uint8_t *p, size_t n) {
 
 /* Validates a 5-byte prefix; returns the message length or -1 (proto_rc set). */
 static int64_t check_prefix(GrpcCall *c, const uint8_t *p) {
-    uint32_t len = be32(p + 1);
+    uint32_t len = get_be32(p + 1);
     if (p[0] != 0) {
         c->proto_rc = ERR_CORRUPT;
         snprintf(c->proto_msg, sizeof c->proto_msg,
@@ -188,7 +182,7 @@ static int feed_stream(GrpcCall *c, const uint8_t *p, size_t n) {
         if (c->rlen < 5) {
             take = 5 - c->rlen < n ? 5 - c->rlen : n;
         } else {
-            size_t want = 5 + (size_t)be32(c->rbuf + 1) - c->rlen;
+            size_t want = 5 + (size_t)get_be32(c->rbuf + 1) - c->rlen;
             take = want < n ? want : n;
         }
         if (rbuf_append(c, p, take)) goto nomem;
@@ -815,7 +809,7 @@ int grpc_unary(GrpcChannel *ch, const char *endpoint, const char *method,
     rc = call_prepare(c, endpoint, method, CALL_UNARY, ch->frame.data, ch->frame.len, timeout_ms);
     if (rc) return rc;
     if ((rc = run_single(ch, c, res))) return rc;
-    if (c->rlen < 5 || c->rlen != 5 + (size_t)be32(c->rbuf + 1)) {
+    if (c->rlen < 5 || c->rlen != 5 + (size_t)get_be32(c->rbuf + 1)) {
         if (res) snprintf(res->message, sizeof res->message, "no complete reply message");
         return err_set(ERR_CORRUPT, "etcd %s %s: grpc-status 0 but no complete reply message",
                        endpoint, method);
@@ -922,7 +916,7 @@ int grpc_unary_many(GrpcChannel *ch, const char *endpoint, const char *method,
         GrpcCall *c = ch->pool[i];
         GrpcResult r;
         int crc = call_finish(c, &r);
-        if (crc == 0 && (c->rlen < 5 || c->rlen != 5 + (size_t)be32(c->rbuf + 1))) {
+        if (crc == 0 && (c->rlen < 5 || c->rlen != 5 + (size_t)get_be32(c->rbuf + 1))) {
             crc = err_set(ERR_CORRUPT, "etcd %.*s %s: grpc-status 0 but no complete reply message",
                           CALL_NAME(c));
             snprintf(r.message, sizeof r.message, "no complete reply message");
@@ -1007,10 +1001,7 @@ int grpc_stream_send(GrpcStream *s, const ProtobufCMessage *m) {
     }
     uint8_t *f = c->sbuf + c->slen;
     f[0] = 0;
-    f[1] = (uint8_t)(n >> 24);
-    f[2] = (uint8_t)(n >> 16);
-    f[3] = (uint8_t)(n >> 8);
-    f[4] = (uint8_t)n;
+    put_be32(f + 1, (uint32_t)n);
     protobuf_c_message_pack(m, f + 5);
     c->slen += n + 5;
     if (c->upload_paused) {

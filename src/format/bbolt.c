@@ -5,6 +5,7 @@
  * BB_MAX_DEPTH and a page budget, buffers are capped. A BboltDb is immutable after open and all
  * reads use pread, so calls on one handle from several threads are safe. */
 #include "bbolt.h"
+#include "../common/byteorder.h"
 #include "../common/err.h"
 
 #include <errno.h>
@@ -94,25 +95,6 @@ typedef struct {
     uint64_t visited_count;
 } BbWalk;
 
-static uint16_t rd16(const uint8_t *p) {
-    return (uint16_t)(p[0] | (p[1] << 8));
-}
-
-static uint32_t rd32(const uint8_t *p) {
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static uint64_t rd64(const uint8_t *p) {
-    return (uint64_t)rd32(p) | (uint64_t)rd32(p + 4) << 32;
-}
-
-static uint64_t rd64_be(const uint8_t *p) {
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++)
-        v = v << 8 | p[i];
-    return v;
-}
-
 uint64_t bbolt_fnv1a64(const void *data, size_t n) {
     const uint8_t *p = data;
     uint64_t h = 0xcbf29ce484222325ull;
@@ -200,10 +182,10 @@ static int read_page(BbWalk *w, unsigned depth, uint64_t id, uint64_t from, BbPa
     uint8_t *b = w->buf[depth];
     rc = pread_full(db, b, ps, id * ps, id);
     if (rc) return rc;
-    pg->id = rd64(b);
-    pg->flags = rd16(b + 8);
-    pg->count = rd16(b + 10);
-    pg->overflow = rd32(b + 12);
+    pg->id = get_le64(b);
+    pg->flags = get_le16(b + 8);
+    pg->count = get_le16(b + 10);
+    pg->overflow = get_le32(b + 12);
     pg->is_inline = 0;
     if (pg->id != id)
         return err_set(ERR_CORRUPT, "%s: page %llu (from page %llu): header names page %llu",
@@ -254,16 +236,16 @@ static int page_elem(BboltDb *db, const BbPage *pg, unsigned i, BbElem *e) {
     uint64_t start, end;
     memset(e, 0, sizeof *e);
     if (pg->flags == BB_FLAG_BRANCH) {
-        uint32_t pos = rd32(p);
-        e->ksize = rd32(p + 4);
-        e->child = rd64(p + 8);
+        uint32_t pos = get_le32(p);
+        e->ksize = get_le32(p + 4);
+        e->child = get_le64(p + 8);
         start = off + pos;
         end = start + e->ksize;
     } else {
-        e->flags = rd32(p);
-        uint32_t pos = rd32(p + 4);
-        e->ksize = rd32(p + 8);
-        e->vsize = rd32(p + 12);
+        e->flags = get_le32(p);
+        uint32_t pos = get_le32(p + 4);
+        e->ksize = get_le32(p + 8);
+        e->vsize = get_le32(p + 12);
         start = off + pos;
         end = start + e->ksize + e->vsize;
     }
@@ -287,7 +269,7 @@ static int bucket_from_value(BboltDb *db, const uint8_t *val, uint32_t vsize, ui
         return err_set(ERR_CORRUPT,
                        "%s: page %llu: bucket value of %u bytes is shorter than its header",
                        db->path, (unsigned long long)holder, vsize);
-    bk->root = rd64(val);
+    bk->root = get_le64(val);
     if (bk->root != 0) return 0;
     if (vsize < BB_BUCKET_HEADER + BB_PAGE_HEADER)
         return err_set(ERR_CORRUPT, "%s: page %llu: inline bucket value of %u bytes has no page",
@@ -297,9 +279,9 @@ static int bucket_from_value(BboltDb *db, const uint8_t *val, uint32_t vsize, ui
     pg->len = vsize - BB_BUCKET_HEADER;
     pg->id = holder;
     pg->is_inline = 1;
-    pg->flags = rd16(pg->data + 8);
-    pg->count = rd16(pg->data + 10);
-    pg->overflow = rd32(pg->data + 12);
+    pg->flags = get_le16(pg->data + 8);
+    pg->count = get_le16(pg->data + 10);
+    pg->overflow = get_le32(pg->data + 12);
     if (pg->flags != BB_FLAG_LEAF)
         return err_set(ERR_CORRUPT, "%s: inline page in page %llu: flags 0x%x, want leaf", db->path,
                        (unsigned long long)holder, pg->flags);
@@ -449,7 +431,7 @@ static int meta_rev(BbWalk *w, const BbBucket *meta, const char *name, int64_t *
                      name, vsize);
         goto done;
     }
-    uint64_t v = rd64_be(val);
+    uint64_t v = get_be64(val);
     if (v > INT64_MAX) {
         rc = err_set(ERR_CORRUPT, "%s: meta/%s: revision %llu out of range", w->db->path, name,
                      (unsigned long long)v);
@@ -495,7 +477,7 @@ int bbolt_etcd_revision(BboltDb *db, int64_t *rev_out) {
                          db->path, ksize);
             goto done;
         }
-        uint64_t v = rd64_be(head);
+        uint64_t v = get_be64(head);
         if (v > INT64_MAX) {
             rc = err_set(ERR_CORRUPT, "%s: last key of bucket \"key\": revision %llu out of range",
                          db->path, (unsigned long long)v);
@@ -857,7 +839,7 @@ static int check_freelist(BbWalk *w) {
         if (slots < 1)
             return err_set(ERR_CORRUPT, "%s: freelist page %llu: no room for its count", db->path,
                            (unsigned long long)pg.id);
-        n = rd64(pg.data + BB_PAGE_HEADER);
+        n = get_le64(pg.data + BB_PAGE_HEADER);
         first = 1;
     }
     if (n > slots - first)
@@ -865,7 +847,7 @@ static int check_freelist(BbWalk *w) {
                        db->path, (unsigned long long)pg.id, (unsigned long long)n,
                        (unsigned long long)pg.len);
     for (uint64_t i = 0; i < n; i++) {
-        uint64_t fid = rd64(pg.data + BB_PAGE_HEADER + (first + i) * 8);
+        uint64_t fid = get_le64(pg.data + BB_PAGE_HEADER + (first + i) * 8);
         if (fid < 2 || fid >= db->high_water)
             return err_set(ERR_CORRUPT, "%s: freelist page %llu: free page id %llu outside 2..%llu",
                            db->path, (unsigned long long)pg.id, (unsigned long long)fid,
@@ -943,21 +925,21 @@ static void meta_read(BboltDb *db, uint64_t off, uint64_t limit, unsigned index,
         return;
     }
     const uint8_t *mp = b + BB_PAGE_HEADER;
-    uint32_t magic = rd32(mp), version = rd32(mp + 4);
-    m->page_size = rd32(mp + 8);
-    m->root = rd64(mp + 16);
-    m->freelist = rd64(mp + 32);
-    m->pgid = rd64(mp + 40);
-    m->txid = rd64(mp + 48);
+    uint32_t magic = get_le32(mp), version = get_le32(mp + 4);
+    m->page_size = get_le32(mp + 8);
+    m->root = get_le64(mp + 16);
+    m->freelist = get_le64(mp + 32);
+    m->pgid = get_le64(mp + 40);
+    m->txid = get_le64(mp + 48);
     if (magic != BB_MAGIC) {
         snprintf(m->why, sizeof m->why, "bad magic 0x%08x", magic);
     } else if (version != BB_VERSION) {
         snprintf(m->why, sizeof m->why, "version %u, want %u", version, BB_VERSION);
-    } else if (rd64(mp + BB_META_SUM_LEN) != bbolt_fnv1a64(mp, BB_META_SUM_LEN)) {
+    } else if (get_le64(mp + BB_META_SUM_LEN) != bbolt_fnv1a64(mp, BB_META_SUM_LEN)) {
         snprintf(m->why, sizeof m->why, "checksum mismatch");
-    } else if (rd16(b + 8) != BB_FLAG_META || rd64(b) != index) {
+    } else if (get_le16(b + 8) != BB_FLAG_META || get_le64(b) != index) {
         snprintf(m->why, sizeof m->why, "page header id %llu flags 0x%x",
-                 (unsigned long long)rd64(b), rd16(b + 8));
+                 (unsigned long long)get_le64(b), get_le16(b + 8));
     } else if (m->page_size < BB_MIN_PAGE || m->page_size > BB_MAX_PAGE ||
                (m->page_size & (m->page_size - 1)) != 0) {
         snprintf(m->why, sizeof m->why, "page size %u", m->page_size);

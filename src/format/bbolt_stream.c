@@ -5,6 +5,7 @@
  * parents may come before or after their children in the file. */
 #include "bbolt_stream.h"
 #include "bbolt.h"
+#include "../common/byteorder.h"
 #include "../common/err.h"
 
 #include <stdio.h>
@@ -89,25 +90,6 @@ struct BboltStream {
 static const char *const internal_keys[N_INTERNAL] = {"finishedCompactRev", "scheduledCompactRev",
                                                       "consistent_index"};
 
-static uint16_t rd16(const uint8_t *p) {
-    return (uint16_t)(p[0] | (p[1] << 8));
-}
-
-static uint32_t rd32(const uint8_t *p) {
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static uint64_t rd64(const uint8_t *p) {
-    return (uint64_t)rd32(p) | (uint64_t)rd32(p + 4) << 32;
-}
-
-static uint64_t rd64_be(const uint8_t *p) {
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++)
-        v = v << 8 | p[i];
-    return v;
-}
-
 int bbolt_stream_new(BboltStream **out) {
     *out = calloc(1, sizeof **out);
     if (!*out) return err_set(ERR_NOMEM, "bbolt stream: out of memory");
@@ -165,21 +147,21 @@ static int fail(BboltStream *s, int rc) {
 static void meta_parse(const uint8_t *b, unsigned index, Meta *m, char *why, size_t cap) {
     const uint8_t *mp = b + BB_PAGE_HEADER;
     memset(m, 0, sizeof *m);
-    uint32_t magic = rd32(mp), version = rd32(mp + 4);
-    m->page_size = rd32(mp + 8);
-    m->root = rd64(mp + 16);
-    m->freelist = rd64(mp + 32);
-    m->hwm = rd64(mp + 40);
-    m->txid = rd64(mp + 48);
+    uint32_t magic = get_le32(mp), version = get_le32(mp + 4);
+    m->page_size = get_le32(mp + 8);
+    m->root = get_le64(mp + 16);
+    m->freelist = get_le64(mp + 32);
+    m->hwm = get_le64(mp + 40);
+    m->txid = get_le64(mp + 48);
     if (magic != BB_MAGIC)
         snprintf(why, cap, "bad magic 0x%08x", magic);
     else if (version != BB_VERSION)
         snprintf(why, cap, "version %u, want %u", version, BB_VERSION);
-    else if (rd64(mp + BB_META_SUM_LEN) != bbolt_fnv1a64(mp, BB_META_SUM_LEN))
+    else if (get_le64(mp + BB_META_SUM_LEN) != bbolt_fnv1a64(mp, BB_META_SUM_LEN))
         snprintf(why, cap, "checksum mismatch");
-    else if (rd16(b + 8) != BB_FLAG_META || rd64(b) != index)
-        snprintf(why, cap, "page header id %llu flags 0x%x", (unsigned long long)rd64(b),
-                 rd16(b + 8));
+    else if (get_le16(b + 8) != BB_FLAG_META || get_le64(b) != index)
+        snprintf(why, cap, "page header id %llu flags 0x%x", (unsigned long long)get_le64(b),
+                 get_le16(b + 8));
     else if (m->page_size < BB_MIN_PAGE || m->page_size > BB_MAX_PAGE ||
              (m->page_size & (m->page_size - 1)) != 0)
         snprintf(why, cap, "page size %u", m->page_size);
@@ -268,9 +250,9 @@ static int leaf_elem(const uint8_t *p, size_t len, unsigned i, uint32_t *flags, 
                      uint32_t *ks, const uint8_t **v, uint32_t *vs) {
     uint64_t e = BB_PAGE_HEADER + (uint64_t)i * BB_ELEM_SIZE;
     if (e + BB_ELEM_SIZE > len) return -1;
-    uint64_t pos = rd32(p + e + 4), ksize = rd32(p + e + 8), vsize = rd32(p + e + 12);
+    uint64_t pos = get_le32(p + e + 4), ksize = get_le32(p + e + 8), vsize = get_le32(p + e + 12);
     if (e + pos + ksize + vsize > len) return -1;
-    *flags = rd32(p + e);
+    *flags = get_le32(p + e);
     *k = p + e + pos;
     *ks = (uint32_t)ksize;
     *v = *k + ksize;
@@ -298,7 +280,7 @@ static int capture(BboltStream *s, const uint8_t *p, size_t len, uint8_t **dst, 
 
 /* A leaf page run (the page with its overflow) at pgid. */
 static int leaf_run(BboltStream *s, uint64_t pgid, const uint8_t *p, size_t len) {
-    unsigned count = rd16(p + 10);
+    unsigned count = get_le16(p + 10);
     uint32_t fl, ks, vs;
     const uint8_t *k, *v;
     if (pgid == s->m->root) return capture(s, p, len, &s->rootpg, &s->rootpg_len);
@@ -306,8 +288,8 @@ static int leaf_run(BboltStream *s, uint64_t pgid, const uint8_t *p, size_t len)
         leaf_add(s, pgid, -1);
     } else if (leaf_elem(p, len, count - 1, &fl, &k, &ks, &v, &vs) == 0 && !(fl & BB_LEAF_BUCKET) &&
                (ks == BB_REV_KEY || ks == BB_REV_KEY + 1) && k[8] == '_' &&
-               rd64_be(k) <= INT64_MAX) {
-        leaf_add(s, pgid, (int64_t)rd64_be(k));
+               get_be64(k) <= INT64_MAX) {
+        leaf_add(s, pgid, (int64_t)get_be64(k));
         return 0; /* a page of bucket "key": nothing wanted in it */
     }
     if (len > BBOLT_STREAM_CAPTURE_MAX) return 0;
@@ -328,11 +310,11 @@ static int leaf_run(BboltStream *s, uint64_t pgid, const uint8_t *p, size_t len)
 }
 
 static int run_done(BboltStream *s, uint64_t pgid, const uint8_t *p, size_t len) {
-    uint16_t flags = rd16(p + 8);
+    uint16_t flags = get_le16(p + 8);
     if (flags == BB_FLAG_LEAF) return leaf_run(s, pgid, p, len);
-    unsigned count = rd16(p + 10);
+    unsigned count = get_le16(p + 10);
     uint64_t e = BB_PAGE_HEADER + (uint64_t)(count ? count - 1 : 0) * BB_ELEM_SIZE;
-    if (count > 0 && e + BB_ELEM_SIZE <= len) branch_add(s, pgid, rd64(p + e + 8));
+    if (count > 0 && e + BB_ELEM_SIZE <= len) branch_add(s, pgid, get_le64(p + e + 8));
     return 0;
 }
 
@@ -351,9 +333,9 @@ static int on_block(BboltStream *s, uint64_t pgid) {
     const uint8_t *b = s->win + (pgid % s->win_blocks) * s->ps;
     if (pgid == 1) return choose_meta(s, b);
     if (pgid == 0 || pgid >= s->m->hwm) return 0;
-    uint16_t flags = rd16(b + 8);
-    uint32_t overflow = rd32(b + 12);
-    if (rd64(b) == pgid && (flags == BB_FLAG_LEAF || flags == BB_FLAG_BRANCH)) {
+    uint16_t flags = get_le16(b + 8);
+    uint32_t overflow = get_le32(b + 12);
+    if (get_le64(b) == pgid && (flags == BB_FLAG_LEAF || flags == BB_FLAG_BRANCH)) {
         if (overflow == 0) {
             int rc = run_done(s, pgid, b, s->ps);
             if (rc) return rc;
@@ -415,7 +397,7 @@ typedef struct {
 
 static int leaf_find(const uint8_t *p, size_t len, const void *key, size_t klen, int want_bucket,
                      const uint8_t **v, uint32_t *vs) {
-    unsigned count = rd16(p + 10);
+    unsigned count = get_le16(p + 10);
     for (unsigned i = 0; i < count; i++) {
         uint32_t fl, ks;
         const uint8_t *k;
@@ -435,11 +417,11 @@ static int root_bucket(BboltStream *s, const char *name, BucketRef *out) {
     if (rc) return err_wrap(rc, "root bucket page %llu", (unsigned long long)s->m->root);
     if (vs < BB_BUCKET_HEADER)
         return err_set(ERR_CORRUPT, "bucket %s: header of %u bytes", name, vs);
-    out->root = rd64(v);
+    out->root = get_le64(v);
     out->inl = v + BB_BUCKET_HEADER;
     out->inl_len = vs - BB_BUCKET_HEADER;
     if (out->root == 0 &&
-        (out->inl_len < BB_PAGE_HEADER || (rd16(out->inl + 8) & BB_FLAG_LEAF) == 0))
+        (out->inl_len < BB_PAGE_HEADER || (get_le16(out->inl + 8) & BB_FLAG_LEAF) == 0))
         return err_set(ERR_CORRUPT, "bucket %s: inline page is not a leaf", name);
     if (out->root != 0 && (out->root < 2 || out->root >= s->m->hwm))
         return err_set(ERR_CORRUPT, "bucket %s: root page %llu outside the db", name,
@@ -498,14 +480,14 @@ static int key_bucket_rev(BboltStream *s, int64_t *rev) {
     if (rc == ERR_NOT_FOUND) return err_set(ERR_CORRUPT, "no bucket \"key\" (not an etcd db)");
     if (rc) return rc;
     if (b.root == 0) {
-        unsigned count = rd16(b.inl + 10);
+        unsigned count = get_le16(b.inl + 10);
         uint32_t fl, ks, vs;
         const uint8_t *k, *v;
         if (count == 0) return 0;
         if (leaf_elem(b.inl, b.inl_len, count - 1, &fl, &k, &ks, &v, &vs) != 0 || ks < 8)
             return err_set(ERR_CORRUPT, "bucket \"key\": inline last key unreadable");
-        if (rd64_be(k) > INT64_MAX) return err_set(ERR_CORRUPT, "bucket \"key\": bad revision");
-        if ((int64_t)rd64_be(k) > *rev) *rev = (int64_t)rd64_be(k);
+        if (get_be64(k) > INT64_MAX) return err_set(ERR_CORRUPT, "bucket \"key\": bad revision");
+        if ((int64_t)get_be64(k) > *rev) *rev = (int64_t)get_be64(k);
         return 0;
     }
     uint64_t pg = b.root;
@@ -547,7 +529,7 @@ int bbolt_stream_finish(BboltStream *s, uint64_t db_len, int64_t *revision) {
         return fail(s, err_set(ERR_UNSUPPORTED,
                                "root bucket page %llu is not one leaf page (or unreadable)",
                                (unsigned long long)s->m->root));
-    if (s->rootpg_len < BB_PAGE_HEADER || rd64(s->rootpg) != s->m->root)
+    if (s->rootpg_len < BB_PAGE_HEADER || get_le64(s->rootpg) != s->m->root)
         return fail(s, err_set(ERR_CORRUPT, "root bucket page %llu: bad header",
                                (unsigned long long)s->m->root));
     int64_t rev = 1;
@@ -557,12 +539,12 @@ int bbolt_stream_finish(BboltStream *s, uint64_t db_len, int64_t *revision) {
         uint32_t vs;
         int r = bucket_get(s, "meta", internal_keys[i], &v, &vs);
         if (r == ERR_NOT_FOUND) continue;
-        if (!r && (vs < 8 || rd64_be(v) > INT64_MAX))
+        if (!r && (vs < 8 || get_be64(v) > INT64_MAX))
             r = err_set(ERR_CORRUPT, "meta/%s: not a revision", internal_keys[i]);
         if (r)
             rc = r;
-        else if ((int64_t)rd64_be(v) > rev)
-            rev = (int64_t)rd64_be(v);
+        else if ((int64_t)get_be64(v) > rev)
+            rev = (int64_t)get_be64(v);
     }
     if (rc) return fail(s, rc);
     *revision = rev;

@@ -6,6 +6,7 @@
  * right-most page keeps every page and every branch range sorted. */
 #include "bbolt_writer.h"
 #include "bbolt.h"
+#include "../common/byteorder.h"
 #include "../common/err.h"
 
 #include <errno.h>
@@ -86,21 +87,6 @@ struct BboltWriter {
     int finished; /* the file is a complete db: free keeps it */
     int no_sync;  /* finish does not fsync (an intermediate file) */
 };
-
-static void wr16(uint8_t *p, uint16_t v) {
-    p[0] = (uint8_t)v;
-    p[1] = (uint8_t)(v >> 8);
-}
-
-static void wr32(uint8_t *p, uint32_t v) {
-    for (int i = 0; i < 4; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static void wr64(uint8_t *p, uint64_t v) {
-    for (int i = 0; i < 8; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
 
 /* Printable form of name for messages: non-printing bytes as \xNN, long names cut. */
 static void name_fmt(char *buf, size_t cap, const uint8_t *p, size_t len) {
@@ -259,24 +245,24 @@ static int level_write(BboltWriter *w, const BwLevel *l, int leaf, uint64_t *id)
     uint8_t *p;
     int rc = wb_reserve(w, total, &p);
     if (rc) return rc;
-    wr64(p, w->next_pgid);
-    wr16(p + 8, leaf ? BW_FLAG_LEAF : BW_FLAG_BRANCH);
-    wr16(p + 10, (uint16_t)l->count);
-    wr32(p + 12, (uint32_t)(npages - 1));
+    put_le64(p, w->next_pgid);
+    put_le16(p + 8, leaf ? BW_FLAG_LEAF : BW_FLAG_BRANCH);
+    put_le16(p + 10, (uint16_t)l->count);
+    put_le32(p + 12, (uint32_t)(npages - 1));
     for (unsigned i = 0; i < l->count; i++) {
         uint8_t *e = p + BW_PAGE_HEADER + (size_t)i * BW_ELEM_SIZE;
         const BwElem *el = &l->elems[i];
         /* pos: from the element to its key */
         uint32_t pos = (uint32_t)(base + el->off - (BW_PAGE_HEADER + (size_t)i * BW_ELEM_SIZE));
         if (leaf) {
-            wr32(e, el->flags);
-            wr32(e + 4, pos);
-            wr32(e + 8, el->ksize);
-            wr32(e + 12, el->vsize);
+            put_le32(e, el->flags);
+            put_le32(e + 4, pos);
+            put_le32(e + 8, el->ksize);
+            put_le32(e + 12, el->vsize);
         } else {
-            wr32(e, pos);
-            wr32(e + 4, el->ksize);
-            wr64(e + 8, el->child);
+            put_le32(e, pos);
+            put_le32(e + 4, el->ksize);
+            put_le64(e + 8, el->child);
         }
     }
     if (l->data_len) memcpy(p + base, l->data, l->data_len);
@@ -330,14 +316,14 @@ static int leaf_big(BboltWriter *w, BwBucket *b, const uint8_t *key, size_t k, c
     uint64_t npages = (bytes + w->ps - 1) / w->ps;
     uint64_t id = w->next_pgid;
     uint8_t head[BW_PAGE_HEADER + BW_ELEM_SIZE];
-    wr64(head, id);
-    wr16(head + 8, BW_FLAG_LEAF);
-    wr16(head + 10, 1);
-    wr32(head + 12, (uint32_t)(npages - 1));
-    wr32(head + 16, flags);
-    wr32(head + 20, BW_ELEM_SIZE); /* pos: the key follows the only element */
-    wr32(head + 24, (uint32_t)k);
-    wr32(head + 28, (uint32_t)v);
+    put_le64(head, id);
+    put_le16(head + 8, BW_FLAG_LEAF);
+    put_le16(head + 10, 1);
+    put_le32(head + 12, (uint32_t)(npages - 1));
+    put_le32(head + 16, flags);
+    put_le32(head + 20, BW_ELEM_SIZE); /* pos: the key follows the only element */
+    put_le32(head + 24, (uint32_t)k);
+    put_le32(head + 28, (uint32_t)v);
     int rc = wb_put(w, head, sizeof head);
     if (!rc) rc = wb_put(w, key, k);
     if (!rc) rc = wb_put(w, val, v);
@@ -534,8 +520,8 @@ int bbolt_writer_end_bucket(BboltWriter *w) {
     uint8_t val[BW_BUCKET_VALUE];
     rc = bucket_finish(w, b, &root);
     if (rc) return fail(w, rc);
-    wr64(val, root);
-    wr64(val + 8, b->seq);
+    put_le64(val, root);
+    put_le64(val + 8, b->seq);
     w->nbk--;
     rc = leaf_add(w, w->bk[w->nbk - 1], b->name, b->name_len, val, sizeof val, BW_LEAF_BUCKET);
     bucket_free(b);
@@ -568,8 +554,8 @@ int bbolt_writer_finish(BboltWriter *w) {
     freelist = w->next_pgid;
     if ((rc = wb_reserve(w, w->ps, &p))) goto done;
     memset(p, 0, w->ps);
-    wr64(p, freelist);
-    wr16(p + 8, BW_FLAG_FREELIST);
+    put_le64(p, freelist);
+    put_le16(p + 8, BW_FLAG_FREELIST);
     w->next_pgid++;
     if ((rc = wb_flush(w))) goto done;
     if (!w->no_sync && fdatasync(w->fd) != 0) {
@@ -584,18 +570,18 @@ int bbolt_writer_finish(BboltWriter *w) {
     }
     for (uint64_t i = 0; i < 2; i++) {
         uint8_t *pg = meta + i * w->ps, *m = pg + BW_PAGE_HEADER;
-        wr64(pg, i); /* page id = txid % 2 (db.go meta.write) */
-        wr16(pg + 8, BW_FLAG_META);
-        wr32(m, BW_MAGIC);
-        wr32(m + 4, BW_VERSION);
-        wr32(m + 8, w->ps);
-        wr32(m + 12, 0);    /* flags */
-        wr64(m + 16, root); /* root bucket: root pgid */
-        wr64(m + 24, 0);    /* root bucket: sequence */
-        wr64(m + 32, freelist);
-        wr64(m + 40, w->next_pgid); /* high-water mark: pages in the file */
-        wr64(m + 48, i);            /* txid: meta 0 -> 0, meta 1 -> 1 (the newer) */
-        wr64(m + BW_META_SUM_LEN, bbolt_fnv1a64(m, BW_META_SUM_LEN));
+        put_le64(pg, i); /* page id = txid % 2 (db.go meta.write) */
+        put_le16(pg + 8, BW_FLAG_META);
+        put_le32(m, BW_MAGIC);
+        put_le32(m + 4, BW_VERSION);
+        put_le32(m + 8, w->ps);
+        put_le32(m + 12, 0);    /* flags */
+        put_le64(m + 16, root); /* root bucket: root pgid */
+        put_le64(m + 24, 0);    /* root bucket: sequence */
+        put_le64(m + 32, freelist);
+        put_le64(m + 40, w->next_pgid); /* high-water mark: pages in the file */
+        put_le64(m + 48, i);            /* txid: meta 0 -> 0, meta 1 -> 1 (the newer) */
+        put_le64(m + BW_META_SUM_LEN, bbolt_fnv1a64(m, BW_META_SUM_LEN));
     }
     if ((rc = write_at(w, meta, 2 * (size_t)w->ps, 0))) goto done;
     if (!w->no_sync && fsync(w->fd) != 0) {

@@ -2,23 +2,10 @@
  * fields as their two's-complement uint64 (a negative value takes 10 bytes), as gogoproto
  * writes them. */
 #include "mvcc.h"
+#include "../common/byteorder.h"
 #include "../common/err.h"
 
 #include <string.h>
-
-static void put_be64(uint8_t *p, uint64_t v) {
-    for (int i = 7; i >= 0; i--) {
-        p[i] = (uint8_t)v;
-        v >>= 8;
-    }
-}
-
-static uint64_t get_be64(const uint8_t *p) {
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++)
-        v = v << 8 | p[i];
-    return v;
-}
 
 size_t mvcc_rev_key(int64_t main_rev, int64_t sub_rev, int tombstone,
                     uint8_t out[MVCC_MARK_BYTES]) {

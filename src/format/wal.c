@@ -5,6 +5,7 @@
  * bytes, known fields with the wrong wire type rejected, unknown fields skipped, last value
  * wins. Nothing read from a file is trusted: lengths are checked against the file before use. */
 #include "wal.h"
+#include "../common/byteorder.h"
 #include "../common/err.h"
 
 #include <dirent.h>
@@ -110,13 +111,6 @@ static Pb pb_make(const uint8_t *p, size_t n) {
     static const uint8_t empty[1];
     if (!p) return (Pb){empty, empty};
     return (Pb){p, p + n};
-}
-
-static uint64_t rd64le(const uint8_t *p) {
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--)
-        v = v << 8 | p[i];
-    return v;
 }
 
 /* Decodes a varint as gogoproto does: at most 10 bytes, bits past 64 dropped. Returns a static
@@ -620,7 +614,7 @@ int wal_segment_next(WalSegment *s, uint32_t *crc, WalRecord *rec) {
     if (got == 0) return WAL_NEXT_END;
     if (got < 8) return seg_torn(s, off, "file ends inside a record's length word");
     const uint8_t *fp = s->buf + s->pos;
-    uint64_t word = rd64le(fp);
+    uint64_t word = get_le64(fp);
     if (word == 0) return WAL_NEXT_END; /* preallocated space */
     uint64_t rec_bytes = word & ~((uint64_t)0xff << 56);
     uint64_t pad = (word >> 63) ? (word >> 56) & 7 : 0;

@@ -1,6 +1,7 @@
 /* wal_writer: see wal_writer.h. Everything is built in memory (a restore's WAL holds one record
  * per member plus four) and written with one write per file. */
 #include "wal_writer.h"
+#include "../common/byteorder.h"
 #include "../common/err.h"
 
 #include <errno.h>
@@ -126,10 +127,10 @@ int wal_encoder_record(WalEncoder *e, int64_t type, const uint8_t *data, size_t 
     size_t pad = (8 - rec.n % 8) % 8;
     uint64_t word = (uint64_t)rec.n;
     if (pad) word |= (uint64_t)(0x80 | pad) << 56;
-    char w[8], zeros[8] = {0};
-    for (int i = 0; i < 8; i++)
-        w[i] = (char)(word >> (8 * i));
-    strbuf_add(&e->buf, w, 8);
+    uint8_t w[8];
+    char zeros[8] = {0};
+    put_le64(w, word);
+    strbuf_add(&e->buf, (const char *)w, 8);
     strbuf_add(&e->buf, rec.d, rec.n);
     strbuf_add(&e->buf, zeros, pad);
     free(rec.d);
