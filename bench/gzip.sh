@@ -16,32 +16,10 @@ BUILD=${BUILD_DIR:-$PWD/build}
 BIN=$BUILD/etcdbrctl
 LOADGEN=$BUILD/etcd_loadgen
 GZIP_TOOL=$BUILD/gzip_tool
-command -v go >/dev/null || [ ! -x /usr/local/go/bin/go ] || PATH=$PATH:/usr/local/go/bin
-command -v go >/dev/null || { echo "gzip.sh: go not found" >&2; exit 1; }
-command -v /usr/bin/time >/dev/null || apt-get install -y time >/dev/null
-command -v bc >/dev/null || apt-get install -y bc >/dev/null
-export ETCDCTL_API=3
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/etcdbr-bench-gzip.XXXXXX")
-PIDS=()
-cleanup() {
-    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
-[ -n "$(go env GOCACHE 2>/dev/null)" ] || export GOCACHE=$WORK/gocache
-for t in go_gzip:bench/go_gzip go_gunzip:tests/tools/go_gunzip; do
-    (cd "${t#*:}" && GOTOOLCHAIN=local GOFLAGS=-mod=mod GOPROXY=off go build -o "$WORK/${t%%:*}" .)
-done
-port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
-c=$(port)
-p=$(port)
-EP=http://127.0.0.1:$c
-etcd --name b --data-dir "$WORK/src.etcd" --listen-client-urls "$EP" --advertise-client-urls "$EP" \
-    --listen-peer-urls "http://127.0.0.1:$p" --initial-advertise-peer-urls "http://127.0.0.1:$p" \
-    --initial-cluster "b=http://127.0.0.1:$p" --quota-backend-bytes=$((8 << 30)) \
-    >"$WORK/etcd.log" 2>&1 &
-PIDS+=($!)
-until etcdctl --endpoints="$EP" endpoint health >/dev/null 2>&1; do sleep 0.1; done
+source bench/lib.sh
+bench_init gzip
+go_tools go_gzip:bench/go_gzip go_gunzip:tests/tools/go_gunzip
+start_etcd "$WORK/src.etcd"
 echo "loading ~${DB_MB} MB of Kubernetes-like values (4 KiB each) ..."
 "$LOADGEN" "$EP" puts $((DB_MB * 1024 / 4)) 4096 /registry/bench/ 64 k8s
 etcdctl --endpoints="$EP" snapshot save "$WORK/s.db" >/dev/null 2>&1

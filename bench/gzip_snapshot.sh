@@ -20,46 +20,15 @@ BUILD=${BUILD_DIR:-$PWD/build}
 BIN=$BUILD/etcdbrctl
 LOADGEN=$BUILD/etcd_loadgen
 ROUNDS=${ROUNDS:-3}
-MAX_LOAD=${MAX_LOAD:-1.5}
-LOAD_WAIT=${LOAD_WAIT:-300}
-command -v go >/dev/null || [ ! -x /usr/local/go/bin/go ] || PATH=$PATH:/usr/local/go/bin
-command -v go >/dev/null || { echo "gzip_snapshot.sh: go not found" >&2; exit 1; }
-for c in /usr/bin/time bc jq; do command -v $c >/dev/null || apt-get install -y time bc jq >/dev/null; done
-export ETCDCTL_API=3
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/etcdbr-bench-gzsnap.XXXXXX")
-PIDS=()
-cleanup() {
-    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
-[ -n "$(go env GOCACHE 2>/dev/null)" ] || export GOCACHE=$WORK/gocache
-for t in go_snapshot:bench/go_snapshot go_gunzip:tests/tools/go_gunzip; do
-    (cd "${t#*:}" && GOTOOLCHAIN=local GOFLAGS=-mod=mod GOPROXY=off GOSUMDB=off go build -o "$WORK/${t%%:*}" .)
-done
-port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
-c=$(port)
-p=$(port)
-EP=http://127.0.0.1:$c
-etcd --name b --data-dir "$WORK/src.etcd" --listen-client-urls "$EP" --advertise-client-urls "$EP" \
-    --listen-peer-urls "http://127.0.0.1:$p" --initial-advertise-peer-urls "http://127.0.0.1:$p" \
-    --initial-cluster "b=http://127.0.0.1:$p" --quota-backend-bytes=$((8 << 30)) \
-    >"$WORK/etcd.log" 2>&1 &
-PIDS+=($!)
-until etcdctl --endpoints="$EP" endpoint health >/dev/null 2>&1; do sleep 0.1; done
+source bench/lib.sh
+bench_init gzsnap
+go_tools go_snapshot:bench/go_snapshot go_gunzip:tests/tools/go_gunzip
+start_etcd "$WORK/src.etcd"
 echo "loading a ~${DB_MB} MiB db of random values (4000 bytes: one 4 KiB page each) ..."
 "$LOADGEN" "$EP" puts $((DB_MB * 1048576 / 4096)) 4000 /bench/big/ 64 random
-st=$(etcdctl --endpoints="$EP" endpoint status -w json)
-DBSIZE=$(jq -r '.[0].Status.dbSize' <<<"$st")
-echo "db: $DBSIZE bytes ($((DBSIZE / 1048576)) MiB) at revision $(jq -r '.[0].Status.header.revision' <<<"$st"), etcd $(etcd --version | sed -n 's/etcd Version: //p'), $(nproc) CPUs"
+db_status
 sync
 
-load1() { cut -d' ' -f1 /proc/loadavg; }
-wait_low_load() {
-    local end=$((SECONDS + LOAD_WAIT))
-    while [ "$(echo "$(load1) >= $MAX_LOAD" | bc)" = 1 ] && [ "$SECONDS" -lt "$end" ]; do sleep 5; done
-    [ "$(echo "$(load1) < $MAX_LOAD" | bc)" = 1 ] || echo "(load still $(load1) after ${LOAD_WAIT}s: running anyway)" >&2
-}
 # timed CMD...: GNU time; sets SECS, KB, CPU (user+sys)
 timed() {
     /usr/bin/time -f "%e %M %U %S" -o "$WORK/time" "$@" >"$WORK/cmd.log" 2>&1

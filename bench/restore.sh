@@ -19,24 +19,9 @@ if [ -z "${ETCD_DIR:-}" ]; then
 fi
 if [ -n "${ETCD_DIR:-}" ]; then export PATH=$ETCD_DIR:$PATH; else export ETCDCTL_API=3; fi
 TOOL=$(command -v etcdutl || command -v etcdctl)
-for c in /usr/bin/time bc jq; do command -v $c >/dev/null || apt-get install -y time bc jq >/dev/null; done
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/etcdbr-bench.XXXXXX")
-PIDS=()
-cleanup() {
-    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
-port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
-c=$(port); p=$(port)
-EP=http://127.0.0.1:$c
-etcd --name b --data-dir "$WORK/src.etcd" --listen-client-urls "$EP" --advertise-client-urls "$EP" \
-    --listen-peer-urls "http://127.0.0.1:$p" --initial-advertise-peer-urls "http://127.0.0.1:$p" \
-    --initial-cluster "b=http://127.0.0.1:$p" --quota-backend-bytes=$((8 << 30)) \
-    --unsafe-no-fsync >"$WORK/etcd.log" 2>&1 &
-ETCD_PID=$!
-PIDS+=("$ETCD_PID")
-until etcdctl --endpoints="$EP" endpoint health >/dev/null 2>&1; do sleep 0.1; done
+source bench/lib.sh
+bench_init restore
+start_etcd "$WORK/src.etcd" "$WORK/etcd.log" --unsafe-no-fsync
 echo "etcd $(etcd --version | head -1 | awk '{print $3}'), member dir written by $TOOL"
 echo "loading ~${DB_MB} MB (4 KiB values) ..."
 "$LOADGEN" "$EP" puts $((DB_MB * 1024 / 4)) 4096 /bench/big/ 64
@@ -56,7 +41,7 @@ kill -TERM "$SNAP"
 wait "$SNAP"
 echo "  took $(( $(date +%s) - t0 )) s; store: $(ls "$WORK/store/v2" | grep -c '^Incr-') deltas, $(du -sm "$WORK/store" | cut -f1) MiB"
 LAST_REV=$(etcdctl --endpoints="$EP" endpoint status -w json | jq -r '.[0].Status.header.revision')
-kill "$ETCD_PID"; wait "$ETCD_PID" || true
+stop_etcd
 rm -rf "$WORK/src.etcd"
 sync
 

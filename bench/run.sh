@@ -7,29 +7,8 @@ cd "$(dirname "$0")/.."
 DB_MB=${1:-256}
 BIN=$PWD/build/etcdbrctl
 LOADGEN=$PWD/build/etcd_loadgen
-command -v /usr/bin/time >/dev/null || apt-get install -y time >/dev/null
-export ETCDCTL_API=3
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/etcdbr-bench.XXXXXX")
-PIDS=()
-cleanup() {
-    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
-port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
-start_etcd() {
-    local c p
-    c=$(port)
-    p=$(port)
-    EP=http://127.0.0.1:$c
-    etcd --name b --data-dir "$1" --listen-client-urls "$EP" --advertise-client-urls "$EP" \
-        --listen-peer-urls "http://127.0.0.1:$p" --initial-advertise-peer-urls "http://127.0.0.1:$p" \
-        --initial-cluster "b=http://127.0.0.1:$p" --quota-backend-bytes=$((8 << 30)) \
-        >"$WORK/etcd.log" 2>&1 &
-    ETCD_PID=$!
-    PIDS+=("$ETCD_PID")
-    until etcdctl --endpoints="$EP" endpoint health >/dev/null 2>&1; do sleep 0.1; done
-}
+source bench/lib.sh
+bench_init run
 # measure LABEL CMD...: wall seconds and peak RSS (MiB) of CMD
 measure() {
     local label=$1
@@ -73,7 +52,6 @@ measure "etcdbrctl snapshot, gzip (default)" bash -c "one_full $WORK/st"
 rm -rf "$WORK/st"
 measure "etcdbrctl snapshot, zstd" bash -c "one_full $WORK/st --compression-policy=zstd"
 
-kill "$ETCD_PID"
-wait "$ETCD_PID" || true
+stop_etcd
 echo
 echo "restore: see bench/restore.sh"

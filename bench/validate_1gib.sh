@@ -13,42 +13,12 @@ DB_MB=${1:-1024}
 BUILD_DIR=${BUILD_DIR:-build}
 LOADGEN=$BUILD_DIR/etcd_loadgen
 MAIN=$BUILD_DIR/validate_main
-command -v /usr/bin/time >/dev/null || apt-get install -y time >/dev/null
 [ -x "$MAIN" ] && [ -x "$LOADGEN" ] || {
     echo "build first: ./scripts/build.sh" >&2
     exit 2
 }
-
-export ETCDCTL_API=3
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/etcdbr-validate-bench.XXXXXX")
-ETCD_PID=
-cleanup() {
-    if [ -n "$ETCD_PID" ]; then
-        kill "$ETCD_PID" 2>/dev/null || true
-        wait "$ETCD_PID" 2>/dev/null || true
-    fi
-    rm -rf "$WORK"
-}
-trap cleanup EXIT
-port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
-start_etcd() { # data-dir log
-    local c p
-    c=$(port)
-    p=$(port)
-    EP=http://127.0.0.1:$c
-    etcd --name b --data-dir "$1" --listen-client-urls "$EP" --advertise-client-urls "$EP" \
-        --listen-peer-urls "http://127.0.0.1:$p" --initial-advertise-peer-urls "http://127.0.0.1:$p" \
-        --initial-cluster "b=http://127.0.0.1:$p" --quota-backend-bytes=$((8 << 30)) \
-        >"$2" 2>&1 &
-    ETCD_PID=$!
-    until etcdctl --endpoints="$EP" --dial-timeout=1s --command-timeout=2s endpoint health \
-        >/dev/null 2>&1; do sleep 0.05; done
-}
-stop_etcd() {
-    kill "$ETCD_PID"
-    wait "$ETCD_PID" || true
-    ETCD_PID=
-}
+source bench/lib.sh
+bench_init validate
 
 DATA=$WORK/data.etcd
 start_etcd "$DATA" "$WORK/etcd.log"

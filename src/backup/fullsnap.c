@@ -304,11 +304,12 @@ typedef struct {
     uint64_t *count;
     int retry;    /* the db's revision is not the one the name was given: take it again */
     int fallback; /* the stream's check cannot decide: take it staged */
+    int exists;   /* another writer stored the name (same revision, same second): staged too */
 } OnePass;
 
 static int onepass_open(OnePass *p, Store *store, const char *name, CompressKind compression) {
     int rc = obj_open(store, name, compression, &p->o);
-    if (rc == ERR_EXISTS) p->fallback = 1; /* the staged path decides what that means */
+    if (rc == ERR_EXISTS) p->fallback = p->exists = 1; /* the staged path decides that */
     if (rc) return rc;
     rc = bbolt_stream_new(&p->bs);
     if (!rc) rc = bbolt_stream_want(p->bs, HISTORY_DB_BUCKET, HISTORY_DB_KEY);
@@ -435,7 +436,12 @@ int fullsnap_take(EtcdClient *c, Store *store, const char *temp_dir, CompressKin
                           expect, &p, out);
         onepass_free(&p);
         if (p.fallback) {
-            log_info("full snapshot: %s: staging it in %s instead", err_msg(), temp_dir);
+            if (p.exists) /* not an error: two snapshotters took one revision in one second */
+                log_info("full snapshot: another snapshotter stored revision %lld this second: "
+                         "staging it in %s instead",
+                         (long long)st.revision, temp_dir);
+            else
+                log_info("full snapshot: %s: staging it in %s instead", err_msg(), temp_dir);
             return take_staged(c, store, temp_dir, compression, is_final, before_store, hook_ctx,
                                expect, out);
         }

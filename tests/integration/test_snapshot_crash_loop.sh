@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # A crash loop must not stop backups (issue 7 item 6). The snapshotter is killed (-9) again and
-# again before a full snapshot can finish, while a writer keeps etcd busy and a scheduled full
-# snapshot is always due (--schedule='@every 1s'). Each restart must still store the events
-# since the store's latest set (a delta first, then the full snapshot): after the trials the
+# again (at a random time after its first delta, within the time a full snapshot takes), while a
+# writer keeps etcd busy and a scheduled full snapshot is always due (--schedule='@every 1s').
+# Each restart must store the events since the store's latest set first (a delta, then the full
+# snapshot; its first stored object is that delta): after the trials the
 # store reaches at least the revision etcd had when the last trial started (on the old main, which
 # began every run with a full snapshot, it stayed at the first full snapshot's revision), and
 # the store restores exactly to etcd's keyspace at its last stored revision. Kill points come
@@ -55,14 +56,22 @@ sleep 2 # the newest full snapshot is now older than one schedule period
 full_stored_in_trial=0
 for trial in $(seq 1 8); do
     rev_start=$(current_revision "$ETCD_EP")
-    delay_ms=$((dur_ms * 50 / 100 + RANDOM % (dur_ms * 40 / 100 + 1)))
-    [ "$delay_ms" -ge 1000 ] || delay_ms=1000 # at least the time to store the catch-up delta
+    # killed a random time after the catch-up delta is stored (waited for: proving the store's
+    # chain is this cluster's reads the full snapshot first, which takes a loaded machine well
+    # over a second), within the time a full snapshot takes
+    delay_ms=$((RANDOM % (dur_ms * 60 / 100 + 1)))
     snap_bg "$WORK/t$trial.log"
+    wait_for_log "$WORK/t$trial.log" "delta snapshot Incr-.* stored" 120
+    first=$(grep -m1 -E "(full|delta) snapshot (Full|Incr)-.* stored" "$WORK/t$trial.log")
+    case $first in
+    *"delta snapshot Incr-"*) ;;
+    *) fail "trial $trial: the restart stored a full snapshot before the catch-up delta: $first" ;;
+    esac
     sleep_ms "$delay_ms"
     kill -9 "$SNAP_PID"
     wait "$SNAP_PID" 2>/dev/null || true
     grep -q "full snapshot Full-.* stored" "$WORK/t$trial.log" && full_stored_in_trial=$((full_stored_in_trial + 1))
-    echo "trial $trial: killed after ${delay_ms} ms; etcd was at $rev_start at the start, the store reaches $(stored_rev)"
+    echo "trial $trial: killed ${delay_ms} ms after its first delta; etcd was at $rev_start at the start, the store reaches $(stored_rev)"
 done
 last_start=$rev_start
 kill "$WRITER"
