@@ -900,6 +900,35 @@ wait_member() {
     fail "etcd m$i not healthy within ${secs}s"
 }
 
+# seeded_runs FUNC "VERSIONS" RUNS [SEED]: FUNC V SEED for each etcd version V and each of RUNS
+# runs, each in a subshell with errexit on and stop_all on its exit, so a failing run stops its
+# own processes and the other runs still run. SEED replays one seed; otherwise each run draws one.
+# Prints a line per run (passed or FAILED, with the seed); FAILED_RUNS lists the failed ones.
+seeded_runs() {
+    local fn=$1 versions=$2 runs=$3 fixed=${4:-} v i seed start rc
+    FAILED_RUNS=()
+    for v in $versions; do
+        for i in $(seq 1 "$runs"); do
+            seed=${fixed:-$(((RANDOM << 15) | RANDOM))}
+            start=$SECONDS
+            set +e
+            (
+                set -e
+                trap stop_all EXIT
+                "$fn" "$v" "$seed"
+            )
+            rc=$?
+            set -e
+            if [ "$rc" = 0 ]; then
+                echo "etcd $v seed=$seed: passed in $((SECONDS - start)) s"
+            else
+                echo "etcd $v seed=$seed: FAILED in $((SECONDS - start)) s${KEEP_WORK:+ (work dir $WORK_ROOT/$v-$seed)}"
+                FAILED_RUNS+=("etcd $v seed=$seed")
+            fi
+        done
+    done
+}
+
 # wait_voters N [seconds]: until the member list (asked of each member in turn) has N members,
 # each started (named) and none a learner. Members of a new cluster under `etcdbrctl run` that
 # start together can still be joining: one whose etcd starts after the others formed a quorum

@@ -209,26 +209,6 @@ cluster_run() {
     echo "etcd $v: --all-members: 3 members healthy, IDs as logged, revision $src_rev, $(wc -l <"$WORK/m1.jsonl") keys, hashkv $HASHKV on each"
 }
 
-failed=()
-for v in $versions; do
-    for i in $(seq 1 "$runs"); do
-        seed=${SEED:-$(((RANDOM << 15) | RANDOM))}
-        start=$SECONDS
-        set +e
-        (
-            set -e
-            trap stop_all EXIT
-            member_dir_run "$v" "$seed"
-        )
-        rc=$?
-        set -e
-        if [ "$rc" = 0 ]; then
-            echo "etcd $v seed=$seed: passed in $((SECONDS - start)) s"
-        else
-            echo "etcd $v seed=$seed: FAILED in $((SECONDS - start)) s${KEEP_WORK:+ (work dir $WORK_ROOT/$v-$seed)}"
-            failed+=("etcd $v seed=$seed")
-        fi
-    done
-done
-[ ${#failed[@]} = 0 ] || fail "member dir not right for: ${failed[*]} (KEEP_WORK=1 keeps the work dirs)"
+seeded_runs member_dir_run "$versions" "$runs" "${SEED:-}"
+[ ${#FAILED_RUNS[@]} = 0 ] || fail "member dir not right for: ${FAILED_RUNS[*]} (KEEP_WORK=1 keeps the work dirs)"
 echo "PASS test_restore_member_dir"

@@ -133,28 +133,6 @@ property_run() {
         "full snapshot, $leased_delta in deltas), $n_deltas deltas, $(wc -l <"$WORK/src.leases") leases, hashkv $hash"
 }
 
-failed=()
-for v in $versions; do
-    for i in $(seq 1 "$runs"); do
-        seed=${ETCDBR_SEED:-$(((RANDOM << 15) | RANDOM))}
-        start=$SECONDS
-        # a subshell per run (errexit on inside): a failing run stops its own processes and the
-        # other runs still run
-        set +e
-        (
-            set -e
-            trap stop_all EXIT
-            property_run "$v" "$seed"
-        )
-        rc=$?
-        set -e
-        if [ "$rc" = 0 ]; then
-            echo "etcd $v seed=$seed: passed in $((SECONDS - start)) s"
-        else
-            echo "etcd $v seed=$seed: FAILED in $((SECONDS - start)) s${KEEP_WORK:+ (work dir $WORK_ROOT/$v-$seed)}"
-            failed+=("etcd $v seed=$seed")
-        fi
-    done
-done
-[ ${#failed[@]} = 0 ] || fail "restore not exact for: ${failed[*]} (KEEP_WORK=1 keeps the work dirs)"
+seeded_runs property_run "$versions" "$runs" "${ETCDBR_SEED:-}"
+[ ${#FAILED_RUNS[@]} = 0 ] || fail "restore not exact for: ${FAILED_RUNS[*]} (KEEP_WORK=1 keeps the work dirs)"
 echo "property: every run restored exactly"
