@@ -67,7 +67,9 @@ restore() { # extra flags
 }
 export -f restore
 export BIN WORK
+wait_low_load
 echo
+echo "load average before the runs: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "| restore | wall | peak RSS (largest process) | etcdbrctl's own peak RSS | db build |"
 echo "|---|---|---|---|---|"
 for i in 1 2; do
