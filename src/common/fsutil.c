@@ -377,27 +377,40 @@ int64_t fs_file_size(const char *path) {
 
 /* ---------- scratch directories ---------- */
 
+/* Each scratch directory's lock file: the directory is live while a process holds its flock
+ * (the kernel drops it when the owner dies). Not the directory itself: a restore into a data dir
+ * inside the scratch directory (verify's restore test) flocks the data dir's parent. */
 #define SCRATCH_LOCK "owner.lock"
 
-/* 1 when the scratch directory dir (named like ours) was left by an owner that is gone: it holds
- * our marker (or, made by an etcdbr before the marker, its lock file) and its lock is free (or,
- * older than a minute, it has no lock file yet: its owner died between marking and locking). An
- * empty directory older than a minute is removed with rmdir, which cannot take anything with it
- * (its owner died before marking it). */
-static int scratch_is_stale(const char *dir, const char *lock) {
+/* 1 when the scratch directory dir (named like ours) was left by an owner that is gone: no live
+ * process holds the flock of its lock file, or it has none. A live owner between mkdtemp and
+ * locking is seen as gone too: it notices the removal and starts over (scratch_lock_and_mark). */
+static int scratch_is_stale(const char *dir) {
     struct stat st;
     if (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) return 0;
-    int old = st.st_mtime < time(NULL) - 60;
-    if (fs_dir_has_marker(dir, FS_SCRATCH_MARKER) != 1 &&
-        fs_dir_has_marker(dir, SCRATCH_LOCK) != 1) {
-        if (old && rmdir(dir) == 0) (void)fsync_parent(dir);
-        return 0;
-    }
+    char *lock = fs_join(dir, SCRATCH_LOCK);
+    if (!lock) return 0;
     int fd = open(lock, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0) return errno == ENOENT && old;
+    free(lock);
+    if (fd < 0) return errno == ENOENT;
     int stale = flock(fd, LOCK_EX | LOCK_NB) == 0;
     close(fd);
     return stale;
+}
+
+/* Removes one stale scratch directory: with its content when it holds our marker or lock file,
+ * with rmdir (which takes nothing with it) when it is empty (its owner died right after
+ * mkdtemp). An unmarked directory with content is the operator's: never touched. */
+static void remove_stale_dir(const char *dir, const char *who) {
+    int ours =
+        fs_dir_has_marker(dir, FS_SCRATCH_MARKER) == 1 || fs_dir_has_marker(dir, SCRATCH_LOCK) == 1;
+    int rc = ours              ? fs_remove_marked_tree(dir, FS_SCRATCH_MARKER)
+             : rmdir(dir) == 0 ? fsync_parent(dir)
+                               : -1;
+    if (rc == 0)
+        log_info("removed %s, left by an earlier %s that did not finish", dir, who);
+    else if (ours)
+        log_warn("cannot remove %s, left by an earlier %s: %s", dir, who, err_msg());
 }
 
 static void remove_stale_scratch(const char *temp_dir, const char *prefix, const char *who) {
@@ -408,39 +421,37 @@ static void remove_stale_scratch(const char *temp_dir, const char *prefix, const
     while ((e = readdir(d)) != NULL) {
         if (strncmp(e->d_name, prefix, plen) != 0 || strlen(e->d_name) != plen + 6) continue;
         char *dir = fs_join(temp_dir, e->d_name);
-        char *lock = dir ? fs_join(dir, SCRATCH_LOCK) : NULL;
-        if (lock && scratch_is_stale(dir, lock)) {
-            if (fs_remove_marked_tree(dir, FS_SCRATCH_MARKER) == 0)
-                log_info("removed %s, left by an earlier %s that did not finish", dir, who);
-            else
-                log_warn("cannot remove %s, left by an earlier %s: %s", dir, who, err_msg());
-        }
-        free(lock);
+        if (dir && scratch_is_stale(dir)) remove_stale_dir(dir, who);
         free(dir);
     }
     closedir(d);
 }
 
-/* Marks the new scratch directory dir, then creates and locks its lock file; *lock_fd = the
- * lock's fd. The lock file must still be ours once locked: a cleanup that saw the directory
- * unlocked in between has removed it. */
-static int scratch_mark_and_lock(const char *dir, const char *who, int *lock_fd) {
-    char note[160];
-    snprintf(note, sizeof note, "scratch directory of an etcdbr %s (removed when it ends)\n", who);
-    int rc = fs_mark_dir(dir, FS_SCRATCH_MARKER, note);
-    if (rc) return rc;
+/* In the directory dir that mkdtemp just made: creates and flocks its lock file (*lock_fd), then
+ * marks it. The lock is taken first, so that a kill at any point leaves a directory that the
+ * next owner removes at once. 1 (nothing held) when a concurrent cleanup removed dir or its lock
+ * file before the lock was held: the caller starts over with a new name. */
+static int scratch_lock_and_mark(const char *dir, const char *who, int *lock_fd) {
     char *lock = fs_join(dir, SCRATCH_LOCK);
     if (!lock) return err_set(ERR_NOMEM, "out of memory");
-    int fd = open(lock, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    int rc = 0, fd = open(lock, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
     struct stat mine, named;
-    if (fd < 0 || flock(fd, LOCK_EX) != 0)
+    if (fd < 0 && errno == ENOENT)
+        rc = 1;
+    else if (fd < 0 || flock(fd, LOCK_EX) != 0)
         rc = err_set(ERR_IO, "lock %s: %s", lock, strerror(errno));
     else if (fstat(fd, &mine) != 0 || lstat(lock, &named) != 0 || mine.st_ino != named.st_ino ||
              mine.st_dev != named.st_dev)
-        rc = err_set(ERR_IO, "lock %s: removed by a concurrent cleanup", lock);
+        rc = 1;
+    free(lock);
+    if (!rc) {
+        char note[160];
+        snprintf(note, sizeof note, "scratch directory of an etcdbr %s (removed when it ends)\n",
+                 who);
+        rc = fs_mark_dir(dir, FS_SCRATCH_MARKER, note);
+    }
     if (rc && fd >= 0) close(fd);
     if (!rc) *lock_fd = fd;
-    free(lock);
     return rc;
 }
 
@@ -457,13 +468,23 @@ int fs_scratch_create(const char *temp_dir, const char *prefix, const char *who,
     char *dir = name ? fs_join(temp_dir, name) : NULL;
     free(name);
     if (!dir) return err_set(ERR_NOMEM, "out of memory");
-    if (!mkdtemp(dir)) {
-        rc = err_set(ERR_IO, "create a scratch directory in %s: %s", temp_dir, strerror(errno));
-        free(dir);
-        return rc;
+    /* a concurrent cleanup may take a directory before its lock is held: a few new names */
+    rc = 1;
+    for (int attempt = 0; rc == 1 && attempt < 8; attempt++) {
+        memcpy(dir + strlen(dir) - 6, "XXXXXX", 6);
+        if (!mkdtemp(dir)) {
+            rc = err_set(ERR_IO, "create a scratch directory in %s: %s", temp_dir, strerror(errno));
+            break;
+        }
+        if ((rc = scratch_lock_and_mark(dir, who, lock_fd)) < 0)
+            (void)fs_remove_tree(dir); /* made just now by mkdtemp: ours */
     }
-    if ((rc = scratch_mark_and_lock(dir, who, lock_fd))) {
-        fs_remove_tree(dir); /* made just now by mkdtemp: ours */
+    if (rc == 1)
+        rc = err_set(ERR_IO,
+                     "create a scratch directory in %s: removed 8 times by concurrent "
+                     "cleanups before it could be locked",
+                     temp_dir);
+    if (rc) {
         free(dir);
         return rc;
     }

@@ -117,14 +117,15 @@ int fs_scratch_dir_remove(const char *path, const char *what);
 char *fs_join(const char *a, const char *b);
 
 /* A private scratch directory "<temp_dir>/<prefix>XXXXXX" (temp_dir created 0700 when missing and
- * never removed: it may hold the user's files), locked for this process by an exclusive flock
- * on its "owner.lock" (*lock_fd: close it after removing the directory) and marked with
- * FS_SCRATCH_MARKER. First removes the scratch directories of this prefix that owners killed
- * before they could clean up: only exact names holding the marker (or the lock file, which an
- * etcdbr older than the marker left), only when no live process
- * holds their lock (the kernel drops it when the owner dies), or without a lock file once a
- * minute old; an unmarked one is never removed (rmdir'ed once a minute old when empty); each
- * removal is logged naming `who` (e.g. "restore"). *out owned. 0 or ERR_IO / ERR_NOMEM. */
+ * never removed: it may hold the user's files), locked for this process by an exclusive flock on
+ * its "owner.lock", taken right after mkdtemp (*lock_fd: close it after removing the directory),
+ * then marked with FS_SCRATCH_MARKER. First removes the scratch directories of this prefix that
+ * owners killed before they could clean up: exact names only, only when no live process holds
+ * their lock (the kernel drops it when the owner dies) or they have no lock file; with their
+ * content when they hold the marker or the lock file, with rmdir when empty (a kill right after
+ * mkdtemp); an unmarked directory with content is never touched. A creator whose directory a
+ * concurrent cleanup took before it was locked starts over with a new name. Each removal is
+ * logged naming `who` (e.g. "restore"). *out owned. 0 or ERR_IO / ERR_NOMEM. */
 int fs_scratch_create(const char *temp_dir, const char *prefix, const char *who, char **out,
                       int *lock_fd);
 

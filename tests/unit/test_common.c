@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
@@ -346,6 +347,47 @@ static void test_fs_scratch_create_cleans_only_marked_stale_dirs(void **state) {
     assert_int_equal(fs_remove_tree(dir), 0);
 }
 
+/* What an owner killed at any point of fs_scratch_create leaves is removed by the next one at
+ * once, not a minute later: the empty directory of one killed right after mkdtemp, and the
+ * marked directory of one killed before it locked it. A directory whose lock file a live
+ * process holds the flock of (another owner) is kept, whatever it holds. */
+static void test_fs_scratch_create_cleans_what_a_kill_leaves_at_once(void **state) {
+    (void)state;
+    char dir[] = "/tmp/etcdbr-ut.XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char empty[512], marked[512], live[512];
+    snprintf(empty, sizeof empty, "%s/etcdbr-x.Empty1", dir);
+    snprintf(marked, sizeof marked, "%s/etcdbr-x.Mark01", dir);
+    snprintf(live, sizeof live, "%s/etcdbr-x.Live01", dir);
+    assert_int_equal(mkdir(empty, 0700), 0);
+    assert_int_equal(mkdir(marked, 0700), 0);
+    touch(marked, FS_SCRATCH_MARKER);
+    assert_int_equal(mkdir(live, 0700), 0);
+    touch(live, "owner.lock");
+    char live_lock[600];
+    snprintf(live_lock, sizeof live_lock, "%s/owner.lock", live);
+    int live_fd = open(live_lock, O_RDONLY);
+    assert_true(live_fd >= 0);
+    assert_int_equal(flock(live_fd, LOCK_EX), 0);
+    char *s1 = NULL;
+    int fd1 = -1;
+    assert_int_equal(fs_scratch_create(dir, "etcdbr-x.", "test", &s1, &fd1), 0);
+    assert_false(fs_exists(empty));
+    assert_false(fs_exists(marked));
+    assert_true(fs_exists(live));
+    /* the new one is locked: a second creator keeps it */
+    char *s2 = NULL;
+    int fd2 = -1;
+    assert_int_equal(fs_scratch_create(dir, "etcdbr-x.", "test", &s2, &fd2), 0);
+    assert_true(present(s1, FS_SCRATCH_MARKER));
+    close(fd1);
+    close(fd2);
+    close(live_fd);
+    free(s1);
+    free(s2);
+    assert_int_equal(fs_remove_tree(dir), 0);
+}
+
 /* Under `run`, etcd writes to the same stderr as etcdbr: a log line written piecewise got etcd's
  * lines spliced into it (seen in CI: a test's grep for "promoted member m2 (" missed). Another
  * process writes its own lines to the same file description while this one logs; every line of
@@ -477,6 +519,7 @@ int main(void) {
         cmocka_unit_test(test_fs_mkdir_p_fsyncs_the_parent_of_each_created_level),
         cmocka_unit_test(test_fs_scratch_dir_remove_only_takes_marked_dirs),
         cmocka_unit_test(test_fs_scratch_create_cleans_only_marked_stale_dirs),
+        cmocka_unit_test(test_fs_scratch_create_cleans_what_a_kill_leaves_at_once),
         cmocka_unit_test(test_log_lines_stay_whole_beside_another_writer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
