@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Installs the object-store test servers the integration tests start on loopback (pinned npm
-# packages, TESTENV §3) into a cache outside the checkout, $ETCDBR_NPM_CACHE (default
+# Installs the object-store test servers the integration tests start on loopback (npm packages
+# at the versions pinned below) into a cache outside the checkout, $ETCDBR_NPM_CACHE (default
 # ~/.cache/etcdbr/npm), only when missing. Needs Node.js >= 20 and npm; without them it says so
 # and exits 0, and the tests that need a server skip (or fail under ETCDBR_REQUIRE_TOOLS=1).
 set -euo pipefail

@@ -77,10 +77,24 @@ outage_pid=$!
 # Every stage runs even when one before failed, so one run shows every failure; the script
 # fails at the end if any did (failed lists them).
 failed=()
+# Skipped tests are listed at the end; under ETCDBR_REQUIRE_TOOLS=1 (CI) a skip fails the run
+# (each test also fails itself there when it would skip; this catches one that does not).
+skipped=()
+# run_ctest BUILD_DIR STAGE CTEST_ARGS...: ctest in BUILD_DIR; a failure adds STAGE to failed,
+# every test ctest reports skipped is added to skipped.
+run_ctest() {
+    local dir=$1 stage=$2 log rc=0
+    shift 2
+    log=$(mktemp "${TMPDIR:-/tmp}/etcdbr-ctest.XXXXXX")
+    (cd "$dir" && ctest "$@") 2>&1 | tee "$log" || rc=$?
+    [ "$rc" = 0 ] || failed+=("$stage")
+    mapfile -t -O "${#skipped[@]}" skipped < <(sed -n 's/^[[:space:]]*[0-9]* - \(.*\) (Skipped)$/\1/p' "$log")
+    rm -f "$log"
+}
 # every other test but the chart's while helm still builds (its cold build is ~500 CPU-seconds:
 # it overlaps the tests instead of delaying them), then the chart's tests once it is done
-(cd build-asan && ctest --output-on-failure -j2 --timeout 900 \
-    -E '^integration\.(test_helm_chart.*|test_store_outage)$') || failed+=("ASan+UBSan ctest")
+run_ctest build-asan "ASan+UBSan ctest" --output-on-failure -j2 --timeout 900 \
+    -E '^integration\.(test_helm_chart.*|test_store_outage)$'
 echo "== integration.test_store_outage (ran beside the others)"
 outage_rc=0
 wait "$outage_pid" || outage_rc=$?
@@ -88,15 +102,17 @@ outage_pid=""
 tail -20 "$outage_log"
 case "$outage_rc" in
 0) echo "integration.test_store_outage passed" ;;
-77) echo "integration.test_store_outage SKIPPED (exit 77)" ;;
+77)
+    echo "integration.test_store_outage SKIPPED (exit 77)"
+    skipped+=("integration.test_store_outage")
+    ;;
 *)
     echo "integration.test_store_outage FAILED (exit $outage_rc; log $outage_log)" >&2
     failed+=("integration.test_store_outage")
     ;;
 esac
 bg_wait helm
-(cd build-asan && ctest --output-on-failure -j2 --timeout 900 -R '^integration\.test_helm_chart') ||
-    failed+=("chart tests")
+run_ctest build-asan "chart tests" --output-on-failure -j2 --timeout 900 -R '^integration\.test_helm_chart'
 
 # The server's threads (HTTP connections, snapshotter, initialization, leader check, Leases, the
 # leader fence and forwarding to the leader in test_cluster_handover) under
@@ -106,13 +122,17 @@ bg_wait helm
 echo "== server tests under ThreadSanitizer"
 rm -rf build-tsan/tsan-reports
 mkdir -p build-tsan/tsan-reports
-(cd build-tsan && TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:log_path=$PWD/tsan-reports/report" \
-    ctest --output-on-failure -j2 --timeout 900 -R '^integration\.(test_server.*|test_run_mode|test_k8s_lease.*|test_cluster_handover)$') ||
-    failed+=("ThreadSanitizer ctest")
+TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:log_path=$PWD/build-tsan/tsan-reports/report" \
+    run_ctest build-tsan "ThreadSanitizer ctest" --output-on-failure -j2 --timeout 900 \
+    -R '^integration\.(test_server.*|test_run_mode|test_k8s_lease.*|test_cluster_handover)$'
 if [ -n "$(ls build-tsan/tsan-reports)" ]; then
     cat build-tsan/tsan-reports/*
     echo "ThreadSanitizer reported the races above" >&2
     failed+=("ThreadSanitizer reports")
+fi
+if [ "${#skipped[@]}" -gt 0 ]; then
+    printf '== skipped: %s\n' "${skipped[@]}"
+    [ "${ETCDBR_REQUIRE_TOOLS:-0}" != 1 ] || failed+=("tests skipped under ETCDBR_REQUIRE_TOOLS=1")
 fi
 if [ "${#failed[@]}" -gt 0 ]; then
     printf '== FAILED: %s\n' "${failed[@]}" >&2

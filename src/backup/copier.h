@@ -1,5 +1,5 @@
 /* copier: copies backups from one store into another (`etcdbrctl copy`, the server's secondary
- * backup sync; seed-spec §1.12, §10.3). Objects are copied as stored (no decompression or
+ * backup sync; docs/go-tool.md §1.12, §10.3). Objects are copied as stored (no decompression or
  * decryption), streamed, by N parallel workers, under the same name without ".final". Nothing in
  * the destination is ever replaced or removed: an object whose name (".final" stripped) is
  * there already is skipped. The history record and tag of each copied object are written into
@@ -20,7 +20,7 @@
 #define COPIER_FINAL_AMONG 4
 
 /* Selects from snaps (n entries sorted by snapname_sort; borrowed) the objects of the newest
- * backups, with the Go tool's "backups" grouping (seed-spec §3.6): walking from the newest
+ * backups, with the Go tool's "backups" grouping (docs/go-tool.md §3.6): walking from the newest
  * object back, chunks skipped, deltas accumulate and belong to the next older full snapshot;
  * deltas older than the oldest full belong to no backup and are never selected. Backups are
  * ordered by their full snapshot's created_on, newest first; max_age_days >= 0 drops those

@@ -1,4 +1,4 @@
-/* delta: writer and reader of Go-tool delta snapshots (seed-spec §4.2): a JSON array of
+/* delta: writer and reader of Go-tool delta snapshots (docs/go-tool.md §4.2): a JSON array of
  * {"etcdEvent":...,"time":...} followed by the raw SHA-256 of the JSON bytes.
  * Both directions spool to an unlinked temp file, so memory is bounded by one event. The writer
  * emits exactly what Go's encoding/json emits; an append or payload that fails leaves the spool

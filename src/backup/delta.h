@@ -1,4 +1,4 @@
-/* delta: delta snapshot files in the Go tool's exact form (seed-spec §4.2):
+/* delta: delta snapshot files in the Go tool's exact form (docs/go-tool.md §4.2):
  *   payload = JSON_ARRAY || SHA256(JSON_ARRAY)
  * JSON_ARRAY = "[" elem ("," elem)* "]", no whitespace; elem =
  *   {"etcdEvent":{"type":1?,"kv":{"key":b64,"create_revision":N?,"mod_revision":N?,

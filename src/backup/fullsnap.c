@@ -454,7 +454,7 @@ int fullsnap_take(EtcdClient *c, Store *store, const char *temp_dir, CompressKin
 /* ---------- a db file as a full snapshot (compact) ---------- */
 
 /* Reader over a db file that yields its bytes and then their SHA-256: the full snapshot format
- * etcd's Snapshot stream has (seed-spec §4.1). */
+ * etcd's Snapshot stream has (docs/go-tool.md §4.1). */
 typedef struct {
     IoReader base;
     int fd;

@@ -76,8 +76,8 @@ int fullsnap_store_stream(Store *store, const char *snap_name, CompressKind comp
                           IoReader *src, uint64_t *stored_bytes);
 
 /* Stores the bbolt db at db_path as the full snapshot snap_name: its bytes then their SHA-256
- * (the format of etcd's Snapshot stream, seed-spec §4.1), through the compressor, in one pass,
- * progress reported as `what` (progress.h). Same commit rules and errors as
+ * (the format of etcd's Snapshot stream, docs/go-tool.md §4.1), through the compressor, in one
+ * pass, progress reported as `what` (progress.h). Same commit rules and errors as
  * fullsnap_store_stream, plus ERR_IO reading the file, and ERR_CANCELED (nothing stored) once the
  * process is stopping (process_stop_flag). */
 int fullsnap_store_db_file(Store *store, const char *snap_name, CompressKind compression,

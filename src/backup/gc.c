@@ -1,4 +1,4 @@
-/* gc: garbage collection of old snapshots (seed-spec §6). gc_plan is a pure function of the
+/* gc: garbage collection of old snapshots (docs/go-tool.md §6). gc_plan is a pure function of the
  * sorted list and an explicit clock; gc_run lists, plans and removes. The latest stream (newest
  * full and the deltas after it) is never iterated, and a final check against
  * snapname_latest_set (restore's own definition of "latest") refuses any plan that touches it.
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Differences from the Go tool (seed-spec §6, §15.10):
+/* Differences from the Go tool (docs/go-tool.md §6, §15.10):
  *   - Exponential compares a full with the nearest newer full it keeps, not with the next full
  *     in the listing (which Go may have deleted in the same pass); see plan_exponential.
  *   - Orphan deltas before the first full are a stream without a full: they go by the retention
@@ -76,14 +76,14 @@ static int64_t hour_of_day(int64_t t) {
 }
 
 /* Exponential policy over the fulls before index latest (the newest full). The Go tool's
- * arithmetic (seed-spec §6.3): eod = end of the current UTC day (23:59:59), moved back a day once
- * the first full in the weekly range is met; H/D/W = whole hours/days/weeks from eod, truncated
- * toward zero as Go's int(float) conversion does (C integer division does the same). One change:
- * `kept` is the nearest newer full that this plan keeps, where Go compares with the next full in
- * the listing even if it decided to delete it in the same pass (seed-spec §15.10). For fulls
- * whose times grow with their revisions both give the same result (buckets nest); they differ
- * when a name's time goes backwards (clock reset, data restored into the same prefix), where Go
- * can keep two fulls of one bucket or drop the only one of another. */
+ * arithmetic (docs/go-tool.md §6.3): eod = end of the current UTC day (23:59:59), moved back a day
+ * once the first full in the weekly range is met; H/D/W = whole hours/days/weeks from eod,
+ * truncated toward zero as Go's int(float) conversion does (C integer division does the same). One
+ * change: `kept` is the nearest newer full that this plan keeps, where Go compares with the next
+ * full in the listing even if it decided to delete it in the same pass (docs/go-tool.md §15.10).
+ * For fulls whose times grow with their revisions both give the same result (buckets nest); they
+ * differ when a name's time goes backwards (clock reset, data restored into the same prefix), where
+ * Go can keep two fulls of one bucket or drop the only one of another. */
 static void plan_exponential(const Snapshot *snaps, size_t latest, int64_t now, uint8_t *remove) {
     int64_t eod = floor_div(now, SECS_PER_DAY) * SECS_PER_DAY;
     eod = sat_sub(eod, -(SECS_PER_DAY - 1));
@@ -224,7 +224,7 @@ static int remove_one(RunCtx *c, const Snapshot *s) {
         return 0;
     }
     if (rc == ERR_IMMUTABLE) {
-        /* seed-spec §6.4: skipped until its immutability period ends; not a failure */
+        /* docs/go-tool.md §6.4: skipped until its immutability period ends; not a failure */
         log_info("GC: %s snapshot %s is immutable, skipped: %s", kind, s->key, err_msg());
         c->st->immutable_skipped++;
         return rc;

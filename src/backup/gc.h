@@ -1,9 +1,9 @@
-/* gc: garbage collection of old snapshots (seed-spec §6). The revision-sorted list is split into
- * streams (a full and the deltas after it); deltas of every stream but the latest go when older
- * than the retention period, fulls by policy (LimitBased or Exponential). Invariants: the newest
- * full and every delta after it (the latest set restore uses) are never removed; chunk objects
- * are never removed here; objects whose names do not parse never reach the list, so are never
- * touched. */
+/* gc: garbage collection of old snapshots (docs/go-tool.md §6). The revision-sorted list is split
+ * into streams (a full and the deltas after it); deltas of every stream but the latest go when
+ * older than the retention period, fulls by policy (LimitBased or Exponential). Invariants: the
+ * newest full and every delta after it (the latest set restore uses) are never removed; chunk
+ * objects are never removed here; objects whose names do not parse never reach the list, so are
+ * never touched. */
 #ifndef ETCDBR_GC_H
 #define ETCDBR_GC_H
 
@@ -35,9 +35,9 @@ const char *gc_policy_name(GcPolicy policy);
  *   - GC_LIMIT_BASED: the fulls older than the newest max_backups (>= 1) fulls are planned.
  *   - GC_EXPONENTIAL (max_backups ignored): all fulls of the current hour, the newest full per
  *     hour of the current UTC day, per day for the previous 7 days, per week for about 4-5 weeks
- *     are kept, older fulls are planned; the Go tool's arithmetic (seed-spec §6.3), except that
- *     each full is compared with the nearest newer full that is kept, not with its neighbour in
- *     the listing, which may itself be planned for removal (seed-spec §15.10).
+ *     are kept, older fulls are planned; the Go tool's arithmetic (docs/go-tool.md §6.3), except
+ * that each full is compared with the nearest newer full that is kept, not with its neighbour in
+ *     the listing, which may itself be planned for removal (docs/go-tool.md §15.10).
  * Returns 0, or ERR_INVALID (NULL arguments, unknown policy, max_backups < 1 for LimitBased,
  * negative retention, a list not sorted by last revision) or ERR_NOMEM; remove[] is then all 0. */
 int gc_plan(const Snapshot *snaps, size_t n, GcPolicy policy, int max_backups,
@@ -47,9 +47,9 @@ typedef struct GcStats {
     size_t listed; /* entries listed, chunks included */
     size_t full_removed, incr_removed;
     size_t full_failed, incr_failed; /* store_remove errors */
-    size_t immutable_skipped;        /* ERR_IMMUTABLE: skipped, not failures (seed-spec §6.4) */
-    int skipped;                     /* 1: newest_attempt_failed, nothing was listed or removed */
-    int stopped;                     /* 1: GC_MAX_REMOVE_ERRORS reached, the cycle was cut short */
+    size_t immutable_skipped; /* ERR_IMMUTABLE: skipped, not failures (docs/go-tool.md §6.4) */
+    int skipped;              /* 1: newest_attempt_failed, nothing was listed or removed */
+    int stopped;              /* 1: GC_MAX_REMOVE_ERRORS reached, the cycle was cut short */
 } GcStats;
 
 /* One garbage-collection cycle over store (borrowed): lists, plans with gc_plan, removes. Within

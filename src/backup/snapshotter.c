@@ -633,7 +633,7 @@ static int drain_to_current(Snapshotter *s, int64_t timeout_ms) {
     return 0;
 }
 
-/* Defragments every member, followers first and the leader last (seed-spec §10.1), then takes
+/* Defragments every member, followers first and the leader last (docs/go-tool.md §10.1), then takes
  * a full snapshot. */
 static int defragment_all(Snapshotter *s) {
     EtcdMember *members = NULL;

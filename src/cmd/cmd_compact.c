@@ -1,8 +1,8 @@
-/* cmd_compact: `etcdbrctl compact` (seed-spec §1.10, §10.2): the store's latest set (full snapshot
- * plus deltas) becomes one new full snapshot `Full-00000000-<R>-<now>`, built with the restore
- * engine and no etcd, then read back and checked before success is reported. The old objects
- * are left to garbage collection, as in the Go tool. Unlike the Go tool the new snapshot keeps
- * every revision of the set (no mvcc compaction at R): a restore from it equals a restore of
+/* cmd_compact: `etcdbrctl compact` (docs/go-tool.md §1.10, §10.2): the store's latest set (full
+ * snapshot plus deltas) becomes one new full snapshot `Full-00000000-<R>-<now>`, built with the
+ * restore engine and no etcd, then read back and checked before success is reported. The old
+ * objects are left to garbage collection, as in the Go tool. Unlike the Go tool the new snapshot
+ * keeps every revision of the set (no mvcc compaction at R): a restore from it equals a restore of
  * the set, revisions, versions, leases and HashKV included (docs/compact.md). */
 #include "cmd.h"
 #include "../backup/fullsnap.h"

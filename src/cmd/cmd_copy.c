@@ -1,4 +1,4 @@
-/* cmd_copy: `etcdbrctl copy` (seed-spec §1.12, §10.3): copies the backups of a source store
+/* cmd_copy: `etcdbrctl copy` (docs/go-tool.md §1.12, §10.3): copies the backups of a source store
  * (--source-* flags, SOURCE_-prefixed credentials) that the destination store (the STORE flags)
  * lacks, byte for byte, with their backup history (copier.h). Nothing in the destination is
  * replaced or removed. Exit 0 when every selected object is there afterwards, 1 when any copy

@@ -1,6 +1,6 @@
 /* cmd_initialize: `etcdbrctl initialize`: validate the data dir once (--validation-mode full or
  * sanity) and restore it from the store when it is missing, corrupt or older than the store
- * (seed-spec §1.11, §9). Unlike the Go tool it needs no POD_NAME/POD_NAMESPACE. */
+ * (docs/go-tool.md §1.11, §9). Unlike the Go tool it needs no POD_NAME/POD_NAMESPACE. */
 #include "cmd.h"
 #include "member.h"
 #include "server_common.h"

@@ -1,7 +1,7 @@
 /* cmd_restore: `etcdbrctl restore`: the latest full snapshot plus every later delta into
- * --data-dir (seed-spec §1.9), or the state at --revision / --time. Unlike the Go tool, a store
- * without a full snapshot is an error (exit 4), not a silent success. With --all-members, every
- * member of --initial-cluster gets its data dir from the same download of the same set (one
+ * --data-dir (docs/go-tool.md §1.9), or the state at --revision / --time. Unlike the Go tool, a
+ * store without a full snapshot is an error (exit 4), not a silent success. With --all-members,
+ * every member of --initial-cluster gets its data dir from the same download of the same set (one
  * restorer_run; docs/runbook-quorum-loss.md). --name must be in --initial-cluster; the peer URLs
  * default to the ones it names there. */
 #include "cmd.h"

@@ -1,4 +1,4 @@
-/* cmd_server: `etcdbrctl server`, the sidecar (seed-spec §1.7, §2, §7): the HTTP API, the
+/* cmd_server: `etcdbrctl server`, the sidecar (docs/go-tool.md §1.7, §2, §7): the HTTP API, the
  * initialization state machine (validate the data dir, restore it when needed), and, while this
  * member's etcd is the raft leader, the snapshotter with GC and scheduled defragmentation.
  * Threads: the HTTP server's event loop (quick answers: answers_at_once) and its workers (the
@@ -504,8 +504,8 @@ static void update_cluster_size(Server *sv) {
     etcd_client_free(c);
 }
 
-/* The start-up peer URL check (seed-spec §10.4, last paragraph), at this member's first Status
- * answer and before it may lead; again a minute later while it fails. 1 when it ran (it may
+/* The start-up peer URL check (docs/go-tool.md §10.4, last paragraph), at this member's first
+ * Status answer and before it may lead; again a minute later while it fails. 1 when it ran (it may
  * have taken seconds, or had etcd-wrapper stop etcd: the caller's Status is old). */
 static int check_peer_urls(Server *sv, uint64_t member_id) {
     if (!sv->peer_url_pending || now_mono_ms() < sv->peer_url_next_ms) return 0;

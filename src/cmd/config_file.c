@@ -32,7 +32,7 @@
 #define DUR CONFIG_KIND_DURATION
 #define LIST CONFIG_KIND_LIST
 
-/* The Go tool's BackupRestoreComponentConfig JSON names (seed-spec §1.7) and the field types
+/* The Go tool's BackupRestoreComponentConfig JSON names (docs/go-tool.md §1.7) and the field types
  * that decide what YAML value each accepts. */
 static const ConfigFileKey config_keys[] = {
     {"etcdConnectionConfig", S, NULL},

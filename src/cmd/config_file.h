@@ -1,8 +1,8 @@
-/* config_file: reads the Go tool's --config-file YAML (BackupRestoreComponentConfig, seed-spec
- * §1.7) and sets the matching options through opts_set_from_config, so the precedence is
- * command line > environment > config file > default. Keys match as Go's encoding/json does
- * (case-insensitively); keys we do not map are logged as warnings and skipped. Bounded: at most
- * 1 MiB, nesting 16, 64 aliases. See docs/config-file.md for the key table. */
+/* config_file: reads the Go tool's --config-file YAML (BackupRestoreComponentConfig,
+ * docs/go-tool.md §1.7) and sets the matching options through opts_set_from_config, so the
+ * precedence is command line > environment > config file > default. Keys match as Go's
+ * encoding/json does (case-insensitively); keys we do not map are logged as warnings and skipped.
+ * Bounded: at most 1 MiB, nesting 16, 64 aliases. See docs/config-file.md for the key table. */
 #ifndef ETCDBR_CONFIG_FILE_H
 #define ETCDBR_CONFIG_FILE_H
 

@@ -1,4 +1,4 @@
-/* etcd_config: the etcd config file the launcher gets from GET /config (seed-spec §2): the
+/* etcd_config: the etcd config file the launcher gets from GET /config (docs/go-tool.md §2): the
  * Gardener etcd.conf.yaml, with this member's name and URLs resolved. Keys "name",
  * "initial-advertise-peer-urls", "advertise-client-urls" (maps of member name -> URL list in the
  * input), "initial-cluster" and "initial-cluster-state" are rewritten; every other key is kept
@@ -20,7 +20,7 @@
 int etcd_config_render(const char *yaml, size_t len, const char *pod_name,
                        const EtcdMember *members, size_t n, char **text);
 
-/* This member as the etcd config file describes it (seed-spec §10.6). */
+/* This member as the etcd config file describes it (docs/go-tool.md §10.6). */
 typedef struct EtcdConfigMember {
     char name[256];             /* resolved as etcd_config_render does; "" if none */
     char peer_urls[1024];       /* its initial-advertise-peer-urls, "a,b"; "" if none */
@@ -28,11 +28,11 @@ typedef struct EtcdConfigMember {
     char initial_cluster[4096]; /* initial-cluster as written */
 } EtcdConfigMember;
 
-/* Reads the etcd config file of seed-spec §10.6: $ETCD_CONF, else /var/etcd/config/etcd.conf.yaml
- * (the Go tool's fixed path), at most 1 MiB. *buf (malloc'ed, owned by the caller, not
- * NUL-terminated) and *len receive its bytes; *path (may be NULL) the path read (static or from
- * the environment). 0, ERR_NOT_FOUND (cannot open; message with the path and errno), ERR_INVALID
- * (larger than 1 MiB), ERR_NOMEM. */
+/* Reads the etcd config file of docs/go-tool.md §10.6: $ETCD_CONF, else
+ * /var/etcd/config/etcd.conf.yaml (the Go tool's fixed path), at most 1 MiB. *buf (malloc'ed, owned
+ * by the caller, not NUL-terminated) and *len receive its bytes; *path (may be NULL) the path read
+ * (static or from the environment). 0, ERR_NOT_FOUND (cannot open; message with the path and
+ * errno), ERR_INVALID (larger than 1 MiB), ERR_NOMEM. */
 int etcd_config_read_file(char **buf, size_t *len, const char **path);
 
 /* Reads yaml (len bytes, borrowed; as etcd_config_render) for member pod_name (NULL: the file's

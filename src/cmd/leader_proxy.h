@@ -1,8 +1,8 @@
 /* leader_proxy: a follower's sidecar forwards /snapshot/full and /snapshot/delta to the backup
- * leader's sidecar, as the Go tool's reverse proxy does (seed-spec §2, "Not-leader handling"):
- * Status on this member's etcd (endpoint[0]) names the raft leader, MemberList gives its first
- * client URL, whose host with --server-port is the leader sidecar's address; its /healthz must
- * answer {"health":true}; then the request is sent there and the answer returned. */
+ * leader's sidecar, as the Go tool's reverse proxy does (docs/go-tool.md §2, "Not-leader
+ * handling"): Status on this member's etcd (endpoint[0]) names the raft leader, MemberList gives
+ * its first client URL, whose host with --server-port is the leader sidecar's address; its /healthz
+ * must answer {"health":true}; then the request is sent there and the answer returned. */
 #ifndef ETCDBR_LEADER_PROXY_H
 #define ETCDBR_LEADER_PROXY_H
 

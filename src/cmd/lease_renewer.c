@@ -20,7 +20,7 @@
 #include <time.h>
 #include <yaml.h>
 
-#define LEASE_UPDATE_TIMEOUT_MS 60000 /* seed-spec Appendix B */
+#define LEASE_UPDATE_TIMEOUT_MS 60000 /* docs/go-tool.md Appendix B */
 #define LEASE_RETRY_MS 60000          /* full-snapshot Lease retry period (Appendix B) */
 #define LEASE_FINAL_TIMEOUT_MS 10000  /* last try on stop */
 

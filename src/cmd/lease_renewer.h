@@ -1,4 +1,4 @@
-/* lease_renewer: the server's Kubernetes Lease updates (seed-spec §10.6, docs/kubernetes.md),
+/* lease_renewer: the server's Kubernetes Lease updates (docs/go-tool.md §10.6, docs/kubernetes.md),
  * on one worker thread so that the snapshotter loop never waits for the API server:
  * - the full-snapshot Lease after each stored full snapshot, retried every retry period (1 min,
  *   the Go tool's; ETCDBR_K8S_LEASE_RETRY_PERIOD overrides it for tests) until one update
@@ -53,8 +53,8 @@ int lease_member_identity(const char *yaml, size_t len, const char *pod_name, ch
                           size_t cap, int *tls);
 
 /* compact --enable-snapshot-lease-renewal: updates the full-snapshot Lease now, within 60 s
- * (seed-spec Appendix B), for full snapshot rev created at created_on_s. Logs the outcome (info)
- * or the failure (warn). 0 or an ERR_*. */
+ * (docs/go-tool.md Appendix B), for full snapshot rev created at created_on_s. Logs the outcome
+ * (info) or the failure (warn). 0 or an ERR_*. */
 int lease_update_full_now(const Opts *o, int64_t rev, int64_t created_on_s);
 
 #endif

@@ -19,7 +19,7 @@
 
 #define LIST_ATTEMPTS 2      /* member list at initialization: now and after 1 s */
 #define LIST_TIMEOUT_MS 2000 /* an etcd waiting for its peers at bootstrap does not answer */
-#define ADD_ATTEMPTS 6       /* seed-spec §9.2: 6 attempts, backoff 2 s x2 */
+#define ADD_ATTEMPTS 6       /* docs/go-tool.md §9.2: 6 attempts, backoff 2 s x2 */
 #define TOO_MANY_LEARNERS_WAIT_MS 5000
 #define TOO_MANY_LEARNERS_MAX 60 /* 5 minutes waiting for another learner's promotion */
 #define REMOVE_ATTEMPTS 5
@@ -205,7 +205,7 @@ static void observe(EtcdbrMetricId id, int ok, double seconds) {
 
 static InitMemberState probe(void *ctx) {
     MemberCtl *m = ctx;
-    if (m->ic_entries <= 1) return INIT_MEMBER_UNKNOWN; /* single member (seed-spec §9.2) */
+    if (m->ic_entries <= 1) return INIT_MEMBER_UNKNOWN; /* single member (docs/go-tool.md §9.2) */
     if (!m->n_cluster) {
         log_warn("member %s: the initial cluster has %zu members but no endpoint reaches the "
                  "others (give --service-endpoints): single-member rules apply",

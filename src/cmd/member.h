@@ -1,7 +1,7 @@
-/* member: this member's place in a multi-member etcd cluster (seed-spec §9.2 pre-step, §10.4):
- * the initializer's cluster operations (is this member listed, remove it, add it as a learner)
- * and the promotion of a learner to a voting member. Only this member is ever removed, and only
- * while the other voting members have quorum. Where the Go tool also consults the member's
+/* member: this member's place in a multi-member etcd cluster (docs/go-tool.md §9.2 pre-step,
+ * §10.4): the initializer's cluster operations (is this member listed, remove it, add it as a
+ * learner) and the promotion of a learner to a voting member. Only this member is ever removed, and
+ * only while the other voting members have quorum. Where the Go tool also consults the member's
  * Kubernetes Lease ("was member in cluster?"), etcdbr uses etcd's member list only.
  * docs/cluster.md describes the behaviour for operators. Threads: the initializer hooks run on
  * one thread at a time (the server's initialization thread, or run mode's main thread), and

@@ -1,5 +1,5 @@
 /* opts: the options table and its parser; see opts.h. Names, defaults, ranges and allowed
- * values are the Go tool's (seed-spec §1) except where DESIGN.md says we differ
+ * values are the Go tool's (docs/go-tool.md §1) except where docs/flags.md says we differ
  * (insecure-skip-tls-verify defaults to false: the Go tool's true default silently disables
  * certificate checks). A flag the code does not read is marked UNIMPLEMENTED or IGNORED here,
  * never left to look as if it worked. */
@@ -64,7 +64,7 @@ static const OptDef opt_table[] = {
      "log level (logrus numbers: 2 error, 3 warn, 4 info, 5 debug, 6 trace)", ACTIVE,
      ONE_OF(LOG_LEVELS), .choices_nocase = 1},
     {"log-format", 0, OPT_STRING, "text", NULL, ALL, 0, "log format", ACTIVE, ONE_OF(LOG_FORMATS)},
-    /* ETCD connection (seed-spec §1.1) */
+    /* ETCD connection (docs/go-tool.md §1.1) */
     {"endpoints", 'e', OPT_LIST, "http://127.0.0.1:2379", NULL, ETCD, 0,
      "comma-separated etcd client endpoints; failover in order", ACTIVE},
     {"service-endpoints", 0, OPT_LIST, "", NULL, ETCD & ~CMD_VERIFY, 0,
@@ -91,7 +91,7 @@ static const OptDef opt_table[] = {
     {"cacert", 0, OPT_STRING, "", NULL, ETCD, 0, "CA bundle to verify etcd's certificate", ACTIVE},
     {"cert", 0, OPT_STRING, "", NULL, ETCD, 0, "client certificate for etcd", ACTIVE},
     {"key", 0, OPT_STRING, "", NULL, ETCD, 0, "client key for etcd", ACTIVE},
-    /* STORE (seed-spec §1.2) */
+    /* STORE (docs/go-tool.md §1.2) */
     {"storage-provider", 0, OPT_STRING, "", NULL, STORE, 0,
      "snapshot store provider (empty = Local; server, run and initialize then have no store, "
      "and take no backups, only when --store-container is empty too); a provider this build "
@@ -124,7 +124,7 @@ static const OptDef opt_table[] = {
      "which the Go tool cannot read), every key decrypts; or give the same text in "
      "ETCDBR_ENCRYPTION_KEYS (keys never go on the command line); docs/encryption.md",
      ACTIVE},
-    /* SNAPSHOTTER (seed-spec §1.3) */
+    /* SNAPSHOTTER (docs/go-tool.md §1.3) */
     {"schedule", 's', OPT_STRING, "0 */1 * * *", NULL, SNAP, 0, "cron schedule of full snapshots",
      ACTIVE},
     {"delta-snapshot-period", 0, OPT_DURATION, "20s", NULL, SNAP, 0,
@@ -149,7 +149,7 @@ static const OptDef opt_table[] = {
      ACTIVE},
     {"defragmentation-schedule", 0, OPT_STRING, "0 0 */3 * *", NULL, SNAP, 0,
      "cron schedule of defragmentation", ACTIVE},
-    /* COMPRESSION (seed-spec §1.4) */
+    /* COMPRESSION (docs/go-tool.md §1.4) */
     {"compress-snapshots", 0, OPT_BOOL, "true", NULL, SNAP, 0, "compress full and delta snapshots",
      ACTIVE},
     {"compression-policy", 0, OPT_STRING, "gzip", NULL, SNAP, 0, "compression of new snapshots",
@@ -163,7 +163,7 @@ static const OptDef opt_table[] = {
      "threads compressing gzip blocks with --gzip-mode=parallel; 0 = the CPUs this process may "
      "use, at most 4",
      ACTIVE, BETWEEN(0, 64)},
-    /* BACKOFF (seed-spec §1.5) */
+    /* BACKOFF (docs/go-tool.md §1.5) */
     {"backoff-multiplier", 0, OPT_INT, "2", NULL, SNAP, 0,
      "factor by which the retry delay after a failed snapshot grows (1 s x multiplier, then x "
      "multiplier per retry)",
@@ -177,7 +177,7 @@ static const OptDef opt_table[] = {
      "on SIGTERM/SIGINT, how long the last delta may wait for the watch to reach the revision "
      "etcd had at the signal; falling short is logged, counted and exits non-zero",
      ACTIVE, AT_LEAST(1)},
-    /* RESTORE (seed-spec §1.6) */
+    /* RESTORE (docs/go-tool.md §1.6) */
     {"initial-cluster", 0, OPT_STRING, "default=http://localhost:2380", NULL, RESTORE, 0,
      "initial cluster of the restored member set", ACTIVE, IGNORED_IN(CMD_COMPACT, NO_MEMBER)},
     {"initial-cluster-token", 0, OPT_STRING, "etcd-cluster", NULL, RESTORE, 0,
@@ -186,7 +186,9 @@ static const OptDef opt_table[] = {
      "data dir to restore into (restore: {name} in it is replaced by the member's name)", ACTIVE,
      IGNORED_IN(CMD_COMPACT, NO_MEMBER)},
     {"restoration-temp-snapshots-dir", 0, OPT_STRING, "default.restoration.tmp", NULL, RESTORE, 0,
-     "scratch directory for downloaded snapshots", ACTIVE},
+     "scratch directory for downloaded snapshots (made when missing and removed afterwards; an "
+     "existing one is kept)",
+     ACTIVE},
     {"initial-advertise-peer-urls", 0, OPT_LIST, "http://localhost:2380", NULL, RESTORE, 0,
      "peer URLs of the restored member", ACTIVE, IGNORED_IN(CMD_COMPACT, NO_MEMBER)},
     {"name", 0, OPT_STRING, "default", NULL, RESTORE, 0, "member name", ACTIVE,
@@ -263,7 +265,7 @@ static const OptDef opt_table[] = {
      "TTL given to a lease granted after the full snapshot when its delta does not record the "
      "TTL (deltas of the Go tool); keys keep their lease either way",
      ACTIVE, AT_LEAST(1000)},
-    /* server (seed-spec §1.7) */
+    /* server (docs/go-tool.md §1.7) */
     {"config-file", 0, OPT_STRING, "", NULL, CMD_SERVER, 0,
      "YAML file in the Go tool's format (docs/config-file.md); flags and environment win over it",
      ACTIVE},
@@ -284,7 +286,7 @@ static const OptDef opt_table[] = {
      "restart etcd: POST <scheme>://<host of --endpoints[0]>:9095/stop, https with --cacert "
      "when the server has --server-cert; no effect under run (docs/cluster.md)",
      ACTIVE},
-    /* HEALTH (seed-spec §1.7; lease flags also for compact, §1.10) */
+    /* HEALTH (docs/go-tool.md §1.7; lease flags also for compact, §1.10) */
     {"enable-snapshot-lease-renewal", 0, OPT_BOOL, "false", NULL, CMD_SERVER | CMD_COMPACT, 0,
      "update the Kubernetes Leases of --full-snapshot-lease-name (revision and creation time of "
      "each full snapshot, retried every minute until it succeeds) and "
@@ -304,13 +306,14 @@ static const OptDef opt_table[] = {
     {"delta-snapshot-lease-name", 0, OPT_STRING, "delta-snapshot-revisions", NULL,
      CMD_SERVER | CMD_COMPACT, 0,
      "name of the Lease holding the last delta snapshot's revision (compact: not used)", ACTIVE},
-    /* LEADER-ELECTION (seed-spec §1.7) */
+    /* LEADER-ELECTION (docs/go-tool.md §1.7) */
     {"reelection-period", 0, OPT_DURATION, "5s", NULL, CMD_SERVER, 0,
      "period of the backup-leadership check; more than 1s", ACTIVE},
     {"etcd-connection-timeout-leader-election", 0, OPT_DURATION, "5s", NULL, CMD_SERVER, 0,
      "timeout of the Status call of the leadership check; more than 1s", ACTIVE},
-    /* SECONDARY store (seed-spec §1.7, §10.3): its credentials are read from SECONDARY_-prefixed
-     * environment variables (SECONDARY_AWS_APPLICATION_CREDENTIALS...; docs/copy.md) */
+    /* SECONDARY store (docs/go-tool.md §1.7, §10.3): its credentials are read from
+     * SECONDARY_-prefixed environment variables (SECONDARY_AWS_APPLICATION_CREDENTIALS...;
+     * docs/copy.md) */
     {"secondary-storage-provider", 0, OPT_STRING, "", NULL, CMD_SERVER, 0,
      "secondary snapshot store (dual site) that --secondary-backup-sync-enabled copies backups "
      "into; empty with an empty --secondary-store-container = none, a container alone = Local",
@@ -338,8 +341,9 @@ static const OptDef opt_table[] = {
      ACTIVE},
     {"secondary-backup-sync-period", 0, OPT_DURATION, "1h", NULL, CMD_SERVER, 0,
      "period of the copy to the secondary store", ACTIVE, AT_LEAST(1000)},
-    /* copy (seed-spec §1.12): the source store; its credentials are read from SOURCE_-prefixed
-     * environment variables; an empty provider, prefix or temp directory is the destination's */
+    /* copy (docs/go-tool.md §1.12): the source store; its credentials are read from
+     * SOURCE_-prefixed environment variables; an empty provider, prefix or temp directory is the
+     * destination's */
     {"source-storage-provider", 0, OPT_STRING, "", NULL, CMD_COPY, 0,
      "provider of the store to copy from; empty = the destination's (--storage-provider)", ACTIVE,
      ONE_OF(PROVIDERS)},
@@ -378,7 +382,7 @@ static const OptDef opt_table[] = {
      "stop waiting for the final snapshot after this long and copy what is there; 0 = wait for "
      "ever",
      ACTIVE, AT_LEAST(0)},
-    /* COMPACTOR (seed-spec §1.10) */
+    /* COMPACTOR (docs/go-tool.md §1.10) */
     {"defragment", 0, OPT_BOOL, "true", NULL, CMD_COMPACT, 0,
      "defragment the db of the compacted snapshot",
      IGNORED(
@@ -409,7 +413,7 @@ static const OptDef opt_table[] = {
      "the scheduled verification also restores the latest set and compares HashKV with etcd "
      "(as verify --restore-test)",
      ACTIVE},
-    /* initialize (seed-spec §1.11) */
+    /* initialize (docs/go-tool.md §1.11) */
     {"validation-mode", 0, OPT_STRING, "full", NULL, CMD_INITIALIZE, 0,
      "data dir validation before restore", ACTIVE, ONE_OF(VALIDATION_MODES)},
 };

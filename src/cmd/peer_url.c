@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#define CALL_TIMEOUT_MS 5000  /* seed-spec Appendix B: member ops, 5 s per call */
+#define CALL_TIMEOUT_MS 5000  /* docs/go-tool.md Appendix B: member ops, 5 s per call */
 #define FIRST_BACKOFF_MS 2000 /* then x2 */
 #define WRAPPER_TIMEOUT_MS 10000
 #define WRAPPER_CONNECT_TRIES 3 /* only while the connection is refused: nothing reached it */

@@ -1,5 +1,5 @@
-/* peer_url: the server's start-up peer URL update (seed-spec §10.4, last paragraph; §10.6). Once
- * this member's etcd answers Status, the peer URLs the etcd config file gives this member
+/* peer_url: the server's start-up peer URL update (docs/go-tool.md §10.4, last paragraph; §10.6).
+ * Once this member's etcd answers Status, the peer URLs the etcd config file gives this member
  * (initial-advertise-peer-urls of ETCD_CONF, else /var/etcd/config/etcd.conf.yaml: a map
  * {member-name: [urls]} in etcd-druid's layout, or a plain "a,b") are compared with the peer URLs
  * the cluster's member list has for it; when the file has one the list lacks, MemberUpdate sets
@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* etcd-wrapper's HTTP port (seed-spec Appendix B: fixed, not configurable in the Go tool). */
+/* etcd-wrapper's HTTP port (docs/go-tool.md Appendix B: fixed, not configurable in the Go tool). */
 #define ETCD_WRAPPER_PORT 9095
 
 typedef struct PeerUrlConfig {
@@ -33,7 +33,7 @@ typedef struct PeerUrlConfig {
  * and does nothing (0, logged) when it is absent, unreadable or has no peer URLs for this member
  * (its name: POD_NAME with member-name-prefix, else the file's "name"). Otherwise MemberList, and
  * MemberUpdate when needed, each tried PEER_URL_ATTEMPTS times 5 s each with waits of 2, 4, 8 s
- * (the Go tool's member calls, seed-spec Appendix B). Logs what it compared and what it did.
+ * (the Go tool's member calls, docs/go-tool.md Appendix B). Logs what it compared and what it did.
  * 0 when done (nothing to do, or updated; a failed POST to etcd-wrapper is logged as an error
  * but not retried later: the member's URLs are right, only the restart is missing), else the
  * error of the last attempt (ERR_ETCD, ERR_NOT_FOUND: member_id is not in the list,

@@ -1,8 +1,8 @@
-/* secondary_sync: the server's dual-site backup sync (--secondary-backup-sync-enabled; seed-spec
- * §1.7, §10.3). While this member is the backup leader, one thread copies every backup the
- * secondary store lacks from the primary store (copier.h: all backups, 10 parallel copies, no
- * wait for a final snapshot) at once and then every sync period, and garbage-collects the
- * secondary store every garbage-collection period with the primary's policy, over the objects
+/* secondary_sync: the server's dual-site backup sync (--secondary-backup-sync-enabled;
+ * docs/go-tool.md §1.7, §10.3). While this member is the backup leader, one thread copies every
+ * backup the secondary store lacks from the primary store (copier.h: all backups, 10 parallel
+ * copies, no wait for a final snapshot) at once and then every sync period, and garbage-collects
+ * the secondary store every garbage-collection period with the primary's policy, over the objects
  * of the snapshotter's own backup history only (docs/store-history.md): another cluster's,
  * the operator's and untagged objects there are never removed. A failed sync is logged at error
  * level and counted in etcdbr_secondary_sync_failures_total; the secondary GC deletes nothing after

@@ -241,7 +241,7 @@ int setup_store_as(const Opts *o, const char *flag_prefix, const char *env_prefi
     const char *container = opt_str(o, f->container);
     const char *prefix = opt_str(o, f->store_prefix);
     const char *temp_dir = opt_str(o, f->temp_dir);
-    /* copy's source completion (seed-spec §1.12): an empty provider, prefix or temp directory
+    /* copy's source completion (docs/go-tool.md §1.12): an empty provider, prefix or temp directory
      * is the destination's */
     if (source && !*provider) provider = opt_str(o, "storage-provider");
     if (source && !*prefix && !opt_is_set(o, "source-store-prefix"))

@@ -38,9 +38,9 @@ int setup_restore_config(const Opts *o, RestoreConfig *out, char **peer_urls_own
 int setup_store(const Opts *o, int allow_none, Store **out);
 /* setup_store for the store of the flags "<flag_prefix>storage-provider"... (flag_prefix "",
  * "source-" for copy's source: an empty provider, prefix or temp directory is then the
- * destination's, seed-spec §1.12; "secondary-" for the server's secondary store), whose driver
- * reads environment variables with env_prefix ("", "SOURCE_", "SECONDARY_"; seed-spec §12).
- * role names it in log lines ("source store"). Only the store of flag_prefix "" gets the
+ * destination's, docs/go-tool.md §1.12; "secondary-" for the server's secondary store), whose
+ * driver reads environment variables with env_prefix ("", "SOURCE_", "SECONDARY_"; docs/go-tool.md
+ * §12). role names it in log lines ("source store"). Only the store of flag_prefix "" gets the
  * encryption keys (setup_keyring): the others are copied raw. */
 int setup_store_as(const Opts *o, const char *flag_prefix, const char *env_prefix, const char *role,
                    int allow_none, Store **out);
@@ -75,7 +75,7 @@ void server_register_age_metrics(void);
  * 0 when none is and so no backups are taken. */
 void server_register_store_metric(int configured);
 
-/* The Go tool's Snapshot JSON object (seed-spec §2; field names exactly, including the
+/* The Go tool's Snapshot JSON object (docs/go-tool.md §2; field names exactly, including the
  * misspelled "immutabilityExpriyTime"). New reference. */
 json_t *server_snapshot_json(const Snapshot *s);
 /* {"fullSnapshot": ..., "deltaSnapshots": [...]} of the store's latest set; *text malloc'ed. */

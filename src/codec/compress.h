@@ -1,5 +1,5 @@
 /* compress: compression stream filters and the object-name suffixes that select them.
- * Formats as the Go tool writes them (seed-spec §5): gzip (.gz, RFC 1952, mtime 0, OS 255),
+ * Formats as the Go tool writes them (docs/go-tool.md §5): gzip (.gz, RFC 1952, mtime 0, OS 255),
  * zlib (.zlib, RFC 1950), Go compress/lzw LSB order literal width 8 (.Z, not Unix compress),
  * and zstd (.zst, ours; the Go tool cannot read it). The decompressor is chosen per object. */
 #ifndef ETCDBR_COMPRESS_H

@@ -1,4 +1,4 @@
-/* cron: schedules as robfig/cron's standard parser takes them (seed-spec §1): 5 fields
+/* cron: schedules as robfig/cron's standard parser takes them (docs/go-tool.md §1): 5 fields
  * (minute hour day-of-month month day-of-week) with *, lists, ranges, steps, month and weekday
  * names; descriptors @yearly @annually @monthly @weekly @daily @midnight @hourly and
  * "@every <duration>"; optional "CRON_TZ=<zone> " / "TZ=<zone> " prefix. Times are evaluated

@@ -23,7 +23,7 @@ enum {
     ERR_GAP = -12,         /* revisions are not contiguous */
     ERR_CONFLICT = -13,    /* the store holds another backup history (docs/store-history.md) */
     ERR_IMMUTABLE = -14,   /* the store refuses to delete an object under an immutability policy
-                              (seed-spec §6.4): GC skips it, it is not a failure */
+                              (docs/go-tool.md §6.4): GC skips it, it is not a failure */
 };
 
 /* Sets the thread-local message (printf format) and returns code, so callers can write

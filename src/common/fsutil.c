@@ -456,9 +456,12 @@ static int scratch_lock_and_mark(const char *dir, const char *who, int *lock_fd)
 }
 
 int fs_scratch_create(const char *temp_dir, const char *prefix, const char *who, char **out,
-                      int *lock_fd) {
+                      int *lock_fd, int *made_temp_dir) {
     *out = NULL;
     *lock_fd = -1;
+    struct stat st;
+    int made = lstat(temp_dir, &st) != 0 && errno == ENOENT;
+    if (made_temp_dir) *made_temp_dir = made;
     int rc = fs_mkdir_p(temp_dir, 0700);
     if (rc) return rc;
     remove_stale_scratch(temp_dir, prefix, who);
@@ -473,6 +476,8 @@ int fs_scratch_create(const char *temp_dir, const char *prefix, const char *who,
     for (int attempt = 0; rc == 1 && attempt < 8; attempt++) {
         memcpy(dir + strlen(dir) - 6, "XXXXXX", 6);
         if (!mkdtemp(dir)) {
+            /* another etcdbr that made temp_dir removed it, empty, as it ended: make it again */
+            if (errno == ENOENT && attempt < 7 && fs_mkdir_p(temp_dir, 0700) == 0) continue;
             rc = err_set(ERR_IO, "create a scratch directory in %s: %s", temp_dir, strerror(errno));
             break;
         }
@@ -490,6 +495,10 @@ int fs_scratch_create(const char *temp_dir, const char *prefix, const char *who,
     }
     *out = dir;
     return 0;
+}
+
+void fs_scratch_temp_dir_release(const char *temp_dir, int made_temp_dir) {
+    if (made_temp_dir && rmdir(temp_dir) == 0) (void)fsync_parent(temp_dir);
 }
 
 /* ---------- free-space reserve ---------- */

@@ -125,9 +125,17 @@ char *fs_join(const char *a, const char *b);
  * content when they hold the marker or the lock file, with rmdir when empty (a kill right after
  * mkdtemp); an unmarked directory with content is never touched. A creator whose directory a
  * concurrent cleanup took before it was locked starts over with a new name. Each removal is
- * logged naming `who` (e.g. "restore"). *out owned. 0 or ERR_IO / ERR_NOMEM. */
+ * logged naming `who` (e.g. "restore"). *made_temp_dir (when not NULL) is 1 when temp_dir did
+ * not exist and was made here: pass it to fs_scratch_temp_dir_release after removing the scratch
+ * directory, so that a default relative temp_dir (--restoration-temp-snapshots-dir's
+ * "default.restoration.tmp") is not left behind in the working directory. *out owned. 0 or
+ * ERR_IO / ERR_NOMEM. */
 int fs_scratch_create(const char *temp_dir, const char *prefix, const char *who, char **out,
-                      int *lock_fd);
+                      int *lock_fd, int *made_temp_dir);
+
+/* Removes temp_dir when fs_scratch_create made it (made_temp_dir) and it is empty now (rmdir:
+ * another process's scratch directory or the user's files in it keep it). Best effort. */
+void fs_scratch_temp_dir_release(const char *temp_dir, int made_temp_dir);
 
 /* Directory part of path as a new string (owned). */
 char *fs_dirname(const char *path);

@@ -15,7 +15,7 @@ typedef struct RetryPolicy {
     int64_t cap_ms;  /* no backoff ceiling grows beyond this */
 } RetryPolicy;
 
-/* 6 tries over up to ~1+2+4+8+16 s, like the Go tool's per-chunk retry (seed-spec §3.4). */
+/* 6 tries over up to ~1+2+4+8+16 s, like the Go tool's per-chunk retry (docs/go-tool.md §3.4). */
 #define RETRY_POLICY_DEFAULT                                                                       \
     { 6, 1000, 16000 }
 

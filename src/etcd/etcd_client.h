@@ -1,4 +1,4 @@
-/* etcd_client: etcd v3 API over native gRPC (libcurl HTTP/2 + protobuf-c; see DESIGN.md).
+/* etcd_client: etcd v3 API over native gRPC (libcurl HTTP/2 + protobuf-c; docs/design.md).
  * h2c prior knowledge for http:// endpoints, ALPN h2 for https://. grpc-status is read from
  * headers and trailers; every error message names the endpoint and the method, e.g.
  * "etcd http://127.0.0.1:2379 /etcdserverpb.KV/Range: grpc-status 3: etcdserver: key is not

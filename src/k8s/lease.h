@@ -1,4 +1,4 @@
-/* lease: coordination.k8s.io/v1 Lease objects as etcd-backup-restore keeps them (seed-spec
+/* lease: coordination.k8s.io/v1 Lease objects as etcd-backup-restore keeps them (docs/go-tool.md
  * §10.6): the full- and delta-snapshot Leases hold the last stored revision in
  * spec.holderIdentity (decimal) and a time in spec.renewTime; a member's heartbeat Lease holds
  * "<member ID hex>:<cluster ID hex>:Leader|Member" and the annotation
@@ -46,10 +46,9 @@ void k8s_micro_time(int64_t unix_us, char out[32]);
 char *k8s_lease_patch_json(const char *rv, const char *holder, const char *renew_time,
                            const char *ann_key, const char *ann_value);
 
-/* What an update of a snapshot Lease writes, from the Lease read (seed-spec §10.6, the Go tool's
- * UpdateFullSnapshotLease / UpdateDeltaSnapshotLease):
- * full (rev >= 0): holder > rev -> nothing (*skip = 1); else holder = rev when it was unset or
- *   lower, and the renew time always.
+/* What an update of a snapshot Lease writes, from the Lease read (docs/go-tool.md §10.6, the Go
+ * tool's UpdateFullSnapshotLease / UpdateDeltaSnapshotLease): full (rev >= 0): holder > rev ->
+ * nothing (*skip = 1); else holder = rev when it was unset or lower, and the renew time always.
  * delta (rev >= 0, the last delta's LastRevision): holder = rev when unset or lower; rev < 0
  *   (no delta in the latest set): holder "0" when unset. The renew time always.
  * *holder_out gets the holderIdentity to write, "" = leave it. 0, or ERR_CORRUPT when the

@@ -1,5 +1,5 @@
-/* initializer: what runs before etcd starts (seed-spec §9.2): validate the data dir; when it is
- * missing, corrupt or older than the store, restore the store's latest set. A member of a
+/* initializer: what runs before etcd starts (docs/go-tool.md §9.2): validate the data dir; when it
+ * is missing, corrupt or older than the store, restore the store's latest set. A member of a
  * multi-member cluster whose other members have quorum instead rejoins as a learner (removed
  * from the member list, data dir aside, re-added), and a member new to a running cluster joins
  * as a learner without validation (scale-up); docs/cluster.md.
@@ -11,7 +11,7 @@
 
 #include "restorer.h"
 
-/* What a member of a multi-member cluster is, as seen from the other members (seed-spec §9.2
+/* What a member of a multi-member cluster is, as seen from the other members (docs/go-tool.md §9.2
  * pre-step). */
 typedef enum {
     INIT_MEMBER_UNKNOWN = 0, /* single member, the cluster cannot be reached, or a bootstrap

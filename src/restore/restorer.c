@@ -1092,8 +1092,8 @@ static int run_restore_tool(const RestoreConfig *cfg, const RestoreMember *ms, s
     return 0;
 }
 
-static int make_scratch(const char *temp_dir, char **out, int *lock_fd) {
-    return fs_scratch_create(temp_dir, SCRATCH_PREFIX, "restore", out, lock_fd);
+static int make_scratch(const char *temp_dir, char **out, int *lock_fd, int *made_temp_dir) {
+    return fs_scratch_create(temp_dir, SCRATCH_PREFIX, "restore", out, lock_fd, made_temp_dir);
 }
 
 int restorer_run(const RestoreConfig *cfg, RestoreResult *out) {
@@ -1115,7 +1115,7 @@ int restorer_run(const RestoreConfig *cfg, RestoreResult *out) {
     memset(&b, 0, sizeof b);
     pthread_mutex_init(&pool.mu, NULL);
     cond_init_monotonic(&pool.cv); /* timed waits on the monotonic clock */
-    int scratch_lock = -1;
+    int scratch_lock = -1, made_temp_dir = 0;
     /* the member dirs are ours unless --etcdutl-bin asks for etcd's tool (or a sink takes the
      * db) */
     int own_dirs = !cfg->db_sink && !(cfg->etcdutl_bin && *cfg->etcdutl_bin);
@@ -1250,7 +1250,7 @@ int restorer_run(const RestoreConfig *cfg, RestoreResult *out) {
     }
     for (size_t i = 0; i < nm; i++)
         if ((rc = make_part(ms[i].data_dir, &parts[i], &part_data[i]))) goto done;
-    if ((rc = make_scratch(cfg->temp_dir, &scratch, &scratch_lock))) goto done;
+    if ((rc = make_scratch(cfg->temp_dir, &scratch, &scratch_lock, &made_temp_dir))) goto done;
     full_path = fs_join(scratch, "snapshot-full.db");
     /* our member dirs: the db is built in place, in the first member's member/snap */
     if (own_dirs && (rc = memberdir_make_dirs(part_data[0]))) goto done;
@@ -1390,8 +1390,9 @@ done:
         else
             err_set(rc, "%s", msg);
     }
-    if (scratch && (rc == 0 || !getenv("ETCDBR_KEEP_TEMP")))
-        fs_remove_marked_tree(scratch, FS_SCRATCH_MARKER);
+    if (scratch && (rc == 0 || !getenv("ETCDBR_KEEP_TEMP")) &&
+        fs_remove_marked_tree(scratch, FS_SCRATCH_MARKER) == 0)
+        fs_scratch_temp_dir_release(cfg->temp_dir, made_temp_dir);
     if (scratch_lock >= 0) close(scratch_lock);
     for (size_t i = 0; lock_fds && owns && i < nm; i++)
         if (owns[i]) close(lock_fds[i]);

@@ -1,13 +1,13 @@
-/* restorer: rebuilds a data dir from a store, offline (DESIGN.md restore engine; docs/restore.md).
- * One listing -> the newest full snapshot at or before the target -> its db streamed bucket by
- * bucket into a new bbolt file (format/bbolt_writer), every later delta revision appended to the
- * mvcc "key" bucket exactly as etcd writes it (sub-revisions in event order, tombstones, leases
- * kept) up to the target revision -> the leases the deltas use added to the "lease" bucket and
- * the restored cluster's membership to "members" and "meta" -> the member dir around that db
- * (WAL, snap file: memberdir.h; docs/member-dir.md) in "<data-dir>.part", or with --etcdutl-bin
- * etcd's own restore tool writes it -> fsync -> rename. No etcd runs; memory is bounded by one
- * event and the open path of the tree. An interrupted restore leaves the target absent; a rerun
- * starts clean. */
+/* restorer: rebuilds a data dir from a store, offline (docs/design.md, restore engine;
+ * docs/restore.md). One listing -> the newest full snapshot at or before the target -> its db
+ * streamed bucket by bucket into a new bbolt file (format/bbolt_writer), every later delta revision
+ * appended to the mvcc "key" bucket exactly as etcd writes it (sub-revisions in event order,
+ * tombstones, leases kept) up to the target revision -> the leases the deltas use added to the
+ * "lease" bucket and the restored cluster's membership to "members" and "meta" -> the member dir
+ * around that db (WAL, snap file: memberdir.h; docs/member-dir.md) in "<data-dir>.part", or with
+ * --etcdutl-bin etcd's own restore tool writes it -> fsync -> rename. No etcd runs; memory is
+ * bounded by one event and the open path of the tree. An interrupted restore leaves the target
+ * absent; a rerun starts clean. */
 #ifndef ETCDBR_RESTORER_H
 #define ETCDBR_RESTORER_H
 

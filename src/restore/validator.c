@@ -1,7 +1,7 @@
-/* validator: see validator.h. Order follows the Go tool (seed-spec §9.1): the sanity checks and
- * the revision check first, then the FULL-mode checks only for a data dir that passed them.
- * A shared flock on member/snap/db is held throughout, so an etcd that holds bbolt's exclusive
- * lock is reported (FailToOpenBoltDB) instead of being read while it writes. */
+/* validator: see validator.h. Order follows the Go tool (docs/go-tool.md §9.1): the sanity checks
+ * and the revision check first, then the FULL-mode checks only for a data dir that passed them. A
+ * shared flock on member/snap/db is held throughout, so an etcd that holds bbolt's exclusive lock
+ * is reported (FailToOpenBoltDB) instead of being read while it writes. */
 #include "validator.h"
 #include "../common/err.h"
 #include "../common/fsutil.h"

@@ -1,4 +1,4 @@
-/* validator: decides whether an etcd data directory can be started as it is (seed-spec §9.1):
+/* validator: decides whether an etcd data directory can be started as it is (docs/go-tool.md §9.1):
  * wrong-volume guard, structure, the bbolt backend (open, revision, consistent index; FULL mode
  * walks every page), the raft log (FULL mode reads every WAL record and the snap files), and the
  * revision against the newest backup in the store. Read-only except the safe_guard file. Unlike

@@ -435,7 +435,7 @@ static int check_full(Checker *c, const Snapshot *s, TapReader *tap) {
         goto done;
     }
     /* The Go tool names a full snapshot by a revision read before the stream, so its db may hold
-     * a few later revisions (seed-spec §3; its next delta holds them too and restore applies
+     * a few later revisions (docs/go-tool.md §3; its next delta holds them too and restore applies
      * them once). An older db than the name says misses revisions; ours are named from the db,
      * so a later one is a lie too (restorer.c: check_full_revision). */
     if (rev < s->last_revision)
@@ -778,8 +778,8 @@ done:
 #define SCRATCH_PREFIX "etcdbr-verify."
 
 /* A private scratch directory inside temp_dir, locked for this process (fs_scratch_create). */
-static int make_scratch(const char *temp_dir, char **out, int *lock_fd) {
-    return fs_scratch_create(temp_dir, SCRATCH_PREFIX, "verification", out, lock_fd);
+static int make_scratch(const char *temp_dir, char **out, int *lock_fd, int *made_temp_dir) {
+    return fs_scratch_create(temp_dir, SCRATCH_PREFIX, "verification", out, lock_fd, made_temp_dir);
 }
 
 void verify_report_free(VerifyReport *r) {
@@ -821,7 +821,7 @@ int verify_run(const VerifyConfig *cfg, VerifyReport *out) {
     uint8_t *in_scope = NULL;
     long *set_of = NULL; /* list index -> plan set, -1 = none */
     KeyState *ks = NULL;
-    int lock_fd = -1;
+    int lock_fd = -1, made_temp_dir = 0;
     int rc = store_list(cfg->store, &list, &n);
     if (rc) goto done;
     if ((rc = verify_plan(list, n, cfg->all_sets, &ps, &n_sets, out))) goto done;
@@ -855,7 +855,7 @@ int verify_run(const VerifyConfig *cfg, VerifyReport *out) {
         for (size_t k = 0; k < ps[i].n_deltas; k++)
             set_of[ps[i].deltas[k]] = (long)i;
     }
-    if ((rc = make_scratch(cfg->temp_dir, &scratch, &lock_fd))) goto done;
+    if ((rc = make_scratch(cfg->temp_dir, &scratch, &lock_fd, &made_temp_dir))) goto done;
     Checker c = {cfg, out, scratch, NULL, 0, ks, -1, -1};
     /* one status line for the run: plain bytes read, objects done of how many */
     if (cfg->show_progress && out->objects_in_scope) {
@@ -892,6 +892,8 @@ done:
     if (scratch) {
         if (fs_remove_marked_tree(scratch, FS_SCRATCH_MARKER))
             log_warn("cannot remove the scratch directory %s: %s", scratch, err_msg());
+        else
+            fs_scratch_temp_dir_release(cfg->temp_dir, made_temp_dir);
         free(scratch);
     }
     if (lock_fd >= 0) close(lock_fd);

@@ -1,9 +1,9 @@
 /* metrics: a small thread-safe Prometheus registry (counters, gauges, histograms, callback
- * metrics) rendered in text exposition format 0.0.4, the etcdbr catalogue (seed-spec §11) and
+ * metrics) rendered in text exposition format 0.0.4, the etcdbr catalogue (docs/go-tool.md §11) and
  * the process_* metrics of Go's client (read from /proc at scrape time).
  * One mutex per registry guards every metric in it. Each labelled metric has a cap on label
  * children; values beyond it fold into one child whose label values are all "other", so no input
- * can grow /metrics without bound (seed-spec §15.14). Depends on common/ only. */
+ * can grow /metrics without bound (docs/go-tool.md §15.14). Depends on common/ only. */
 #ifndef ETCDBR_METRICS_H
 #define ETCDBR_METRICS_H
 
@@ -141,7 +141,7 @@ int metrics_read_process(MetricsProcessStats *out);
  * registry. */
 int metrics_register_process(MetricsRegistry *reg);
 
-/* ---------- the etcdbr catalogue (seed-spec §11, plus operator metrics) ----------
+/* ---------- the etcdbr catalogue (docs/go-tool.md §11, plus operator metrics) ----------
  * label_values arrays follow the label order given per metric. Every combination of the values
  * listed in §11 is pre-initialised to 0 (kind: "Full", "Incr", "Chunk"; succeeded: "false",
  * "true"; restore: "single_member", "single_node"; endpoint: ""), other ones after "pre:". */
@@ -230,7 +230,7 @@ const char *etcdbr_metrics_error_class(int err_code);
  * "other"). Thread-safe; never fails. */
 void etcdbr_metrics_record_error(EtcdbrOperation op, const char *error_class);
 
-/* Set points after a successful snapshot upload (seed-spec §11). Full (is_delta = 0):
+/* Set points after a successful snapshot upload (docs/go-tool.md §11). Full (is_delta = 0):
  * latest_revision/latest_timestamp{Full}, deltas gauges := 0, required{*} := 0. Delta:
  * latest_revision/latest_timestamp{Incr}, deltas_total += 1, deltas_revisions_total +=
  * last_revision - start_revision, required{Incr} := 0. Both: last_success_timestamp{kind} := now.
@@ -250,7 +250,7 @@ void etcdbr_metrics_initialization(int validated, double validation_seconds, int
  * list. Thread-safe; never fails. */
 void etcdbr_metrics_set_cluster_size(size_t members);
 
-/* The store's latest set when a snapshotter starts (seed-spec §7.1, §11). */
+/* The store's latest set when a snapshotter starts (docs/go-tool.md §7.1, §11). */
 typedef struct EtcdbrLatestSet {
     int has_full;                /* 0: the store holds no full snapshot */
     int64_t full_last_revision;  /* of the latest full */

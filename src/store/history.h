@@ -4,7 +4,7 @@
  * revision) and has a random 64-bit id, written as 16 lower-case hex digits.
  *
  * Layout, beside the snapshots and outside what the Go tool lists (its listing keeps only keys
- * containing "v1" or "v2", seed-spec §3.1, and these never do unless the store prefix does):
+ * containing "v1" or "v2", docs/go-tool.md §3.1, and these never do unless the store prefix does):
  *   <store-prefix>/etcdbr/history/<id>/record.json   one per history, written before its first
  * object <store-prefix>/etcdbr/history/<id>/<snap-name>   an empty tag object, written before the
  * object An object without a tag is "untagged": the Go tool's, or ours from before histories

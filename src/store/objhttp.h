@@ -187,7 +187,7 @@ char *objhttp_query(const char *const *names, const char *const *values, size_t 
  * dropped. Owned, NULL on allocation failure. For messages and logs. */
 char *objhttp_redact_url(const char *url);
 
-/* Credential files (seed-spec §12), for any driver that reads them: the whole file as a
+/* Credential files (docs/go-tool.md §12), for any driver that reads them: the whole file as a
  * NUL-terminated string, verbatim (no trimming), at most 1 MiB; owned, NULL if it does not exist
  * or cannot be read. Free with objhttp_free_secret. */
 char *objhttp_read_small_file(const char *path);
@@ -198,8 +198,8 @@ void objhttp_free_secret(char *s);
 
 /* ---- helpers shared by the drivers (added with OSS) ---- */
 
-/* Reads credentials as the Go tool does for its file-based providers (seed-spec §12): path is a
- * JSON file, or a directory whose first "*.json" entry (directory order) is parsed as JSON, or
+/* Reads credentials as the Go tool does for its file-based providers (docs/go-tool.md §12): path is
+ * a JSON file, or a directory whose first "*.json" entry (directory order) is parsed as JSON, or
  * else which holds one file per field, read verbatim (no trimming). For each of the n field
  * names, values[i] gets an owned copy (NULL when absent); the caller frees them with
  * objhttp_free_secret. Unknown fields and files are ignored. what names the provider in

@@ -1,6 +1,6 @@
 /* snapname: parsing, formatting, ordering and latest-set selection of snapshot object names
- * (seed-spec §3). Parsing is stricter than the Go tool's: the version directory must be the path
- * component right after the store prefix, revisions and times are plain non-negative decimals
+ * (docs/go-tool.md §3). Parsing is stricter than the Go tool's: the version directory must be the
+ * path component right after the store prefix, revisions and times are plain non-negative decimals
  * that fit int64, and no component may be empty, so foreign objects are reported, not misread.
  * All functions are pure (no I/O, no globals) and thread-safe. */
 #include "snapname.h"

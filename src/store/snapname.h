@@ -1,4 +1,4 @@
-/* snapname: snapshot object names and sets (seed-spec §3).
+/* snapname: snapshot object names and sets (docs/go-tool.md §3).
  *   v2: <prefix>/v2/<Kind>-<start %08d>-<last %08d>-<unix secs>[.enc]<compression suffix>[.final]
  *   ".enc" (ours, docs/encryption.md) marks an encrypted object; it comes first so that the Go
  *   tool, which takes the first '.' element as the compression, refuses it as an unknown
@@ -6,7 +6,8 @@
  *   v1: <prefix>/v1/Backup-<unix>/<name>   (legacy; read only)
  *   chunk objects: <name>/<10 digits> — parsed but never chosen.
  * Unlike the Go tool, the version component is matched as a path component directly under the
- * store prefix, so a prefix containing "v1/" (seed-spec §15.1) does not hide every snapshot. */
+ * store prefix, so a prefix containing "v1/" (docs/go-tool.md §15.1) does not hide every snapshot.
+ */
 #ifndef ETCDBR_SNAPNAME_H
 #define ETCDBR_SNAPNAME_H
 

@@ -1,8 +1,8 @@
 /* store: the generic snapshot-store layer over a StoreDriver (store_driver.h). It owns the store
  * prefix (cleaned once at open), the key layout ("<prefix>/v2/<name>" for writes, v1 and v2 read),
  * name parsing and ordering. Listing asks the driver only for "<prefix>/v2/" and "<prefix>/v1/",
- * so stores whose prefixes share a string prefix never see each other's objects (seed-spec §15.2).
- * A Store holds no mutable state after open (its keyring is set once, before any reader or
+ * so stores whose prefixes share a string prefix never see each other's objects (docs/go-tool.md
+ * §15.2). A Store holds no mutable state after open (its keyring is set once, before any reader or
  * writer): it is as thread-safe as its driver. */
 #include "store.h"
 #include "../codec/crypt.h"

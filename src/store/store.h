@@ -24,7 +24,7 @@ typedef struct StoreConfig {
                               the bucket or container */
     const char *prefix;    /* --store-prefix ("" allowed) */
     const char *temp_dir;  /* --snapstore-temp-directory */
-    /* object stores (seed-spec §1.2, §12); NULL/0 = the provider's default */
+    /* object stores (docs/go-tool.md §1.2, §12); NULL/0 = the provider's default */
     const char *endpoint_override;  /* --store-endpoint-override: scheme://host[:port] */
     const char *region;             /* overrides the credentials' region */
     const char *credentials;        /* a credentials file or directory; NULL = the provider's
@@ -36,7 +36,7 @@ typedef struct StoreConfig {
     int64_t timeout_ms;             /* per request; 0 = 180 s (the Go tool's chunk timeout) */
     const char *env_prefix;         /* prefix of every environment variable the driver reads:
                                        NULL/"" (the store), "SOURCE_" (copy's source) or
-                                       "SECONDARY_" (the server's secondary store); seed-spec §12.
+                                       "SECONDARY_" (the server's secondary store); docs/go-tool.md §12.
                                        ECS's variables take none. */
 } StoreConfig;
 

@@ -55,8 +55,8 @@ typedef struct StoreDriverVt {
     int (*remove_dir)(StoreDriver *d, const char *dir_key);
     /* Optional (NULL = nothing to do), called by GC only, never by a listing for a restore:
      * deletes what uploads of this backend leave behind beside an object once that object
-     * exists under key_prefix (GCS: the Go tool's chunk objects, seed-spec §6.1). Best effort:
-     * 0, or ERR_IO when the listing failed. */
+     * exists under key_prefix (GCS: the Go tool's chunk objects, docs/go-tool.md §6.1). Best
+     * effort: 0, or ERR_IO when the listing failed. */
     int (*sweep_leftovers)(StoreDriver *d, const char *key_prefix);
     /* Optional (NULL = the objects are not local files): opens key's regular file read-only
      * into *fd (owned by the caller). Only for a backend whose objects are created whole (by
@@ -102,7 +102,7 @@ int store_new_with_driver(StoreDriver *drv, const char *prefix, Store **out);
  * (unknown provider: the message lists the valid ones) or the constructor's error. */
 int store_driver_open(const StoreConfig *cfg, StoreDriver **out);
 
-/* The value of the environment variable cfg->env_prefix + name (seed-spec §12: "SOURCE_" for
+/* The value of the environment variable cfg->env_prefix + name (docs/go-tool.md §12: "SOURCE_" for
  * copy's source, "SECONDARY_" for the server's secondary store) when it is set and not empty,
  * else NULL. Borrowed from the environment. Drivers read every credential, container and
  * endpoint variable through this (ECS's excepted, as in the Go tool); test knobs (ETCDBR_*) are

@@ -757,7 +757,7 @@ static int list_item(void *ctx, const char *name, int64_t size, int64_t retentio
     if (gcs_is_chunk_key(name)) {
         /* parts of an upload, never a snapshot. If the object itself was listed (names come
          * sorted, so "<key>" precedes "<key>/0000000001") the upload finished and the chunk is a
-         * leftover: the Go tool leaves them for its GC (seed-spec §6.1) */
+         * leftover: the Go tool leaves them for its GC (docs/go-tool.md §6.1) */
         for (size_t i = 0; i < SWEEP_RECENT && i < l->n_recent && l->n_sweep < SWEEP_MAX; i++) {
             const char *p = l->recent[i];
             if (p && strlen(p) == n - 11 && strncmp(p, name, n - 11) == 0) {
@@ -862,7 +862,7 @@ static int ignore_item(void *ctx, const char *key, int64_t size) {
     return 0;
 }
 
-/* The Go tool leaves the chunk objects of its composed uploads behind for its GC (seed-spec
+/* The Go tool leaves the chunk objects of its composed uploads behind for its GC (docs/go-tool.md
  * §6.1); ours deletes those whose object exists. Chunks of an upload without its object (killed,
  * or still running in another process) are left alone. */
 static int gcs_sweep_leftovers(StoreDriver *drv, const char *key_prefix) {

@@ -1,7 +1,7 @@
 /* store_gcs: the Google Cloud Storage driver's parts that do not talk to a server, exposed for
  * unit tests and fuzz targets: the service-account credentials as the Go tool accepts them
- * (GOOGLE_APPLICATION_CREDENTIALS, seed-spec §12), the RS256 JWT exchanged for an OAuth2 access
- * token, the objects.list JSON parser, the chunk layout of uploads and the endpoint parsing.
+ * (GOOGLE_APPLICATION_CREDENTIALS, docs/go-tool.md §12), the RS256 JWT exchanged for an OAuth2
+ * access token, the objects.list JSON parser, the chunk layout of uploads and the endpoint parsing.
  * The driver itself is store_gcs_driver_new (store_driver.h); docs/stores.md describes it. */
 #ifndef ETCDBR_STORE_GCS_H
 #define ETCDBR_STORE_GCS_H

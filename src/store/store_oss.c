@@ -965,8 +965,8 @@ static int writer_commit(StoreDriverWriter *sw) {
     if (rc == 0 && w->parts) rc = objhttp_parts_wait(w->parts);
     if (rc == 0) rc = complete_upload(w);
     if (rc != 0) {
-        /* the Go tool returns success here when the abort succeeds (seed-spec §15 item 11); the
-         * object was not stored, so this is an error whatever the abort does */
+        /* the Go tool returns success here when the abort succeeds (docs/go-tool.md §15 item 11);
+         * the object was not stored, so this is an error whatever the abort does */
         char msg[1536];
         snprintf(msg, sizeof msg, "%s", err_msg());
         writer_stop(w, 1);

@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Credentials as the Go tool reads them (seed-spec §12): strings owned, wiped by
+/* Credentials as the Go tool reads them (docs/go-tool.md §12): strings owned, wiped by
  * oss_creds_clear. */
 typedef struct OssCreds {
     char *endpoint;   /* "storageEndpoint": host[:port] or scheme://host[:port] */

@@ -728,8 +728,8 @@ static void hex_sha256(const void *buf, size_t len, char out[65]) {
 
 #define MAX_HDRS 12
 
-/* The SSE-C header lines (seed-spec §12: algorithm, base64 key, base64 MD5 of the key), kept in the
- * caller's storage for the request's life. */
+/* The SSE-C header lines (docs/go-tool.md §12: algorithm, base64 key, base64 MD5 of the key), kept
+ * in the caller's storage for the request's life. */
 typedef struct {
     char alg[200], key[300], md5[100];
 } SseHeaders;

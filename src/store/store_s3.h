@@ -56,8 +56,8 @@ void s3_sts_creds_clear(S3StsCreds *c);
 int s3_sts_parse(const char *xml, size_t len, S3StsCreds *out);
 
 /* Size of part number part_no (1-based) of an upload: max(min_chunk, ceil(known_size / 9999))
- * when the total size is known (seed-spec §3.4); for a stream of unknown size (known_size < 0)
- * min_chunk doubled after every 1000 parts, so 10000 parts hold min_chunk * 1023000 bytes
+ * when the total size is known (docs/go-tool.md §3.4); for a stream of unknown size (known_size <
+ * 0) min_chunk doubled after every 1000 parts, so 10000 parts hold min_chunk * 1023000 bytes
  * (~5 TB at 5 MiB). */
 int64_t s3_part_size(int64_t min_chunk, int64_t known_size, int part_no);
 

@@ -2,11 +2,11 @@
  * tests and the fuzz target: credentials, the Keystone v3 request body, the service catalog
  * lookup, the JSON listing parser and the segment layout.
  *
- * Layout (the Go tool's, seed-spec §3.4): an object that fits in one segment is one plain object;
- * a larger one is segments "<key>/%010d" (1-based) and then a zero-byte manifest "<key>" with
- * "X-Object-Manifest: <container>/<key>/" (a Dynamic Large Object: GET returns the concatenation).
- * Segment keys are never listed; removing "<key>" removes the manifest and then exactly the
- * segments "<key>/<10 digits>", never anything under a sibling prefix. */
+ * Layout (the Go tool's, docs/go-tool.md §3.4): an object that fits in one segment is one plain
+ * object; a larger one is segments "<key>/%010d" (1-based) and then a zero-byte manifest "<key>"
+ * with "X-Object-Manifest: <container>/<key>/" (a Dynamic Large Object: GET returns the
+ * concatenation). Segment keys are never listed; removing "<key>" removes the manifest and then
+ * exactly the segments "<key>/<10 digits>", never anything under a sibling prefix. */
 #ifndef ETCDBR_STORE_SWIFT_H
 #define ETCDBR_STORE_SWIFT_H
 
@@ -15,8 +15,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Credentials as the Go tool reads them (seed-spec §12: OPENSTACK_APPLICATION_CREDENTIALS_JSON,
- * OPENSTACK_APPLICATION_CREDENTIALS or gophercloud's OS_* environment). Every field owned. */
+/* Credentials as the Go tool reads them (docs/go-tool.md §12:
+ * OPENSTACK_APPLICATION_CREDENTIALS_JSON, OPENSTACK_APPLICATION_CREDENTIALS or gophercloud's OS_*
+ * environment). Every field owned. */
 typedef struct SwiftCreds {
     char *auth_url;
     char *username;
@@ -39,7 +40,7 @@ int swift_creds_load(const char *path, SwiftCreds *out);
 
 /* From gophercloud's environment: OS_AUTH_URL, OS_USERNAME, OS_PASSWORD, OS_DOMAIN_NAME,
  * OS_TENANT_NAME (OS_PROJECT_NAME wins), OS_REGION_NAME, OS_APPLICATION_CREDENTIAL_ID/_NAME/
- * _SECRET, each read with env_prefix ("" or NULL, "SOURCE_", "SECONDARY_"; seed-spec §12).
+ * _SECRET, each read with env_prefix ("" or NULL, "SOURCE_", "SECONDARY_"; docs/go-tool.md §12).
  * ERR_NOT_FOUND when OS_AUTH_URL is unset; validated as swift_creds_check. */
 int swift_creds_from_env(const char *env_prefix, SwiftCreds *out);
 

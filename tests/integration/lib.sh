@@ -9,6 +9,13 @@ ETCDBR_ETCD_CACHE=${ETCDBR_ETCD_CACHE:-$HOME/.cache/etcdbr/etcd}
 ETCDBR_BASE_PATH=$PATH
 PIDS=()
 WORK=""
+# A randomised test logs its seed; ETCDBR_SEED=N replays it (ETCDBR_TEST_SEED is the same knob's
+# older name, still read).
+if [ -n "${ETCDBR_SEED:-}" ]; then
+    ETCDBR_TEST_SEED=$ETCDBR_SEED
+elif [ -n "${ETCDBR_TEST_SEED:-}" ]; then
+    ETCDBR_SEED=$ETCDBR_TEST_SEED
+fi
 WORK_ROOT=""
 ETCD_VERSION=""
 # etcdctl 3.5+ warns when ETCDCTL_API is set; 3.4 (Debian's, the default etcd here) gets it.
@@ -24,6 +31,14 @@ fail() {
 
 # stop_all: stops every process this shell started (PIDS); a test running a round in a
 # subshell traps EXIT with it there, so a failing round leaves nothing running.
+# skip_test WHY: this test cannot run here (WHY: what is missing, how to get it). Exits 77, which
+# ctest reports as skipped; under ETCDBR_REQUIRE_TOOLS=1 (CI) a failure instead.
+skip_test() {
+    [ "${ETCDBR_REQUIRE_TOOLS:-0}" != 1 ] || fail "cannot run here, and ETCDBR_REQUIRE_TOOLS=1 requires it: $1"
+    echo "SKIP: $1" >&2
+    exit 77
+}
+
 stop_all() {
     local pid
     for pid in "${PIDS[@]}"; do

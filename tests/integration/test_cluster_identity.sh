@@ -18,8 +18,8 @@
 #     again, is rejected ("compacted"), a full snapshot starts a new history, the restore equals A.
 source "$(dirname "$0")/lib.sh"
 make_workdir
-SEED=${SEED:-$(((RANDOM << 15) | RANDOM))}
-echo "seed $SEED (SEED=$SEED replays the writes)"
+SEED=${ETCDBR_SEED:-${SEED:-$(((RANDOM << 15) | RANDOM))}}
+echo "seed $SEED (ETCDBR_SEED=$SEED replays the writes)"
 RANDOM=$SEED
 
 # writes PREFIX N: N seeded writes under PREFIX (puts of 12 keys, some deletes of live ones),

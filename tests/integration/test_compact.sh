@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# compact (seed-spec §1.10, §10.2): a random write history (history_gen.sh: puts, overwrites,
+# compact (docs/go-tool.md §1.10, §10.2): a random write history (history_gen.sh: puts, overwrites,
 # deletes, txns, values up to 1.5 MiB, leases before and after the full snapshot) is backed up as
 # a full snapshot plus deltas; a restore of that set is the oracle. Then `compact` writes one new
 # full snapshot; a restore from it alone (the latest set is now that one object) must equal the

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# etcdbrctl copy (issue 9 item 4; seed-spec §1.12, §10.3) between real stores on loopback:
+# etcdbrctl copy (issue 9 item 4; docs/go-tool.md §1.12, §10.3) between real stores on loopback:
 #  1. a real etcd backed up into a Local store by a server in 4 sets (a full snapshot and deltas each),
 #     the newest full a final one (".final"), writes from a logged seed;
 #  2. copy Local -> S3 (s3rver): every object copied, none named .final, the history record and
@@ -169,7 +169,7 @@ DST1=$WORK/local-newest
     --source-storage-provider=Local --source-store-container="$SRC" --max-backups-to-copy=1 \
     --store-prefix=newest --source-store-prefix= \
     >"$WORK/copy4.log" 2>&1 || { cat "$WORK/copy4.log"; fail "copy --max-backups-to-copy=1 failed"; }
-# the newest set: its full and every delta sorted after it (seed-spec §3.5: by last revision,
+# the newest set: its full and every delta sorted after it (docs/go-tool.md §3.5: by last revision,
 # ties by creation time), so a delta may start at or before the full's revision
 full_last=$(echo "$newest_full" | cut -d- -f3)
 full_ts=$(echo "$newest_full" | cut -d- -f4 | tr -cd 0-9)

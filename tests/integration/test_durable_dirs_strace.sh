@@ -12,7 +12,7 @@ source "$(dirname "$0")/lib.sh"
 make_workdir
 unset POD_NAMESPACE
 command -v strace >/dev/null && strace -f -o /dev/null true 2>/dev/null ||
-    { echo "SKIP: strace is missing or cannot trace here"; exit 77; }
+    skip_test "strace is missing or cannot trace here (apt-get install strace)"
 t0=$(date +%s)
 
 # check TRACE ROOT LABEL: every mkdir of a new path under ROOT and every rename onto a path under

@@ -56,7 +56,7 @@ grep -q "0000000001\|Full-00000000-00000999" "$WORK/chunks.log" && { cat "$WORK/
 echo "ok chunk objects of a killed upload are not snapshots (restore rc=$rc: $(tail -1 "$WORK/chunks.log"))"
 
 # chunks of a finished upload (the object itself exists: the Go tool leaves them for its GC,
-# seed-spec 6.1): a restore's listing deletes nothing; our GC, once it adopted the Go tool's
+# docs/go-tool.md §6.1): a restore's listing deletes nothing; our GC, once it adopted the Go tool's
 # backups, deletes them; chunks of an upload that never finished are only ignored
 # the snapshotter continues (adopts) an untagged chain only once it proved it is its etcd's
 # (docs/snapshot.md, the identity proof): the full snapshots are a real one of this etcd at

@@ -9,9 +9,7 @@ source "$(dirname "$0")/lib.sh"
 make_workdir
 command -v go >/dev/null || [ ! -x /usr/local/go/bin/go ] || PATH=$PATH:/usr/local/go/bin
 if ! command -v go >/dev/null; then
-    [ "${ETCDBR_REQUIRE_TOOLS:-0}" = 1 ] && fail "go not found (PATH, /usr/local/go/bin)"
-    echo "SKIP: go not found (PATH, /usr/local/go/bin)" >&2
-    exit 77
+    skip_test "go not found (PATH, /usr/local/go/bin)"
 fi
 GZIP_TOOL=${ETCDBR_BUILD_DIR:-$(dirname "$ETCDBR_BIN")}/gzip_tool
 [ -x "$GZIP_TOOL" ] || fail "gzip_tool not built ($GZIP_TOOL)"

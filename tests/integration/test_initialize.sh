@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `etcdbrctl initialize` (seed-spec §1.11, §9) against a real etcd and a Local store that the
+# `etcdbrctl initialize` (docs/go-tool.md §1.11, §9) against a real etcd and a Local store that the
 # snapshotter filled: 10 puts (full snapshot), 30 lease grants, etcd stopped and its data dir
 # copied aside ("stale"), etcd restarted on the original, 20 more puts stored as deltas.
 # (a) the stale copy is restored: its db is 20 revisions behind the store, and the 30 lease grants

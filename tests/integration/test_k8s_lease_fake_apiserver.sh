@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Kubernetes Lease updates (seed-spec §10.6, docs/kubernetes.md) against a scripted FAKE API
+# Kubernetes Lease updates (docs/go-tool.md §10.6, docs/kubernetes.md) against a scripted FAKE API
 # server (tests/servers/fake_k8s_apiserver.py over TLS: there is no real API server here), with a
 # real etcd and a real `etcdbrctl server`:
 # - the full-snapshot Lease holds the full snapshot's last revision and its creation time as
@@ -16,8 +16,8 @@
 # - compact --enable-snapshot-lease-renewal updates the full-snapshot Lease.
 source "$(dirname "$0")/lib.sh"
 make_workdir
-command -v openssl >/dev/null || { echo "SKIP: no openssl"; exit 77; }
-command -v jq >/dev/null || { echo "SKIP: no jq"; exit 77; }
+command -v openssl >/dev/null || skip_test "no openssl"
+command -v jq >/dev/null || skip_test "no jq"
 
 NS=shoot--lease-test
 SA=$WORK/sa

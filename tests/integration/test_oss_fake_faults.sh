@@ -4,7 +4,7 @@
 #  1. a transient 500 on UploadPart of part 2 is retried by the retry layer: the save succeeds,
 #     byte-exact, and the fake saw part 2 twice;
 #  2. part 2 failing every time: the save FAILS (the Go tool reports success here when the abort
-#     succeeds, seed-spec §15 item 11) with a message naming the part, the request and the
+#     succeeds, docs/go-tool.md §15 item 11) with a message naming the part, the request and the
 #     error code; the multipart upload is aborted: no object, no upload left (ListMultipartUploads);
 #  3. a 503 on GetObject once: the read is retried and byte-exact;
 #  4. a wrong accessKeySecret: 403 SignatureDoesNotMatch, the message names the method and URL

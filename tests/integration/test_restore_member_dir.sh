@@ -22,7 +22,7 @@ source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/history_gen.sh"
 make_workdir
 versions=$(etcd_versions)
-SEED=${SEED:-${ETCDBR_SEED:-}}
+SEED=${ETCDBR_SEED:-${SEED:-}}
 runs=${ETCDBR_MEMBER_DIR_RUNS:-1}
 [ -z "$SEED" ] || runs=1
 

@@ -42,9 +42,24 @@ restore_store "$WORK/x/store" "$WORK/busy.etcd" --restoration-temp-snapshots-dir
 [ "$rc" = 3 ] || fail "restore into a non-empty data dir: exit $rc"
 [ "$(cat "$WORK/busy.etcd/file")" = keep ] && [ "$(cat "$WORK/mine/notes.txt")" = precious ] || fail "a refused restore touched files"
 
-for d in r1 r2 r3; do
+# 5. the default temp dir (the Go tool's relative "default.restoration.tmp") is made in the
+#    working directory and removed with the restore, as the Go tool does; an empty one that was
+#    there before is the user's and stays
+mkdir -p "$WORK/cwd"
+(cd "$WORK/cwd" && "$ETCDBR_BIN" restore --storage-provider=Local --store-container="$WORK/x/store" \
+    --data-dir="$WORK/r5.etcd" --name=restored --initial-cluster=restored=http://127.0.0.1:2380 \
+    --initial-advertise-peer-urls=http://127.0.0.1:2380) >"$WORK/r5.log" 2>&1 || { cat "$WORK/r5.log"; fail "restore with the default temp dir failed"; }
+[ -z "$(ls -A "$WORK/cwd")" ] || fail "restore left in the working directory: $(ls -A "$WORK/cwd")"
+mkdir "$WORK/cwd/default.restoration.tmp"
+(cd "$WORK/cwd" && "$ETCDBR_BIN" restore --storage-provider=Local --store-container="$WORK/x/store" \
+    --data-dir="$WORK/r6.etcd" --name=restored --initial-cluster=restored=http://127.0.0.1:2380 \
+    --initial-advertise-peer-urls=http://127.0.0.1:2380) >"$WORK/r6.log" 2>&1 || { cat "$WORK/r6.log"; fail "restore with an existing default temp dir failed"; }
+[ "$(ls -A "$WORK/cwd")" = default.restoration.tmp ] && [ -z "$(ls -A "$WORK/cwd/default.restoration.tmp")" ] ||
+    fail "restore removed the user's empty default.restoration.tmp or left files in it: $(ls -AR "$WORK/cwd")"
+
+for d in r1 r2 r3 r5 r6; do
     start_etcd restored "$WORK/$d.etcd"
     [ "$(current_revision "$ETCD_EP")" = "$rev" ] || fail "$d: revision differs"
     stop_pid "$ETCD_PID"
 done
-echo "temp dir with user files, temp dir holding the store, initialize, refused restore: nothing lost"
+echo "temp dir with user files, temp dir holding the store, initialize, refused restore: nothing lost; the default temp dir made and removed, an existing one kept"

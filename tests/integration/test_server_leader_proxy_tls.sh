@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Followers forward /snapshot/full and /snapshot/delta to the backup leader over HTTPS (seed-spec
+# Followers forward /snapshot/full and /snapshot/delta to the backup leader over HTTPS (docs/go-tool.md
 # §2 "Not-leader handling", issue 10): a 3-member cluster, one `etcdbrctl server` sidecar per
 # member on its member's loopback address, all with --server-cert/--server-key and --cacert as
 # the root for the leader's certificate (openssl, self-signed for 127.0.0.1-3). Checks: /healthz

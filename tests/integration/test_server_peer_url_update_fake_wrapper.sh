@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The server's start-up peer URL update (seed-spec §10.4, last paragraph) on member m2 of a real
+# The server's start-up peer URL update (docs/go-tool.md §10.4, last paragraph) on member m2 of a real
 # 3-member etcd cluster, with a FAKE etcd-wrapper (a scripted HTTP server: the real one is not
 # available here) on m2's host 127.0.0.2, port 9095 (fixed by the Go tool). m2's etcd listens on
 # two peer URLs, so the cluster stays whole whichever of them is registered.
@@ -50,8 +50,7 @@ PIDS+=("$WRAPPER_PID")
 for k in $(seq 1 50); do
     [ -e "$WORK/wrapper.ready" ] && break
     if ! kill -0 "$WRAPPER_PID" 2>/dev/null; then
-        echo "SKIP: $(cat "$WORK/wrapper.out")" >&2
-        exit 77
+        skip_test "$(cat "$WORK/wrapper.out")"
     fi
     sleep 0.1
 done

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The server's secondary backup sync (issue 9 item 4; seed-spec §1.7, §10.3) with a real etcd,
+# The server's secondary backup sync (issue 9 item 4; docs/go-tool.md §1.7, §10.3) with a real etcd,
 # a Local primary store and an S3 (s3rver) secondary store whose credentials are only in
 # SECONDARY_ variables:
 #  1. every full snapshot the server takes (4, by its HTTP API) and the deltas between them reach

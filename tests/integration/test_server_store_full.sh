@@ -8,8 +8,7 @@ source "$(dirname "$0")/lib.sh"
 make_workdir
 mkdir -p "$WORK/store"
 if ! mount -t tmpfs -o size=48m tmpfs "$WORK/store" 2>/dev/null; then
-    echo "SKIP: cannot mount a tmpfs for the full-disk case (needs root)"
-    exit 77
+    skip_test "cannot mount a tmpfs for the full-disk case (needs root)"
 fi
 trap 'cleanup; umount "$WORK/store" 2>/dev/null || true; rm -rf "$WORK"' EXIT
 KEEP_WORK=1 # the trap above removes it after unmounting

@@ -7,8 +7,7 @@ make_workdir
 LOADGEN=${ETCDBR_BUILD_DIR:-$(dirname "$ETCDBR_BIN")}/etcd_loadgen
 mkdir -p "$WORK/spool"
 if ! mount -t tmpfs -o size=8m tmpfs "$WORK/spool" 2>/dev/null; then
-    echo "SKIP: cannot mount a tmpfs (needs root)"
-    exit 77
+    skip_test "cannot mount a tmpfs (needs root)"
 fi
 trap 'cleanup; umount "$WORK/spool" 2>/dev/null || true; rm -rf "$WORK"' EXIT
 KEEP_WORK=1

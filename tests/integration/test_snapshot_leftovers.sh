@@ -11,7 +11,7 @@ source "$(dirname "$0")/lib.sh"
 make_workdir
 LOADGEN=${ETCDBR_BUILD_DIR:-$(dirname "$ETCDBR_BIN")}/etcd_loadgen
 [ -x "$LOADGEN" ] || fail "etcd_loadgen not built next to etcdbrctl"
-command -v flock >/dev/null || { echo "SKIP: no flock (util-linux)"; exit 77; }
+command -v flock >/dev/null || skip_test "no flock (util-linux)"
 seed=${ETCDBR_SEED:-$(($(date +%s) % 32768))}
 echo "seed=$seed"
 RANDOM=$seed

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # etcdbrctl verify (issue 9 item 2), with real etcd processes and a real object-store server:
 #  0. every store the Go tool wrote (tests/fixtures: plain, gzip, zlib, lzw, v1) passes
-#     --all-sets: its full snapshots may hold a few revisions after their names' (seed-spec §3);
+#     --all-sets: its full snapshots may hold a few revisions after their names' (docs/go-tool.md §3);
 #  1. S3 (s3rver): a snapshotter backs up into a bucket; verify passes (exit 0, text and JSON),
 #     --all-sets too, and --restore-test restores the latest set, starts an etcd on it and
 #     matches the live cluster's HashKV at the set's last revision;
@@ -139,7 +139,7 @@ FULL=$(ls "$GOOD/v2" | grep '^Full-')
 H1=$(ls "$GOOD/etcdbr/history")
 
 # python helpers on a gzip'ed snapshot object: flip one byte of the payload (not the trailer) and
-# re-gzip; or re-encode a delta with other values and a recomputed sha256 (seed-spec §4.2)
+# re-gzip; or re-encode a delta with other values and a recomputed sha256 (docs/go-tool.md §4.2)
 PY=$WORK/obj.py
 cat >"$PY" <<'PYEOF'
 import base64, gzip, hashlib, json, sys

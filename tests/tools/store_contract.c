@@ -1,5 +1,5 @@
-/* store_contract: the store-driver contract (STYLE.md "one contract suite runs against every
- * store driver"), run against any provider:
+/* store_contract: the store-driver contract (one contract suite runs against every store
+ * driver; CONTRIBUTING.md), run against any provider:
  *   store_contract --provider Local|S3|ECS|OCS|ABS|GCS|Swift|OSS --container C [--endpoint URL]
  *                  [--prefix P]
  *                  [--min-chunk BYTES] [--parallel N] [--list-count N]

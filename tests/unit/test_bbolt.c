@@ -313,9 +313,9 @@ static void etcd_stop(void) {
 }
 
 static void need_etcd(void) {
-    if (!env.have_etcd) skip();
+    if (!env.have_etcd) testutil_skip("no etcd on PATH (apt-get install etcd-server)");
     if (env.start_failed) fail_msg("etcd did not start (log in %s/etcd.log)", env.dir);
-    if (env.pid <= 0) skip(); /* stopped by the live-db test */
+    if (env.pid <= 0) testutil_skip("etcd was stopped by the live-db test, which ran first");
 }
 
 static int64_t etcd_revision(void) {
@@ -761,7 +761,7 @@ static void test_bbolt_random_page_damage_never_crashes(void **state) {
 
 static void test_bbolt_corrupt_branch_pages_are_reported(void **state) {
     (void)state;
-    if (!env.big_path[0]) skip();
+    if (!env.big_path[0]) testutil_skip("the large-db test, which writes this db, did not run");
     size_t len;
     uint8_t *db = read_file(env.big_path, &len);
     char path[512], want[64];
@@ -835,5 +835,5 @@ int main(void) {
         cmocka_unit_test(test_bbolt_random_page_damage_never_crashes),
         cmocka_unit_test(test_bbolt_corrupt_branch_pages_are_reported),
     };
-    return cmocka_run_group_tests_name("bbolt", tests, group_setup, group_teardown);
+    return testutil_exit(cmocka_run_group_tests_name("bbolt", tests, group_setup, group_teardown));
 }

@@ -334,11 +334,11 @@ static void test_fs_scratch_create_cleans_only_marked_stale_dirs(void **state) {
     assert_int_equal(utimensat(AT_FDCWD, user, t, 0), 0);
     char *s1 = NULL;
     int fd1 = -1;
-    assert_int_equal(fs_scratch_create(dir, "etcdbr-x.", "test", &s1, &fd1), 0);
+    assert_int_equal(fs_scratch_create(dir, "etcdbr-x.", "test", &s1, &fd1, NULL), 0);
     snprintf(old, sizeof old, "%s", s1);
     close(fd1); /* its owner is gone */
     free(s1);
-    assert_int_equal(fs_scratch_create(dir, "etcdbr-x.", "test", &s1, &fd1), 0);
+    assert_int_equal(fs_scratch_create(dir, "etcdbr-x.", "test", &s1, &fd1, NULL), 0);
     assert_true(present(user, "keep"));
     assert_false(fs_exists(old));
     assert_true(present(s1, FS_SCRATCH_MARKER));
@@ -371,18 +371,48 @@ static void test_fs_scratch_create_cleans_what_a_kill_leaves_at_once(void **stat
     assert_int_equal(flock(live_fd, LOCK_EX), 0);
     char *s1 = NULL;
     int fd1 = -1;
-    assert_int_equal(fs_scratch_create(dir, "etcdbr-x.", "test", &s1, &fd1), 0);
+    assert_int_equal(fs_scratch_create(dir, "etcdbr-x.", "test", &s1, &fd1, NULL), 0);
     assert_false(fs_exists(empty));
     assert_false(fs_exists(marked));
     assert_true(fs_exists(live));
     /* the new one is locked: a second creator keeps it */
     char *s2 = NULL;
     int fd2 = -1;
-    assert_int_equal(fs_scratch_create(dir, "etcdbr-x.", "test", &s2, &fd2), 0);
+    assert_int_equal(fs_scratch_create(dir, "etcdbr-x.", "test", &s2, &fd2, NULL), 0);
     assert_true(present(s1, FS_SCRATCH_MARKER));
     close(fd1);
     close(fd2);
     close(live_fd);
+    free(s1);
+    free(s2);
+    assert_int_equal(fs_remove_tree(dir), 0);
+}
+
+/* A temp dir that fs_scratch_create made (the default relative "default.restoration.tmp") goes
+ * when its last scratch directory goes; one that existed before (the user's) stays, even empty;
+ * one that another scratch directory still uses stays. */
+static void test_fs_scratch_temp_dir_made_is_removed_after_use(void **state) {
+    (void)state;
+    char dir[] = "/tmp/etcdbr-ut.XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char temp[512];
+    snprintf(temp, sizeof temp, "%s/default.restoration.tmp", dir);
+    char *s1 = NULL, *s2 = NULL;
+    int fd1 = -1, fd2 = -1, made1 = -1, made2 = -1;
+    assert_int_equal(fs_scratch_create(temp, "etcdbr-x.", "test", &s1, &fd1, &made1), 0);
+    assert_int_equal(made1, 1);
+    assert_int_equal(fs_scratch_create(temp, "etcdbr-x.", "test", &s2, &fd2, &made2), 0);
+    assert_int_equal(made2, 0);
+    assert_int_equal(fs_remove_marked_tree(s1, FS_SCRATCH_MARKER), 0);
+    fs_scratch_temp_dir_release(temp, made1);
+    assert_true(fs_exists(temp)); /* s2 is still in it */
+    assert_int_equal(fs_remove_marked_tree(s2, FS_SCRATCH_MARKER), 0);
+    fs_scratch_temp_dir_release(temp, made2);
+    assert_true(fs_exists(temp)); /* not made by s2's creator */
+    fs_scratch_temp_dir_release(temp, made1);
+    assert_false(fs_exists(temp));
+    close(fd1);
+    close(fd2);
     free(s1);
     free(s2);
     assert_int_equal(fs_remove_tree(dir), 0);
@@ -520,6 +550,7 @@ int main(void) {
         cmocka_unit_test(test_fs_scratch_dir_remove_only_takes_marked_dirs),
         cmocka_unit_test(test_fs_scratch_create_cleans_only_marked_stale_dirs),
         cmocka_unit_test(test_fs_scratch_create_cleans_what_a_kill_leaves_at_once),
+        cmocka_unit_test(test_fs_scratch_temp_dir_made_is_removed_after_use),
         cmocka_unit_test(test_log_lines_stay_whole_beside_another_writer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

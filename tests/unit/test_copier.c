@@ -1,4 +1,5 @@
-/* test_copier: the copy's selection (the Go tool's "backups" grouping, seed-spec §3.6, and the
+/* test_copier: the copy's selection (the Go tool's "backups" grouping, docs/go-tool.md §3.6, and
+ * the
  * --max-backups-to-copy / --max-backup-age limits), the destination names (".final" stripped),
  * the plan against a destination listing, and copier_run between two real Local stores in temp
  * dirs: bytes equal, history record and tags copied, nothing replaced, a rerun copies nothing.

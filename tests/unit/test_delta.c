@@ -13,6 +13,7 @@
 #include "codec/io.h"
 #include "common/err.h"
 #include "common/fsutil.h"
+#include "support/testutil.h"
 
 #include <jansson.h>
 #include <openssl/evp.h>
@@ -830,7 +831,7 @@ static void test_full_disk_is_an_error_never_a_short_delta(void **state) {
     assert_int_equal(fs_mkdir_p(dir, 0700), 0);
     if (mount("tmpfs", dir, "tmpfs", 0, "size=64k") != 0) {
         rmdir(dir);
-        skip();
+        testutil_skip("cannot mount a tmpfs for the full-disk case (needs root)");
     }
     DeltaWriter *w = NULL;
     assert_int_equal(delta_writer_new(dir, &w), 0);
@@ -1370,5 +1371,5 @@ int main(void) {
         cmocka_unit_test(test_parse_time_gives_unix_nanoseconds),
         cmocka_unit_test(test_event_check_refuses_what_etcd_never_writes),
     };
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    return testutil_exit(cmocka_run_group_tests(tests, group_setup, group_teardown));
 }

@@ -27,6 +27,7 @@
 #include "common/fsutil.h"
 #include "etcd/etcd_client.h"
 #include "etcd/etcd_proc.h"
+#include "support/testutil.h"
 
 typedef struct Env {
     char dir[256];
@@ -108,7 +109,7 @@ static int group_teardown(void **state) {
 
 #define NEED_ETCD()                                                                                \
     do {                                                                                           \
-        if (etcd_missing) skip();                                                                  \
+        if (etcd_missing) testutil_skip("no etcd on PATH");                                        \
     } while (0)
 
 #define CHECK(expr)                                                                                \
@@ -857,36 +858,28 @@ static void test_watch_reassembles_fragmented_responses(void **state) {
     CHECK(etcd_proc_stop(p));
 }
 
-static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int sh(const char *fmt, ...) {
-    char cmd[4096];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    int rc = system(cmd);
-    if (rc != 0) fprintf(stderr, "command failed (%d): %s\n", rc, cmd);
-    return rc;
-}
-
 static int make_certs(const char *d) {
     const char *ec = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
-    if (sh("cd %s && openssl req -x509 %s -keyout ca.key -out ca.crt -days 2 -subj "
+    if (sh(NULL, 0,
+           "cd %s && openssl req -x509 %s -keyout ca.key -out ca.crt -days 2 -subj "
            "/CN=etcdbr-test-ca "
            ">/dev/null 2>&1",
            d, ec))
         return -1;
-    if (sh("cd %s && openssl req -x509 %s -keyout ca2.key -out ca2.crt -days 2 -subj /CN=other-ca "
+    if (sh(NULL, 0,
+           "cd %s && openssl req -x509 %s -keyout ca2.key -out ca2.crt -days 2 -subj /CN=other-ca "
            ">/dev/null 2>&1",
            d, ec))
         return -1;
-    if (sh("cd %s && printf "
+    if (sh(NULL, 0,
+           "cd %s && printf "
            "'subjectAltName=IP:127.0.0.1\\nextendedKeyUsage=serverAuth,clientAuth\\n' > ext",
            d))
         return -1;
     const char *names[2] = {"server", "client"};
     for (int i = 0; i < 2; i++) {
-        if (sh("cd %s && openssl req %s -keyout %s.key -out %s.csr -subj /CN=%s >/dev/null 2>&1 && "
+        if (sh(NULL, 0,
+               "cd %s && openssl req %s -keyout %s.key -out %s.csr -subj /CN=%s >/dev/null 2>&1 && "
                "openssl x509 -req -in %s.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out %s.crt "
                "-days 2 -extfile ext >/dev/null 2>&1",
                d, ec, names[i], names[i], i ? "root" : "127.0.0.1", names[i], names[i]))
@@ -1069,7 +1062,7 @@ static void status_error(const char *url, const char *cacert, char *out, size_t 
 
 static void test_tls_mismatch_errors_name_the_flags_to_fix(void **state) {
     (void)state;
-    if (system("openssl version >/dev/null 2>&1") != 0) skip();
+    if (system("openssl version >/dev/null 2>&1") != 0) testutil_skip("no openssl CLI");
     char d[] = "/tmp/etcdbr-test-tlshint-XXXXXX";
     assert_non_null(mkdtemp(d));
     if (make_certs(d)) fail_msg("openssl certificate generation failed");
@@ -1128,10 +1121,10 @@ static void test_auth_username_password_and_wrong_password(void **state) {
     const char *url = etcd_proc_client_url(p);
     char ctl[512];
     snprintf(ctl, sizeof ctl, "ETCDCTL_API=3 etcdctl --endpoints=%s", url);
-    assert_int_equal(sh("%s user add root:s3cret --interactive=false >/dev/null", ctl), 0);
-    assert_int_equal(sh("%s role add root >/dev/null", ctl), 0);
-    assert_int_equal(sh("%s user grant-role root root >/dev/null", ctl), 0);
-    assert_int_equal(sh("%s auth enable >/dev/null", ctl), 0);
+    assert_int_equal(sh(NULL, 0, "%s user add root:s3cret --interactive=false >/dev/null", ctl), 0);
+    assert_int_equal(sh(NULL, 0, "%s role add root >/dev/null", ctl), 0);
+    assert_int_equal(sh(NULL, 0, "%s user grant-role root root >/dev/null", ctl), 0);
+    assert_int_equal(sh(NULL, 0, "%s auth enable >/dev/null", ctl), 0);
 
     const char *eps[1] = {url};
     EtcdConfig ec = {.endpoints = eps,
@@ -1266,5 +1259,5 @@ int main(void) {
         cmocka_unit_test(test_proc_sets_go_runtime_env),
         cmocka_unit_test(test_proc_start_reports_early_exit_with_log_tail),
     };
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    return testutil_exit(cmocka_run_group_tests(tests, group_setup, group_teardown));
 }

@@ -1,4 +1,4 @@
-/* test_gc: garbage collection (seed-spec §6, §13 scenario 7, §15.10). gc_plan runs over built
+/* test_gc: garbage collection (docs/go-tool.md §6, §13 scenario 7, §15.10). gc_plan runs over built
  * Snapshot arrays with a fake clock (explicit `now`); gc_run over a real Local store in a temp
  * dir, and over a Local driver wrapped so that chosen removals fail. A seeded property test
  * checks over many random stores that the latest set survives every policy and parameter. */
@@ -328,7 +328,7 @@ static void test_revisions_wider_than_8_digits_keep_numeric_order(void **state) 
     free(sv.v);
 }
 
-/* ---------- Exponential: the Go unit test (seed-spec §6.3) ---------- */
+/* ---------- Exponential: the Go unit test (docs/go-tool.md §6.3) ---------- */
 
 /* The Go test's store: from 00:00 UTC 36 days before now's day, one snapshot every 10 minutes
  * up to now inclusive, Full, Incr, Incr in turn (so fulls at :00 and :30). Revisions grow. */
@@ -519,8 +519,8 @@ static void test_exponential_keeps_future_full_of_the_current_clock_hour_like_go
 
 static void test_exponential_compares_with_kept_neighbour_not_a_removed_one(void **state) {
     (void)state;
-    /* seed-spec §15.10. Fulls in revision order: 13:10 today, then one whose name says 40 days
-     * ago (a clock that went back), then 13:30, then the newest at 14:30. The 40-day-old one
+    /* docs/go-tool.md §15.10. Fulls in revision order: 13:10 today, then one whose name says 40
+     * days ago (a clock that went back), then 13:30, then the newest at 14:30. The 40-day-old one
      * goes. Go then compares 13:10 with it (a different hour), keeping two fulls of hour 13;
      * this plan compares 13:10 with 13:30, the newer full it keeps, and drops 13:10. */
     SnapVec sv = {0};
@@ -890,7 +890,7 @@ static void test_run_keeps_full_whose_delta_could_not_be_removed(void **state) {
 
 static void test_run_skips_immutable_objects_without_counting_failures(void **state) {
     (void)state;
-    /* ABS BlobImmutableDueToPolicy (seed-spec §6.4): skipped, not a failure; the full whose
+    /* ABS BlobImmutableDueToPolicy (docs/go-tool.md §6.4): skipped, not a failure; the full whose
      * delta is immutable stays with it, the other streams go as planned. */
     char *dir = make_tmpdir();
     FailDrv *fd = NULL;

@@ -1,4 +1,4 @@
-/* test_initializer: the initializer's multi-member decisions (seed-spec §9.2) through fake
+/* test_initializer: the initializer's multi-member decisions (docs/go-tool.md §9.2) through fake
  * cluster hooks (the real ones, src/cmd/member.c, are covered against real etcd clusters by
  * tests/integration/test_cluster_*.sh): a member absent from the member list joins as a learner
  * with its data dir aside and without validation; a listed member with an invalid data dir is

@@ -1,5 +1,5 @@
 /* test_k8s_lease: the Lease JSON (parse, merge patch, MicroTime), the update decisions of the
- * snapshot Leases (seed-spec §10.6), the Status message, and the in-cluster configuration
+ * snapshot Leases (docs/go-tool.md §10.6), the Status message, and the in-cluster configuration
  * checks of k8s_client_new (no network). */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,6 +1,6 @@
-/* test_leader_proxy: the leader sidecar's address a follower forwards to (seed-spec §2: the host
- * of the leader's first client URL with this server's --server-port; https when the server runs
- * TLS). The forwarding itself runs against real sidecars in
+/* test_leader_proxy: the leader sidecar's address a follower forwards to (docs/go-tool.md §2: the
+ * host of the leader's first client URL with this server's --server-port; https when the server
+ * runs TLS). The forwarding itself runs against real sidecars in
  * tests/integration/test_server_leader_proxy_tls.sh and test_cluster_handover.sh. */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,5 +1,5 @@
 /* test_lease_renewer: the member Lease's name and tls-enabled annotation from the etcd config
- * file (seed-spec §10.6). The updates themselves are tested against the fake API server
+ * file (docs/go-tool.md §10.6). The updates themselves are tested against the fake API server
  * (tests/integration/test_k8s_lease_fake_apiserver.sh). */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,4 +1,4 @@
-/* test_metrics: the Prometheus registry and the etcdbr catalogue (seed-spec §2, §11, §15.14).
+/* test_metrics: the Prometheus registry and the etcdbr catalogue (docs/go-tool.md §2, §11, §15.14).
  * Exact exposition text for each metric type, escaping, pre-initialised children, the
  * cardinality cap, concurrent updates, and a small text-format checker run over every
  * rendering so that a malformed line fails whatever test produced it. */
@@ -11,6 +11,7 @@
 
 #include "common/err.h"
 #include "server/metrics.h"
+#include "support/testutil.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -908,7 +909,8 @@ static double sample_value(const char *text, const char *name) {
 
 static void test_process_metrics_match_go_and_have_sane_values(void **state) {
     (void)state;
-    if (access("/proc/self/stat", R_OK) != 0) skip(); /* not Linux: the callbacks give NaN */
+    if (access("/proc/self/stat", R_OK) != 0)
+        testutil_skip("no /proc/self/stat"); /* not Linux: the callbacks give NaN */
     MetricsRegistry *reg = new_reg();
     assert_int_equal(metrics_register_process(reg), 0);
     assert_int_equal(metrics_register_process(reg), ERR_EXISTS);
@@ -1007,5 +1009,5 @@ int main(void) {
         cmocka_unit_test(test_process_metrics_match_go_and_have_sane_values),
         cmocka_unit_test(test_default_registry_serves_process_metrics),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return testutil_exit(cmocka_run_group_tests(tests, NULL, NULL));
 }

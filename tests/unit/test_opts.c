@@ -368,7 +368,7 @@ static void test_help_shows_status_ranges_and_allowed_values(void **state) {
 static void test_docs_flags_md_is_generated_from_the_table(void **state) {
     (void)state;
     const char *src = source_dir();
-    if (!src) skip();
+    if (!src) testutil_skip("ETCDBR_SOURCE_DIR is not set (run it through ctest)");
     char *gen = NULL;
     size_t gen_len = 0;
     FILE *f = open_memstream(&gen, &gen_len);
@@ -401,7 +401,7 @@ static void test_docs_flags_md_is_generated_from_the_table(void **state) {
 static void test_binary_exits_2_naming_the_flag(void **state) {
     (void)state;
     const char *bin = getenv("ETCDBR_BIN");
-    if (!bin || !*bin) skip();
+    if (!bin || !*bin) testutil_skip("ETCDBR_BIN is not set (run it through ctest)");
     char out[4096];
     assert_int_equal(sh(out, sizeof out, "'%s' restore --min-chunk-size=1 2>&1", bin), 2);
     assert_non_null(
@@ -447,7 +447,7 @@ static int collect_source(const char *path, const struct stat *st, int type, str
 static void test_active_flags_are_read_and_unimplemented_ones_are_not(void **state) {
     (void)state;
     const char *src = source_dir();
-    if (!src) skip();
+    if (!src) testutil_skip("ETCDBR_SOURCE_DIR is not set (run it through ctest)");
     char dir[1024];
     snprintf(dir, sizeof dir, "%s/src", src);
     assert_int_equal(nftw(dir, collect_source, 16, FTW_PHYS), 0);
@@ -490,5 +490,5 @@ int main(void) {
         cmocka_unit_test(test_binary_exits_2_naming_the_flag),
         cmocka_unit_test(test_active_flags_are_read_and_unimplemented_ones_are_not),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return testutil_exit(cmocka_run_group_tests(tests, NULL, NULL));
 }

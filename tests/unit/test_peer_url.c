@@ -1,5 +1,5 @@
-/* test_peer_url: the pure parts of the server's start-up peer URL update (seed-spec §10.4): which
- * of the etcd config file's peer URLs the member list lacks (any one means MemberUpdate), and
+/* test_peer_url: the pure parts of the server's start-up peer URL update (docs/go-tool.md §10.4):
+ * which of the etcd config file's peer URLs the member list lacks (any one means MemberUpdate), and
  * etcd-wrapper's stop URL. The update itself runs against a real etcd and a fake etcd-wrapper in
  * tests/integration/test_server_peer_url_update_fake_wrapper.sh. */
 #include <setjmp.h>

@@ -1,5 +1,5 @@
-/* test_store: snapshot names (format, parse, sort, latest set; seed-spec §3 and §13 scenario 1),
- * the generic store layer's prefix handling (§15.1, §15.2) and the Local driver on real files,
+/* test_store: snapshot names (format, parse, sort, latest set; docs/go-tool.md §3 and §13 scenario
+ * 1), the generic store layer's prefix handling (§15.1, §15.2) and the Local driver on real files,
  * including the Go tool's fixture stores under tests/fixtures/<name>/store. Each test works in
  * its own temp directory under /tmp, removed afterwards. */
 #include <setjmp.h>

@@ -1,4 +1,4 @@
-/* test_store_env: every driver reads its environment with the store's prefix (seed-spec §12):
+/* test_store_env: every driver reads its environment with the store's prefix (docs/go-tool.md §12):
  * "SOURCE_" for copy's source, "SECONDARY_" for the server's secondary store, none for the
  * store itself; ECS's variables take none. A prefixed store never takes the unprefixed
  * credential files (the Go tool's secondary GCS store took the primary's), and its errors name

@@ -273,7 +273,7 @@ static int etcd_puts(const Etcd *e, int n, const char *prefix) {
 }
 
 static void need_etcd(void) {
-    if (!env.have_etcd) skip();
+    if (!env.have_etcd) testutil_skip("no etcd on PATH (apt-get install etcd-server)");
     if (env.setup_error[0]) fail_msg("setup: %s (logs in %s)", env.setup_error, env.dir);
 }
 
@@ -1535,5 +1535,6 @@ int main(void) {
         cmocka_unit_test(test_wal_segment_bounds_record_sizes),
         cmocka_unit_test(test_wal_classify_request_by_etcdserverpb_field),
     };
-    return cmocka_run_group_tests_name("validator", tests, group_setup, group_teardown);
+    return testutil_exit(
+        cmocka_run_group_tests_name("validator", tests, group_setup, group_teardown));
 }

@@ -73,3 +73,23 @@ int free_port(void) {
     close(s);
     return ntohs(a.sin_port);
 }
+
+static int g_skipped;
+
+void testutil_note_skip(const char *why) {
+    const char *req = getenv("ETCDBR_REQUIRE_TOOLS");
+    if (req && strcmp(req, "1") == 0)
+        fail_msg("cannot run here, and ETCDBR_REQUIRE_TOOLS=1 requires it: %s", why);
+    fprintf(stderr, "SKIP: %s\n", why);
+    g_skipped++;
+}
+
+int testutil_exit(int failed) {
+    if (failed) return failed == TESTUTIL_SKIP_EXIT || failed > 125 ? 1 : failed;
+    if (g_skipped) {
+        fprintf(stderr, "%d test(s) skipped: reported to ctest as skipped (exit %d)\n", g_skipped,
+                TESTUTIL_SKIP_EXIT);
+        return TESTUTIL_SKIP_EXIT;
+    }
+    return 0;
+}
