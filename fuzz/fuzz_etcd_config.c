@@ -1,6 +1,6 @@
 /* fuzz_etcd_config: GET /config's rendering of an etcd config file (outside bytes). The first
  * byte picks whether a member list is given. */
-#include "cmd/etcd_config.h"
+#include "sidecar/etcd_config.h"
 
 #include <stdint.h>
 #include <stdlib.h>

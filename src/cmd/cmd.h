@@ -6,11 +6,10 @@
 #define ETCDBR_CMD_H
 
 #include "opts.h"
+#include "../common/exitcode.h"
 
 #include <stdatomic.h>
 #include <signal.h>
-
-enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2, EXIT_EXISTS = 3, EXIT_NO_SNAPSHOT = 4 };
 
 /* Each command runs to completion on the calling thread with the parsed options (borrowed) and
  * returns an EXIT_* code; errors are logged, not returned. snapshot, server and run return only

@@ -2,7 +2,7 @@
  * sanity) and restore it from the store when it is missing, corrupt or older than the store
  * (docs/go-tool.md §1.11, §9). Unlike the Go tool it needs no POD_NAME/POD_NAMESPACE. */
 #include "cmd.h"
-#include "member.h"
+#include "../sidecar/member.h"
 #include "server_common.h"
 #include "../common/err.h"
 #include "../common/log.h"
@@ -33,8 +33,10 @@ int cmd_initialize(const Opts *o) {
     ic.full_mode = strcmp(mode, "full") == 0;
     ic.max_invalid_copies = (int)opt_int(o, "max-invalid-copies");
     EtcdConfig ec;
+    MemberFlags mf;
     if ((code = setup_etcd_config(o, &ec)) ||
-        (code = member_ctl_new(o, &ec, NULL, 0, ic.restore.stop, &member)))
+        (code = member_ctl_new(setup_member_flags(o, peer_urls, &mf), &ec, NULL, 0, ic.restore.stop,
+                               &member)))
         goto done;
     ic.member = member_ctl_init_hooks(member);
     /* a running etcd holds its data dir's locks: the validator would wait 120 s for them */

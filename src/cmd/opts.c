@@ -6,6 +6,7 @@
 #include "opts.h"
 #include "../codec/crypt.h"
 #include "../common/err.h"
+#include "../common/goparse.h"
 #include "../common/log.h"
 #include "../common/timeutil.h"
 
@@ -477,16 +478,6 @@ static const OptDef *find_short(char c, unsigned cmd, size_t *idx) {
     return NULL;
 }
 
-int opts_parse_bool(const char *s, int *out) {
-    static const char *const t[] = {"1", "t", "T", "TRUE", "true", "True"};
-    static const char *const f[] = {"0", "f", "F", "FALSE", "false", "False"};
-    for (size_t i = 0; i < 6; i++) {
-        if (!strcmp(s, t[i])) return *out = 1, 0;
-        if (!strcmp(s, f[i])) return *out = 0, 0;
-    }
-    return err_set(ERR_INVALID, "invalid boolean \"%s\"", s);
-}
-
 /* ---------- ranges and allowed values ---------- */
 
 /* A bound as the user writes it: "5242880", or for durations Go's "1h2m3s" / "250ms". */
@@ -568,7 +559,7 @@ static int validate_value(const OptDef *d, const char *v) {
     int64_t ms;
     switch (d->type) {
     case OPT_BOOL:
-        if (opts_parse_bool(v, &b))
+        if (go_parse_bool(v, &b))
             return err_set(ERR_INVALID, "--%s: invalid boolean \"%s\"", d->name, v);
         break;
     case OPT_INT:
@@ -870,7 +861,7 @@ const char *opt_str(const Opts *o, const char *name) {
 
 int opt_bool(const Opts *o, const char *name) {
     int b = 0;
-    opts_parse_bool(opt_str(o, name), &b);
+    go_parse_bool(opt_str(o, name), &b);
     return b;
 }
 

@@ -95,10 +95,6 @@ int opts_set_from_config(Opts *o, const char *name, const char *value);
 /* The table itself, for docs and config-file key mapping; *n set. */
 const OptDef *opts_table(size_t *n);
 
-/* Go's strconv.ParseBool forms (1 t T TRUE true True / 0 f F FALSE false False) -> 0/1.
- * 0 or ERR_INVALID (message names the text). */
-int opts_parse_bool(const char *s, int *out);
-
 /* Prints the options of cmd with defaults, ranges or allowed values, environment variables
  * and support status to stdout. */
 void opts_print_help(unsigned cmd);

@@ -1,38 +1,23 @@
-/* server_common: configuration built from options once, shared by the commands (snapshot,
- * restore, server, initialize), and the glue between the snapshotter/initializer and metrics
- * and the HTTP API's JSON. */
+/* server_common: the engines' configurations built from the options once, shared by the commands
+ * (snapshot, restore, server, initialize, compact, copy, verify, list); the sidecar's own
+ * (sidecar/setup.h) by server_setup. Every function logs a clear error and returns an EXIT_*. */
 #ifndef ETCDBR_SERVER_COMMON_H
 #define ETCDBR_SERVER_COMMON_H
 
-#include "lease_renewer.h"
+#include "../sidecar/member.h"
+#include "../sidecar/setup.h"
 #include "opts.h"
 #include "../backup/snapshotter.h"
 #include "../restore/initializer.h"
 #include "../restore/restorer.h"
 
-#include <jansson.h>
-
-typedef struct ServerSetup {
-    Store *store; /* owned; NULL when neither --storage-provider nor --store-container is set */
-    int has_store;
-    SnapshotterConfig snap;    /* etcd, store, schedule... (borrows from opts and this) */
-    CronSchedule defrag;       /* storage for snap.defrag_schedule */
-    RestoreConfig restore;     /* borrows from opts and this */
-    char *peer_urls;           /* owned, comma-joined --initial-advertise-peer-urls */
-    int64_t leader_timeout_ms; /* Status timeout of the leader check */
-    const char *const *service_endpoints; /* --service-endpoints (borrowed) */
-    size_t service_endpoints_n;
-    Store *secondary;             /* owned; only with --secondary-backup-sync-enabled */
-    int64_t secondary_period_ms;  /* --secondary-backup-sync-period */
-    char *client_urls;            /* owned: run mode's endpoints taken from etcd's flags */
-    const char **client_url_list; /* owned array into client_urls */
-    LeaseRenewer *leases;         /* owned; NULL without --enable-*-lease-renewal */
-} ServerSetup;
-
 /* Parts, each logging a clear error and returning an EXIT_* code. */
 int setup_etcd_config(const Opts *o, EtcdConfig *out);
 int setup_snapshotter_config(const Opts *o, SnapshotterConfig *out, CronSchedule *defrag);
 int setup_restore_config(const Opts *o, RestoreConfig *out, char **peer_urls_owned);
+/* The member flags of o for member_ctl_new, into *out (borrowing from o and peer_urls, the
+ * comma-joined --initial-advertise-peer-urls of setup_restore_config); returns out. */
+const MemberFlags *setup_member_flags(const Opts *o, const char *peer_urls, MemberFlags *out);
 /* Opens the store. A --store-container (or STORAGE_CONTAINER) without --storage-provider is the
  * Local store. With allow_none, neither given gives *out = NULL (server, initialize). */
 int setup_store(const Opts *o, int allow_none, Store **out);
@@ -53,37 +38,8 @@ int setup_store_as(const Opts *o, const char *flag_prefix, const char *env_prefi
  * (copy) calls setup_store once and gives the second store keyring_copy(store_keyring(first)). */
 int setup_keyring(const Opts *o, Keyring **out);
 
-/* Everything the server needs; EXIT_OK or EXIT_USAGE/EXIT_FAIL. server_teardown frees. */
+/* Everything the server needs (sidecar/setup.h), from o; EXIT_OK or EXIT_USAGE/EXIT_FAIL.
+ * server_teardown frees. */
 int server_setup(const Opts *o, ServerSetup *out);
-void server_teardown(ServerSetup *s);
-
-/* Run mode without --endpoints: the snapshotter, leader check and restore talk to the client URLs
- * of the etcd command line etcd_argv (etcd_client_urls), when it names any; logged. 0 or ERR_*. */
-int server_take_etcd_client_urls(ServerSetup *s, char *const *etcd_argv);
-
-/* Starts the Kubernetes Lease renewals (lease_renewer.h) once the endpoints are final (after
- * server_take_etcd_client_urls); server_teardown stops them. EXIT_OK or EXIT_FAIL (logged). */
-int server_start_leases(ServerSetup *s);
-
-/* Snapshotter observer: updates metrics (snapshot_duration, latest revision, failures...) and
- * queues the snapshot Lease updates; ctx is the ServerSetup (or NULL: metrics only). */
-void server_on_snapshotter_event(void *ctx, const SnapshotterEvent *ev);
-/* Registers etcdbr_full_snapshot_age_seconds and etcdbr_delta_snapshot_age_seconds (gauges,
- * seconds since the last successful snapshot of this process, NaN before the first). */
-void server_register_age_metrics(void);
-/* Registers etcdbr_snapshotter_store_configured (gauge): 1 when a snapshot store is configured,
- * 0 when none is and so no backups are taken. */
-void server_register_store_metric(int configured);
-
-/* The Go tool's Snapshot JSON object (docs/go-tool.md §2; field names exactly, including the
- * misspelled "immutabilityExpriyTime"). New reference. */
-json_t *server_snapshot_json(const Snapshot *s);
-/* {"fullSnapshot": ..., "deltaSnapshots": [...]} of the store's latest set; *text malloc'ed. */
-int server_latest_json(const ServerSetup *s, char **text);
-/* The etcd config file for the launcher (ETCD_CONF, else /var/etcd/config/etcd.conf.yaml);
- * *text malloc'ed. */
-int server_etcd_config(const ServerSetup *s, char **text);
-/* Status of the first endpoint with the leader-election timeout. */
-int server_probe_etcd(const ServerSetup *s, EtcdStatus *st);
 
 #endif

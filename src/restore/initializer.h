@@ -26,7 +26,7 @@ typedef enum {
 } InitMemberState;
 
 /* The cluster operations of a member of a multi-member cluster, implemented above this layer
- * (src/cmd/member.c). Each call blocks (network, retries) and returns 0 or an ERR_*. */
+ * (src/sidecar/member.c). Each call blocks (network, retries) and returns 0 or an ERR_*. */
 typedef struct InitMember {
     void *ctx;
     InitMemberState (*probe)(void *ctx);

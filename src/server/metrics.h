@@ -184,7 +184,7 @@ typedef enum {
  * them. An initialization that restores this member's data dir from the store (or clears it
  * when the store is empty) is "single_node", whatever the cluster size; "single_member" is the
  * Go tool's multi-node path (remove the member, re-add it as a learner), which etcdbr measures
- * with the member remove/add-learner metrics instead (src/cmd/member.c, docs/cluster.md), so
+ * with the member remove/add-learner metrics instead (src/sidecar/member.c, docs/cluster.md), so
  * that label only ever shows its pre-initialised zeros. */
 #define ETCDBR_RESTORE_SINGLE_NODE "single_node"
 #define ETCDBR_RESTORE_SINGLE_MEMBER "single_member"

@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "cmd/etcd_config.h"
+#include "sidecar/etcd_config.h"
 #include "common/err.h"
 
 #include <stdlib.h>

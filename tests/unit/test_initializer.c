@@ -1,5 +1,5 @@
 /* test_initializer: the initializer's multi-member decisions (docs/go-tool.md §9.2) through fake
- * cluster hooks (the real ones, src/cmd/member.c, are covered against real etcd clusters by
+ * cluster hooks (the real ones, src/sidecar/member.c, are covered against real etcd clusters by
  * tests/integration/test_cluster_*.sh): a member absent from the member list joins as a learner
  * with its data dir aside and without validation; a listed member with an invalid data dir is
  * removed, its data dir kept aside, and re-added; a failed removal touches nothing; without the

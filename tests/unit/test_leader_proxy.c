@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "cmd/leader_proxy.h"
+#include "sidecar/leader_proxy.h"
 #include "common/err.h"
 
 #include <string.h>

@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "cmd/lease_renewer.h"
+#include "sidecar/lease_renewer.h"
 #include "common/err.h"
 
 #include <string.h>

@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "cmd/peer_url.h"
+#include "sidecar/peer_url.h"
 #include "common/err.h"
 
 #include <stdio.h>

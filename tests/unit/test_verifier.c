@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "cmd/server_verify.h"
+#include "sidecar/server_verify.h"
 #include "common/err.h"
 #include "restore/verifier.h"
 #include "server/metrics.h"

@@ -11,7 +11,6 @@
 #ifndef ETCDBR_LEASE_RENEWER_H
 #define ETCDBR_LEASE_RENEWER_H
 
-#include "opts.h"
 #include "../backup/snapshotter.h"
 #include "../etcd/etcd_client.h"
 #include "../store/store.h"
@@ -20,11 +19,21 @@
 
 typedef struct LeaseRenewer LeaseRenewer;
 
-/* Checks the lease options of o and the in-cluster configuration (k8s_client.h), and for the
+/* The Lease flags (strings borrowed for the call only). */
+typedef struct LeaseRenewerConfig {
+    int snapshot_leases;       /* --enable-snapshot-lease-renewal */
+    int member_lease;          /* --enable-member-lease-renewal */
+    const char *full_name;     /* --full-snapshot-lease-name */
+    const char *delta_name;    /* --delta-snapshot-lease-name */
+    int64_t heartbeat_ms;      /* --k8s-heartbeat-duration */
+    int64_t member_timeout_ms; /* --etcd-connection-timeout: the member Status call */
+} LeaseRenewerConfig;
+
+/* Checks the lease options of cfg and the in-cluster configuration (k8s_client.h), and for the
  * member Lease its name (<member-name-prefix>-$POD_NAME from the etcd config file at ETCD_CONF or
  * /var/etcd/config/etcd.conf.yaml) and whether all its peer URLs are https. *out NULL when no
  * renewal is enabled. No thread yet, no network I/O. EXIT_OK or EXIT_USAGE (logged). */
-int lease_renewer_new(const Opts *o, LeaseRenewer **out);
+int lease_renewer_new(const LeaseRenewerConfig *cfg, LeaseRenewer **out);
 
 /* Starts the worker thread (stop signals blocked in it). etcd (copied; its strings borrowed
  * until lease_renewer_free) reaches this member at endpoints[0]; status_timeout_ms bounds its
@@ -54,7 +63,7 @@ int lease_member_identity(const char *yaml, size_t len, const char *pod_name, ch
 
 /* compact --enable-snapshot-lease-renewal: updates the full-snapshot Lease now, within 60 s
  * (docs/go-tool.md Appendix B), for full snapshot rev created at created_on_s. Logs the outcome
- * (info) or the failure (warn). 0 or an ERR_*. */
-int lease_update_full_now(const Opts *o, int64_t rev, int64_t created_on_s);
+ * (info) or the failure (warn). lease_name: --full-snapshot-lease-name. 0 or an ERR_*. */
+int lease_update_full_now(const char *lease_name, int64_t rev, int64_t created_on_s);
 
 #endif

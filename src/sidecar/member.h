@@ -10,13 +10,25 @@
 #ifndef ETCDBR_MEMBER_H
 #define ETCDBR_MEMBER_H
 
-#include "opts.h"
 #include "../etcd/etcd_client.h"
 #include "../restore/initializer.h"
 
 #include <stdatomic.h>
 
 typedef struct MemberCtl MemberCtl;
+
+/* This member's flags as given (strings borrowed for the call only). A value whose *_set is 0 is
+ * the flag's default: etcd's command line and the etcd config file come before it. */
+typedef struct MemberFlags {
+    const char *name; /* --name */
+    int name_set;
+    const char *peer_urls; /* --initial-advertise-peer-urls, comma-joined */
+    int peer_urls_set;
+    const char *initial_cluster; /* --initial-cluster */
+    int initial_cluster_set;
+    const char *const *service_endpoints; /* --service-endpoints */
+    size_t n_service_endpoints;
+} MemberFlags;
 
 /* Resolves this member and the way to reach the cluster, each from the first source that gives
  * it: name and peer URLs from --name / --initial-advertise-peer-urls when given, else from
@@ -27,8 +39,8 @@ typedef struct MemberCtl MemberCtl;
  * etcd (borrowed, copied) gives TLS and credentials; its endpoints[0] is this member's own.
  * period_ms is the promotion retry period (--reelection-period); stop (may be NULL) ends
  * waits between retries. *out owned (member_ctl_free). EXIT_OK, or EXIT_FAIL (logged). */
-int member_ctl_new(const Opts *o, const EtcdConfig *etcd, char *const *etcd_argv, int64_t period_ms,
-                   atomic_int *stop, MemberCtl **out);
+int member_ctl_new(const MemberFlags *f, const EtcdConfig *etcd, char *const *etcd_argv,
+                   int64_t period_ms, atomic_int *stop, MemberCtl **out);
 void member_ctl_free(MemberCtl *m);
 
 /* The hooks for InitConfig.member (borrowed from m); NULL when m is NULL. */

@@ -4,7 +4,7 @@
  * than half of the voting members (this one included) other than this one answer Status with a
  * leader, and a linearizable read through them succeeds. */
 #include "member.h"
-#include "cmd.h"
+#include "../common/exitcode.h"
 #include "etcd_config.h"
 #include "../common/err.h"
 #include "../common/log.h"
@@ -590,30 +590,20 @@ static void read_etcd_conf(EtcdConfigMember *fm, int *have) {
     free(buf);
 }
 
-/* The value of a flag given explicitly, else etcd's command line, else the etcd config file,
- * else the flag's default; joined with commas; malloc'ed. */
-static char *pick(const Opts *o, const char *flag, char *const *argv, const char *file_value) {
+/* The value of a flag given explicitly (flag_value, given), else etcd's command line, else the
+ * etcd config file, else the flag's default (flag_value); malloc'ed. */
+static char *pick(const char *flag, const char *flag_value, int given, char *const *argv,
+                  const char *file_value) {
     const char *v = NULL;
-    if (!opt_is_set(o, flag)) {
+    if (!given) {
         if (argv) v = etcd_argv_flag(argv, flag);
         if (!v && file_value && *file_value) v = file_value;
     }
-    if (v) return strdup(v);
-    if (strcmp(flag, "initial-advertise-peer-urls") != 0) return strdup(opt_str(o, flag));
-    size_t n = 0, len = 1; /* the one list flag */
-    const char *const *l = opt_list(o, flag, &n);
-    for (size_t i = 0; i < n; i++)
-        len += strlen(l[i]) + 1;
-    char *s = calloc(1, len);
-    for (size_t i = 0; s && i < n; i++) {
-        if (i) strcat(s, ",");
-        strcat(s, l[i]);
-    }
-    return s;
+    return strdup(v ? v : flag_value ? flag_value : "");
 }
 
-int member_ctl_new(const Opts *o, const EtcdConfig *etcd, char *const *etcd_argv, int64_t period_ms,
-                   atomic_int *stop, MemberCtl **out) {
+int member_ctl_new(const MemberFlags *f, const EtcdConfig *etcd, char *const *etcd_argv,
+                   int64_t period_ms, atomic_int *stop, MemberCtl **out) {
     *out = NULL;
     MemberCtl *m = calloc(1, sizeof *m);
     if (!m) return EXIT_FAIL;
@@ -624,9 +614,11 @@ int member_ctl_new(const Opts *o, const EtcdConfig *etcd, char *const *etcd_argv
     EtcdConfigMember fm;
     int have_file = 0;
     read_etcd_conf(&fm, &have_file);
-    char *name = pick(o, "name", etcd_argv, have_file ? fm.name : NULL);
-    char *peer = pick(o, "initial-advertise-peer-urls", etcd_argv, have_file ? fm.peer_urls : NULL);
-    char *ic = pick(o, "initial-cluster", etcd_argv, have_file ? fm.initial_cluster : NULL);
+    char *name = pick("name", f->name, f->name_set, etcd_argv, have_file ? fm.name : NULL);
+    char *peer = pick("initial-advertise-peer-urls", f->peer_urls, f->peer_urls_set, etcd_argv,
+                      have_file ? fm.peer_urls : NULL);
+    char *ic = pick("initial-cluster", f->initial_cluster, f->initial_cluster_set, etcd_argv,
+                    have_file ? fm.initial_cluster : NULL);
     int rc = !m->own_ep || !name || !peer || !ic ? err_set(ERR_NOMEM, "out of memory") : 0;
     if (!rc) {
         snprintf(m->name, sizeof m->name, "%s", name);
@@ -637,10 +629,8 @@ int member_ctl_new(const Opts *o, const EtcdConfig *etcd, char *const *etcd_argv
     if (!rc) rc = split_into(ic, &ics, &n_ic);
     free_list(ics, n_ic);
     m->ic_entries = n_ic;
-    size_t n_svc = 0;
-    const char *const *svc = opt_list(o, "service-endpoints", &n_svc);
-    for (size_t i = 0; !rc && i < n_svc; i++)
-        rc = split_into(svc[i], &m->cluster, &m->n_cluster);
+    for (size_t i = 0; !rc && i < f->n_service_endpoints; i++)
+        rc = split_into(f->service_endpoints[i], &m->cluster, &m->n_cluster);
     if (!rc && !m->n_cluster && have_file)
         rc = split_into(fm.client_urls, &m->cluster, &m->n_cluster);
     for (size_t i = 1; !rc && !m->n_cluster && i < etcd->n_endpoints; i++)

@@ -1,6 +1,6 @@
 /* lease_renewer: see lease_renewer.h. */
 #include "lease_renewer.h"
-#include "cmd.h"
+#include "../common/exitcode.h"
 #include "etcd_config.h"
 #include "../common/err.h"
 #include "../common/log.h"
@@ -152,10 +152,10 @@ static int retry_period_ms(int64_t *ms) {
     return 0;
 }
 
-int lease_renewer_new(const Opts *o, LeaseRenewer **out) {
+int lease_renewer_new(const LeaseRenewerConfig *cfg, LeaseRenewer **out) {
     *out = NULL;
-    int snap = opt_bool(o, "enable-snapshot-lease-renewal");
-    int member = opt_bool(o, "enable-member-lease-renewal");
+    int snap = cfg->snapshot_leases;
+    int member = cfg->member_lease;
     if (!snap && !member) return EXIT_OK;
     LeaseRenewer *r = calloc(1, sizeof *r);
     if (!r) {
@@ -165,10 +165,10 @@ int lease_renewer_new(const Opts *o, LeaseRenewer **out) {
     r->snapshot_leases = snap;
     r->member_lease = member;
     r->delta_rev = -1;
-    snprintf(r->full_name, sizeof r->full_name, "%s", opt_str(o, "full-snapshot-lease-name"));
-    snprintf(r->delta_name, sizeof r->delta_name, "%s", opt_str(o, "delta-snapshot-lease-name"));
-    r->heartbeat_ms = opt_duration_ms(o, "k8s-heartbeat-duration");
-    r->member_timeout_ms = opt_duration_ms(o, "etcd-connection-timeout");
+    snprintf(r->full_name, sizeof r->full_name, "%s", cfg->full_name);
+    snprintf(r->delta_name, sizeof r->delta_name, "%s", cfg->delta_name);
+    r->heartbeat_ms = cfg->heartbeat_ms;
+    r->member_timeout_ms = cfg->member_timeout_ms;
     if (r->member_timeout_ms <= 0) r->member_timeout_ms = LEASE_UPDATE_TIMEOUT_MS;
     int code = EXIT_USAGE;
     if (snap && (!valid_lease_name("--full-snapshot-lease-name", r->full_name) ||
@@ -467,8 +467,7 @@ void lease_renewer_free(LeaseRenewer *r) {
     free(r);
 }
 
-int lease_update_full_now(const Opts *o, int64_t rev, int64_t created_on_s) {
-    const char *name = opt_str(o, "full-snapshot-lease-name");
+int lease_update_full_now(const char *name, int64_t rev, int64_t created_on_s) {
     if (!valid_lease_name("--full-snapshot-lease-name", name))
         return err_set(ERR_INVALID, "invalid --full-snapshot-lease-name");
     log_info("updating the full-snapshot Lease %s (--enable-snapshot-lease-renewal)", name);

@@ -2,7 +2,7 @@
  * until the next cron activation or a stop; a verification in progress is canceled through its
  * stop flag. */
 #include "server_verify.h"
-#include "cmd.h"
+#include "../common/exitcode.h"
 #include "../common/cron.h"
 #include "../common/err.h"
 #include "../common/log.h"
@@ -145,10 +145,11 @@ static void *verify_main(void *arg) {
     return NULL;
 }
 
-int server_verify_start(const Opts *o, const ServerSetup *setup, ServerVerify **out) {
+int server_verify_start(const ServerVerifyConfig *cfg, const ServerSetup *setup,
+                        ServerVerify **out) {
     *out = NULL;
     register_metrics();
-    const char *spec = opt_str(o, "verify-schedule");
+    const char *spec = cfg->schedule;
     if (!*spec) return EXIT_OK;
     if (!setup->has_store) {
         log_warn("--verify-schedule is set but no snapshot store is configured: nothing to verify");
@@ -163,13 +164,13 @@ int server_verify_start(const Opts *o, const ServerSetup *setup, ServerVerify **
     }
     snprintf(v->schedule_text, sizeof v->schedule_text, "%s", spec);
     v->setup = setup;
-    int rt = opt_bool(o, "verify-restore-test");
+    int rt = cfg->restore_test;
     v->cfg = (VerifyConfig){
         .store = setup->store,
         .temp_dir = setup->snap.temp_dir,
         .restore_test = rt,
         .live = rt ? &setup->snap.etcd : NULL,
-        .etcd_bin = opt_str(o, "restore-test-etcd-bin"),
+        .etcd_bin = cfg->etcd_bin,
         .etcdutl_bin = setup->restore.etcdutl_bin,
         .max_fetchers = setup->restore.max_fetchers,
         .new_lease_ttl = setup->restore.new_lease_ttl,
