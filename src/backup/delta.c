@@ -5,6 +5,7 @@
  * as it was before the call. The reader parses nothing before the trailer is verified and then
  * accepts what Go's decoder accepts (case-insensitive keys, unknown keys ignored). */
 #include "delta.h"
+#include "../codec/base64.h"
 #include "../common/err.h"
 #include "../common/fsutil.h"
 
@@ -762,15 +763,6 @@ static int get_int(DecodeCtx *c, json_t *v, const char *name, int64_t *dst) {
     return 0;
 }
 
-static int b64_val(unsigned char ch) {
-    if (ch >= 'A' && ch <= 'Z') return ch - 'A';
-    if (ch >= 'a' && ch <= 'z') return ch - 'a' + 26;
-    if (ch >= '0' && ch <= '9') return ch - '0' + 52;
-    if (ch == '+') return 62;
-    if (ch == '/') return 63;
-    return -1;
-}
-
 /* Go's []byte decoding: base64.StdEncoding (padding required, '\r' and '\n' ignored). With
  * buf NULL it only validates. */
 static int get_bytes(DecodeCtx *c, json_t *v, const char *name, uint8_t **buf, size_t *cap,
@@ -781,21 +773,12 @@ static int get_bytes(DecodeCtx *c, json_t *v, const char *name, uint8_t **buf, s
     }
     if (!json_is_string(v)) return dc_fail(c, "\"%s\" is not a string", name);
     const char *s = json_string_value(v);
-    size_t n = json_string_length(v), m = 0, pad = 0;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char ch = (unsigned char)s[i];
-        if (ch == '\r' || ch == '\n') continue;
-        if (ch == '=') {
-            pad++;
-        } else if (pad || b64_val(ch) < 0) {
-            return dc_fail(c, "\"%s\" is not base64: %s at character %zu", name,
-                           pad ? "data after '='" : "invalid character", i);
-        }
-        m++;
-    }
-    if (m % 4 != 0 || pad > 2)
-        return dc_fail(c, "\"%s\" is not padded base64 (%zu characters, %zu '=')", name, m, pad);
-    size_t out_len = m / 4 * 3 - pad;
+    size_t n = json_string_length(v), out_len = 0;
+    const unsigned flags = B64_PAD_REQUIRED | B64_SKIP_CRLF;
+    B64Fault fault;
+    if (b64_decoded_len(s, n, flags, &out_len, &fault))
+        return dc_fail(c, "\"%s\" is not padded base64: %s at character %zu", name, fault.why,
+                       fault.at);
     if (!buf) return 0;
     if (out_len + 1 > *cap) {
         uint8_t *p = realloc(*buf, out_len + 1);
@@ -803,22 +786,8 @@ static int get_bytes(DecodeCtx *c, json_t *v, const char *name, uint8_t **buf, s
         *buf = p;
         *cap = out_len + 1;
     }
-    uint8_t *o = *buf;
-    uint32_t acc = 0;
-    size_t q = 0, w = 0;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char ch = (unsigned char)s[i];
-        if (ch == '\r' || ch == '\n') continue;
-        acc = acc << 6 | (uint32_t)(ch == '=' ? 0 : b64_val(ch));
-        if (++q == 4) {
-            uint8_t b[3] = {(uint8_t)(acc >> 16), (uint8_t)(acc >> 8), (uint8_t)acc};
-            for (int k = 0; k < 3 && w < out_len; k++)
-                o[w++] = b[k];
-            acc = 0;
-            q = 0;
-        }
-    }
-    *len = out_len;
+    if (b64_decode(s, n, flags, *buf, *cap, len, &fault))
+        return dc_fail(c, "\"%s\": %s", name, fault.why);
     return 0;
 }
 
@@ -979,17 +948,6 @@ static int fp_str(Fp *f, const uint8_t **s, size_t *n) {
     *n = (size_t)(q - start);
     f->p = q + 1;
     return 1;
-}
-
-static const int8_t *b64_table(void) {
-    static int8_t t[256];
-    static int ready;
-    if (!ready) { /* idempotent: racing threads write the same values */
-        for (int i = 0; i < 256; i++)
-            t[i] = (int8_t)b64_val((unsigned char)i);
-        ready = 1;
-    }
-    return t;
 }
 
 /* Strict padded standard base64 into *buf (grown as needed). 0 on any irregularity. */

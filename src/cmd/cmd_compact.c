@@ -19,11 +19,11 @@ int cmd_compact(const Opts *o) {
     if (code) return code;
     RestoreConfig rcfg = {
         .store = store,
-        .temp_dir = opt_str(o, "restoration-temp-snapshots-dir"),
-        .skip_hash_check = opt_bool(o, "skip-hash-check"),
-        .max_fetchers = (int)opt_int(o, "max-fetchers"),
-        .new_lease_ttl = opt_duration_ms(o, "new-lease-ttl") / 1000,
-        .quota_bytes = opt_int(o, "embedded-etcd-quota-bytes"),
+        .temp_dir = opts_values(o)->restoration_temp_snapshots_dir,
+        .skip_hash_check = opts_values(o)->skip_hash_check,
+        .max_fetchers = (int)opts_values(o)->max_fetchers,
+        .new_lease_ttl = opts_values(o)->new_lease_ttl_ms / 1000,
+        .quota_bytes = opts_values(o)->embedded_etcd_quota_bytes,
         .stop = stop,
     };
     if (rcfg.new_lease_ttl < 1) rcfg.new_lease_ttl = 1;
@@ -49,9 +49,9 @@ int cmd_compact(const Opts *o) {
              (double)r.db_bytes / 1048576.0, (double)r.stored_bytes / 1048576.0,
              r.restore.seconds_total);
     /* as the Go tool: a failed Lease update is a warning, the compaction stands */
-    if (opt_bool(o, "enable-snapshot-lease-renewal"))
-        lease_update_full_now(opt_str(o, "full-snapshot-lease-name"), r.revision, r.created_on);
-    int64_t wait_ms = opt_duration_ms(o, "metrics-scrape-wait-duration");
+    if (opts_values(o)->enable_snapshot_lease_renewal)
+        lease_update_full_now(opts_values(o)->full_snapshot_lease_name, r.revision, r.created_on);
+    int64_t wait_ms = opts_values(o)->metrics_scrape_wait_duration_ms;
     if (wait_ms > 0) {
         log_info("compact: waiting %lld ms (--metrics-scrape-wait-duration)", (long long)wait_ms);
         int64_t end = now_mono_ms() + wait_ms;

@@ -27,11 +27,11 @@ int cmd_copy(const Opts *o) {
     CopierConfig cc = {
         .source = src,
         .dest = dst,
-        .max_backups = (int)opt_int(o, "max-backups-to-copy"),
-        .max_backup_age_days = (int)opt_int(o, "max-backup-age"),
-        .workers = (int)opt_int(o, "max-parallel-copy-operations"),
-        .wait_final = opt_bool(o, "wait-for-final-snapshot"),
-        .wait_final_timeout_ms = opt_duration_ms(o, "wait-for-final-snapshot-timeout"),
+        .max_backups = (int)opts_values(o)->max_backups_to_copy,
+        .max_backup_age_days = (int)opts_values(o)->max_backup_age,
+        .workers = (int)opts_values(o)->max_parallel_copy_operations,
+        .wait_final = opts_values(o)->wait_for_final_snapshot,
+        .wait_final_timeout_ms = opts_values(o)->wait_for_final_snapshot_timeout_ms,
         .progress = 1,
         .stop = stop,
     };

@@ -13,7 +13,7 @@
 #include <string.h>
 
 int cmd_initialize(const Opts *o) {
-    const char *mode = opt_str(o, "validation-mode");
+    const char *mode = opts_values(o)->validation_mode;
     if (strcmp(mode, "full") && strcmp(mode, "sanity")) {
         log_error("--validation-mode must be full or sanity, not \"%s\"", mode);
         return EXIT_USAGE;
@@ -31,7 +31,7 @@ int cmd_initialize(const Opts *o) {
     ic.restore.store = store;
     ic.restore.stop = cmd_install_stop_signals(); /* a restore stops cleanly on SIGTERM/SIGINT */
     ic.full_mode = strcmp(mode, "full") == 0;
-    ic.max_invalid_copies = (int)opt_int(o, "max-invalid-copies");
+    ic.max_invalid_copies = (int)opts_values(o)->max_invalid_copies;
     EtcdConfig ec;
     MemberFlags mf;
     if ((code = setup_etcd_config(o, &ec)) ||

@@ -10,7 +10,7 @@
 #include <string.h>
 
 int cmd_list(const Opts *o) {
-    int json = strcmp(opt_str(o, "output"), "json") == 0;
+    int json = strcmp(opts_values(o)->output, "json") == 0;
     Store *store = NULL;
     int code = setup_store(o, 0, &store);
     if (code) return code;

@@ -41,8 +41,8 @@ static char *data_dir_for(const char *tmpl, const char *name) {
  * (dirs[i] owned by the caller), the token check. EXIT_OK or EXIT_USAGE/EXIT_FAIL (logged). */
 static int plan_members(const Opts *o, const InitialCluster *ic, RestoreConfig *rc,
                         RestoreMember *members, char **dirs) {
-    if (opt_bool(o, "all-members")) {
-        if (opt_is_set(o, "name") || opt_is_set(o, "initial-advertise-peer-urls")) {
+    if (opts_values(o)->all_members) {
+        if (opts_given(o)->name || opts_given(o)->initial_advertise_peer_urls) {
             log_error("--all-members restores every member of --initial-cluster with the name and "
                       "peer URLs it gives there: leave out --name and "
                       "--initial-advertise-peer-urls");
@@ -67,7 +67,7 @@ static int plan_members(const Opts *o, const InitialCluster *ic, RestoreConfig *
                       rc->name, rc->initial_cluster);
             return EXIT_USAGE;
         }
-        if (!opt_is_set(o, "initial-advertise-peer-urls"))
+        if (!opts_given(o)->initial_advertise_peer_urls)
             rc->initial_advertise_peer_urls = me->peer_urls;
         if (!(dirs[0] = data_dir_for(rc->data_dir, rc->name))) return EXIT_FAIL;
         rc->data_dir = dirs[0];
@@ -75,7 +75,7 @@ static int plan_members(const Opts *o, const InitialCluster *ic, RestoreConfig *
     /* a cluster gets a new token when restored (etcd's disaster-recovery guide); with one member
      * and its old peer URLs the old token is harmless, hence only a warning there */
     rc->check_old_token = ic->n > 1 ? 2 : 1;
-    if (ic->n > 1 && !opt_is_set(o, "initial-cluster-token"))
+    if (ic->n > 1 && !opts_given(o)->initial_cluster_token)
         log_warn("--initial-cluster-token is the default \"%s\": give a restored cluster a token "
                  "of its own (docs/runbook-quorum-loss.md)",
                  rc->initial_cluster_token);

@@ -11,9 +11,9 @@
 /* --endpoints given on the command line, by environment or by --config-file (a value other than
  * the table's default). */
 static int endpoints_given(const Opts *o) {
-    if (opt_is_set(o, "endpoints")) return 1;
-    size_t n = 0, nt = 0;
-    const char *const *eps = opt_list(o, "endpoints", &n);
+    if (opts_given(o)->endpoints) return 1;
+    size_t nt = 0, n = opts_values(o)->endpoints.n;
+    const char *const *eps = opts_values(o)->endpoints.v;
     const OptDef *t = opts_table(&nt);
     for (size_t i = 0; i < nt; i++)
         if (!strcmp(t[i].name, "endpoints")) return n != 1 || strcmp(eps[0], t[i].def) != 0;
@@ -30,16 +30,16 @@ static int server_main(const Opts *o, char **etcd_argv) {
         return EXIT_USAGE;
     }
     SidecarOptions so = {
-        .reelection_ms = opt_duration_ms(o, "reelection-period"),
-        .max_invalid_copies = (int)opt_int(o, "max-invalid-copies"),
-        .server_address = opt_str(o, "server-address"),
-        .server_port = (int)opt_int(o, "server-port"),
-        .server_cert = opt_str(o, "server-cert"),
-        .server_key = opt_str(o, "server-key"),
-        .use_etcd_wrapper = opt_bool(o, "use-etcd-wrapper"),
-        .verify = {.schedule = opt_str(o, "verify-schedule"),
-                   .restore_test = opt_bool(o, "verify-restore-test"),
-                   .etcd_bin = opt_str(o, "restore-test-etcd-bin")},
+        .reelection_ms = opts_values(o)->reelection_period_ms,
+        .max_invalid_copies = (int)opts_values(o)->max_invalid_copies,
+        .server_address = opts_values(o)->server_address,
+        .server_port = (int)opts_values(o)->server_port,
+        .server_cert = opts_values(o)->server_cert,
+        .server_key = opts_values(o)->server_key,
+        .use_etcd_wrapper = opts_values(o)->use_etcd_wrapper,
+        .verify = {.schedule = opts_values(o)->verify_schedule,
+                   .restore_test = opts_values(o)->verify_restore_test,
+                   .etcd_bin = opts_values(o)->restore_test_etcd_bin},
         .stop = cmd_install_stop_signals(),
     };
     setup_member_flags(o, setup.peer_urls, &so.member);

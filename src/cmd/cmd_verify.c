@@ -19,22 +19,22 @@ int cmd_verify(const Opts *o) {
     VerifyReport rep;
     memset(&rep, 0, sizeof rep);
     atomic_int *stop = cmd_install_stop_signals();
-    int json = strcmp(opt_str(o, "output"), "json") == 0;
-    int restore_test = opt_bool(o, "restore-test");
+    int json = strcmp(opts_values(o)->output, "json") == 0;
+    int restore_test = opts_values(o)->restore_test;
     int code = EXIT_OK;
     if (restore_test && (code = setup_etcd_config(o, &live))) return code;
     opts_log_effective(o, "verify");
     if ((code = setup_store(o, 0, &store))) goto done;
     VerifyConfig cfg = {
         .store = store,
-        .temp_dir = opt_str(o, "snapstore-temp-directory"),
-        .all_sets = opt_bool(o, "all-sets"),
+        .temp_dir = opts_values(o)->snapstore_temp_directory,
+        .all_sets = opts_values(o)->all_sets,
         .show_progress = 1,
         .restore_test = restore_test,
         .live = restore_test ? &live : NULL,
-        .etcd_bin = opt_str(o, "restore-test-etcd-bin"),
-        .etcdutl_bin = opt_str(o, "etcdutl-bin"),
-        .max_fetchers = (int)opt_int(o, "max-fetchers"),
+        .etcd_bin = opts_values(o)->restore_test_etcd_bin,
+        .etcdutl_bin = opts_values(o)->etcdutl_bin,
+        .max_fetchers = (int)opts_values(o)->max_fetchers,
         .stop = stop,
     };
     int rc = verify_run(&cfg, &rep);

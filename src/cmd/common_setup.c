@@ -13,11 +13,11 @@
 
 int cmd_setup_logging(const Opts *o) {
     LogLevel lvl;
-    if (log_parse_level(opt_str(o, "log-level"), &lvl)) {
+    if (log_parse_level(opts_values(o)->log_level, &lvl)) {
         fprintf(stderr, "Error: --log-level: %s\n", err_msg());
         return EXIT_USAGE;
     }
-    const char *fmt = opt_str(o, "log-format");
+    const char *fmt = opts_values(o)->log_format;
     if (strcmp(fmt, "text") && strcmp(fmt, "json")) {
         fprintf(stderr, "Error: --log-format must be text or json, not \"%s\"\n", fmt);
         return EXIT_USAGE;

@@ -128,8 +128,8 @@ int main(int argc, char **argv) {
         }
         int code = cmd_setup_logging(o);
         /* --config-file: below the command line and the environment (opts.h) */
-        if (code == EXIT_OK && (commands[i].bit & CMD_SERVER) && *opt_str(o, "config-file") &&
-            config_file_apply(o, opt_str(o, "config-file"))) {
+        if (code == EXIT_OK && (commands[i].bit & CMD_SERVER) && *opts_values(o)->config_file &&
+            config_file_apply(o, opts_values(o)->config_file)) {
             fprintf(stderr, "Error: %s\n", err_msg());
             code = EXIT_USAGE;
         }

@@ -60,363 +60,9 @@ static const char *const VALIDATION_MODES[] = {"full", "sanity", NULL};
 static const char *const OUTPUT_FORMATS[] = {"text", "json", NULL};
 
 static const OptDef opt_table[] = {
-    /* logging */
-    {"log-level", 0, OPT_STRING, "info", NULL, ALL, 0,
-     "log level (logrus numbers: 2 error, 3 warn, 4 info, 5 debug, 6 trace)", ACTIVE,
-     ONE_OF(LOG_LEVELS), .choices_nocase = 1},
-    {"log-format", 0, OPT_STRING, "text", NULL, ALL, 0, "log format", ACTIVE, ONE_OF(LOG_FORMATS)},
-    /* ETCD connection (docs/go-tool.md §1.1) */
-    {"endpoints", 'e', OPT_LIST, "http://127.0.0.1:2379", NULL, ETCD, 0,
-     "comma-separated etcd client endpoints; failover in order", ACTIVE},
-    {"service-endpoints", 0, OPT_LIST, "", NULL, ETCD & ~CMD_VERIFY, 0,
-     "endpoints reaching etcd through a Service; also how a member finds the others to rejoin "
-     "or join as a learner (docs/cluster.md)",
-     ACTIVE},
-    {"etcd-username", 0, OPT_STRING, "", "ETCD_USERNAME", ETCD, 0, "etcd user name", ACTIVE},
-    {"etcd-password", 0, OPT_STRING, "", "ETCD_PASSWORD", ETCD, 1, "etcd password", ACTIVE},
-    {"etcd-connection-timeout", 0, OPT_DURATION, "30s", NULL, ETCD, 0,
-     "timeout of short etcd calls", ACTIVE, AT_LEAST(1)},
-    {"etcd-snapshot-timeout", 0, OPT_DURATION, "15m", NULL, ETCD | CMD_COMPACT, 0,
-     "timeout of a whole full snapshot stream; not below --etcd-connection-timeout", ACTIVE,
-     AT_LEAST(1),
-     IGNORED_IN(CMD_COMPACT, "compact builds the snapshot offline; it takes none from etcd")},
-    {"etcd-defrag-timeout", 0, OPT_DURATION, "8m", NULL, ETCD | CMD_COMPACT, 0,
-     "timeout of defragmenting one member", ACTIVE, AT_LEAST(1),
-     IGNORED_IN(CMD_COMPACT, "compact writes the db fresh, without free pages")},
-    {"insecure-transport", 0, OPT_BOOL, "true", NULL, ETCD, 0,
-     "the Go tool's switch between plain HTTP/2 and TLS to etcd",
-     IGNORED("the endpoint decides: http:// is plain, https:// is TLS, and an endpoint without "
-             "a scheme is TLS when --cacert, --cert or --key is given")},
-    {"insecure-skip-tls-verify", 0, OPT_BOOL, "false", NULL, ETCD, 0,
-     "do not verify etcd's server certificate (the Go tool defaults to true; we do not)", ACTIVE},
-    {"cacert", 0, OPT_STRING, "", NULL, ETCD, 0, "CA bundle to verify etcd's certificate", ACTIVE},
-    {"cert", 0, OPT_STRING, "", NULL, ETCD, 0, "client certificate for etcd", ACTIVE},
-    {"key", 0, OPT_STRING, "", NULL, ETCD, 0, "client key for etcd", ACTIVE},
-    /* STORE (docs/go-tool.md §1.2) */
-    {"storage-provider", 0, OPT_STRING, "", NULL, STORE, 0,
-     "snapshot store provider (empty = Local; server, run and initialize then have no store, "
-     "and take no backups, only when --store-container is empty too); a provider this build "
-     "does not support yet is refused at start",
-     ACTIVE, ONE_OF(PROVIDERS)},
-    {"store-container", 0, OPT_STRING, "", "STORAGE_CONTAINER", STORE, 0,
-     "bucket/container; Local: directory (relative = relative to $HOME; default default.bkp)",
-     ACTIVE},
-    {"store-endpoint-override", 0, OPT_STRING, "", NULL, STORE, 0,
-     "object store endpoint URL (scheme://host[:port]); honoured by S3 (then path-style) and ABS "
-     "(then <endpoint>/<account>/<container>, as for azurite); OSS ignores it with a warning (its "
-     "endpoint is storageEndpoint in the credentials, as in the Go tool)",
-     ACTIVE},
-    {"store-prefix", 0, OPT_STRING, "", NULL, STORE, 0,
-     "key prefix; objects are written under <prefix>/v2/", ACTIVE},
-    {"max-parallel-chunk-uploads", 0, OPT_INT, "5", NULL, STORE, 0,
-     "parts (ABS: blocks) of one object store upload in flight at once (S3, ECS, OCS, ABS); "
-     "memory is about "
-     "(this + 1) x the part size",
-     ACTIVE, BETWEEN(1, MAX_PARALLEL)},
-    {"min-chunk-size", 0, OPT_INT, "5242880", NULL, STORE, 0,
-     "part size in bytes of an object store multipart upload (S3, ECS, OCS: doubled after "
-     "every 1000 parts; ABS: the fixed block size); smaller objects go in one request",
-     ACTIVE, BETWEEN(MIN_CHUNK_SIZE, MAX_CHUNK_SIZE)},
-    {"snapstore-temp-directory", 0, OPT_STRING, "/tmp", NULL, STORE, 0,
-     "staging directory for snapshot and delta spool files", ACTIVE},
-    {"encryption-key-file", 0, OPT_STRING, "", "ETCDBR_ENCRYPTION_KEY_FILE", STORE, 0,
-     "file of client-side encryption keys, one \"<key-id> <base64 of 32 bytes>\" per line ('#' "
-     "starts a comment): the first key encrypts new snapshots (AES-256-GCM; names get .enc, "
-     "which the Go tool cannot read), every key decrypts; or give the same text in "
-     "ETCDBR_ENCRYPTION_KEYS (keys never go on the command line); docs/encryption.md",
-     ACTIVE},
-    /* SNAPSHOTTER (docs/go-tool.md §1.3) */
-    {"schedule", 's', OPT_STRING, "0 */1 * * *", NULL, SNAP, 0, "cron schedule of full snapshots",
-     ACTIVE},
-    {"delta-snapshot-period", 0, OPT_DURATION, "20s", NULL, SNAP, 0,
-     "period of delta snapshots; below 1s disables them", ACTIVE},
-    {"delta-snapshot-memory-limit", 0, OPT_INT, "10485760", NULL, SNAP, 0,
-     "take a delta as soon as this many bytes of events are pending (0 = the default)", ACTIVE,
-     AT_LEAST(0)},
-    {"max-changes-per-delta-snapshot", 0, OPT_INT, "0", NULL, SNAP, 0,
-     "take a delta as soon as this many events are pending (0 = no limit)", ACTIVE, AT_LEAST(0)},
-    {"garbage-collection-period", 0, OPT_DURATION, "1m", NULL, SNAP, 0,
-     "garbage collection period; 1s or less disables it", ACTIVE},
-    {"garbage-collection-policy", 0, OPT_STRING, "Exponential", NULL, SNAP, 0,
-     "which full snapshots garbage collection keeps", ACTIVE, ONE_OF(GC_POLICIES)},
-    {"max-backups", 'm', OPT_INT, "7", NULL, SNAP, 0,
-     "full snapshots kept by LimitBased (which needs at least 1)", ACTIVE, BETWEEN(0, MAX_COUNT)},
-    {"delta-snapshot-retention-period", 0, OPT_DURATION, "0s", NULL, SNAP, 0,
-     "deltas younger than this are never removed by garbage collection", ACTIVE},
-    {"abandon-other-histories", 0, OPT_BOOL, "false", NULL, SNAP, 0,
-     "when the store's latest backups belong to another cluster or end after etcd's revision, "
-     "start a new backup history instead of refusing; the other backups are kept but never "
-     "restored or garbage-collected (docs/store-history.md)",
-     ACTIVE},
-    {"defragmentation-schedule", 0, OPT_STRING, "0 0 */3 * *", NULL, SNAP, 0,
-     "cron schedule of defragmentation", ACTIVE},
-    /* COMPRESSION (docs/go-tool.md §1.4) */
-    {"compress-snapshots", 0, OPT_BOOL, "true", NULL, SNAP, 0, "compress full and delta snapshots",
-     ACTIVE},
-    {"compression-policy", 0, OPT_STRING, "gzip", NULL, SNAP, 0, "compression of new snapshots",
-     ACTIVE, ONE_OF(COMPRESSION_POLICIES)},
-    {"gzip-mode", 0, OPT_STRING, "parallel", NULL, SNAP, 0,
-     "how the gzip policy writes: parallel compresses 1 MiB blocks as separate gzip members on "
-     "--gzip-threads threads (libdeflate, level 6); single writes one member from one zlib stream "
-     "on one thread, as the Go tool does. The Go tool reads both (docs/compression.md)",
-     ACTIVE, ONE_OF(GZIP_MODES)},
-    {"gzip-threads", 0, OPT_INT, "0", NULL, SNAP, 0,
-     "threads compressing gzip blocks with --gzip-mode=parallel; 0 = the CPUs this process may "
-     "use, at most 4",
-     ACTIVE, BETWEEN(0, 64)},
-    /* BACKOFF (docs/go-tool.md §1.5) */
-    {"backoff-multiplier", 0, OPT_INT, "2", NULL, SNAP, 0,
-     "factor by which the retry delay after a failed snapshot grows (1 s x multiplier, then x "
-     "multiplier per retry)",
-     ACTIVE, BETWEEN(1, 1000)},
-    {"backoff-attempt-limit", 0, OPT_INT, "6", NULL, SNAP, 0,
-     "retries with a growing delay before every retry waits --backoff-threshold-time", ACTIVE,
-     BETWEEN(1, 1000)},
-    {"backoff-threshold-time", 0, OPT_DURATION, "128s", NULL, SNAP, 0,
-     "longest delay between retries after a failed snapshot", ACTIVE, AT_LEAST(1)},
-    {"final-delta-drain-timeout", 0, OPT_DURATION, "30s", NULL, SNAP, 0,
-     "on SIGTERM/SIGINT, how long the last delta may wait for the watch to reach the revision "
-     "etcd had at the signal; falling short is logged, counted and exits non-zero",
-     ACTIVE, AT_LEAST(1)},
-    /* RESTORE (docs/go-tool.md §1.6) */
-    {"initial-cluster", 0, OPT_STRING, "default=http://localhost:2380", NULL, RESTORE, 0,
-     "initial cluster of the restored member set", ACTIVE, IGNORED_IN(CMD_COMPACT, NO_MEMBER)},
-    {"initial-cluster-token", 0, OPT_STRING, "etcd-cluster", NULL, RESTORE, 0,
-     "initial cluster token", ACTIVE, IGNORED_IN(CMD_COMPACT, NO_MEMBER)},
-    {"data-dir", 'd', OPT_STRING, "default.etcd", NULL, RESTORE, 0,
-     "data dir to restore into (restore: {name} in it is replaced by the member's name)", ACTIVE,
-     IGNORED_IN(CMD_COMPACT, NO_MEMBER)},
-    {"restoration-temp-snapshots-dir", 0, OPT_STRING, "default.restoration.tmp", NULL, RESTORE, 0,
-     "scratch directory for downloaded snapshots (made when missing and removed afterwards; an "
-     "existing one is kept)",
-     ACTIVE},
-    {"initial-advertise-peer-urls", 0, OPT_LIST, "http://localhost:2380", NULL, RESTORE, 0,
-     "peer URLs of the restored member", ACTIVE, IGNORED_IN(CMD_COMPACT, NO_MEMBER)},
-    {"name", 0, OPT_STRING, "default", NULL, RESTORE, 0, "member name", ACTIVE,
-     IGNORED_IN(CMD_COMPACT, NO_MEMBER)},
-    {"skip-hash-check", 0, OPT_BOOL, "false", NULL, RESTORE, 0,
-     "accept a full snapshot without its sha256 trailer", ACTIVE},
-    {"max-fetchers", 0, OPT_INT, "6", NULL, RESTORE | CMD_VERIFY, 0, "parallel delta downloads",
-     ACTIVE, BETWEEN(1, MAX_PARALLEL)},
-    /* etcdbr's bounds on what a snapshot object may make us write (docs/restore.md) */
-    {"max-delta-size", 0, OPT_INT, "1073741824", NULL, RESTORE | CMD_VERIFY, 0,
-     "largest a delta snapshot may decompress to, in bytes; a larger one (a decompression bomb) "
-     "is refused, naming it",
-     ACTIVE, AT_LEAST(1)},
-    {"max-full-size", 0, OPT_INT, "68719476736", NULL, RESTORE | CMD_VERIFY, 0,
-     "largest a full snapshot may decompress to, in bytes (db plus its 32-byte hash)", ACTIVE,
-     AT_LEAST(1)},
-    {"min-free-disk-bytes", 0, OPT_INT, "1073741824", NULL, RESTORE | CMD_VERIFY, 0,
-     "free bytes that spool, download and restored db files must leave on their file system "
-     "(the larger of this and --min-free-disk-percent; both 0: no reserve)",
-     ACTIVE, AT_LEAST(0)},
-    {"min-free-disk-percent", 0, OPT_INT, "5", NULL, RESTORE | CMD_VERIFY, 0,
-     "percent of the file system's size that spool, download and restored db files must leave "
-     "free (see --min-free-disk-bytes)",
-     ACTIVE, BETWEEN(0, 50)},
-    {"max-call-send-message-size", 0, OPT_INT, "10485760", NULL, RESTORE, 0,
-     "the Go tool's embedded-etcd setting", IGNORED(NO_ETCD_RUNS), AT_LEAST(1)},
-    {"max-request-bytes", 0, OPT_INT, "10485760", NULL, RESTORE, 0,
-     "the Go tool's embedded-etcd setting", IGNORED(NO_ETCD_RUNS), AT_LEAST(0)},
-    {"max-txn-ops", 0, OPT_INT, "10240", NULL, RESTORE, 0, "the Go tool's embedded-etcd setting",
-     IGNORED(NO_ETCD_RUNS), AT_LEAST(0)},
-    {"embedded-etcd-quota-bytes", 0, OPT_INT, "8589934592", NULL, RESTORE, 0,
-     "warn when the restored db is larger than this many bytes (etcd's --quota-backend-bytes "
-     "must then be raised to start on it)",
-     ACTIVE, AT_LEAST(1)},
-    {"auto-compaction-mode", 0, OPT_STRING, "periodic", NULL, RESTORE, 0,
-     "the Go tool's embedded-etcd setting", IGNORED(NO_ETCD_RUNS), ONE_OF(COMPACTION_MODES)},
-    {"auto-compaction-retention", 0, OPT_STRING, "30m", NULL, RESTORE, 0,
-     "the Go tool's embedded-etcd setting", IGNORED(NO_ETCD_RUNS)},
-    {"etcd-bin", 0, OPT_STRING, "", "ETCDBR_ETCD_BIN", RESTORE, 0,
-     "etcd binary of the restore (kept so that existing scripts run)", IGNORED(NO_ETCD_RUNS)},
-    {"max-invalid-copies", 0, OPT_INT, "3", NULL, CMD_SERVER | CMD_INITIALIZE, 0,
-     "copies of invalid data dirs kept aside as <data-dir>.invalid.<UTC time> (marked as "
-     "etcdbr's); beyond this many the oldest marked copy is removed, each removal logged; 0 = "
-     "keep all",
-     ACTIVE, AT_LEAST(0)},
-    {"etcdutl-bin", 0, OPT_STRING, "", "ETCDBR_ETCDUTL_BIN", RESTORE | CMD_VERIFY, 0,
-     "fallback, off by default: have this etcdutl (3.5+) or etcdctl (3.4) write the member dir "
-     "with `snapshot restore` instead of etcdbr (docs/member-dir.md); unset, no etcd binary is "
-     "needed",
-     ACTIVE, IGNORED_IN(CMD_COMPACT, NO_MEMBER)},
-    /* point in time and revision bump (restore and initialize; docs/restore.md) */
-    {"revision", 0, OPT_INT, "0", NULL, CMD_RESTORE | CMD_INITIALIZE, 0,
-     "restore exactly the state at this revision (newest full snapshot at or before it plus the "
-     "deltas up to it); 0 = the latest revision in the store",
-     ACTIVE, AT_LEAST(0)},
-    {"time", 0, OPT_STRING, "", NULL, CMD_RESTORE | CMD_INITIALIZE, 0,
-     "restore the last revision whose events were recorded at or before this RFC 3339 time "
-     "(e.g. 2026-12-01T14:30:00Z); excludes --revision",
-     ACTIVE},
-    {"bump-revision", 0, OPT_INT, "0", NULL, CMD_RESTORE | CMD_INITIALIZE, 0,
-     "add this many revisions after the restored one (as etcdutl snapshot restore "
-     "--bump-revision); needs --mark-compacted",
-     ACTIVE, AT_LEAST(0)},
-    {"mark-compacted", 0, OPT_BOOL, "false", NULL, CMD_RESTORE | CMD_INITIALIZE, 0,
-     "with --bump-revision: compact at the bumped revision, so watchers of older revisions get "
-     "\"compacted\" instead of silently missing events",
-     ACTIVE},
-    {"all-members", 0, OPT_BOOL, "false", NULL, CMD_RESTORE, 0,
-     "restore every member of --initial-cluster from one download of one set, each into "
-     "--data-dir with {name} replaced by its name (docs/runbook-quorum-loss.md); --name and "
-     "--initial-advertise-peer-urls then come from --initial-cluster",
-     ACTIVE},
-    {"new-lease-ttl", 0, OPT_DURATION, "1h", NULL, RESTORE, 0,
-     "TTL given to a lease granted after the full snapshot when its delta does not record the "
-     "TTL (deltas of the Go tool); keys keep their lease either way",
-     ACTIVE, AT_LEAST(1000)},
-    /* server (docs/go-tool.md §1.7) */
-    {"config-file", 0, OPT_STRING, "", NULL, CMD_SERVER, 0,
-     "YAML file in the Go tool's format (docs/config-file.md); flags and environment win over it",
-     ACTIVE},
-    {"server-port", 'p', OPT_INT, "8080", NULL, CMD_SERVER, 0,
-     "HTTP(S) port, all interfaces (0 = any free port)", ACTIVE, BETWEEN(0, 65535)},
-    {"server-address", 0, OPT_STRING, "", NULL, CMD_SERVER, 0,
-     "IPv4 or IPv6 address the HTTP(S) server listens on; empty = all interfaces, IPv6 and IPv4 "
-     "(as the Go tool)",
-     ACTIVE},
-    {"enable-profiling", 0, OPT_BOOL, "false", NULL, CMD_SERVER, 0,
-     "serve profiling handlers under /debug/pprof/", UNIMPLEMENTED},
-    {"server-cert", 0, OPT_STRING, "", NULL, CMD_SERVER, 0,
-     "TLS certificate of the HTTP server; with --server-key the server speaks HTTPS", ACTIVE},
-    {"server-key", 0, OPT_STRING, "", NULL, CMD_SERVER, 0, "TLS key of the HTTP server", ACTIVE},
-    {"use-etcd-wrapper", 0, OPT_BOOL, "false", NULL, CMD_SERVER, 0,
-     "when the start-up peer URL check updated this member's peer URLs (to the "
-     "initial-advertise-peer-urls of the etcd config file ETCD_CONF), ask etcd-wrapper to "
-     "restart etcd: POST <scheme>://<host of --endpoints[0]>:9095/stop, https with --cacert "
-     "when the server has --server-cert; no effect under run (docs/cluster.md)",
-     ACTIVE},
-    /* HEALTH (docs/go-tool.md §1.7; lease flags also for compact, §1.10) */
-    {"enable-snapshot-lease-renewal", 0, OPT_BOOL, "false", NULL, CMD_SERVER | CMD_COMPACT, 0,
-     "update the Kubernetes Leases of --full-snapshot-lease-name (revision and creation time of "
-     "each full snapshot, retried every minute until it succeeds) and "
-     "--delta-snapshot-lease-name (after each delta period) in POD_NAMESPACE with the pod's "
-     "service account; compact updates the full one (docs/kubernetes.md)",
-     ACTIVE},
-    {"enable-member-lease-renewal", 0, OPT_BOOL, "false", NULL, CMD_SERVER, 0,
-     "renew this member's Kubernetes Lease (<member-name-prefix>-$POD_NAME of the etcd config "
-     "file) every --k8s-heartbeat-duration with <member ID>:<cluster ID>:Leader|Member "
-     "(docs/kubernetes.md)",
-     ACTIVE},
-    {"k8s-heartbeat-duration", 0, OPT_DURATION, "30s", NULL, CMD_SERVER, 0,
-     "period of the member Lease renewal; more than 0", ACTIVE},
-    {"full-snapshot-lease-name", 0, OPT_STRING, "full-snapshot-revisions", NULL,
-     CMD_SERVER | CMD_COMPACT, 0, "name of the Lease holding the last full snapshot's revision",
-     ACTIVE},
-    {"delta-snapshot-lease-name", 0, OPT_STRING, "delta-snapshot-revisions", NULL,
-     CMD_SERVER | CMD_COMPACT, 0,
-     "name of the Lease holding the last delta snapshot's revision (compact: not used)", ACTIVE},
-    /* LEADER-ELECTION (docs/go-tool.md §1.7) */
-    {"reelection-period", 0, OPT_DURATION, "5s", NULL, CMD_SERVER, 0,
-     "period of the backup-leadership check; more than 1s", ACTIVE},
-    {"etcd-connection-timeout-leader-election", 0, OPT_DURATION, "5s", NULL, CMD_SERVER, 0,
-     "timeout of the Status call of the leadership check; more than 1s", ACTIVE},
-    /* SECONDARY store (docs/go-tool.md §1.7, §10.3): its credentials are read from
-     * SECONDARY_-prefixed environment variables (SECONDARY_AWS_APPLICATION_CREDENTIALS...;
-     * docs/copy.md) */
-    {"secondary-storage-provider", 0, OPT_STRING, "", NULL, CMD_SERVER, 0,
-     "secondary snapshot store (dual site) that --secondary-backup-sync-enabled copies backups "
-     "into; empty with an empty --secondary-store-container = none, a container alone = Local",
-     ACTIVE, ONE_OF(PROVIDERS)},
-    {"secondary-store-container", 0, OPT_STRING, "", "SECONDARY_STORAGE_CONTAINER", CMD_SERVER, 0,
-     "bucket/container of the secondary store", ACTIVE},
-    {"secondary-store-endpoint-override", 0, OPT_STRING, "", NULL, CMD_SERVER, 0,
-     "secondary object store endpoint URL (as --store-endpoint-override)", ACTIVE},
-    {"secondary-store-prefix", 0, OPT_STRING, "", NULL, CMD_SERVER, 0,
-     "key prefix in the secondary store; objects are written under <prefix>/v2/", ACTIVE},
-    {"secondary-max-parallel-chunk-uploads", 0, OPT_INT, "5", NULL, CMD_SERVER, 0,
-     "parallel part uploads to the secondary store (as --max-parallel-chunk-uploads)", ACTIVE,
-     BETWEEN(1, MAX_PARALLEL)},
-    {"secondary-min-chunk-size", 0, OPT_INT, "5242880", NULL, CMD_SERVER, 0,
-     "part size in bytes for the secondary store (as --min-chunk-size)", ACTIVE,
-     BETWEEN(MIN_CHUNK_SIZE, MAX_CHUNK_SIZE)},
-    {"secondary-snapstore-temp-directory", 0, OPT_STRING, "/tmp", NULL, CMD_SERVER, 0,
-     "staging directory for the secondary store (copies are streamed; nothing is staged there "
-     "now)",
-     ACTIVE},
-    {"secondary-backup-sync-enabled", 0, OPT_BOOL, "false", NULL, CMD_SERVER, 0,
-     "while backup leader, copy every backup missing in the secondary store at once and every "
-     "--secondary-backup-sync-period (10 parallel copies), then garbage-collect this cluster's "
-     "backup history there with --garbage-collection-policy",
-     ACTIVE},
-    {"secondary-backup-sync-period", 0, OPT_DURATION, "1h", NULL, CMD_SERVER, 0,
-     "period of the copy to the secondary store", ACTIVE, AT_LEAST(1000)},
-    /* copy (docs/go-tool.md §1.12): the source store; its credentials are read from
-     * SOURCE_-prefixed environment variables; an empty provider, prefix or temp directory is the
-     * destination's */
-    {"source-storage-provider", 0, OPT_STRING, "", NULL, CMD_COPY, 0,
-     "provider of the store to copy from; empty = the destination's (--storage-provider)", ACTIVE,
-     ONE_OF(PROVIDERS)},
-    {"source-store-container", 0, OPT_STRING, "", "SOURCE_STORAGE_CONTAINER", CMD_COPY, 0,
-     "bucket/container of the source store; Local: directory (relative = relative to $HOME)",
-     ACTIVE},
-    {"source-store-endpoint-override", 0, OPT_STRING, "", NULL, CMD_COPY, 0,
-     "source object store endpoint URL (as --store-endpoint-override)", ACTIVE},
-    {"source-store-prefix", 0, OPT_STRING, "", NULL, CMD_COPY, 0,
-     "key prefix of the source store; not given = the destination's (--store-prefix), given "
-     "empty (--source-store-prefix=) = no prefix",
-     ACTIVE},
-    {"source-max-parallel-chunk-uploads", 0, OPT_INT, "5", NULL, CMD_COPY, 0,
-     "the source store's --max-parallel-chunk-uploads (copy only reads from it)", ACTIVE,
-     BETWEEN(1, MAX_PARALLEL)},
-    {"source-min-chunk-size", 0, OPT_INT, "5242880", NULL, CMD_COPY, 0,
-     "the source store's --min-chunk-size (copy only reads from it)", ACTIVE,
-     BETWEEN(MIN_CHUNK_SIZE, MAX_CHUNK_SIZE)},
-    {"source-snapstore-temp-directory", 0, OPT_STRING, "", NULL, CMD_COPY, 0,
-     "the source store's staging directory; empty = the destination's (copies are streamed: "
-     "nothing is staged)",
-     ACTIVE},
-    {"max-backups-to-copy", 0, OPT_INT, "-1", NULL, CMD_COPY, 0,
-     "copy only the newest this many backups (a full snapshot and its deltas); -1 = all", ACTIVE,
-     BETWEEN(-1, MAX_COUNT)},
-    {"max-backup-age", 0, OPT_INT, "-1", NULL, CMD_COPY, 0,
-     "copy only backups whose full snapshot is at most this many days old; -1 = any age", ACTIVE,
-     BETWEEN(-1, 3650000)},
-    {"max-parallel-copy-operations", 0, OPT_INT, "10", NULL, CMD_COPY, 0, "objects copied at once",
-     ACTIVE, BETWEEN(1, MAX_PARALLEL)},
-    {"wait-for-final-snapshot", 0, OPT_BOOL, "false", NULL, CMD_COPY, 0,
-     "first wait (listing the source every 15s) until one of its 4 newest full snapshots is a "
-     "final one (.final)",
-     ACTIVE},
-    {"wait-for-final-snapshot-timeout", 0, OPT_DURATION, "0s", NULL, CMD_COPY, 0,
-     "stop waiting for the final snapshot after this long and copy what is there; 0 = wait for "
-     "ever",
-     ACTIVE, AT_LEAST(0)},
-    /* COMPACTOR (docs/go-tool.md §1.10) */
-    {"defragment", 0, OPT_BOOL, "true", NULL, CMD_COMPACT, 0,
-     "defragment the db of the compacted snapshot",
-     IGNORED(
-         "compact writes the new db fresh, without free pages: there is nothing to defragment")},
-    {"metrics-scrape-wait-duration", 0, OPT_DURATION, "0s", NULL, CMD_COMPACT, 0,
-     "after a successful compaction, wait this long before exiting (the Go tool's pause for a "
-     "Prometheus scrape)",
-     ACTIVE},
-    /* verify and list (ours; docs/verify.md) */
-    {"output", 'o', OPT_STRING, "text", NULL, CMD_VERIFY | CMD_LIST, 0,
-     "report format: text (a table or report for people) or json", ACTIVE, ONE_OF(OUTPUT_FORMATS)},
-    {"all-sets", 0, OPT_BOOL, "false", NULL, CMD_VERIFY, 0,
-     "check every object and every set in the store, not only the latest set", ACTIVE},
-    {"restore-test", 0, OPT_BOOL, "false", NULL, CMD_VERIFY, 0,
-     "also restore the latest set into a scratch dir under --snapstore-temp-directory, start an "
-     "etcd on it on loopback and compare its HashKV at the set's last revision with the live "
-     "cluster's (--endpoints) at that revision",
-     ACTIVE},
-    {"restore-test-etcd-bin", 0, OPT_STRING, "", NULL, CMD_VERIFY | CMD_SERVER, 0,
-     "etcd binary started on the scratch restore of verify --restore-test and of the server's "
-     "--verify-restore-test (default: $ETCDBR_ETCD_BIN, else etcd from PATH)",
-     ACTIVE},
-    {"verify-schedule", 0, OPT_STRING, "", NULL, CMD_SERVER, 0,
-     "cron schedule of a verification of the store's latest set (as `etcdbrctl verify`) while "
-     "this member is the backup leader; results as etcdbr_verify_* metrics; empty = never",
-     ACTIVE},
-    {"verify-restore-test", 0, OPT_BOOL, "false", NULL, CMD_SERVER, 0,
-     "the scheduled verification also restores the latest set and compares HashKV with etcd "
-     "(as verify --restore-test)",
-     ACTIVE},
-    /* initialize (docs/go-tool.md §1.11) */
-    {"validation-mode", 0, OPT_STRING, "full", NULL, CMD_INITIALIZE, 0,
-     "data dir validation before restore", ACTIVE, ONE_OF(VALIDATION_MODES)},
+#define OPT(field, type, ...) __VA_ARGS__,
+#include "opts_table.h"
+#undef OPT
 };
 #define N_OPTS (sizeof opt_table / sizeof opt_table[0])
 
@@ -433,7 +79,79 @@ typedef struct {
 struct Opts {
     unsigned cmd;
     OptValue v[N_OPTS];
+    OptValues vals; /* typed, filled from v by fill_values */
+    OptGiven given;
 };
+
+#define OPT_OFFSET_OPT_STRING(f) offsetof(OptValues, f)
+#define OPT_OFFSET_OPT_BOOL(f) offsetof(OptValues, f)
+#define OPT_OFFSET_OPT_INT(f) offsetof(OptValues, f)
+#define OPT_OFFSET_OPT_DURATION(f) offsetof(OptValues, f##_ms)
+#define OPT_OFFSET_OPT_LIST(f) offsetof(OptValues, f)
+/* Where each row's value lives in OptValues and OptGiven, in table order. */
+static const size_t value_offsets[] = {
+#define OPT(field, type, ...) OPT_OFFSET_##type(field),
+#include "opts_table.h"
+#undef OPT
+};
+static const size_t given_offsets[] = {
+#define OPT(field, type, ...) offsetof(OptGiven, field),
+#include "opts_table.h"
+#undef OPT
+};
+_Static_assert(sizeof value_offsets / sizeof value_offsets[0] == N_OPTS, "one offset per row");
+/* Each row's type as its OPT(field, type, ...) says: the field's C type follows it, so it must be
+ * the initializer's (checked at every parse: a mismatch is a programming error). */
+static const OptType row_types[] = {
+#define OPT(field, type, ...) type,
+#include "opts_table.h"
+#undef OPT
+};
+
+/* o->vals and o->given from o->v (values were validated when set). */
+static void fill_values(Opts *o) {
+    for (size_t i = 0; i < N_OPTS; i++) {
+        const OptValue *ov = &o->v[i];
+        const char *text = ov->value ? ov->value : opt_table[i].def;
+        if (row_types[i] != opt_table[i].type) abort();
+        char *dst = (char *)&o->vals + value_offsets[i];
+        ((unsigned char *)&o->given)[given_offsets[i]] = ov->origin >= FROM_ENV;
+        switch (opt_table[i].type) {
+        case OPT_BOOL: {
+            int b = 0;
+            go_parse_bool(text, &b);
+            memcpy(dst, &b, sizeof b);
+            break;
+        }
+        case OPT_INT: {
+            int64_t v = strtoll(text, NULL, 10);
+            memcpy(dst, &v, sizeof v);
+            break;
+        }
+        case OPT_DURATION: {
+            int64_t ms = 0;
+            duration_parse_ms(text, &ms);
+            memcpy(dst, &ms, sizeof ms);
+            break;
+        }
+        case OPT_LIST: {
+            OptList l = {(const char *const *)ov->items, ov->n_items};
+            memcpy(dst, &l, sizeof l);
+            break;
+        }
+        default:
+            memcpy(dst, &text, sizeof text);
+        }
+    }
+}
+
+const OptValues *opts_values(const Opts *o) {
+    return &o->vals;
+}
+
+const OptGiven *opts_given(const Opts *o) {
+    return &o->given;
+}
 
 /* The commands users type, for messages and docs ("run" shares the server's flags). */
 static const struct {
@@ -763,6 +481,7 @@ done:
         opts_free(o);
         return rc;
     }
+    fill_values(o);
     *out = o;
     return 0;
 }
@@ -779,6 +498,7 @@ int opts_set_from_config(Opts *o, const char *name, const char *value) {
     ov->items = NULL;
     ov->n_items = 0;
     int rc = set_value(o, idx, value, FROM_CONFIG);
+    fill_values(o);
     if (rc) return err_wrap(rc, "config file");
     return 0;
 }
@@ -949,7 +669,7 @@ static void md_cell(FILE *f, const char *s) {
 
 void opts_write_markdown(FILE *f) {
     fputs("# Flags reference\n\n"
-          "<!-- Generated from the option table in src/cmd/opts.c by `etcdbrctl __flags-md > "
+          "<!-- Generated from the option table in src/cmd/opts_table.h by `etcdbrctl __flags-md > "
           "docs/flags.md`;\n"
           "     do not edit by hand: the unit test test_opts fails when this file and the table "
           "differ. -->\n\n"

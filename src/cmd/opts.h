@@ -1,6 +1,7 @@
-/* opts: the one table of command-line options (name, type, default, environment variable,
- * commands, secret, help, allowed range or values, whether it is implemented) that drives
- * parsing, validation, --help and docs/flags.md (opts_write_markdown). Flag syntax as Go's
+/* opts: the one table of command-line options (opts_table.h: name, type, default, environment
+ * variable, commands, secret, help, allowed range or values, whether it is implemented) that
+ * drives parsing, validation, --help, docs/flags.md (opts_write_markdown) and the typed values
+ * the commands read (OptValues: opts_values(o)->field). Flag syntax as Go's
  * pflag: --name=value, --name value, -x value, bool --name or --name=false, lists
  * comma-separated and repeatable. The parsed set is immutable once threads start. */
 #ifndef ETCDBR_OPTS_H
@@ -55,6 +56,35 @@ typedef struct OptDef {
 
 typedef struct Opts Opts;
 
+/* A list flag's items (borrowed from the Opts). */
+typedef struct OptList {
+    const char *const *v;
+    size_t n;
+} OptList;
+
+#define OPT_FIELD_OPT_STRING(f) const char *f;
+#define OPT_FIELD_OPT_BOOL(f) int f;
+#define OPT_FIELD_OPT_INT(f) int64_t f;
+#define OPT_FIELD_OPT_DURATION(f) int64_t f##_ms;
+#define OPT_FIELD_OPT_LIST(f) OptList f;
+/* Every option's value, typed, one field per row of opts_table.h (the flag's name with '_' for
+ * '-'; durations in milliseconds as <field>_ms; strings and lists borrowed from the Opts): what
+ * the command line, the environment, the config file or the default gave, for the flags of the
+ * parsed command; for the others the table's default (a list flag of another command: empty). */
+typedef struct OptValues {
+#define OPT(field, type, ...) OPT_FIELD_##type(field)
+#include "opts_table.h"
+#undef OPT
+} OptValues;
+
+/* Whether each option was given on the command line or by its environment variable (not by a
+ * config file), one field per row of opts_table.h. */
+typedef struct OptGiven {
+#define OPT(field, type, ...) unsigned char field;
+#include "opts_table.h"
+#undef OPT
+} OptGiven;
+
 /* Parses argv (after the command name) for command cmd, then the environment variables of the
  * flags not given. Positional arguments are refused. "--help"/"-h" sets *help_requested.
  * Returns 0 or ERR_INVALID: unknown flag (the message suggests the nearest flag of cmd, or names
@@ -69,6 +99,11 @@ int opts_parse(unsigned cmd, int argc, char **argv, Opts **out, int *help_reques
  * the config file. Returns 0 or ERR_INVALID. */
 int opts_finish(const Opts *o);
 void opts_free(Opts *o);
+
+/* The typed values and given-flags of o (borrowed from o, current after each opts_parse and
+ * opts_set_from_config). Use sites read fields: opts_values(o)->store_prefix. */
+const OptValues *opts_values(const Opts *o);
+const OptGiven *opts_given(const Opts *o);
 
 /* Accessors; the name must be in the table for this command (else abort(): a programming
  * error). Values were validated by opts_parse. Strings borrowed from o. */

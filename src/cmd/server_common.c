@@ -20,21 +20,20 @@
 #include <string.h>
 #include <time.h>
 
-static const char *opt_or_null(const Opts *o, const char *name) {
-    const char *v = opt_str(o, name);
+static const char *nonempty(const char *v) {
     return v && *v ? v : NULL;
 }
 
 int setup_etcd_config(const Opts *o, EtcdConfig *out) {
-    int64_t conn = opt_duration_ms(o, "etcd-connection-timeout");
-    int64_t snapt = opt_duration_ms(o, "etcd-snapshot-timeout");
+    int64_t conn = opts_values(o)->etcd_connection_timeout_ms;
+    int64_t snapt = opts_values(o)->etcd_snapshot_timeout_ms;
     if (conn <= 0 || snapt <= 0 || snapt < conn) {
         log_error("etcd timeouts must be > 0 and --etcd-snapshot-timeout >= "
                   "--etcd-connection-timeout");
         return EXIT_USAGE;
     }
-    size_t n_ep = 0;
-    const char *const *eps = opt_list(o, "endpoints", &n_ep);
+    size_t n_ep = opts_values(o)->endpoints.n;
+    const char *const *eps = opts_values(o)->endpoints.v;
     if (n_ep == 0) {
         log_error("--endpoints: at least one endpoint is needed");
         return EXIT_USAGE;
@@ -42,15 +41,15 @@ int setup_etcd_config(const Opts *o, EtcdConfig *out) {
     *out = (EtcdConfig){
         .endpoints = eps,
         .n_endpoints = n_ep,
-        .cacert = opt_or_null(o, "cacert"),
-        .cert = opt_or_null(o, "cert"),
-        .key = opt_or_null(o, "key"),
-        .insecure_skip_tls_verify = opt_bool(o, "insecure-skip-tls-verify"),
-        .username = opt_str(o, "etcd-username"),
-        .password = opt_str(o, "etcd-password"),
+        .cacert = nonempty(opts_values(o)->cacert),
+        .cert = nonempty(opts_values(o)->cert),
+        .key = nonempty(opts_values(o)->key),
+        .insecure_skip_tls_verify = opts_values(o)->insecure_skip_tls_verify,
+        .username = opts_values(o)->etcd_username,
+        .password = opts_values(o)->etcd_password,
         .connection_timeout_ms = conn,
         .snapshot_timeout_ms = snapt,
-        .defrag_timeout_ms = opt_duration_ms(o, "etcd-defrag-timeout"),
+        .defrag_timeout_ms = opts_values(o)->etcd_defrag_timeout_ms,
     };
     return EXIT_OK;
 }
@@ -59,45 +58,45 @@ int setup_snapshotter_config(const Opts *o, SnapshotterConfig *sc, CronSchedule 
     memset(sc, 0, sizeof *sc);
     int code = setup_etcd_config(o, &sc->etcd);
     if (code) return code;
-    if (cron_parse(opt_str(o, "schedule"), &sc->schedule)) {
+    if (cron_parse(opts_values(o)->schedule, &sc->schedule)) {
         log_error("--schedule: %s", err_msg());
         return EXIT_USAGE;
     }
     if (defrag) {
-        if (cron_parse(opt_str(o, "defragmentation-schedule"), defrag)) {
+        if (cron_parse(opts_values(o)->defragmentation_schedule, defrag)) {
             log_error("--defragmentation-schedule: %s", err_msg());
             return EXIT_USAGE;
         }
         sc->defrag_schedule = defrag;
     }
     sc->compression = COMPRESS_NONE;
-    if (opt_bool(o, "compress-snapshots") &&
-        compress_parse_policy(opt_str(o, "compression-policy"), &sc->compression)) {
+    if (opts_values(o)->compress_snapshots &&
+        compress_parse_policy(opts_values(o)->compression_policy, &sc->compression)) {
         log_error("--compression-policy: %s", err_msg());
         return EXIT_USAGE;
     }
-    GzipWriterOptions gz = {.threads = (int)opt_int(o, "gzip-threads")};
-    if (compress_parse_gzip_mode(opt_str(o, "gzip-mode"), &gz.mode)) {
+    GzipWriterOptions gz = {.threads = (int)opts_values(o)->gzip_threads};
+    if (compress_parse_gzip_mode(opts_values(o)->gzip_mode, &gz.mode)) {
         log_error("--gzip-mode: %s", err_msg());
         return EXIT_USAGE;
     }
     compress_set_gzip_defaults(&gz); /* parsed config, before the snapshotter's threads */
-    int64_t mem = opt_int(o, "delta-snapshot-memory-limit");
-    int64_t maxch = opt_int(o, "max-changes-per-delta-snapshot"); /* >= 0: the table's range */
-    sc->temp_dir = opt_str(o, "snapstore-temp-directory");
-    sc->delta_period_ms = opt_duration_ms(o, "delta-snapshot-period");
+    int64_t mem = opts_values(o)->delta_snapshot_memory_limit;
+    int64_t maxch = opts_values(o)->max_changes_per_delta_snapshot; /* >= 0: the table's range */
+    sc->temp_dir = opts_values(o)->snapstore_temp_directory;
+    sc->delta_period_ms = opts_values(o)->delta_snapshot_period_ms;
     sc->delta_memory_limit = mem < 1 ? 10485760u : (uint64_t)mem; /* Go: < 1 resets */
     sc->max_changes = (uint64_t)maxch;
-    sc->backoff_multiplier = opt_int(o, "backoff-multiplier");
-    sc->backoff_attempt_limit = opt_int(o, "backoff-attempt-limit");
-    sc->backoff_max_ms = opt_duration_ms(o, "backoff-threshold-time");
-    sc->stop_drain_ms = opt_duration_ms(o, "final-delta-drain-timeout");
-    sc->gc_period_ms = opt_duration_ms(o, "garbage-collection-period");
-    sc->max_backups = (int)opt_int(o, "max-backups");
-    sc->delta_retention_s = opt_duration_ms(o, "delta-snapshot-retention-period") / 1000;
+    sc->backoff_multiplier = opts_values(o)->backoff_multiplier;
+    sc->backoff_attempt_limit = opts_values(o)->backoff_attempt_limit;
+    sc->backoff_max_ms = opts_values(o)->backoff_threshold_time_ms;
+    sc->stop_drain_ms = opts_values(o)->final_delta_drain_timeout_ms;
+    sc->gc_period_ms = opts_values(o)->garbage_collection_period_ms;
+    sc->max_backups = (int)opts_values(o)->max_backups;
+    sc->delta_retention_s = opts_values(o)->delta_snapshot_retention_period_ms / 1000;
     sc->resume = 1; /* snapshot and server: a crash loop must not stop backups (issue 7) */
-    sc->abandon_other_histories = opt_bool(o, "abandon-other-histories");
-    if (gc_parse_policy(opt_str(o, "garbage-collection-policy"), &sc->gc_policy)) {
+    sc->abandon_other_histories = opts_values(o)->abandon_other_histories;
+    if (gc_parse_policy(opts_values(o)->garbage_collection_policy, &sc->gc_policy)) {
         log_error("--garbage-collection-policy: %s", err_msg());
         return EXIT_USAGE;
     }
@@ -114,15 +113,15 @@ int setup_restore_config(const Opts *o, RestoreConfig *rc, char **peer_urls_owne
     /* ranges and allowed values (max-fetchers, quota, new-lease-ttl, revision, bump-revision,
      * auto-compaction-mode) are the option table's, checked before any command runs; the Go
      * tool's embedded-etcd flags are marked ignored there and warned about by opts_finish */
-    int64_t fetchers = opt_int(o, "max-fetchers");
-    int64_t lease_ttl_ms = opt_duration_ms(o, "new-lease-ttl");
+    int64_t fetchers = opts_values(o)->max_fetchers;
+    int64_t lease_ttl_ms = opts_values(o)->new_lease_ttl_ms;
     int64_t target_rev = 0, target_time = 0, bump = 0;
     int mark = 0;
     if (opts_has(o, "revision")) {
-        target_rev = opt_int(o, "revision");
-        bump = opt_int(o, "bump-revision");
-        mark = opt_bool(o, "mark-compacted");
-        const char *t = opt_str(o, "time");
+        target_rev = opts_values(o)->revision;
+        bump = opts_values(o)->bump_revision;
+        mark = opts_values(o)->mark_compacted;
+        const char *t = opts_values(o)->time;
         if (*t && delta_parse_time(t, &target_time)) {
             log_error("--time: %s", err_msg());
             return EXIT_USAGE;
@@ -137,8 +136,8 @@ int setup_restore_config(const Opts *o, RestoreConfig *rc, char **peer_urls_owne
             return EXIT_USAGE;
         }
     }
-    size_t n_urls = 0;
-    const char *const *urls = opt_list(o, "initial-advertise-peer-urls", &n_urls);
+    size_t n_urls = opts_values(o)->initial_advertise_peer_urls.n;
+    const char *const *urls = opts_values(o)->initial_advertise_peer_urls.v;
     size_t len = 1;
     for (size_t i = 0; i < n_urls; i++)
         len += strlen(urls[i]) + 1;
@@ -150,21 +149,21 @@ int setup_restore_config(const Opts *o, RestoreConfig *rc, char **peer_urls_owne
     }
     *peer_urls_owned = peer;
     *rc = (RestoreConfig){
-        .data_dir = opt_str(o, "data-dir"),
-        .temp_dir = opt_str(o, "restoration-temp-snapshots-dir"),
-        .name = opt_str(o, "name"),
-        .initial_cluster = opt_str(o, "initial-cluster"),
-        .initial_cluster_token = opt_str(o, "initial-cluster-token"),
+        .data_dir = opts_values(o)->data_dir,
+        .temp_dir = opts_values(o)->restoration_temp_snapshots_dir,
+        .name = opts_values(o)->name,
+        .initial_cluster = opts_values(o)->initial_cluster,
+        .initial_cluster_token = opts_values(o)->initial_cluster_token,
         .initial_advertise_peer_urls = peer,
-        .skip_hash_check = opt_bool(o, "skip-hash-check"),
+        .skip_hash_check = opts_values(o)->skip_hash_check,
         .max_fetchers = (int)fetchers,
-        .etcdutl_bin = opt_str(o, "etcdutl-bin"),
+        .etcdutl_bin = opts_values(o)->etcdutl_bin,
         .target_revision = target_rev,
         .target_time_ns = target_time,
         .bump_revision = bump,
         .mark_compacted = mark,
         .new_lease_ttl = lease_ttl_ms / 1000,
-        .quota_bytes = opt_int(o, "embedded-etcd-quota-bytes"),
+        .quota_bytes = opts_values(o)->embedded_etcd_quota_bytes,
     };
     return EXIT_OK;
 }
@@ -173,20 +172,22 @@ int setup_restore_config(const Opts *o, RestoreConfig *rc, char **peer_urls_owne
 
 const MemberFlags *setup_member_flags(const Opts *o, const char *peer_urls, MemberFlags *out) {
     *out = (MemberFlags){
-        .name = opt_str(o, "name"),
-        .name_set = opt_is_set(o, "name"),
+        .name = opts_values(o)->name,
+        .name_set = opts_given(o)->name,
         .peer_urls = peer_urls,
-        .peer_urls_set = opt_is_set(o, "initial-advertise-peer-urls"),
-        .initial_cluster = opt_str(o, "initial-cluster"),
-        .initial_cluster_set = opt_is_set(o, "initial-cluster"),
+        .peer_urls_set = opts_given(o)->initial_advertise_peer_urls,
+        .initial_cluster = opts_values(o)->initial_cluster,
+        .initial_cluster_set = opts_given(o)->initial_cluster,
     };
-    out->service_endpoints = opt_list(o, "service-endpoints", &out->n_service_endpoints);
+    out->service_endpoints = opts_values(o)->service_endpoints.v;
+    out->n_service_endpoints = opts_values(o)->service_endpoints.n;
     return out;
 }
 
 int setup_keyring(const Opts *o, Keyring **out) {
     *out = NULL;
-    const char *file = opts_has(o, "encryption-key-file") ? opt_str(o, "encryption-key-file") : "";
+    const char *file =
+        opts_has(o, "encryption-key-file") ? opts_values(o)->encryption_key_file : "";
     char *env = getenv(KEYS_ENV);
     int rc = 0, code = EXIT_OK;
     if (env && !*env) env = NULL;
@@ -255,10 +256,10 @@ int setup_store_as(const Opts *o, const char *flag_prefix, const char *env_prefi
     const char *temp_dir = opt_str(o, f->temp_dir);
     /* copy's source completion (docs/go-tool.md §1.12): an empty provider, prefix or temp directory
      * is the destination's */
-    if (source && !*provider) provider = opt_str(o, "storage-provider");
-    if (source && !*prefix && !opt_is_set(o, "source-store-prefix"))
-        prefix = opt_str(o, "store-prefix"); /* --source-store-prefix= names the root */
-    if (source && !*temp_dir) temp_dir = opt_str(o, "snapstore-temp-directory");
+    if (source && !*provider) provider = opts_values(o)->storage_provider;
+    if (source && !*prefix && !opts_given(o)->source_store_prefix)
+        prefix = opts_values(o)->store_prefix; /* --source-store-prefix= names the root */
+    if (source && !*temp_dir) temp_dir = opts_values(o)->snapstore_temp_directory;
     /* the encryption keys belong to the command's own store; copy's source and the secondary
      * store are copied raw and need none */
     Keyring *kr = NULL;
@@ -267,10 +268,10 @@ int setup_store_as(const Opts *o, const char *flag_prefix, const char *env_prefi
         if (code) return code;
     }
     if (!*f->prefix && opts_has(o, "max-delta-size")) { /* commands that decode snapshots */
-        snapobj_set_limits((uint64_t)opt_int(o, "max-delta-size"),
-                           (uint64_t)opt_int(o, "max-full-size"));
-        fs_set_free_reserve((uint64_t)opt_int(o, "min-free-disk-bytes"),
-                            (int)opt_int(o, "min-free-disk-percent"));
+        snapobj_set_limits((uint64_t)opts_values(o)->max_delta_size,
+                           (uint64_t)opts_values(o)->max_full_size);
+        fs_set_free_reserve((uint64_t)opts_values(o)->min_free_disk_bytes,
+                            (int)opts_values(o)->min_free_disk_percent);
     }
     /* a container alone means Local, as the help says and as `snapshot` and `restore` take it */
     if (allow_none && !*provider && !*container) {
@@ -312,7 +313,7 @@ int server_setup(const Opts *o, ServerSetup *s) {
         server_teardown(s);
         return code;
     }
-    if (!code && opt_bool(o, "secondary-backup-sync-enabled")) {
+    if (!code && opts_values(o)->secondary_backup_sync_enabled) {
         code = setup_store_as(o, "secondary-", "SECONDARY_", "secondary store", 1, &s->secondary);
         if (!code && !s->secondary) {
             log_error("--secondary-backup-sync-enabled needs a secondary store: give "
@@ -326,13 +327,13 @@ int server_setup(const Opts *o, ServerSetup *s) {
                       store_describe(s->store));
             code = EXIT_USAGE;
         }
-        s->secondary_period_ms = opt_duration_ms(o, "secondary-backup-sync-period");
+        s->secondary_period_ms = opts_values(o)->secondary_backup_sync_period_ms;
         if (code) {
             server_teardown(s);
             return code;
         }
-    } else if (!code && (*opt_str(o, "secondary-storage-provider") ||
-                         *opt_str(o, "secondary-store-container"))) {
+    } else if (!code && (*opts_values(o)->secondary_storage_provider ||
+                         *opts_values(o)->secondary_store_container)) {
         log_warn("a secondary store is configured but --secondary-backup-sync-enabled is false: "
                  "nothing is copied to it");
     }
@@ -340,10 +341,11 @@ int server_setup(const Opts *o, ServerSetup *s) {
     s->snap.store = s->store;
     s->snap.resume = 1;
     s->restore.store = s->store;
-    s->leader_timeout_ms = opt_duration_ms(o, "etcd-connection-timeout-leader-election");
-    s->service_endpoints = opt_list(o, "service-endpoints", &s->service_endpoints_n);
+    s->leader_timeout_ms = opts_values(o)->etcd_connection_timeout_leader_election_ms;
+    s->service_endpoints = opts_values(o)->service_endpoints.v;
+    s->service_endpoints_n = opts_values(o)->service_endpoints.n;
     /* the Go tool's strict "> 1s" for both, which the table's inclusive bounds cannot say */
-    if (s->leader_timeout_ms <= 1000 || opt_duration_ms(o, "reelection-period") <= 1000) {
+    if (s->leader_timeout_ms <= 1000 || opts_values(o)->reelection_period_ms <= 1000) {
         log_error("--etcd-connection-timeout-leader-election and --reelection-period must be "
                   "more than 1s");
         server_teardown(s);
@@ -351,12 +353,12 @@ int server_setup(const Opts *o, ServerSetup *s) {
     }
     opts_log_effective(o, "server");
     LeaseRenewerConfig lc = {
-        .snapshot_leases = opt_bool(o, "enable-snapshot-lease-renewal"),
-        .member_lease = opt_bool(o, "enable-member-lease-renewal"),
-        .full_name = opt_str(o, "full-snapshot-lease-name"),
-        .delta_name = opt_str(o, "delta-snapshot-lease-name"),
-        .heartbeat_ms = opt_duration_ms(o, "k8s-heartbeat-duration"),
-        .member_timeout_ms = opt_duration_ms(o, "etcd-connection-timeout"),
+        .snapshot_leases = opts_values(o)->enable_snapshot_lease_renewal,
+        .member_lease = opts_values(o)->enable_member_lease_renewal,
+        .full_name = opts_values(o)->full_snapshot_lease_name,
+        .delta_name = opts_values(o)->delta_snapshot_lease_name,
+        .heartbeat_ms = opts_values(o)->k8s_heartbeat_duration_ms,
+        .member_timeout_ms = opts_values(o)->etcd_connection_timeout_ms,
     };
     if ((code = lease_renewer_new(&lc, &s->leases)) != EXIT_OK) {
         server_teardown(s);

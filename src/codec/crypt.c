@@ -6,6 +6,7 @@
  * flagged final where it was not fails to authenticate, and the stream only ends at the frame
  * sealed as final. All integers are big-endian. */
 #include "crypt.h"
+#include "base64.h"
 #include "../common/byteorder.h"
 #include "../common/err.h"
 
@@ -59,42 +60,10 @@ static int id_char_ok(char c) {
            c == '_' || c == '-';
 }
 
-static int b64_val(char c) {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    if (c == '+') return 62;
-    if (c == '/') return 63;
-    return -1;
-}
-
-/* Strict standard base64 (padding optional, nothing else allowed) into out (cap bytes).
- * *n_out bytes; -1 when malformed or too long. */
-static int b64_decode(const char *s, size_t len, uint8_t *out, size_t cap, size_t *n_out) {
-    size_t pad = 0;
-    while (len > 0 && s[len - 1] == '=' && pad < 2) {
-        len--;
-        pad++;
-    }
-    if (len % 4 == 1 || (pad && (len + pad) % 4 != 0)) return -1;
-    uint32_t acc = 0;
-    int bits = 0;
-    size_t n = 0;
-    for (size_t i = 0; i < len; i++) {
-        int v = b64_val(s[i]);
-        if (v < 0) return -1;
-        acc = (acc << 6) | (uint32_t)v;
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            if (n == cap) return -1;
-            out[n++] = (uint8_t)(acc >> bits);
-        }
-    }
-    /* leftover bits must be zero (canonical encoding) */
-    if (bits > 0 && (acc & ((1u << bits) - 1)) != 0) return -1;
-    *n_out = n;
-    return 0;
+/* Strict standard base64 (padding optional, canonical, nothing else allowed) into out (cap
+ * bytes). *n_out bytes; -1 when malformed or too long. */
+static int b64_decode_key(const char *s, size_t len, uint8_t *out, size_t cap, size_t *n_out) {
+    return b64_decode(s, len, B64_CANONICAL, out, cap, n_out, NULL);
 }
 
 static int key_token_sep(char c) {
@@ -112,7 +81,7 @@ int crypt_text_holds_key(const char *text, size_t len) {
             i++;
         uint8_t raw[CRYPT_KEY_LEN];
         size_t n = 0;
-        int hit = i > start && b64_decode(text + start, i - start, raw, sizeof raw, &n) == 0 &&
+        int hit = i > start && b64_decode_key(text + start, i - start, raw, sizeof raw, &n) == 0 &&
                   n == CRYPT_KEY_LEN;
         OPENSSL_cleanse(raw, sizeof raw);
         if (hit) return 1;
@@ -176,7 +145,7 @@ static int parse_line(Keyring *kr, const char *p, size_t len, const char *what, 
             return err_set(ERR_INVALID, "%s line %zu: key id \"%s\" given twice", what, lineno, id);
     uint8_t raw[CRYPT_KEY_LEN + 3];
     size_t n = 0;
-    int bad = b64_decode(p + k0, k_len, raw, sizeof raw, &n) != 0 || n != CRYPT_KEY_LEN;
+    int bad = b64_decode_key(p + k0, k_len, raw, sizeof raw, &n) != 0 || n != CRYPT_KEY_LEN;
     if (bad) {
         OPENSSL_cleanse(raw, sizeof raw);
         /* not even the id: with the fields swapped by mistake, the "id" is the key */

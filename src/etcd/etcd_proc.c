@@ -222,6 +222,66 @@ static int probe(const EtcdProcConfig *cfg, const char *url) {
     return ok;
 }
 
+/* The etcd command line of one start attempt: argv points into the buffers beside it. */
+typedef struct {
+    char icl[320], quota[32], maxreq[32], maxops[32], snaps[32], batch[32];
+    char *argv[MAX_ARGS];
+} EtcdArgs;
+
+/* etcd's flags for cfg on client URL curl and peer URL purl, then cfg's n_extra extra_args
+ * (n_extra <= MAX_ARGS - 32, checked by the caller). */
+static void make_args(const EtcdProcConfig *cfg, const char *bin, const char *name,
+                      const char *curl, const char *purl, size_t n_extra, EtcdArgs *a) {
+    char **argv = a->argv;
+    int n = 0;
+#define ARG(s) argv[n++] = (char *)(s)
+    snprintf(a->icl, sizeof a->icl, "%s=%s", name, purl);
+    ARG(bin);
+    ARG("--name");
+    ARG(name);
+    ARG("--data-dir");
+    ARG(cfg->data_dir);
+    ARG("--listen-client-urls");
+    ARG(curl);
+    ARG("--advertise-client-urls");
+    ARG(curl);
+    ARG("--listen-peer-urls");
+    ARG(purl);
+    ARG("--initial-advertise-peer-urls");
+    ARG(purl);
+    ARG("--initial-cluster");
+    ARG(a->icl);
+    snprintf(a->snaps, sizeof a->snaps, "%lld",
+             (long long)(cfg->snapshot_count > 0 ? cfg->snapshot_count : 100000));
+    ARG("--snapshot-count");
+    ARG(a->snaps);
+    if (cfg->backend_batch_interval_ms > 0) {
+        snprintf(a->batch, sizeof a->batch, "%dms", cfg->backend_batch_interval_ms);
+        ARG("--backend-batch-interval");
+        ARG(a->batch);
+    }
+    if (cfg->quota_bytes > 0) {
+        snprintf(a->quota, sizeof a->quota, "%lld", (long long)cfg->quota_bytes);
+        ARG("--quota-backend-bytes");
+        ARG(a->quota);
+    }
+    if (cfg->max_request_bytes > 0) {
+        snprintf(a->maxreq, sizeof a->maxreq, "%lld", (long long)cfg->max_request_bytes);
+        ARG("--max-request-bytes");
+        ARG(a->maxreq);
+    }
+    if (cfg->max_txn_ops > 0) {
+        snprintf(a->maxops, sizeof a->maxops, "%lld", (long long)cfg->max_txn_ops);
+        ARG("--max-txn-ops");
+        ARG(a->maxops);
+    }
+    if (cfg->unsafe_no_fsync) ARG("--unsafe-no-fsync");
+    for (size_t i = 0; i < n_extra; i++)
+        ARG(cfg->extra_args[i]);
+    argv[n] = NULL;
+#undef ARG
+}
+
 int etcd_proc_start(const EtcdProcConfig *cfg, EtcdProc **out) {
     int rc = 0, log_fd = -1;
     EtcdProc *p = NULL;
@@ -250,57 +310,12 @@ int etcd_proc_start(const EtcdProcConfig *cfg, EtcdProc **out) {
     for (int attempt = 1;; attempt++) {
         int cport = 0, pport = 0;
         if ((rc = pick_ports(&cport, &pport))) goto done;
-        char curl_[64], purl[64], icl[320], quota[32], maxreq[32], maxops[32], snaps[32], batch[32];
+        char curl_[64], purl[64];
         snprintf(curl_, sizeof curl_, "%s://127.0.0.1:%d", scheme, cport);
         snprintf(purl, sizeof purl, "http://127.0.0.1:%d", pport);
-        snprintf(icl, sizeof icl, "%s=%s", name, purl);
-        char *argv[MAX_ARGS];
-        int n = 0;
-#define ARG(s) argv[n++] = (char *)(s)
-        ARG(bin);
-        ARG("--name");
-        ARG(name);
-        ARG("--data-dir");
-        ARG(cfg->data_dir);
-        ARG("--listen-client-urls");
-        ARG(curl_);
-        ARG("--advertise-client-urls");
-        ARG(curl_);
-        ARG("--listen-peer-urls");
-        ARG(purl);
-        ARG("--initial-advertise-peer-urls");
-        ARG(purl);
-        ARG("--initial-cluster");
-        ARG(icl);
-        snprintf(snaps, sizeof snaps, "%lld",
-                 (long long)(cfg->snapshot_count > 0 ? cfg->snapshot_count : 100000));
-        ARG("--snapshot-count");
-        ARG(snaps);
-        if (cfg->backend_batch_interval_ms > 0) {
-            snprintf(batch, sizeof batch, "%dms", cfg->backend_batch_interval_ms);
-            ARG("--backend-batch-interval");
-            ARG(batch);
-        }
-        if (cfg->quota_bytes > 0) {
-            snprintf(quota, sizeof quota, "%lld", (long long)cfg->quota_bytes);
-            ARG("--quota-backend-bytes");
-            ARG(quota);
-        }
-        if (cfg->max_request_bytes > 0) {
-            snprintf(maxreq, sizeof maxreq, "%lld", (long long)cfg->max_request_bytes);
-            ARG("--max-request-bytes");
-            ARG(maxreq);
-        }
-        if (cfg->max_txn_ops > 0) {
-            snprintf(maxops, sizeof maxops, "%lld", (long long)cfg->max_txn_ops);
-            ARG("--max-txn-ops");
-            ARG(maxops);
-        }
-        if (cfg->unsafe_no_fsync) ARG("--unsafe-no-fsync");
-        for (size_t i = 0; i < n_extra; i++)
-            ARG(cfg->extra_args[i]);
-        argv[n] = NULL;
-#undef ARG
+        EtcdArgs args;
+        make_args(cfg, bin, name, curl_, purl, n_extra, &args);
+        char **argv = args.argv;
         off_t log_off = lseek(log_fd, 0, SEEK_END);
         if (log_off < 0) log_off = 0;
         pid_t pid = -1;

@@ -1179,15 +1179,76 @@ done:
     return rc;
 }
 
+/* wal.ReadAll's state across records (wal_read_dir). */
+typedef struct {
+    WalInfo *out;
+    Log *lg;
+    uint8_t *meta; /* the first metadata record; later ones must equal it */
+    size_t meta_len;
+    int have_meta;
+    int match; /* a snapshot record matches the snap file's index and term */
+} ReadAll;
+
+/* One record of a WAL file at path, as wal.ReadAll takes it: entries into the log, the hard
+ * state, metadata checked equal, the snapshot record checked against the snap file. 0 or ERR_*. */
+static int read_record(ReadAll *ra, const WalRecord *rec, const char *path) {
+    int rc = 0;
+    switch (rec->type) {
+    case WAL_REC_ENTRY: {
+        WalEntry e;
+        if ((rc = wal_decode_entry(rec->data, rec->len, &e)) == 0)
+            rc = log_append(ra->lg, &e, path, rec->offset);
+        break;
+    }
+    case WAL_REC_STATE:
+        rc = wal_decode_hardstate(rec->data, rec->len, &ra->out->hard_state);
+        break;
+    case WAL_REC_METADATA:
+        if (!ra->have_meta) {
+            if (!(ra->meta = malloc(rec->len ? rec->len : 1))) {
+                rc = err_set(ERR_NOMEM, "out of memory");
+                break;
+            }
+            if (rec->len) memcpy(ra->meta, rec->data, rec->len);
+            ra->meta_len = rec->len;
+            ra->have_meta = 1;
+        } else if (ra->meta_len != rec->len ||
+                   (rec->len && memcmp(ra->meta, rec->data, rec->len))) {
+            rc = err_set(ERR_CORRUPT, "metadata record differs from the first one");
+        }
+        break;
+    case WAL_REC_CRC:
+        break;
+    case WAL_REC_SNAPSHOT: {
+        uint64_t si, st;
+        if ((rc = wal_decode_snapshot(rec->data, rec->len, &si, &st))) break;
+        if (si == ra->out->snap_index) {
+            if (st != ra->out->snap_term) {
+                rc = err_set(ERR_CORRUPT,
+                             "snapshot record for index %llu has term %llu, the snap "
+                             "file says %llu",
+                             (unsigned long long)si, (unsigned long long)st,
+                             (unsigned long long)ra->out->snap_term);
+                break;
+            }
+            ra->match = 1;
+        }
+        break;
+    }
+    default:
+        rc = err_set(ERR_CORRUPT, "unexpected record type %lld", (long long)rec->type);
+    }
+    return rc;
+}
+
 int wal_read_dir(const char *member_dir, uint64_t count_after, WalInfo *out) {
     char wal_dir[4096], path[4096];
     WalName *names = NULL;
     size_t n = 0;
     WalSegment *seg = NULL;
-    uint8_t *meta = NULL;
-    size_t meta_len = 0;
-    int have_meta = 0, match = 0, rc;
+    int rc;
     Log lg = {0};
+    ReadAll ra = {.out = out, .lg = &lg};
     memset(out, 0, sizeof *out);
     if ((rc = join_path(wal_dir, sizeof wal_dir, member_dir, "wal"))) goto done;
     if ((rc = list_wal(wal_dir, &names, &n))) goto done;
@@ -1252,51 +1313,7 @@ int wal_read_dir(const char *member_dir, uint64_t count_after, WalInfo *out) {
                 break;
             }
             out->records++;
-            switch (rec.type) {
-            case WAL_REC_ENTRY: {
-                WalEntry e;
-                if ((rc = wal_decode_entry(rec.data, rec.len, &e)) == 0)
-                    rc = log_append(&lg, &e, path, rec.offset);
-                break;
-            }
-            case WAL_REC_STATE:
-                rc = wal_decode_hardstate(rec.data, rec.len, &out->hard_state);
-                break;
-            case WAL_REC_METADATA:
-                if (!have_meta) {
-                    if (!(meta = malloc(rec.len ? rec.len : 1))) {
-                        rc = err_set(ERR_NOMEM, "out of memory");
-                        break;
-                    }
-                    if (rec.len) memcpy(meta, rec.data, rec.len);
-                    meta_len = rec.len;
-                    have_meta = 1;
-                } else if (meta_len != rec.len || (rec.len && memcmp(meta, rec.data, rec.len))) {
-                    rc = err_set(ERR_CORRUPT, "metadata record differs from the first one");
-                }
-                break;
-            case WAL_REC_CRC:
-                break;
-            case WAL_REC_SNAPSHOT: {
-                uint64_t si, st;
-                if ((rc = wal_decode_snapshot(rec.data, rec.len, &si, &st))) break;
-                if (si == out->snap_index) {
-                    if (st != out->snap_term) {
-                        rc = err_set(ERR_CORRUPT,
-                                     "snapshot record for index %llu has term %llu, the snap "
-                                     "file says %llu",
-                                     (unsigned long long)si, (unsigned long long)st,
-                                     (unsigned long long)out->snap_term);
-                        break;
-                    }
-                    match = 1;
-                }
-                break;
-            }
-            default:
-                rc = err_set(ERR_CORRUPT, "unexpected record type %lld", (long long)rec.type);
-            }
-            if (rc) {
+            if ((rc = read_record(&ra, &rec, path))) {
                 if (!strstr(err_msg(), path))
                     err_wrap(rc, "%s: offset %llu", path, (unsigned long long)rec.offset);
                 goto done;
@@ -1305,7 +1322,7 @@ int wal_read_dir(const char *member_dir, uint64_t count_after, WalInfo *out) {
         wal_segment_close(seg);
         seg = NULL;
     }
-    if (!match) {
+    if (!ra.match) {
         rc = err_set(ERR_CORRUPT, "%s: no snapshot record for index %llu term %llu from %s on",
                      wal_dir, (unsigned long long)out->snap_index,
                      (unsigned long long)out->snap_term, names[first].name);
@@ -1321,7 +1338,7 @@ int wal_read_dir(const char *member_dir, uint64_t count_after, WalInfo *out) {
 done:
     wal_segment_close(seg);
     free(names);
-    free(meta);
+    free(ra.meta);
     free(lg.nibbles);
     return rc;
 }

@@ -1096,232 +1096,271 @@ static int make_scratch(const char *temp_dir, char **out, int *lock_fd, int *mad
     return fs_scratch_create(temp_dir, SCRATCH_PREFIX, "restore", out, lock_fd, made_temp_dir);
 }
 
-int restorer_run(const RestoreConfig *cfg, RestoreResult *out) {
-    int64_t t0 = now_mono_ms();
-    Snapshot *list = NULL, *deltas = NULL;
-    size_t n_list = 0, n_deltas = 0;
-    size_t *delta_idx = NULL;
-    int full_fd = -1;   /* the store's own file of the full snapshot (use_local_full) */
-    char full_proc[64]; /* its /proc/self/fd path */
-    char **parts = NULL, **part_data = NULL, *scratch = NULL, *full_path = NULL, *db_path = NULL,
-         *tool_log = NULL;
+/* One restore's state, stage by stage (restorer_run). */
+typedef struct {
+    const RestoreConfig *cfg;
+    RestoreResult *out;
+    /* targets: the members' data dirs, their parents' locks and "<data-dir>.part" dirs */
+    RestoreMember single;
+    const RestoreMember *ms;
+    size_t nm, committed;
+    int own_dirs; /* the member dirs are ours (not etcd's tool's, not a db sink) */
+    int *lock_fds, *owns;
+    char **parts, **part_data;
+    InitialCluster ic;
+    MemberDbItems items;
+    /* plan: the set */
+    Snapshot *list, *deltas;
+    size_t n_list, n_deltas;
+    size_t *delta_idx;
+    const Snapshot *full;
+    int64_t store_last; /* the set's last revision */
+    /* scratch */
+    char *scratch, *full_path, *db_path, *db_dir, *tool_log;
+    int scratch_lock, made_temp_dir;
+    /* fetch */
+    RestoreConfig fetch_cfg;
     FetchPool pool;
-    pthread_t *threads = NULL;
-    size_t n_threads = 0;
+    pthread_t *threads;
+    size_t n_threads;
+    int full_fd;        /* the store's own file of the full snapshot (use_local_full) */
+    char full_proc[64]; /* its /proc/self/fd path */
+    uint64_t db_len;
+    /* build */
     Builder b;
-    int rc;
+    int64_t final_rev;
+} RestoreRun;
+
+static int run_init(RestoreRun *r, const RestoreConfig *cfg, RestoreResult *out) {
+    memset(r, 0, sizeof *r);
     memset(out, 0, sizeof *out);
-    memset(&pool, 0, sizeof pool);
-    memset(&b, 0, sizeof b);
-    pthread_mutex_init(&pool.mu, NULL);
-    cond_init_monotonic(&pool.cv); /* timed waits on the monotonic clock */
-    int scratch_lock = -1, made_temp_dir = 0;
+    r->cfg = cfg;
+    r->out = out;
+    r->full_fd = r->scratch_lock = -1;
+    pthread_mutex_init(&r->pool.mu, NULL);
+    cond_init_monotonic(&r->pool.cv); /* timed waits on the monotonic clock */
     /* the member dirs are ours unless --etcdutl-bin asks for etcd's tool (or a sink takes the
      * db) */
-    int own_dirs = !cfg->db_sink && !(cfg->etcdutl_bin && *cfg->etcdutl_bin);
-    InitialCluster ic = {0};
-    MemberDbItems items = {0};
-    char *db_dir = NULL;
-    RestoreMember single = {cfg->name, cfg->data_dir, cfg->initial_advertise_peer_urls};
-    const RestoreMember *ms = cfg->n_members ? cfg->members : &single;
-    size_t nm = cfg->db_sink ? 0 : cfg->n_members ? cfg->n_members : 1, committed = 0;
-    int *lock_fds = malloc((nm + 1) * sizeof *lock_fds), *owns = calloc(nm + 1, sizeof *owns);
-    parts = calloc(nm + 1, sizeof *parts);
-    part_data = calloc(nm + 1, sizeof *part_data);
-    for (size_t i = 0; lock_fds && i <= nm; i++)
-        lock_fds[i] = -1;
-    if (!lock_fds || !owns || !parts || !part_data) {
-        rc = err_set(ERR_NOMEM, "out of memory");
-        goto done;
-    }
+    r->own_dirs = !cfg->db_sink && !(cfg->etcdutl_bin && *cfg->etcdutl_bin);
+    r->single = (RestoreMember){cfg->name, cfg->data_dir, cfg->initial_advertise_peer_urls};
+    r->ms = cfg->n_members ? cfg->members : &r->single;
+    r->nm = cfg->db_sink ? 0 : cfg->n_members ? cfg->n_members : 1;
+    r->lock_fds = malloc((r->nm + 1) * sizeof *r->lock_fds);
+    r->owns = calloc(r->nm + 1, sizeof *r->owns);
+    r->parts = calloc(r->nm + 1, sizeof *r->parts);
+    r->part_data = calloc(r->nm + 1, sizeof *r->part_data);
+    for (size_t i = 0; r->lock_fds && i <= r->nm; i++)
+        r->lock_fds[i] = -1;
+    if (!r->lock_fds || !r->owns || !r->parts || !r->part_data)
+        return err_set(ERR_NOMEM, "out of memory");
+    return 0;
+}
 
+/* Stage 1, the targets: the flags agree, each data dir is distinct and empty, its parent locked
+ * for this restore (two restores into one data dir would delete each other's <data-dir>.part;
+ * the flock is released when the process ends), and our member dirs' identities planned. */
+static int stage_targets(RestoreRun *r) {
+    const RestoreConfig *cfg = r->cfg;
     if (cfg->target_revision && cfg->target_time_ns) {
-        out->target_refused = 1;
-        rc = err_set(ERR_INVALID, "a target revision and a target time exclude each other");
-        goto done;
+        r->out->target_refused = 1;
+        return err_set(ERR_INVALID, "a target revision and a target time exclude each other");
     }
     if (cfg->mark_compacted && cfg->bump_revision <= 0) {
-        out->target_refused = 1;
-        rc = err_set(ERR_INVALID, "marking compacted needs a revision bump (as etcdutl)");
-        goto done;
+        r->out->target_refused = 1;
+        return err_set(ERR_INVALID, "marking compacted needs a revision bump (as etcdutl)");
     }
-
-    /* One restore at a time per parent directory: two restores into one data dir would delete
-     * each other's <data-dir>.part (flock on the parent; released when the process ends). */
-    for (size_t i = 0; i < nm; i++) {
+    for (size_t i = 0; i < r->nm; i++) {
+        const RestoreMember *m = &r->ms[i];
         for (size_t j = 0; j < i; j++)
-            if (strcmp(ms[i].data_dir, ms[j].data_dir) == 0) {
-                out->target_refused = 1;
-                rc = err_set(ERR_INVALID, "members %s and %s are given the same data dir %s",
-                             ms[j].name, ms[i].name, ms[i].data_dir);
-                goto done;
+            if (strcmp(m->data_dir, r->ms[j].data_dir) == 0) {
+                r->out->target_refused = 1;
+                return err_set(ERR_INVALID, "members %s and %s are given the same data dir %s",
+                               r->ms[j].name, m->name, m->data_dir);
             }
-        if ((rc = lock_parent(ms[i].data_dir, lock_fds, i, &lock_fds[i], &owns[i]))) goto done;
-        rc = fs_dir_nonempty(ms[i].data_dir);
-        if (rc < 0) goto done;
-        if (rc > 0) {
-            rc = err_set(ERR_EXISTS,
-                         "data dir %s is not empty; refusing to restore over it (nothing is "
-                         "ever deleted: move it aside, e.g. mv %s %s.old)",
-                         ms[i].data_dir, ms[i].data_dir, ms[i].data_dir);
-            goto done;
-        }
+        int rc = lock_parent(m->data_dir, r->lock_fds, i, &r->lock_fds[i], &r->owns[i]);
+        if (rc) return rc;
+        rc = fs_dir_nonempty(m->data_dir);
+        if (rc < 0) return rc;
+        if (rc > 0)
+            return err_set(ERR_EXISTS,
+                           "data dir %s is not empty; refusing to restore over it (nothing is "
+                           "ever deleted: move it aside, e.g. mv %s %s.old)",
+                           m->data_dir, m->data_dir, m->data_dir);
     }
-    if (own_dirs && (rc = plan_member_dirs(cfg, ms, nm, &ic, &items, out))) goto done;
-    rc = store_list(cfg->store, &list, &n_list);
-    if (!rc) rc = leave_out_plain(list, &n_list);
-    if (rc) goto done;
-    delta_idx = calloc(n_list ? n_list : 1, sizeof *delta_idx);
-    if (!delta_idx) {
-        rc = err_set(ERR_NOMEM, "out of memory");
-        goto done;
-    }
-    ptrdiff_t full_i;
+    if (r->own_dirs) return plan_member_dirs(cfg, r->ms, r->nm, &r->ic, &r->items, r->out);
+    return 0;
+}
+
+/* The full snapshot of the set the target asks for, into *full_i (-1: none); its deltas' indexes
+ * into r->delta_idx, r->n_deltas. ERR_NOT_FOUND with a message naming what was looked for. */
+static int choose_full(RestoreRun *r, ptrdiff_t *full_i) {
+    const RestoreConfig *cfg = r->cfg;
     /* --time: a full snapshot named at second t was taken before t+1 */
     int64_t max_created = cfg->target_time_ns ? cfg->target_time_ns / 1000000000LL - 1 : 0;
-    snapname_set_at(list, n_list, cfg->target_revision, max_created, &full_i, delta_idx, &n_deltas);
-    if (full_i < 0 && cfg->target_time_ns) { /* one taken within the second of the time */
+    snapname_set_at(r->list, r->n_list, cfg->target_revision, max_created, full_i, r->delta_idx,
+                    &r->n_deltas);
+    if (*full_i < 0 && cfg->target_time_ns) { /* one taken within the second of the time */
         max_created = cfg->target_time_ns / 1000000000LL;
-        snapname_set_at(list, n_list, 0, max_created, &full_i, delta_idx, &n_deltas);
-        if (full_i >= 0)
+        snapname_set_at(r->list, r->n_list, 0, max_created, full_i, r->delta_idx, &r->n_deltas);
+        if (*full_i >= 0)
             log_warn("the only full snapshot before the target time was named in its second: "
                      "its revision may include writes up to a second after it");
     }
-    if (full_i < 0) {
-        if (cfg->target_revision || cfg->target_time_ns)
-            rc = err_set(ERR_NOT_FOUND,
-                         "no full snapshot in store %s at or before the target %s (%zu snapshot "
-                         "objects)",
-                         store_describe(cfg->store), cfg->target_revision ? "revision" : "time",
-                         n_list);
-        else
-            rc = err_set(
-                ERR_NOT_FOUND,
-                "no full snapshot in store %s (%zu snapshot objects, %zu of them deltas; "
-                "snapshots are looked for under <container>/<store-prefix>/v2/ and v1/: check "
-                "--store-container and --store-prefix)",
-                store_describe(cfg->store), n_list, n_deltas);
-        goto done;
-    }
-    const Snapshot *full = &list[full_i];
-    warn_other_histories(list, n_list, full);
-    deltas = calloc(n_deltas ? n_deltas : 1, sizeof *deltas);
-    if (!deltas) {
-        rc = err_set(ERR_NOMEM, "out of memory");
-        goto done;
-    }
+    if (*full_i >= 0) return 0;
+    if (cfg->target_revision || cfg->target_time_ns)
+        return err_set(ERR_NOT_FOUND,
+                       "no full snapshot in store %s at or before the target %s (%zu snapshot "
+                       "objects)",
+                       store_describe(cfg->store), cfg->target_revision ? "revision" : "time",
+                       r->n_list);
+    return err_set(ERR_NOT_FOUND,
+                   "no full snapshot in store %s (%zu snapshot objects, %zu of them deltas; "
+                   "snapshots are looked for under <container>/<store-prefix>/v2/ and v1/: check "
+                   "--store-container and --store-prefix)",
+                   store_describe(cfg->store), r->n_list, r->n_deltas);
+}
+
+/* Stage 2, the plan: one listing, the set (the newest full snapshot at or before the target and
+ * the deltas after it up to the target), checked before anything is downloaded: the target
+ * within the backups, the revision bump within range, the deltas contiguous. */
+static int stage_plan(RestoreRun *r) {
+    const RestoreConfig *cfg = r->cfg;
+    int rc = store_list(cfg->store, &r->list, &r->n_list);
+    if (!rc) rc = leave_out_plain(r->list, &r->n_list);
+    if (rc) return rc;
+    r->delta_idx = calloc(r->n_list ? r->n_list : 1, sizeof *r->delta_idx);
+    if (!r->delta_idx) return err_set(ERR_NOMEM, "out of memory");
+    ptrdiff_t full_i;
+    if ((rc = choose_full(r, &full_i))) return rc;
+    const Snapshot *full = r->full = &r->list[full_i];
+    warn_other_histories(r->list, r->n_list, full);
+    r->deltas = calloc(r->n_deltas ? r->n_deltas : 1, sizeof *r->deltas);
+    if (!r->deltas) return err_set(ERR_NOMEM, "out of memory");
     size_t kept = 0;
-    for (size_t i = 0; i < n_deltas; i++) {
-        const Snapshot *d = &list[delta_idx[i]];
+    for (size_t i = 0; i < r->n_deltas; i++) {
+        const Snapshot *d = &r->list[r->delta_idx[i]];
         if (d->last_revision <= full->last_revision) continue; /* inside the full snapshot */
         if (cfg->target_revision && d->start_revision > cfg->target_revision) break;
-        deltas[kept++] = *d;
+        r->deltas[kept++] = *d;
     }
-    n_deltas = kept;
-    warn_plain_with_keys(cfg, full, deltas, n_deltas);
-    int64_t store_last = n_deltas ? deltas[n_deltas - 1].last_revision : full->last_revision;
-    if (store_last < full->last_revision) store_last = full->last_revision;
-    if ((rc = restorer_check_bump(cfg->target_revision ? cfg->target_revision : store_last,
+    r->n_deltas = kept;
+    warn_plain_with_keys(cfg, full, r->deltas, r->n_deltas);
+    int64_t last = r->n_deltas ? r->deltas[r->n_deltas - 1].last_revision : full->last_revision;
+    r->store_last = last < full->last_revision ? full->last_revision : last;
+    if ((rc = restorer_check_bump(cfg->target_revision ? cfg->target_revision : r->store_last,
                                   cfg->bump_revision))) {
-        out->target_refused = 1;
-        goto done;
+        r->out->target_refused = 1;
+        return rc;
     }
-    if (cfg->target_revision > store_last) {
-        out->target_refused = 1;
-        rc = err_set(ERR_INVALID,
-                     "target revision %lld is beyond the store's backups, which end at revision "
-                     "%lld",
-                     (long long)cfg->target_revision, (long long)store_last);
-        goto done;
+    if (cfg->target_revision > r->store_last) {
+        r->out->target_refused = 1;
+        return err_set(ERR_INVALID,
+                       "target revision %lld is beyond the store's backups, which end at "
+                       "revision %lld",
+                       (long long)cfg->target_revision, (long long)r->store_last);
     }
     int64_t upto = cfg->target_revision ? cfg->target_revision : INT64_MAX;
-    rc = check_contiguity(full, deltas, n_deltas, upto);
-    if (rc) goto done;
-    snprintf(out->base_name, sizeof out->base_name, "%s", full->snap_name);
+    if ((rc = check_contiguity(full, r->deltas, r->n_deltas, upto))) return rc;
+    snprintf(r->out->base_name, sizeof r->out->base_name, "%s", full->snap_name);
     log_info("restoring from %s: full snapshot %s and %zu delta snapshots, up to %s %lld",
-             store_describe(cfg->store), full->key, n_deltas,
+             store_describe(cfg->store), full->key, r->n_deltas,
              cfg->target_revision ? "the target revision" : "revision",
-             (long long)(cfg->target_revision ? cfg->target_revision : store_last));
+             (long long)(cfg->target_revision ? cfg->target_revision : r->store_last));
+    if (r->n_deltas) {
+        const Snapshot *ld = &r->deltas[r->n_deltas - 1];
+        r->out->last_delta_revision = ld->last_revision;
+        snprintf(r->out->last_delta_suffix, sizeof r->out->last_delta_suffix, "%s",
+                 ld->compression_suffix);
+    }
+    return 0;
+}
 
-    if (n_deltas) {
-        out->last_delta_revision = deltas[n_deltas - 1].last_revision;
-        snprintf(out->last_delta_suffix, sizeof out->last_delta_suffix, "%s",
-                 deltas[n_deltas - 1].compression_suffix);
-    }
-    for (size_t i = 0; i < nm; i++)
-        if ((rc = make_part(ms[i].data_dir, &parts[i], &part_data[i]))) goto done;
-    if ((rc = make_scratch(cfg->temp_dir, &scratch, &scratch_lock, &made_temp_dir))) goto done;
-    full_path = fs_join(scratch, "snapshot-full.db");
-    /* our member dirs: the db is built in place, in the first member's member/snap */
-    if (own_dirs && (rc = memberdir_make_dirs(part_data[0]))) goto done;
-    db_path = own_dirs ? memberdir_db_path(part_data[0]) : fs_join(scratch, "restored.db");
-    db_dir = db_path ? fs_dirname(db_path) : NULL;
-    tool_log = fs_join(scratch, "snapshot-restore.log");
-    if (!full_path || !db_path || !db_dir || !tool_log) {
-        rc = err_set(ERR_NOMEM, "out of memory");
-        goto done;
-    }
+/* Stage 3, the work dirs: each member's "<data-dir>.part", the private scratch dir, and the db's
+ * place (ours: built in place in the first member's member/snap). */
+static int stage_prepare(RestoreRun *r) {
+    int rc;
+    for (size_t i = 0; i < r->nm; i++)
+        if ((rc = make_part(r->ms[i].data_dir, &r->parts[i], &r->part_data[i]))) return rc;
+    if ((rc = make_scratch(r->cfg->temp_dir, &r->scratch, &r->scratch_lock, &r->made_temp_dir)))
+        return rc;
+    r->full_path = fs_join(r->scratch, "snapshot-full.db");
+    if (r->own_dirs && (rc = memberdir_make_dirs(r->part_data[0]))) return rc;
+    r->db_path =
+        r->own_dirs ? memberdir_db_path(r->part_data[0]) : fs_join(r->scratch, "restored.db");
+    r->db_dir = r->db_path ? fs_dirname(r->db_path) : NULL;
+    r->tool_log = fs_join(r->scratch, "snapshot-restore.log");
+    if (!r->full_path || !r->db_path || !r->db_dir || !r->tool_log)
+        return err_set(ERR_NOMEM, "out of memory");
+    return 0;
+}
 
-    /* deltas are fetched while the full snapshot is fetched and copied */
-    RestoreConfig fetch_cfg = *cfg;
-    fetch_cfg.temp_dir = scratch;
-    pool.cfg = &fetch_cfg;
-    pool.readers = calloc(n_deltas + 1, sizeof *pool.readers);
-    pool.rcs = calloc(n_deltas + 1, sizeof *pool.rcs);
-    pool.errs = calloc(n_deltas + 1, sizeof *pool.errs);
-    pool.ready = calloc(n_deltas + 1, sizeof *pool.ready);
-    if (!pool.readers || !pool.rcs || !pool.errs || !pool.ready) {
-        rc = err_set(ERR_NOMEM, "out of memory");
-        goto done;
-    }
-    uint64_t db_len = 0;
-    rc = use_local_full(cfg, full, &full_fd, full_proc, &db_len, &out->base_revision);
+/* Stage 4, the fetch: the full snapshot read in place (Local) or downloaded and checked, while
+ * up to --max-fetchers threads fetch the deltas ahead of the build. */
+static int stage_fetch(RestoreRun *r) {
+    const RestoreConfig *cfg = r->cfg;
+    FetchPool *pool = &r->pool;
+    r->fetch_cfg = *cfg;
+    r->fetch_cfg.temp_dir = r->scratch;
+    pool->cfg = &r->fetch_cfg;
+    pool->readers = calloc(r->n_deltas + 1, sizeof *pool->readers);
+    pool->rcs = calloc(r->n_deltas + 1, sizeof *pool->rcs);
+    pool->errs = calloc(r->n_deltas + 1, sizeof *pool->errs);
+    pool->ready = calloc(r->n_deltas + 1, sizeof *pool->ready);
+    if (!pool->readers || !pool->rcs || !pool->errs || !pool->ready)
+        return err_set(ERR_NOMEM, "out of memory");
+    int rc =
+        use_local_full(cfg, r->full, &r->full_fd, r->full_proc, &r->db_len, &r->out->base_revision);
     if (rc == ERR_UNSUPPORTED)
-        rc = fetch_full(cfg, full, scratch, full_path, &db_len, &out->base_revision);
-    if (!rc) rc = check_full_revision(cfg, full, out->base_revision);
-    if (rc) goto done;
-    pool.deltas = deltas;
-    pool.n = n_deltas;
-    size_t want = pool.n < (size_t)cfg->max_fetchers ? pool.n : (size_t)cfg->max_fetchers;
-    threads = calloc(want + 1, sizeof *threads);
-    for (size_t i = 0; threads && i < want; i++) {
-        if (pthread_create(&threads[i], NULL, fetcher_main, &pool) == 0) n_threads++;
-    }
-    if (want && !n_threads) {
-        rc = err_set(ERR_IO, "cannot start fetcher threads");
-        goto done;
-    }
+        rc = fetch_full(cfg, r->full, r->scratch, r->full_path, &r->db_len, &r->out->base_revision);
+    if (!rc) rc = check_full_revision(cfg, r->full, r->out->base_revision);
+    if (rc) return rc;
+    pool->deltas = r->deltas;
+    pool->n = r->n_deltas;
+    size_t want = pool->n < (size_t)cfg->max_fetchers ? pool->n : (size_t)cfg->max_fetchers;
+    r->threads = calloc(want + 1, sizeof *r->threads);
+    for (size_t i = 0; r->threads && i < want; i++)
+        if (pthread_create(&r->threads[i], NULL, fetcher_main, pool) == 0) r->n_threads++;
+    if (want && !r->n_threads) return err_set(ERR_IO, "cannot start fetcher threads");
+    return 0;
+}
 
+/* Stage 5, the db: the full snapshot's db streamed into a new one with every delta revision
+ * appended (build_db). The db is always rebuilt, even with nothing to add to the full snapshot:
+ * it carries the restore mark (history.h) that lets the restored etcd be backed up into this
+ * store. */
+static int stage_build(RestoreRun *r) {
+    const RestoreConfig *cfg = r->cfg;
+    RestoreResult *out = r->out;
+    Builder *b = &r->b;
     int64_t tb = now_mono_ms();
-    b.cfg = cfg;
-    b.space = (FsSpaceGuard){db_dir, 0};
-    b.membership = own_dirs ? &items : NULL;
-    b.out = out;
-    b.start_ms = tb;
-    b.next_log_ms = tb + PROGRESS_EVERY_MS;
-    b.last_rev = cfg->target_revision ? cfg->target_revision : store_last;
-    b.rev = out->base_revision;
-    b.sub = INT64_MAX; /* nothing may continue the full snapshot's last revision */
-    b.target = cfg->target_revision ? cfg->target_revision : INT64_MAX;
-    if ((rc = i64map_new(&b.known)) || (rc = i64map_new(&b.added)) || (rc = i64map_new(&b.ttls)))
-        goto done;
-    /* the db is always rebuilt, even with nothing to add to the full snapshot: it carries the
-     * restore mark (history.h) that lets the restored etcd be backed up into this store */
-    snprintf(b.history, sizeof b.history, "%s", full->history);
-    rc = bbolt_open(full_fd >= 0 ? full_proc : full_path, db_len, &b.src);
-    if (rc) goto done;
-    if (cfg->check_old_token && (rc = check_old_token(cfg, ms, nm, b.src, out))) goto done;
-    rc = build_db(&b, &pool, db_path);
-    bbolt_close(b.src);
-    b.src = NULL;
-    if (full_fd >= 0) {
-        close(full_fd);
-        full_fd = -1;
+    b->cfg = cfg;
+    b->space = (FsSpaceGuard){r->db_dir, 0};
+    b->membership = r->own_dirs ? &r->items : NULL;
+    b->out = out;
+    b->start_ms = tb;
+    b->next_log_ms = tb + PROGRESS_EVERY_MS;
+    b->last_rev = cfg->target_revision ? cfg->target_revision : r->store_last;
+    b->rev = out->base_revision;
+    b->sub = INT64_MAX; /* nothing may continue the full snapshot's last revision */
+    b->target = cfg->target_revision ? cfg->target_revision : INT64_MAX;
+    int rc;
+    if ((rc = i64map_new(&b->known)) || (rc = i64map_new(&b->added)) || (rc = i64map_new(&b->ttls)))
+        return rc;
+    snprintf(b->history, sizeof b->history, "%s", r->full->history);
+    rc = bbolt_open(r->full_fd >= 0 ? r->full_proc : r->full_path, r->db_len, &b->src);
+    if (rc) return rc;
+    if (cfg->check_old_token && (rc = check_old_token(cfg, r->ms, r->nm, b->src, out))) return rc;
+    rc = build_db(b, &r->pool, r->db_path);
+    bbolt_close(b->src);
+    b->src = NULL;
+    if (r->full_fd >= 0) {
+        close(r->full_fd);
+        r->full_fd = -1;
     } else {
-        unlink(full_path);
+        unlink(r->full_path);
     }
-    if (rc) goto done;
-    int64_t final_rev = b.rev + (cfg->bump_revision > 0 ? cfg->bump_revision : 0);
+    if (rc) return rc;
+    r->final_rev = b->rev + (cfg->bump_revision > 0 ? cfg->bump_revision : 0);
     if (cfg->quota_bytes > 0 && out->db_bytes > (uint64_t)cfg->quota_bytes)
         log_warn("the restored db is %llu bytes, above --embedded-etcd-quota-bytes %lld: start "
                  "etcd with a --quota-backend-bytes at least that large",
@@ -1329,99 +1368,119 @@ int restorer_run(const RestoreConfig *cfg, RestoreResult *out) {
     out->seconds_build = (double)(now_mono_ms() - tb) / 1000.0;
     log_info("db built: revision %lld (%llu revisions from %zu deltas on full snapshot revision "
              "%lld%s), %llu leases kept, %llu added (%llu with --new-lease-ttl), %.1f MiB in %.3fs",
-             (long long)final_rev, (unsigned long long)out->revisions_applied, out->deltas_applied,
-             (long long)out->base_revision, cfg->bump_revision > 0 ? ", bumped" : "",
-             (unsigned long long)out->leases_kept, (unsigned long long)out->leases_added,
-             (unsigned long long)out->leases_defaulted, (double)out->db_bytes / 1048576.0,
-             out->seconds_build);
+             (long long)r->final_rev, (unsigned long long)out->revisions_applied,
+             out->deltas_applied, (long long)out->base_revision,
+             cfg->bump_revision > 0 ? ", bumped" : "", (unsigned long long)out->leases_kept,
+             (unsigned long long)out->leases_added, (unsigned long long)out->leases_defaulted,
+             (double)out->db_bytes / 1048576.0, out->seconds_build);
+    return 0;
+}
 
-    if (cfg->db_sink) {
-        out->revision = final_rev;
-        if ((rc = stopped(cfg)) == 0) rc = cfg->db_sink(cfg->db_sink_ctx, db_path, full, out);
-        goto done;
+/* Stage 6, the member dirs around the db (ours, or etcd's tool with --etcdutl-bin), then the
+ * swap: every "<data-dir>.part" renamed into place once all are written. An empty target dir
+ * (allowed) is replaced; nothing else ever is: the target was checked empty under the lock on
+ * its parent, and the parent (and the .part dir) are fsynced, so each rename is durable. */
+static int stage_member_dirs_and_swap(RestoreRun *r) {
+    const RestoreConfig *cfg = r->cfg;
+    int rc = r->own_dirs ? write_member_dirs(cfg, r->ms, r->nm, r->part_data, &r->ic, r->db_path)
+                         : run_restore_tool(cfg, r->ms, r->nm, r->parts, r->part_data, r->db_path,
+                                            r->tool_log);
+    if (rc) return rc;
+    if (!r->own_dirs) unlink(r->db_path);
+    for (size_t i = 0; i < r->nm; i++, r->committed++) {
+        const char *dir = r->ms[i].data_dir;
+        if (fs_exists(dir) && rmdir(dir) != 0)
+            return err_set(ERR_IO, "remove empty %s: %s", dir, strerror(errno));
+        if ((rc = fs_rename_durable(r->part_data[i], dir))) return rc;
     }
-
-    if (own_dirs)
-        rc = write_member_dirs(cfg, ms, nm, part_data, &ic, db_path);
-    else
-        rc = run_restore_tool(cfg, ms, nm, parts, part_data, db_path, tool_log);
-    if (rc) goto done;
-    if (!own_dirs) unlink(db_path);
-    /* every member dir is written: commit them all */
-    for (size_t i = 0; i < nm; i++, committed++) {
-        /* an empty target dir (allowed) is replaced */
-        if (fs_exists(ms[i].data_dir) && rmdir(ms[i].data_dir) != 0) {
-            rc = err_set(ERR_IO, "remove empty %s: %s", ms[i].data_dir, strerror(errno));
-            goto done;
-        }
-        /* never replaces: the target was checked empty under the lock on its parent; the
-         * parent (and the .part dir) are fsynced, so the rename is durable */
-        if ((rc = fs_rename_durable(part_data[i], ms[i].data_dir))) goto done;
-    }
-    for (size_t i = 0; i < nm; i++) /* only our marker is left in each */
-        if (fs_scratch_dir_remove(parts[i], "a restore's work in progress"))
+    for (size_t i = 0; i < r->nm; i++) /* only our marker is left in each */
+        if (fs_scratch_dir_remove(r->parts[i], "a restore's work in progress"))
             log_warn("restored, but %s", err_msg());
-    out->revision = final_rev;
-done:
-    pthread_mutex_lock(&pool.mu);
-    pool.abort = 1;
-    pthread_cond_broadcast(&pool.cv);
-    pthread_mutex_unlock(&pool.mu);
-    for (size_t i = 0; i < n_threads; i++)
-        pthread_join(threads[i], NULL);
-    for (size_t i = 0; pool.readers && i < pool.n; i++) {
-        delta_reader_close(pool.readers[i]);
-        free(pool.errs[i]);
+    r->out->revision = r->final_rev;
+    return 0;
+}
+
+/* Stops the fetchers and frees what r holds; on failure (rc) removes every "<data-dir>.part"
+ * this restore made and says which data dirs were already committed. */
+static void run_finish(RestoreRun *r, int rc) {
+    FetchPool *pool = &r->pool;
+    pthread_mutex_lock(&pool->mu);
+    pool->abort = 1;
+    pthread_cond_broadcast(&pool->cv);
+    pthread_mutex_unlock(&pool->mu);
+    for (size_t i = 0; i < r->n_threads; i++)
+        pthread_join(r->threads[i], NULL);
+    for (size_t i = 0; pool->readers && i < pool->n; i++) {
+        delta_reader_close(pool->readers[i]);
+        free(pool->errs[i]);
     }
-    bbolt_close(b.src);
-    free(b.buf);
-    i64map_free(b.known);
-    i64map_free(b.added);
-    i64map_free(b.ttls);
-    if (rc && parts) {
+    bbolt_close(r->b.src);
+    free(r->b.buf);
+    i64map_free(r->b.known);
+    i64map_free(r->b.added);
+    i64map_free(r->b.ttls);
+    if (rc && r->parts) {
         char msg[2048];
         snprintf(msg, sizeof msg, "%s", err_msg());
-        for (size_t i = 0; i < nm; i++) /* ours (made by make_part); committed: marker only */
-            if (parts[i] && lock_fds[i] >= 0)
-                fs_scratch_dir_remove(parts[i], "a restore's work in progress");
-        if (committed) /* a rename or fsync failed after others were committed */
+        for (size_t i = 0; i < r->nm; i++) /* ours (made by make_part); committed: marker only */
+            if (r->parts[i] && r->lock_fds[i] >= 0)
+                fs_scratch_dir_remove(r->parts[i], "a restore's work in progress");
+        if (r->committed) /* a rename or fsync failed after others were committed */
             err_set(rc, "%s (the data dirs of the first %zu members were already written)", msg,
-                    committed);
+                    r->committed);
         else
             err_set(rc, "%s", msg);
     }
-    if (scratch && (rc == 0 || !getenv("ETCDBR_KEEP_TEMP")) &&
-        fs_remove_marked_tree(scratch, FS_SCRATCH_MARKER) == 0)
-        fs_scratch_temp_dir_release(cfg->temp_dir, made_temp_dir);
-    if (scratch_lock >= 0) close(scratch_lock);
-    for (size_t i = 0; lock_fds && owns && i < nm; i++)
-        if (owns[i]) close(lock_fds[i]);
-    free(threads);
-    free(pool.readers);
-    free(pool.rcs);
-    free(pool.errs);
-    free(pool.ready);
-    for (size_t i = 0; parts && i < nm; i++) {
-        free(parts[i]);
-        free(part_data[i]);
+    if (r->scratch && (rc == 0 || !getenv("ETCDBR_KEEP_TEMP")) &&
+        fs_remove_marked_tree(r->scratch, FS_SCRATCH_MARKER) == 0)
+        fs_scratch_temp_dir_release(r->cfg->temp_dir, r->made_temp_dir);
+    if (r->scratch_lock >= 0) close(r->scratch_lock);
+    for (size_t i = 0; r->lock_fds && r->owns && i < r->nm; i++)
+        if (r->owns[i]) close(r->lock_fds[i]);
+    free(r->threads);
+    free(pool->readers);
+    free(pool->rcs);
+    free(pool->errs);
+    free(pool->ready);
+    for (size_t i = 0; r->parts && i < r->nm; i++) {
+        free(r->parts[i]);
+        free(r->part_data[i]);
     }
-    free(parts);
-    free(part_data);
-    free(lock_fds);
-    free(owns);
-    free(scratch);
-    if (full_fd >= 0) close(full_fd);
-    free(full_path);
-    free(db_path);
-    free(db_dir);
-    free(tool_log);
-    initial_cluster_free(&ic);
-    memberdir_db_items_free(&items);
-    free(deltas);
-    free(delta_idx);
-    free(list);
-    pthread_mutex_destroy(&pool.mu);
-    pthread_cond_destroy(&pool.cv);
+    free(r->parts);
+    free(r->part_data);
+    free(r->lock_fds);
+    free(r->owns);
+    free(r->scratch);
+    if (r->full_fd >= 0) close(r->full_fd);
+    free(r->full_path);
+    free(r->db_path);
+    free(r->db_dir);
+    free(r->tool_log);
+    initial_cluster_free(&r->ic);
+    memberdir_db_items_free(&r->items);
+    free(r->deltas);
+    free(r->delta_idx);
+    free(r->list);
+    pthread_mutex_destroy(&pool->mu);
+    pthread_cond_destroy(&pool->cv);
+}
+
+int restorer_run(const RestoreConfig *cfg, RestoreResult *out) {
+    int64_t t0 = now_mono_ms();
+    RestoreRun r;
+    int rc = run_init(&r, cfg, out);
+    if (!rc) rc = stage_targets(&r);
+    if (!rc) rc = stage_plan(&r);
+    if (!rc) rc = stage_prepare(&r);
+    if (!rc) rc = stage_fetch(&r);
+    if (!rc) rc = stage_build(&r);
+    if (!rc && cfg->db_sink) { /* compact: the db goes to the sink, no member dirs */
+        out->revision = r.final_rev;
+        if ((rc = stopped(cfg)) == 0) rc = cfg->db_sink(cfg->db_sink_ctx, r.db_path, r.full, out);
+    } else if (!rc) {
+        rc = stage_member_dirs_and_swap(&r);
+    }
+    run_finish(&r, rc);
     out->seconds_total = (double)(now_mono_ms() - t0) / 1000.0;
     return rc;
 }

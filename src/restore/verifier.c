@@ -624,12 +624,92 @@ static const char *compact_text(int64_t rev, char *buf, size_t cap) {
     return buf;
 }
 
+/* The restore test's comparison: HashKV of the restored etcd (scratch_c: h_r, compacted at c_r)
+ * and of the live cluster at r->restore_revision, once both are compacted alike; the outcome in
+ * r's restore note, a mismatch or failure also as a fault (its rc). */
+static int compare_with_live(const VerifyConfig *cfg, VerifyReport *r, EtcdClient *scratch_c,
+                             uint32_t h_r, int64_t c_r) {
+    EtcdClient *live_c = NULL;
+    uint32_t h_l = 0;
+    int64_t c_l = 0;
+    int rc = 0, rrc;
+    if (!cfg->live || !cfg->live->n_endpoints) {
+        restore_note(r, RESTORE_TEST_NOT_COMPARED,
+                     "the restore succeeded (HashKV %u at revision %lld) but no live cluster was "
+                     "given to compare with",
+                     h_r, (long long)r->restore_revision);
+        goto out;
+    }
+    if ((rrc = etcd_client_new(cfg->live, &live_c))) {
+        restore_note(r, RESTORE_TEST_NOT_COMPARED, "the restore succeeded, not compared: %s",
+                     err_msg());
+        goto out;
+    }
+    rrc = etcd_hash_kv(live_c, r->restore_revision, &h_l, &c_l, NULL);
+    if (rrc == ERR_COMPACTED) {
+        restore_note(r, RESTORE_TEST_NOT_COMPARED,
+                     "the restore succeeded, but the live cluster (%s) has compacted past "
+                     "revision %lld, so its HashKV there cannot be compared: %s",
+                     etcd_client_endpoint(live_c), (long long)r->restore_revision, err_msg());
+        goto out;
+    }
+    if (rrc) {
+        restore_note(r, RESTORE_TEST_NOT_COMPARED,
+                     "the restore succeeded, but HashKV at revision %lld on the live cluster "
+                     "failed (unreachable, or its revision is older): %s",
+                     (long long)r->restore_revision, err_msg());
+        goto out;
+    }
+    r->hash_live = h_l;
+    r->compact_live = c_l;
+    if (c_l > c_r) { /* compact the scratch etcd the same way so both hash the same revisions */
+        log_info("restore test: the live cluster is compacted at revision %lld, the restored "
+                 "etcd at %lld: compacting the restored etcd to %lld",
+                 (long long)c_l, (long long)c_r, (long long)c_l);
+        if ((rrc = etcd_compact(scratch_c, c_l, 1)) ||
+            (rrc = etcd_hash_kv(scratch_c, r->restore_revision, &h_r, &c_r, NULL))) {
+            restore_note(r, RESTORE_TEST_FAILED,
+                         "the restore succeeded but compacting it to revision %lld failed: %s",
+                         (long long)c_l, err_msg());
+            rc = verify_add_fault(r, VERIFY_RESTORE_FAILED, 0, NULL, NULL, 0, r->restore_revision,
+                                  "restore test: %s", r->restore_note);
+            goto out;
+        }
+        r->hash_restored = h_r;
+        r->compact_restored = c_r;
+    } else if (c_l < c_r) {
+        restore_note(r, RESTORE_TEST_NOT_COMPARED,
+                     "the restore succeeded, but it is compacted at revision %lld and the live "
+                     "cluster only at %lld: their HashKV cannot be compared",
+                     (long long)c_r, (long long)c_l);
+        goto out;
+    }
+    char ctext[64];
+    if (h_r == h_l) {
+        restore_note(r, RESTORE_TEST_MATCH,
+                     "HashKV at revision %lld: restored %u = live %u (%s, %s)",
+                     (long long)r->restore_revision, h_r, h_l, etcd_client_endpoint(live_c),
+                     compact_text(c_l, ctext, sizeof ctext));
+    } else {
+        restore_note(r, RESTORE_TEST_MISMATCH,
+                     "HashKV at revision %lld differs: restored %u, live %u (%s, %s): the "
+                     "store's latest set does not hold what the cluster held at that revision",
+                     (long long)r->restore_revision, h_r, h_l, etcd_client_endpoint(live_c),
+                     compact_text(c_l, ctext, sizeof ctext));
+        rc = verify_add_fault(r, VERIFY_RESTORE_MISMATCH, 0, NULL, NULL, 0, r->restore_revision,
+                              "restore test: %s", r->restore_note);
+    }
+out:
+    etcd_client_free(live_c);
+    return rc;
+}
+
 static int restore_test(const VerifyConfig *cfg, const char *scratch, VerifyReport *r) {
     char *data_dir = fs_join(scratch, "restore-test.etcd");
     char *tmp = fs_join(scratch, "restore-test.tmp");
     char *etcd_log = fs_join(scratch, "restore-test-etcd.log");
     EtcdProc *proc = NULL;
-    EtcdClient *scratch_c = NULL, *live_c = NULL;
+    EtcdClient *scratch_c = NULL;
     int rc = 0;
     if (!data_dir || !tmp || !etcd_log) {
         rc = err_set(ERR_NOMEM, "out of memory");
@@ -680,8 +760,8 @@ static int restore_test(const VerifyConfig *cfg, const char *scratch, VerifyRepo
     }
     const char *url = etcd_proc_client_url(proc);
     EtcdConfig sc = {.endpoints = &url, .n_endpoints = 1};
-    uint32_t h_r = 0, h_l = 0;
-    int64_t c_r = 0, c_l = 0;
+    uint32_t h_r = 0;
+    int64_t c_r = 0;
     if ((rrc = etcd_client_new(&sc, &scratch_c)) ||
         (rrc = etcd_hash_kv(scratch_c, r->restore_revision, &h_r, &c_r, NULL))) {
         restore_note(r, RESTORE_TEST_FAILED,
@@ -694,75 +774,9 @@ static int restore_test(const VerifyConfig *cfg, const char *scratch, VerifyRepo
     }
     r->hash_restored = h_r;
     r->compact_restored = c_r;
-    if (!cfg->live || !cfg->live->n_endpoints) {
-        restore_note(r, RESTORE_TEST_NOT_COMPARED,
-                     "the restore succeeded (HashKV %u at revision %lld) but no live cluster was "
-                     "given to compare with",
-                     h_r, (long long)r->restore_revision);
-        goto done;
-    }
-    if ((rrc = etcd_client_new(cfg->live, &live_c))) {
-        restore_note(r, RESTORE_TEST_NOT_COMPARED, "the restore succeeded, not compared: %s",
-                     err_msg());
-        goto done;
-    }
-    rrc = etcd_hash_kv(live_c, r->restore_revision, &h_l, &c_l, NULL);
-    if (rrc == ERR_COMPACTED) {
-        restore_note(r, RESTORE_TEST_NOT_COMPARED,
-                     "the restore succeeded, but the live cluster (%s) has compacted past "
-                     "revision %lld, so its HashKV there cannot be compared: %s",
-                     etcd_client_endpoint(live_c), (long long)r->restore_revision, err_msg());
-        goto done;
-    }
-    if (rrc) {
-        restore_note(r, RESTORE_TEST_NOT_COMPARED,
-                     "the restore succeeded, but HashKV at revision %lld on the live cluster "
-                     "failed (unreachable, or its revision is older): %s",
-                     (long long)r->restore_revision, err_msg());
-        goto done;
-    }
-    r->hash_live = h_l;
-    r->compact_live = c_l;
-    if (c_l > c_r) { /* compact the scratch etcd the same way so both hash the same revisions */
-        log_info("restore test: the live cluster is compacted at revision %lld, the restored "
-                 "etcd at %lld: compacting the restored etcd to %lld",
-                 (long long)c_l, (long long)c_r, (long long)c_l);
-        if ((rrc = etcd_compact(scratch_c, c_l, 1)) ||
-            (rrc = etcd_hash_kv(scratch_c, r->restore_revision, &h_r, &c_r, NULL))) {
-            restore_note(r, RESTORE_TEST_FAILED,
-                         "the restore succeeded but compacting it to revision %lld failed: %s",
-                         (long long)c_l, err_msg());
-            rc = verify_add_fault(r, VERIFY_RESTORE_FAILED, 0, NULL, NULL, 0, r->restore_revision,
-                                  "restore test: %s", r->restore_note);
-            goto done;
-        }
-        r->hash_restored = h_r;
-        r->compact_restored = c_r;
-    } else if (c_l < c_r) {
-        restore_note(r, RESTORE_TEST_NOT_COMPARED,
-                     "the restore succeeded, but it is compacted at revision %lld and the live "
-                     "cluster only at %lld: their HashKV cannot be compared",
-                     (long long)c_r, (long long)c_l);
-        goto done;
-    }
-    char ctext[64];
-    if (h_r == h_l) {
-        restore_note(r, RESTORE_TEST_MATCH,
-                     "HashKV at revision %lld: restored %u = live %u (%s, %s)",
-                     (long long)r->restore_revision, h_r, h_l, etcd_client_endpoint(live_c),
-                     compact_text(c_l, ctext, sizeof ctext));
-    } else {
-        restore_note(r, RESTORE_TEST_MISMATCH,
-                     "HashKV at revision %lld differs: restored %u, live %u (%s, %s): the "
-                     "store's latest set does not hold what the cluster held at that revision",
-                     (long long)r->restore_revision, h_r, h_l, etcd_client_endpoint(live_c),
-                     compact_text(c_l, ctext, sizeof ctext));
-        rc = verify_add_fault(r, VERIFY_RESTORE_MISMATCH, 0, NULL, NULL, 0, r->restore_revision,
-                              "restore test: %s", r->restore_note);
-    }
+    rc = compare_with_live(cfg, r, scratch_c, h_r, c_r);
 done:
     etcd_client_free(scratch_c);
-    etcd_client_free(live_c);
     if (proc && etcd_proc_stop(proc))
         log_warn("restore test: the scratch etcd did not stop cleanly");
     if (data_dir) fs_remove_tree(data_dir);

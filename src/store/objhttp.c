@@ -1264,6 +1264,156 @@ void objhttp_parts_free(ObjHttpParts *p, int discard) {
     free(p);
 }
 
+int objhttp_key_ok(const char *what, const char *op, const char *key, size_t max,
+                   int no_leading_slash) {
+    size_t l = strlen(key);
+    if (l == 0 || l > max || (no_leading_slash && (key[0] == '/' || key[0] == '\\')))
+        return err_set(ERR_INVALID, "%s %s: key \"%.64s\" must have 1 to %zu bytes%s", what, op,
+                       key, max, no_leading_slash ? " and not start with / or \\" : "");
+    return 0;
+}
+
+/* ---------- the part writer ---------- */
+
+struct ObjHttpPartWriter {
+    IoWriter io;
+    ObjHttpPartWriterConfig cfg;
+    char *what, *key;
+    ObjHttpParts *parts; /* NULL until the first part, and after stop */
+    unsigned char *cur;  /* the part being filled */
+    size_t cur_len, cur_cap;
+    int n_parts;
+    uint64_t total;
+    int failed; /* sticky first failure */
+    char failed_msg[1024];
+};
+
+static int pw_fail(ObjHttpPartWriter *w, int rc) {
+    if (!w->failed) {
+        w->failed = rc;
+        snprintf(w->failed_msg, sizeof w->failed_msg, "%s", err_msg());
+    }
+    return rc;
+}
+
+int objhttp_pw_failed(ObjHttpPartWriter *w) {
+    return w->failed ? err_set(w->failed, "%s", w->failed_msg) : 0;
+}
+
+/* Hands the part being filled over as part n_parts + 1. */
+static int pw_dispatch(ObjHttpPartWriter *w) {
+    int num = w->n_parts + 1, rc;
+    if (w->cfg.before && (rc = w->cfg.before(w->cfg.ctx, num))) return pw_fail(w, rc);
+    if (!w->parts && (rc = objhttp_parts_new(w->what, w->key, w->cfg.parallel, w->cfg.put,
+                                             w->cfg.ctx, &w->parts)))
+        return pw_fail(w, rc);
+    w->n_parts = num;
+    rc = objhttp_parts_submit(w->parts, num, w->cur, w->cur_len);
+    w->cur = NULL; /* the pool's now, also on failure */
+    w->cur_len = w->cur_cap = 0;
+    return rc ? pw_fail(w, rc) : 0;
+}
+
+static int pw_write(IoWriter *io, const void *buf, size_t len) {
+    ObjHttpPartWriter *w = (ObjHttpPartWriter *)((char *)io - offsetof(ObjHttpPartWriter, io));
+    if (w->failed) return objhttp_pw_failed(w);
+    const unsigned char *p = buf;
+    while (len > 0) {
+        /* lazy: a full part goes only once more bytes follow it */
+        if (w->cur && w->cur_len == w->cur_cap && pw_dispatch(w)) return objhttp_pw_failed(w);
+        if (!w->cur) {
+            w->cur_cap = w->cfg.part_size(w->cfg.ctx, w->n_parts + 1);
+            if (!w->cur_cap)
+                return pw_fail(w, err_set(ERR_INVALID, "%s write %s: part %d has size 0", w->what,
+                                          w->key, w->n_parts + 1));
+            w->cur = malloc(w->cur_cap);
+            if (!w->cur)
+                return pw_fail(w, err_set(ERR_NOMEM, "%s write %s: out of memory for a part",
+                                          w->what, w->key));
+        }
+        size_t n = w->cur_cap - w->cur_len;
+        if (n > len) n = len;
+        memcpy(w->cur + w->cur_len, p, n);
+        w->cur_len += n;
+        w->total += n;
+        p += n;
+        len -= n;
+        if (w->cfg.eager && w->cur_len == w->cur_cap && pw_dispatch(w)) return objhttp_pw_failed(w);
+    }
+    return 0;
+}
+
+static int pw_io_finish(IoWriter *io) {
+    (void)io;
+    return 0; /* the last part goes out in objhttp_pw_finish */
+}
+
+static void pw_io_free(IoWriter *io) {
+    (void)io; /* owned by the ObjHttpPartWriter */
+}
+
+static const IoWriterVt pw_io_vt = {pw_write, pw_io_finish, pw_io_free};
+
+int objhttp_pw_new(const ObjHttpPartWriterConfig *cfg, ObjHttpPartWriter **out) {
+    *out = NULL;
+    ObjHttpPartWriter *w = calloc(1, sizeof *w);
+    if (!w || !(w->what = strdup(cfg->what)) || !(w->key = strdup(cfg->key))) {
+        if (w) free(w->what);
+        free(w);
+        return err_set(ERR_NOMEM, "%s write %s: out of memory", cfg->what, cfg->key);
+    }
+    w->io.vt = &pw_io_vt;
+    w->cfg = *cfg;
+    w->cfg.what = w->what;
+    w->cfg.key = w->key;
+    *out = w;
+    return 0;
+}
+
+IoWriter *objhttp_pw_io(ObjHttpPartWriter *w) {
+    return &w->io;
+}
+
+int objhttp_pw_parts(const ObjHttpPartWriter *w) {
+    return w->n_parts;
+}
+
+uint64_t objhttp_pw_total(const ObjHttpPartWriter *w) {
+    return w->total;
+}
+
+const void *objhttp_pw_rest(const ObjHttpPartWriter *w, size_t *len) {
+    *len = w->cur_len;
+    return w->cur ? (const void *)w->cur : "";
+}
+
+int objhttp_pw_wait(ObjHttpPartWriter *w) {
+    if (w->failed) return objhttp_pw_failed(w);
+    int rc = w->parts ? objhttp_parts_wait(w->parts) : 0;
+    return rc ? pw_fail(w, rc) : 0;
+}
+
+int objhttp_pw_finish(ObjHttpPartWriter *w) {
+    if (w->failed) return objhttp_pw_failed(w);
+    if (w->cur_len > 0 && pw_dispatch(w)) return objhttp_pw_failed(w);
+    return objhttp_pw_wait(w);
+}
+
+void objhttp_pw_stop(ObjHttpPartWriter *w, int discard) {
+    if (!w) return;
+    objhttp_parts_free(w->parts, discard);
+    w->parts = NULL;
+}
+
+void objhttp_pw_free(ObjHttpPartWriter *w, int discard) {
+    if (!w) return;
+    objhttp_pw_stop(w, discard);
+    free(w->cur);
+    free(w->what);
+    free(w->key);
+    free(w);
+}
+
 void objhttp_stream_free(ObjHttpStream *s) {
     if (!s) return;
     stream_release(s);
@@ -1413,7 +1563,7 @@ int objhttp_creds_read(const char *path, const char *what, const char *const *fi
 }
 
 /* "<tag" followed by '>', ' ' or '/' in [p, end); NULL if none. */
-static const char *xml_open(const char *p, const char *end, const char *tag) {
+const char *objhttp_xml_open(const char *p, const char *end, const char *tag) {
     size_t tl = strlen(tag);
     while (p < end) {
         p = memchr(p, '<', (size_t)(end - p));
@@ -1428,7 +1578,7 @@ static const char *xml_open(const char *p, const char *end, const char *tag) {
 
 const char *objhttp_xml_element(const char *p, const char *end, const char *tag, size_t *len,
                                 const char **after) {
-    const char *o = xml_open(p, end, tag);
+    const char *o = objhttp_xml_open(p, end, tag);
     if (!o) return NULL;
     const char *gt = memchr(o, '>', (size_t)(end - o));
     if (!gt) return NULL;
@@ -1458,12 +1608,18 @@ static int xml_hex(int c) {
     return -1;
 }
 
-char *objhttp_xml_text(const char *s, size_t n) {
+char *objhttp_xml_text_pct(const char *s, size_t n, int pct) {
     char *o = malloc(n + 1);
     size_t k = 0;
     if (!o) return NULL;
     for (size_t i = 0; i < n;) {
         if (s[i] == '\0') goto bad; /* a NUL would cut the name short: a name that lies */
+        if (pct && s[i] == '%' && i + 2 < n && xml_hex(s[i + 1]) >= 0 && xml_hex(s[i + 2]) >= 0) {
+            o[k] = (char)(xml_hex(s[i + 1]) * 16 + xml_hex(s[i + 2]));
+            if (o[k++] == '\0') goto bad; /* "%00" */
+            i += 3;
+            continue;
+        }
         if (s[i] != '&') {
             o[k++] = s[i++];
             continue;
@@ -1520,6 +1676,10 @@ char *objhttp_xml_text(const char *s, size_t n) {
 bad:
     free(o);
     return NULL;
+}
+
+char *objhttp_xml_text(const char *s, size_t n) {
+    return objhttp_xml_text_pct(s, n, 0);
 }
 
 int objhttp_complete_xml(const char *const *etags, int n, const char *what, char **out,

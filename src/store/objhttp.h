@@ -267,6 +267,60 @@ int objhttp_parts_pending(ObjHttpParts *p);
 /* Stops the workers (queued parts are skipped when discard is set) and frees p (NULL-safe). */
 void objhttp_parts_free(ObjHttpParts *p, int discard);
 
+/* The stream every multipart driver writes an object's bytes into: it cuts them into parts of
+ * the sizes part_size gives (part 1, 2, ...) and hands each full one to an ObjHttpParts pool, so
+ * a driver says only what differs: part sizes, what to do before a part (start the upload,
+ * check a part limit), how to put one, and what its commit sends. Memory: one part being filled
+ * plus the pool's `parallel` in flight. The first failure (of a hook, a part, or memory) is
+ * sticky: every later write, objhttp_pw_finish and objhttp_pw_failed return it, so an object
+ * with a part missing is never committed. Not thread-safe (one writer thread; put runs on the
+ * pool's threads). */
+typedef struct ObjHttpPartWriter ObjHttpPartWriter;
+typedef struct ObjHttpPartWriterConfig {
+    const char *what, *key; /* the driver and the object, in messages (copied) */
+    int parallel;           /* parts in flight at most */
+    /* 1: a part is handed over as soon as it is full; 0: only once a byte follows it, so the
+     * last part stays for the commit and an object of one part can be one plain PUT */
+    int eager;
+    size_t (*part_size)(void *ctx, int num); /* bytes of part num (1-based), > 0 */
+    /* Optional: called on the writing thread before part num is handed over (start the upload,
+     * check a limit, fold parts); 0, or an ERR_* with a message that fails the write. */
+    int (*before)(void *ctx, int num);
+    ObjHttpPartPut put; /* uploads one part, on a pool thread */
+    void *ctx;
+} ObjHttpPartWriterConfig;
+
+/* 0 or ERR_NOMEM. *out owned (objhttp_pw_free). */
+int objhttp_pw_new(const ObjHttpPartWriterConfig *cfg, ObjHttpPartWriter **out);
+/* The stream of the object's bytes (borrowed from w; io_writer_free on it does nothing). */
+IoWriter *objhttp_pw_io(ObjHttpPartWriter *w);
+/* Parts handed over so far (numbers 1..n). */
+int objhttp_pw_parts(const ObjHttpPartWriter *w);
+/* Bytes written so far. */
+uint64_t objhttp_pw_total(const ObjHttpPartWriter *w);
+/* The bytes written and not handed over (the whole object while no part was), borrowed until
+ * the next call on w; *len set. Never NULL. */
+const void *objhttp_pw_rest(const ObjHttpPartWriter *w, size_t *len);
+/* Hands the rest over as the last part (when not empty) and waits for every part: 0 or the first
+ * failure (err_msg set). */
+int objhttp_pw_finish(ObjHttpPartWriter *w);
+/* Waits for the parts in flight: 0 or the first failure (for a before hook that needs every part
+ * uploaded, e.g. to compose them). */
+int objhttp_pw_wait(ObjHttpPartWriter *w);
+/* The first failure so far (err_msg set), or 0. */
+int objhttp_pw_failed(ObjHttpPartWriter *w);
+/* Stops the pool's threads (queued parts are skipped when discard is set); the counts and the
+ * rest stay readable. Idempotent. */
+void objhttp_pw_stop(ObjHttpPartWriter *w, int discard);
+/* objhttp_pw_stop, then frees w (NULL-safe). */
+void objhttp_pw_free(ObjHttpPartWriter *w, int discard);
+
+/* Checks an object key before a driver sends it: 1 to max bytes, and with no_leading_slash not
+ * starting with '/' or '\\' (OSS). what names the driver, op the operation ("read", "write").
+ * 0 or ERR_INVALID with a message quoting the key's start. */
+int objhttp_key_ok(const char *what, const char *op, const char *key, size_t max,
+                   int no_leading_slash);
+
 /* The text of the first element <tag>...</tag> (or <tag attr="..">...</tag>; "<tag/>" is empty)
  * in [p, end), which need not be NUL-terminated: a pointer to the text and its length in *len,
  * *after (may be NULL) set past the closing tag. NULL when absent or unterminated. No nesting of
@@ -286,5 +340,10 @@ int objhttp_complete_xml(const char *const *etags, int n, const char *what, char
  * Owned, NUL-terminated; NULL on a malformed entity, a raw NUL (it would cut a name short) or
  * allocation failure. */
 char *objhttp_xml_text(const char *s, size_t n);
+/* objhttp_xml_text, and with pct also %XX escapes decoded (Azure's Encoded="true" names); "%00"
+ * is refused like a raw NUL. */
+char *objhttp_xml_text_pct(const char *s, size_t n, int pct);
+/* The first opening tag "<tag" followed by '>', ' ' or '/' in [p, end), or NULL. */
+const char *objhttp_xml_open(const char *p, const char *end, const char *tag);
 
 #endif

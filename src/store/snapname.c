@@ -105,62 +105,12 @@ int snapname_format(SnapKind kind, int64_t start, int64_t last, int64_t created_
 
 /* Parses the name part "<Kind>-<start>-<last>-<secs>[.enc][.<compression>][.final]" (len bytes at
  * name, no '/') into s. key is only used in messages. */
-static int parse_name(const char *key, const char *name, size_t len, Snapshot *s) {
-    const char *tok[4];
-    size_t tlen[4];
-    size_t nt = 0;
-    const char *p = name, *end = name + len;
-    for (;;) {
-        const char *dash = memchr(p, '-', (size_t)(end - p));
-        const char *stop = dash ? dash : end;
-        if (nt == 4)
-            return err_set(ERR_INVALID, "snapshot key %s: name has more than 4 '-'-separated parts",
-                           key);
-        tok[nt] = p;
-        tlen[nt] = (size_t)(stop - p);
-        nt++;
-        if (!dash) break;
-        p = dash + 1;
-    }
-    if (nt != 4)
-        return err_set(ERR_INVALID,
-                       "snapshot key %s: name has %zu '-'-separated parts, want 4 "
-                       "(<Kind>-<start>-<last>-<time>)",
-                       key, nt);
-
-    if (tlen[0] == 4 && memcmp(tok[0], "Full", 4) == 0)
-        s->kind = SNAP_FULL;
-    else if (tlen[0] == 4 && memcmp(tok[0], "Incr", 4) == 0)
-        s->kind = SNAP_INCR;
-    else
-        return err_set(ERR_INVALID, "snapshot key %s: unknown kind \"%.*s\" (want Full or Incr)",
-                       key, (int)tlen[0], tok[0]);
-
-    if (parse_dec(tok[1], tlen[1], &s->start_revision) != 0)
-        return err_set(ERR_INVALID,
-                       "snapshot key %s: start revision \"%.*s\" is not a non-negative decimal "
-                       "int64",
-                       key, (int)tlen[1], tok[1]);
-    if (parse_dec(tok[2], tlen[2], &s->last_revision) != 0)
-        return err_set(ERR_INVALID,
-                       "snapshot key %s: last revision \"%.*s\" is not a non-negative decimal "
-                       "int64",
-                       key, (int)tlen[2], tok[2]);
-    if (s->start_revision > s->last_revision)
-        return err_set(ERR_INVALID, "snapshot key %s: start revision %lld > last revision %lld",
-                       key, (long long)s->start_revision, (long long)s->last_revision);
-    if (s->last_revision > SNAPNAME_REVISION_MAX)
-        return err_set(ERR_INVALID,
-                       "snapshot key %s: last revision %lld is above %lld (no revision could "
-                       "follow it in int64)",
-                       key, (long long)s->last_revision, (long long)SNAPNAME_REVISION_MAX);
-
-    /* token 3: <secs>[.<compression>][.final] */
+/* A name's last token: <secs>[.enc][.<compression>][.final], into s. */
+static int parse_time_token(const char *key, const char *tok, size_t tlen, Snapshot *s) {
     const char *el[5];
     size_t elen[5];
     size_t ne = 0;
-    p = tok[3];
-    end = tok[3] + tlen[3];
+    const char *p = tok, *end = tok + tlen;
     for (;;) {
         const char *dot = memchr(p, '.', (size_t)(end - p));
         const char *stop = dot ? dot : end;
@@ -173,7 +123,7 @@ static int parse_name(const char *key, const char *name, size_t len, Snapshot *s
         elen[ne] = (size_t)(stop - p);
         if (elen[ne] == 0)
             return err_set(ERR_INVALID, "snapshot key %s: empty '.'-separated part in \"%.*s\"",
-                           key, (int)tlen[3], tok[3]);
+                           key, (int)tlen, tok);
         ne++;
         if (!dot) break;
         p = dot + 1;
@@ -225,6 +175,59 @@ static int parse_name(const char *key, const char *name, size_t len, Snapshot *s
         s->compression_suffix[cl + 1] = '\0';
     }
     return 0;
+}
+
+static int parse_name(const char *key, const char *name, size_t len, Snapshot *s) {
+    const char *tok[4];
+    size_t tlen[4];
+    size_t nt = 0;
+    const char *p = name, *end = name + len;
+    for (;;) {
+        const char *dash = memchr(p, '-', (size_t)(end - p));
+        const char *stop = dash ? dash : end;
+        if (nt == 4)
+            return err_set(ERR_INVALID, "snapshot key %s: name has more than 4 '-'-separated parts",
+                           key);
+        tok[nt] = p;
+        tlen[nt] = (size_t)(stop - p);
+        nt++;
+        if (!dash) break;
+        p = dash + 1;
+    }
+    if (nt != 4)
+        return err_set(ERR_INVALID,
+                       "snapshot key %s: name has %zu '-'-separated parts, want 4 "
+                       "(<Kind>-<start>-<last>-<time>)",
+                       key, nt);
+
+    if (tlen[0] == 4 && memcmp(tok[0], "Full", 4) == 0)
+        s->kind = SNAP_FULL;
+    else if (tlen[0] == 4 && memcmp(tok[0], "Incr", 4) == 0)
+        s->kind = SNAP_INCR;
+    else
+        return err_set(ERR_INVALID, "snapshot key %s: unknown kind \"%.*s\" (want Full or Incr)",
+                       key, (int)tlen[0], tok[0]);
+
+    if (parse_dec(tok[1], tlen[1], &s->start_revision) != 0)
+        return err_set(ERR_INVALID,
+                       "snapshot key %s: start revision \"%.*s\" is not a non-negative decimal "
+                       "int64",
+                       key, (int)tlen[1], tok[1]);
+    if (parse_dec(tok[2], tlen[2], &s->last_revision) != 0)
+        return err_set(ERR_INVALID,
+                       "snapshot key %s: last revision \"%.*s\" is not a non-negative decimal "
+                       "int64",
+                       key, (int)tlen[2], tok[2]);
+    if (s->start_revision > s->last_revision)
+        return err_set(ERR_INVALID, "snapshot key %s: start revision %lld > last revision %lld",
+                       key, (long long)s->start_revision, (long long)s->last_revision);
+    if (s->last_revision > SNAPNAME_REVISION_MAX)
+        return err_set(ERR_INVALID,
+                       "snapshot key %s: last revision %lld is above %lld (no revision could "
+                       "follow it in int64)",
+                       key, (long long)s->last_revision, (long long)SNAPNAME_REVISION_MAX);
+
+    return parse_time_token(key, tok[3], tlen[3], s);
 }
 
 int snapname_parse(const char *key, const char *store_prefix, Snapshot *out) {

@@ -6,6 +6,7 @@
  * its per-attempt auth hook. Credentials are re-read when their files change. Keys, signatures
  * and SAS tokens never reach messages or logs. */
 #include "store_abs.h"
+#include "../codec/base64.h"
 #include "../common/err.h"
 #include "../common/strbuf.h"
 #include "../common/log.h"
@@ -49,33 +50,20 @@ void abs_creds_clear(AbsCreds *c) {
     memset(c, 0, sizeof *c);
 }
 
-/* Decodes base64 text, skipping line breaks and blanks as Go's decoder does. */
-static int b64_decode(const char *in, unsigned char **out, size_t *out_len) {
-    size_t n = strlen(in);
-    char *clean = malloc(n + 1);
-    unsigned char *buf = malloc(n + 3);
-    int rc = ERR_INVALID;
-    if (!clean || !buf) {
-        rc = ERR_NOMEM;
-        goto done;
+/* Decodes base64 text, skipping line breaks and blanks as Go's decoder does; *out owned (also
+ * holds a secret). ERR_INVALID (empty or not base64) or ERR_NOMEM. */
+static int b64_decode_owned(const char *in, unsigned char **out, size_t *out_len) {
+    size_t n = strlen(in), want;
+    const unsigned flags = B64_PAD_REQUIRED | B64_SKIP_BLANKS;
+    if (b64_decoded_len(in, n, flags, &want, NULL) || want == 0) return ERR_INVALID;
+    unsigned char *buf = malloc(want);
+    if (!buf) return ERR_NOMEM;
+    if (b64_decode(in, n, flags, buf, want, out_len, NULL)) {
+        free(buf);
+        return ERR_INVALID;
     }
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++)
-        if (in[i] != '\n' && in[i] != '\r' && in[i] != ' ' && in[i] != '\t') clean[k++] = in[i];
-    clean[k] = '\0';
-    if (k == 0 || k % 4 != 0) goto done;
-    int got = EVP_DecodeBlock(buf, (const unsigned char *)clean, (int)k);
-    if (got < 0) goto done;
-    size_t pad = (clean[k - 1] == '=') + (clean[k - 2] == '=');
     *out = buf;
-    *out_len = (size_t)got - pad;
-    buf = NULL;
-    rc = 0;
-done:
-    if (clean) OPENSSL_cleanse(clean, n + 1);
-    free(clean);
-    free(buf);
-    return rc;
+    return 0;
 }
 
 /* Takes ownership of the field values (each may be NULL) and validates them into out. */
@@ -88,7 +76,7 @@ static int creds_fill(AbsCreds *out, char *account, char *key, char *domain, cha
         goto done;
     }
     if (key && key[0]) {
-        rc = b64_decode(key, &out->key, &out->key_len);
+        rc = b64_decode_owned(key, &out->key, &out->key_len);
         if (rc == ERR_INVALID)
             rc = err_set(ERR_INVALID, "ABS credentials %s: storageKey is not valid base64", where);
         else if (rc)
@@ -371,107 +359,6 @@ void abs_block_id(int n, char out[24]) {
 
 /* ---- listing XML ---- */
 
-static int hexval(int c) {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
-
-static size_t utf8_put(char *o, unsigned long cp) {
-    if (cp < 0x80) {
-        o[0] = (char)cp;
-        return 1;
-    }
-    if (cp < 0x800) {
-        o[0] = (char)(0xC0 | (cp >> 6));
-        o[1] = (char)(0x80 | (cp & 0x3F));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        o[0] = (char)(0xE0 | (cp >> 12));
-        o[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        o[2] = (char)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    o[0] = (char)(0xF0 | (cp >> 18));
-    o[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-    o[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-    o[3] = (char)(0x80 | (cp & 0x3F));
-    return 4;
-}
-
-/* XML text [s, s+n) with entities decoded (or percent-decoded when pct); owned, NULL on a bad
- * entity, a NUL (raw or "%00", which would cut the name short) or allocation failure. The output is
- * never longer than the input. */
-static char *xml_text(const char *s, size_t n, int pct) {
-    char *o = malloc(n + 1);
-    size_t k = 0;
-    if (!o) return NULL;
-    for (size_t i = 0; i < n;) {
-        if (s[i] == '\0') goto bad; /* a NUL would cut the name short: a name that lies */
-        if (pct && s[i] == '%' && i + 2 < n && hexval(s[i + 1]) >= 0 && hexval(s[i + 2]) >= 0) {
-            o[k] = (char)(hexval(s[i + 1]) * 16 + hexval(s[i + 2]));
-            if (o[k++] == '\0') goto bad; /* "%00" */
-            i += 3;
-            continue;
-        }
-        if (s[i] != '&') {
-            o[k++] = s[i++];
-            continue;
-        }
-        const char *semi = memchr(s + i, ';', n - i);
-        if (!semi || semi - (s + i) > 12) goto bad;
-        size_t el = (size_t)(semi - (s + i)) - 1; /* entity name length */
-        const char *e = s + i + 1;
-        static const struct {
-            const char *name;
-            char c;
-        } ents[] = {{"amp", '&'}, {"lt", '<'}, {"gt", '>'}, {"quot", '"'}, {"apos", '\''}};
-        int done = 0;
-        for (size_t j = 0; j < sizeof ents / sizeof ents[0]; j++) {
-            if (strlen(ents[j].name) == el && strncmp(e, ents[j].name, el) == 0) {
-                o[k++] = ents[j].c;
-                done = 1;
-            }
-        }
-        if (!done) {
-            if (el < 2 || e[0] != '#') goto bad;
-            unsigned long cp = 0;
-            int hex = e[1] == 'x' || e[1] == 'X';
-            size_t j = hex ? 2 : 1;
-            if (j >= el) goto bad;
-            for (; j < el; j++) {
-                int v = hex ? hexval(e[j]) : (e[j] >= '0' && e[j] <= '9' ? e[j] - '0' : -1);
-                if (v < 0) goto bad;
-                cp = cp * (hex ? 16 : 10) + (unsigned long)v;
-                if (cp > 0x10FFFF) goto bad;
-            }
-            if (cp == 0) goto bad;
-            k += utf8_put(o + k, cp); /* "&#N;" is at least 4 bytes, UTF-8 at most 4 */
-        }
-        i = (size_t)(semi - s) + 1;
-    }
-    o[k] = '\0';
-    return o;
-bad:
-    free(o);
-    return NULL;
-}
-
-/* First "<tag" (followed by '>', ' ' or '/') in [p, end); NULL if none. */
-static const char *find_open(const char *p, const char *end, const char *tag) {
-    size_t tl = strlen(tag);
-    for (; p + tl + 1 < end; p++) {
-        p = memchr(p, '<', (size_t)(end - p));
-        if (!p || p + tl + 1 >= end) return NULL;
-        if (memcmp(p + 1, tag, tl) == 0 &&
-            (p[tl + 1] == '>' || p[tl + 1] == ' ' || p[tl + 1] == '/'))
-            return p;
-    }
-    return NULL;
-}
-
 static const char *find_str(const char *p, const char *end, const char *s) {
     size_t l = strlen(s);
     for (; p && p + l <= end; p++) {
@@ -487,7 +374,7 @@ static const char *find_str(const char *p, const char *end, const char *s) {
  * -1 malformed. */
 static int element(const char *p, const char *end, const char *tag, const char **ts, size_t *tl,
                    int *encoded, const char **after) {
-    const char *o = find_open(p, end, tag);
+    const char *o = objhttp_xml_open(p, end, tag);
     if (!o) return 0;
     const char *gt = memchr(o, '>', (size_t)(end - o));
     if (!gt) return -1;
@@ -512,17 +399,17 @@ int abs_parse_list(const char *xml, size_t len, StoreDriverListCb cb, void *ctx,
                    char **next_marker) {
     *next_marker = NULL;
     const char *end = xml + len, *p = xml;
-    if (!find_open(xml, end, "EnumerationResults"))
+    if (!objhttp_xml_open(xml, end, "EnumerationResults"))
         return err_set(ERR_CORRUPT, "ABS list: not an EnumerationResults document");
     const char *blobs_end = end;
-    const char *bs = find_open(xml, end, "Blobs");
+    const char *bs = objhttp_xml_open(xml, end, "Blobs");
     if (bs) {
         const char *be = find_str(bs, end, "</Blobs>");
         if (be) blobs_end = be;
         p = bs;
     }
     for (;;) {
-        const char *b = find_open(p, blobs_end, "Blob");
+        const char *b = objhttp_xml_open(p, blobs_end, "Blob");
         if (!b) break;
         const char *be = find_str(b, blobs_end, "</Blob>");
         if (!be) return err_set(ERR_CORRUPT, "ABS list: unterminated <Blob>");
@@ -531,7 +418,7 @@ int abs_parse_list(const char *xml, size_t len, StoreDriverListCb cb, void *ctx,
         int enc = 0;
         if (element(b, be, "Name", &ts, &tl, &enc, NULL) != 1)
             return err_set(ERR_CORRUPT, "ABS list: <Blob> without <Name>");
-        char *name = xml_text(ts, tl, enc);
+        char *name = objhttp_xml_text_pct(ts, tl, enc);
         if (!name) return err_set(ERR_CORRUPT, "ABS list: bad name (entity or memory)");
         int64_t size = -1;
         if (element(b, be, "Content-Length", &ts, &tl, NULL, NULL) == 1 && tl > 0 && tl < 20) {
@@ -553,7 +440,7 @@ int abs_parse_list(const char *xml, size_t len, StoreDriverListCb cb, void *ctx,
     int r = element(blobs_end, end, "NextMarker", &ts, &tl, NULL, NULL);
     if (r < 0) return err_set(ERR_CORRUPT, "ABS list: malformed <NextMarker>");
     if (r == 1 && tl > 0) {
-        *next_marker = xml_text(ts, tl, 0);
+        *next_marker = objhttp_xml_text(ts, tl);
         if (!*next_marker) return err_set(ERR_CORRUPT, "ABS list: bad NextMarker");
     }
     return 0;
@@ -813,11 +700,7 @@ static int explain(int rc, const ObjHttpResponse *r, const AbsDriver *d) {
 }
 
 static int key_ok(const char *key, const char *op) {
-    size_t l = strlen(key);
-    if (l == 0 || l > ABS_MAX_KEY)
-        return err_set(ERR_INVALID, "ABS %s: key \"%.64s\" must have 1 to %d characters", op, key,
-                       ABS_MAX_KEY);
-    return 0;
+    return objhttp_key_ok("ABS", op, key, ABS_MAX_KEY, 0);
 }
 
 /* list */
@@ -956,14 +839,9 @@ static int abs_remove(StoreDriver *drv, const char *key) {
 
 typedef struct AbsWriter {
     StoreDriverWriter base;
-    IoWriter io;
     AbsDriver *d;
     char *key;
-    unsigned char *cur; /* the block being filled, block_size bytes */
-    size_t cur_len;
-    size_t block_size;
-    int n_blocks;        /* handed to the uploaders */
-    ObjHttpParts *parts; /* the blocks in flight; NULL until the first */
+    ObjHttpPartWriter *pw; /* the blocks (objhttp.h) */
 } AbsWriter;
 
 static int put_block(void *ctx, int num, const void *data, size_t len) {
@@ -981,56 +859,19 @@ static int put_block(void *ctx, int num, const void *data, size_t len) {
     return rc;
 }
 
-/* Hands the filled block to the uploaders, waiting while max_parallel blocks are in flight. */
-static int dispatch(AbsWriter *w) {
-    int rc = 0;
-    if (!w->parts &&
-        (rc = objhttp_parts_new("ABS", w->key, w->d->parallel, put_block, w, &w->parts)) != 0)
-        return rc;
-    rc = objhttp_parts_submit(w->parts, ++w->n_blocks, w->cur, w->cur_len);
-    w->cur = NULL; /* the pool's now, also on failure */
-    w->cur_len = 0;
-    return rc;
+/* Blocks of exactly --min-chunk-size, as the Go tool's. */
+static size_t block_size(void *ctx, int num) {
+    (void)num;
+    return (size_t)((AbsWriter *)ctx)->d->block_size;
 }
-
-static int wio_write(IoWriter *io, const void *buf, size_t len) {
-    AbsWriter *w = (AbsWriter *)((char *)io - offsetof(AbsWriter, io));
-    const unsigned char *p = buf;
-    while (len > 0) {
-        if (!w->cur) {
-            w->cur = malloc(w->block_size);
-            if (!w->cur) return err_set(ERR_NOMEM, "ABS write %s: out of memory", w->key);
-        }
-        size_t n = w->block_size - w->cur_len;
-        if (n > len) n = len;
-        memcpy(w->cur + w->cur_len, p, n);
-        w->cur_len += n;
-        p += n;
-        len -= n;
-        if (w->cur_len == w->block_size) {
-            int rc = dispatch(w);
-            if (rc) return rc;
-        }
-    }
-    return 0;
-}
-static int wio_finish(IoWriter *io) {
-    (void)io;
-    return 0;
-}
-static void wio_free(IoWriter *io) {
-    (void)io; /* owned by the AbsWriter */
-}
-static const IoWriterVt wio_vt = {wio_write, wio_finish, wio_free};
 
 static IoWriter *writer_io(StoreDriverWriter *sw) {
-    return &((AbsWriter *)sw)->io;
+    return objhttp_pw_io(((AbsWriter *)sw)->pw);
 }
 
 /* Stops the uploaders (after the queued blocks, skipped once discard is set) and frees w. */
 static void writer_free(AbsWriter *w, int discard) {
-    objhttp_parts_free(w->parts, discard);
-    free(w->cur);
+    objhttp_pw_free(w->pw, discard);
     free(w->key);
     free(w);
 }
@@ -1085,17 +926,18 @@ static int commit_no_replace(AbsWriter *w, const void *body, size_t len, int blo
 
 static int writer_commit(StoreDriverWriter *sw) {
     AbsWriter *w = (AbsWriter *)sw;
-    int rc = 0;
+    int rc = objhttp_pw_failed(w->pw);
     char *xml = NULL;
-    if (w->n_blocks == 0) { /* small object: one Put Blob */
-        rc = commit_no_replace(w, w->cur, w->cur_len, 0);
+    if (!rc && objhttp_pw_parts(w->pw) == 0) { /* small object: one Put Blob */
+        size_t len;
+        const void *body = objhttp_pw_rest(w->pw, &len);
+        rc = commit_no_replace(w, body, len, 0);
         goto done;
     }
-    if (w->cur_len > 0 && (rc = dispatch(w)) != 0) goto done;
-    if ((rc = objhttp_parts_wait(w->parts)) != 0) goto done;
+    if (rc || (rc = objhttp_pw_finish(w->pw)) != 0) goto done;
     StrBuf b = {0};
     strbuf_str(&b, "<?xml version=\"1.0\" encoding=\"utf-8\"?><BlockList>");
-    for (int i = 1; i <= w->n_blocks; i++) {
+    for (int i = 1; i <= objhttp_pw_parts(w->pw); i++) {
         char id[24];
         abs_block_id(i, id);
         strbuf_str(&b, "<Latest>");
@@ -1133,9 +975,18 @@ static int abs_open_write(StoreDriver *drv, const char *key, StoreDriverWriter *
         return err_set(ERR_NOMEM, "ABS write: out of memory");
     }
     w->base.vt = &writer_vt;
-    w->io.vt = &wio_vt;
     w->d = d;
-    w->block_size = (size_t)d->block_size;
+    ObjHttpPartWriterConfig pc = {.what = "ABS",
+                                  .key = key,
+                                  .parallel = d->parallel,
+                                  .eager = 1,
+                                  .part_size = block_size,
+                                  .put = put_block,
+                                  .ctx = w};
+    if ((rc = objhttp_pw_new(&pc, &w->pw))) {
+        writer_free(w, 1);
+        return rc;
+    }
     *out = &w->base;
     return 0;
 }

@@ -727,11 +727,7 @@ static char *object_url(const GcsDriver *d, const char *key, const char *suffix)
 }
 
 static int key_ok(const char *key, const char *op) {
-    size_t l = strlen(key);
-    if (l == 0 || l > GCS_MAX_KEY)
-        return err_set(ERR_INVALID, "GCS %s: key \"%.64s\" must have 1 to %d bytes", op, key,
-                       GCS_MAX_KEY);
-    return 0;
+    return objhttp_key_ok("GCS", op, key, GCS_MAX_KEY, 0);
 }
 
 /* list */
@@ -994,17 +990,14 @@ typedef struct GcsWriter {
     IoWriter io;
     GcsDriver *d;
     char *key;
-    char upload_id[33]; /* random, in the final object's metadata: recognizes our own compose */
-    unsigned char *cur;
-    size_t cur_len, cur_cap;
-    uint64_t total;
-    int n_chunks;   /* dispatched */
-    int first_open; /* first chunk number not yet folded into an intermediate */
-    int n_inter;    /* intermediates made; the newest is the current one */
+    char upload_id[33];    /* random, in the final object's metadata: recognizes our own compose */
+    ObjHttpPartWriter *pw; /* the chunks (objhttp.h) */
+    int n_chunks;          /* handed to the uploaders */
+    int first_open;        /* first chunk number not yet folded into an intermediate */
+    int n_inter;           /* intermediates made; the newest is the current one */
     int64_t inter_gen;
     int64_t *gens; /* generation of chunk n at gens[n] (0: not uploaded); guarded by mu */
     pthread_mutex_t mu;
-    ObjHttpParts *parts; /* the chunks in flight; NULL until the first */
 } GcsWriter;
 
 static void chunk_name(const GcsWriter *w, int num, char *out, size_t cap) {
@@ -1046,7 +1039,7 @@ static int put_chunk(void *ctx, int num, const void *data, size_t len) {
 
 /* Waits until no chunk is queued or uploading; the first upload error, if any. */
 static int wait_idle(GcsWriter *w) {
-    return w->parts ? objhttp_parts_wait(w->parts) : 0;
+    return objhttp_pw_wait(w->pw);
 }
 
 /* Best-effort delete of a temporary object (logged at debug when it fails). */
@@ -1139,73 +1132,39 @@ static int fold(GcsWriter *w) {
     return 0;
 }
 
-/* Hands the filled chunk to the uploaders (waiting while max_parallel are in flight); folds
- * first when the open chunks make a full batch. */
-static int dispatch(GcsWriter *w) {
-    if (w->n_chunks - w->first_open + 1 >= w->d->batch) {
+/* Before chunk num goes to the uploaders: folds first when the open chunks make a full batch;
+ * refuses a chunk beyond GCS's component limit. */
+static int before_chunk(void *ctx, int num) {
+    GcsWriter *w = ctx;
+    if (num - w->first_open >= w->d->batch) {
         int rc = fold(w);
         if (rc) return rc;
     }
-    if (w->n_chunks + 1 > GCS_MAX_COMPONENTS - 1)
+    if (num > GCS_MAX_COMPONENTS - 1)
         return err_set(ERR_INVALID,
                        "GCS write %s: more than %d chunks (%llu bytes): the object would exceed "
                        "GCS's %d components; raise --min-chunk-size",
-                       w->key, GCS_MAX_COMPONENTS - 1, (unsigned long long)w->total,
+                       w->key, GCS_MAX_COMPONENTS - 1, (unsigned long long)objhttp_pw_total(w->pw),
                        GCS_MAX_COMPONENTS);
-    int rc = 0;
-    if (!w->parts &&
-        (rc = objhttp_parts_new("GCS", w->key, w->d->parallel, put_chunk, w, &w->parts)) != 0)
-        return rc;
-    rc = objhttp_parts_submit(w->parts, ++w->n_chunks, w->cur, w->cur_len);
-    w->cur = NULL; /* the pool's now, also on failure */
-    w->cur_len = w->cur_cap = 0;
-    return rc;
+    w->n_chunks = num;
+    return 0;
 }
 
-static int wio_write(IoWriter *io, const void *buf, size_t len) {
-    GcsWriter *w = (GcsWriter *)((char *)io - offsetof(GcsWriter, io));
-    const unsigned char *p = buf;
-    while (len > 0) {
-        if (!w->cur) {
-            w->cur_cap = (size_t)gcs_chunk_size(w->d->min_chunk, w->n_chunks + 1);
-            w->cur = malloc(w->cur_cap);
-            if (!w->cur) return err_set(ERR_NOMEM, "GCS write %s: out of memory", w->key);
-        }
-        size_t n = w->cur_cap - w->cur_len;
-        if (n > len) n = len;
-        memcpy(w->cur + w->cur_len, p, n);
-        w->cur_len += n;
-        w->total += n;
-        p += n;
-        len -= n;
-        if (w->cur_len == w->cur_cap) {
-            int rc = dispatch(w);
-            if (rc) return rc;
-        }
-    }
-    return 0;
+static size_t chunk_size(void *ctx, int num) {
+    return (size_t)gcs_chunk_size(((GcsWriter *)ctx)->d->min_chunk, num);
 }
-static int wio_finish(IoWriter *io) {
-    (void)io;
-    return 0;
-}
-static void wio_free(IoWriter *io) {
-    (void)io; /* owned by the GcsWriter */
-}
-static const IoWriterVt wio_vt = {wio_write, wio_finish, wio_free};
 
 static IoWriter *writer_io(StoreDriverWriter *sw) {
-    return &((GcsWriter *)sw)->io;
+    return objhttp_pw_io(((GcsWriter *)sw)->pw);
 }
 
 /* Stops the uploaders (queued chunks are skipped once failed is set) and frees w; discard
  * deletes every temporary object uploaded so far. */
 static void writer_free(GcsWriter *w, int discard) {
-    objhttp_parts_free(w->parts, discard);
-    w->parts = NULL;
+    objhttp_pw_stop(w->pw, discard);
     if (discard) drop_sources(w, w->n_inter, w->first_open, w->n_chunks);
+    objhttp_pw_free(w->pw, discard);
     pthread_mutex_destroy(&w->mu);
-    free(w->cur);
     free(w->gens);
     free(w->key);
     free(w);
@@ -1240,20 +1199,21 @@ static int exists_is_ours(GcsWriter *w, const unsigned char *data, size_t len) {
 
 static int writer_commit(StoreDriverWriter *sw) {
     GcsWriter *w = (GcsWriter *)sw;
-    int rc = 0;
+    int rc = objhttp_pw_failed(w->pw);
     ObjHttpResponse r = {0};
-    if (w->n_chunks == 0) { /* one conditional media upload */
-        rc = upload(w->d, w->key, w->cur, w->cur_len, 1, NULL, &r);
+    if (!rc && w->n_chunks == 0) { /* one conditional media upload */
+        size_t len;
+        const unsigned char *body = objhttp_pw_rest(w->pw, &len);
+        rc = upload(w->d, w->key, body, len, 1, NULL, &r);
         if (rc != 0 && r.status == 412) {
-            rc = exists_is_ours(w, w->cur, w->cur_len)
+            rc = exists_is_ours(w, body, len)
                      ? 0
                      : err_set(ERR_EXISTS, "GCS write %s: the object already exists (HTTP 412)",
                                w->key);
         }
         goto done;
     }
-    if (w->cur_len > 0 && (rc = dispatch(w)) != 0) goto done;
-    if ((rc = wait_idle(w)) != 0) goto done;
+    if (rc || (rc = objhttp_pw_finish(w->pw)) != 0) goto done;
     rc = compose(w, w->n_inter, w->first_open, w->n_chunks, w->key, 1, NULL, &r);
     if (rc != 0 && r.status == 412) {
         rc =
@@ -1313,10 +1273,21 @@ static int gcs_open_write(StoreDriver *drv, const char *key, StoreDriverWriter *
     for (size_t i = 0; i < sizeof rnd; i++)
         snprintf(w->upload_id + 2 * i, 3, "%02x", rnd[i]);
     w->base.vt = &writer_vt;
-    w->io.vt = &wio_vt;
     w->d = d;
     w->first_open = 1;
     pthread_mutex_init(&w->mu, NULL);
+    ObjHttpPartWriterConfig pc = {.what = "GCS",
+                                  .key = key,
+                                  .parallel = d->parallel,
+                                  .eager = 1,
+                                  .part_size = chunk_size,
+                                  .before = before_chunk,
+                                  .put = put_chunk,
+                                  .ctx = w};
+    if ((rc = objhttp_pw_new(&pc, &w->pw))) {
+        writer_free(w, 0);
+        return rc;
+    }
     *out = &w->base;
     return 0;
 }

@@ -518,12 +518,7 @@ static int explain(int rc, const ObjHttpResponse *r, const OssDriver *d) {
 }
 
 static int key_ok(const char *key, const char *op) {
-    size_t l = strlen(key);
-    if (l == 0 || l > OSS_MAX_KEY || key[0] == '/' || key[0] == '\\')
-        return err_set(ERR_INVALID,
-                       "OSS %s: key \"%.64s\" must have 1 to %d bytes and not start with / or \\",
-                       op, key, OSS_MAX_KEY);
-    return 0;
+    return objhttp_key_ok("OSS", op, key, OSS_MAX_KEY, 1);
 }
 
 /* ---- list ---- */
@@ -686,19 +681,12 @@ static int oss_open_read(StoreDriver *drv, const char *key, uint64_t offset, IoR
 
 typedef struct OssWriter {
     StoreDriverWriter base;
-    IoWriter io;
     OssDriver *d;
     char *key;
-    unsigned char *cur; /* the part being filled */
-    size_t cur_len, cur_cap;
-    int n_parts; /* handed to the uploaders */
-    uint64_t total;
+    ObjHttpPartWriter *pw; /* the parts (objhttp.h) */
     char *upload_id;
     char **etags; /* [OSS_MAX_PARTS], by part number - 1; guarded by mu */
     pthread_mutex_t mu;
-    int failed; /* a part that could not be handed over: the object is incomplete */
-    char failed_msg[1024];
-    ObjHttpParts *parts; /* the parts in flight; NULL until the first */
 } OssWriter;
 
 static void content_md5(const void *data, size_t len, char out[64]) {
@@ -767,88 +755,26 @@ static int initiate(OssWriter *w) {
     return rc;
 }
 
-/* Hands the filled part to the uploaders (starting the upload and the threads on the first),
- * waiting while max_parallel parts are in flight. */
-static int dispatch(OssWriter *w) {
-    OssDriver *d = w->d;
-    if (w->n_parts >= OSS_MAX_PARTS)
+/* Before part num goes to the uploaders: within OSS's part limit, the upload started on the
+ * first. */
+static int before_part(void *ctx, int num) {
+    OssWriter *w = ctx;
+    if (num > OSS_MAX_PARTS)
         return err_set(ERR_INVALID, "OSS write %s: more than %d parts", w->key, OSS_MAX_PARTS);
-    if (!w->upload_id) {
-        int rc = initiate(w);
-        if (rc) return rc;
-    }
-    int rc = 0;
-    if (!w->parts &&
-        (rc = objhttp_parts_new("OSS", w->key, d->parallel, upload_part, w, &w->parts)) != 0)
-        return rc;
-    rc = objhttp_parts_submit(w->parts, ++w->n_parts, w->cur, w->cur_len);
-    w->cur = NULL; /* the pool's now, also on failure */
-    w->cur_len = 0;
-    w->cur_cap = (size_t)s3_part_size(d->part_min, -1, w->n_parts + 1);
-    return rc;
+    return w->upload_id ? 0 : initiate(w);
 }
 
-static OssWriter *w_of_io(IoWriter *io) {
-    return (OssWriter *)((char *)io - offsetof(OssWriter, io));
+static size_t part_size(void *ctx, int num) {
+    return (size_t)s3_part_size(((OssWriter *)ctx)->d->part_min, -1, num);
 }
-
-static int wio_write(IoWriter *io, const void *buf, size_t len) {
-    OssWriter *w = w_of_io(io);
-    const unsigned char *p = buf;
-    pthread_mutex_lock(&w->mu);
-    int failed = w->failed;
-    if (failed) err_set(failed, "%s", w->failed_msg);
-    pthread_mutex_unlock(&w->mu);
-    if (failed) return failed;
-    while (len > 0) {
-        if (w->cur && w->cur_len == w->cur_cap) {
-            /* full, and more bytes follow: a part of a multipart upload */
-            int rc = dispatch(w);
-            if (rc) {
-                /* the object is incomplete now: a commit must not store what is left */
-                pthread_mutex_lock(&w->mu);
-                if (!w->failed) {
-                    w->failed = rc;
-                    snprintf(w->failed_msg, sizeof w->failed_msg, "%s", err_msg());
-                }
-                pthread_mutex_unlock(&w->mu);
-                return rc;
-            }
-        }
-        if (!w->cur) {
-            w->cur = malloc(w->cur_cap);
-            if (!w->cur) return err_set(ERR_NOMEM, "OSS write %s: out of memory", w->key);
-        }
-        size_t n = w->cur_cap - w->cur_len;
-        if (n > len) n = len;
-        memcpy(w->cur + w->cur_len, p, n);
-        w->cur_len += n;
-        w->total += n;
-        p += n;
-        len -= n;
-    }
-    return 0;
-}
-
-static int wio_finish(IoWriter *io) {
-    (void)io;
-    return 0; /* the last part goes out in commit */
-}
-
-static void wio_free(IoWriter *io) {
-    (void)io; /* owned by the OssWriter */
-}
-
-static const IoWriterVt wio_vt = {wio_write, wio_finish, wio_free};
 
 static IoWriter *writer_io(StoreDriverWriter *sw) {
-    return &((OssWriter *)sw)->io;
+    return objhttp_pw_io(((OssWriter *)sw)->pw);
 }
 
 /* Stops the uploaders (queued parts are skipped once discard is set) and waits for them. */
 static void writer_stop(OssWriter *w, int discard) {
-    objhttp_parts_free(w->parts, discard);
-    w->parts = NULL;
+    objhttp_pw_stop(w->pw, discard);
 }
 
 static void writer_free(OssWriter *w) {
@@ -858,7 +784,7 @@ static void writer_free(OssWriter *w) {
             free(w->etags[i]);
     free(w->etags);
     pthread_mutex_destroy(&w->mu);
-    free(w->cur);
+    objhttp_pw_free(w->pw, 1);
     free(w->upload_id);
     free(w->key);
     free(w);
@@ -892,15 +818,13 @@ static int exists_or(int rc, const ObjHttpResponse *r, OssWriter *w) {
 
 static int put_object(OssWriter *w) {
     char md5[64];
-    content_md5(w->cur ? (const void *)w->cur : "", w->cur_len, md5);
+    size_t len;
+    const void *body = objhttp_pw_rest(w->pw, &len);
+    content_md5(body, len, md5);
     const char *h[3] = {"Content-Type: application/octet-stream", md5,
                         "x-oss-forbid-overwrite: true"};
-    OssCall c = {.method = "PUT",
-                 .key = w->key,
-                 .headers = h,
-                 .nh = 3,
-                 .body = w->cur,
-                 .body_len = w->cur_len};
+    OssCall c = {
+        .method = "PUT", .key = w->key, .headers = h, .nh = 3, .body = body, .body_len = len};
     ObjHttpResponse r = {0};
     int rc = exists_or(oss_do(w->d, &c, &r, NULL), &r, w);
     objhttp_response_clear(&r);
@@ -911,7 +835,8 @@ static int complete_upload(OssWriter *w) {
     char what[1200];
     snprintf(what, sizeof what, "OSS write %s", w->key);
     StrBuf b = {0};
-    int rc = objhttp_complete_xml((const char *const *)w->etags, w->n_parts, what, &b.d, &b.n);
+    int rc = objhttp_complete_xml((const char *const *)w->etags, objhttp_pw_parts(w->pw), what,
+                                  &b.d, &b.n);
     if (rc) return rc;
     char md5[64];
     content_md5(b.d, b.n, md5);
@@ -935,7 +860,7 @@ static int complete_upload(OssWriter *w) {
         char msg[1024];
         snprintf(msg, sizeof msg, "%s", err_msg());
         int64_t size = -1;
-        if (oss_stat(&w->d->base, w->key, &size) == 0 && size == (int64_t)w->total) {
+        if (oss_stat(&w->d->base, w->key, &size) == 0 && size == (int64_t)objhttp_pw_total(w->pw)) {
             log_warn("OSS write %s: complete answered NoSuchUpload, but the object is there with "
                      "all %lld bytes (an earlier try succeeded)",
                      w->key, (long long)size);
@@ -944,7 +869,9 @@ static int complete_upload(OssWriter *w) {
             rc = err_set(ERR_IO, "%s", msg);
         }
     }
-    if (rc) err_wrap(rc, "OSS write %s: complete multipart upload of %d parts", w->key, w->n_parts);
+    if (rc)
+        err_wrap(rc, "OSS write %s: complete multipart upload of %d parts", w->key,
+                 objhttp_pw_parts(w->pw));
     objhttp_response_clear(&r);
     free(b.d);
     return rc;
@@ -952,17 +879,13 @@ static int complete_upload(OssWriter *w) {
 
 static int writer_commit(StoreDriverWriter *sw) {
     OssWriter *w = (OssWriter *)sw;
-    int rc = 0;
-    pthread_mutex_lock(&w->mu);
-    if (w->failed) rc = err_set(w->failed, "%s", w->failed_msg);
-    pthread_mutex_unlock(&w->mu);
-    if (rc == 0 && w->n_parts == 0 && !w->upload_id) {
+    int rc = objhttp_pw_failed(w->pw);
+    if (rc == 0 && objhttp_pw_parts(w->pw) == 0 && !w->upload_id) {
         rc = put_object(w);
         writer_free(w);
         return rc;
     }
-    if (rc == 0 && w->cur_len > 0) rc = dispatch(w);
-    if (rc == 0 && w->parts) rc = objhttp_parts_wait(w->parts);
+    if (rc == 0) rc = objhttp_pw_finish(w->pw);
     if (rc == 0) rc = complete_upload(w);
     if (rc != 0) {
         /* the Go tool returns success here when the abort succeeds (docs/go-tool.md §15 item 11);
@@ -1002,14 +925,23 @@ static int oss_open_write(StoreDriver *drv, const char *key, StoreDriverWriter *
     if (!w) return err_set(ERR_NOMEM, "OSS write %s: out of memory", key);
     pthread_mutex_init(&w->mu, NULL);
     w->base.vt = &writer_vt;
-    w->io.vt = &wio_vt;
     w->d = d;
     w->key = strdup(key);
     w->etags = calloc(OSS_MAX_PARTS, sizeof *w->etags);
-    w->cur_cap = (size_t)s3_part_size(d->part_min, -1, 1);
     if (!w->key || !w->etags) {
         writer_free(w);
         return err_set(ERR_NOMEM, "OSS write %s: out of memory", key);
+    }
+    ObjHttpPartWriterConfig pc = {.what = "OSS",
+                                  .key = key,
+                                  .parallel = d->parallel,
+                                  .part_size = part_size,
+                                  .before = before_part,
+                                  .put = upload_part,
+                                  .ctx = w};
+    if ((rc = objhttp_pw_new(&pc, &w->pw))) {
+        writer_free(w);
+        return rc;
     }
     *out = &w->base;
     return 0;

@@ -266,7 +266,6 @@ void s3_sts_creds_clear(S3StsCreds *c) {
     memset(c, 0, sizeof *c);
 }
 
-static char *xml_text(const char *s, size_t n);
 static const char *xml_find(const char *s, const char *e, const char *tag, size_t *n);
 
 /* "2019-11-09T13:34:41Z" (fractional seconds allowed) to unix seconds; -1 if malformed. */
@@ -310,7 +309,7 @@ int s3_sts_parse(const char *xml, size_t len, S3StsCreds *out) {
         const char *t = xml_find(cr, ce, tags[i], &vn);
         if (!t || vn == 0) {
             rc = err_set(ERR_CORRUPT, "STS: the response has no %s", tags[i]);
-        } else if (!(v[i] = xml_text(t, vn))) {
+        } else if (!(v[i] = objhttp_xml_text(t, vn))) {
             rc = err_set(ERR_CORRUPT, "STS: %s is not valid XML text", tags[i]);
         }
     }
@@ -330,68 +329,6 @@ int s3_sts_parse(const char *xml, size_t len, S3StsCreds *out) {
 }
 
 /* ---- listing parser ---- */
-
-/* Decodes XML text s[0..n) into an owned string; NULL on a bad entity, a raw NUL (it would cut a
- * name short) or allocation failure. */
-static char *xml_text(const char *s, size_t n) {
-    char *o = malloc(n + 1), *p = o;
-    if (!o) return NULL;
-    for (size_t i = 0; i < n;) {
-        if (s[i] == '\0') goto bad; /* a NUL would cut the name short: a name that lies */
-        if (s[i] != '&') {
-            *p++ = s[i++];
-            continue;
-        }
-        const char *semi = memchr(s + i, ';', n - i);
-        if (!semi || semi - (s + i) > 12) goto bad;
-        size_t el = (size_t)(semi - (s + i)) + 1;
-        const char *ent = s + i;
-        if (el == 5 && memcmp(ent, "&amp;", 5) == 0)
-            *p++ = '&';
-        else if (el == 4 && memcmp(ent, "&lt;", 4) == 0)
-            *p++ = '<';
-        else if (el == 4 && memcmp(ent, "&gt;", 4) == 0)
-            *p++ = '>';
-        else if (el == 6 && memcmp(ent, "&quot;", 6) == 0)
-            *p++ = '"';
-        else if (el == 6 && memcmp(ent, "&apos;", 6) == 0)
-            *p++ = '\'';
-        else if (el > 3 && ent[1] == '#') {
-            char num[16];
-            int hexa = ent[2] == 'x' || ent[2] == 'X';
-            size_t dl = el - 3 - (size_t)hexa;
-            if (dl == 0 || dl >= sizeof num) goto bad;
-            memcpy(num, ent + 2 + hexa, dl);
-            num[dl] = '\0';
-            char *end;
-            unsigned long cp = strtoul(num, &end, hexa ? 16 : 10);
-            if (*end || num[0] == '-' || num[0] == '+' || cp == 0 || cp > 0x10FFFF) goto bad;
-            if (cp < 0x80) {
-                *p++ = (char)cp;
-            } else if (cp < 0x800) { /* a multi-byte entity is never longer than its text */
-                *p++ = (char)(0xC0 | (cp >> 6));
-                *p++ = (char)(0x80 | (cp & 0x3F));
-            } else if (cp < 0x10000) {
-                *p++ = (char)(0xE0 | (cp >> 12));
-                *p++ = (char)(0x80 | ((cp >> 6) & 0x3F));
-                *p++ = (char)(0x80 | (cp & 0x3F));
-            } else {
-                *p++ = (char)(0xF0 | (cp >> 18));
-                *p++ = (char)(0x80 | ((cp >> 12) & 0x3F));
-                *p++ = (char)(0x80 | ((cp >> 6) & 0x3F));
-                *p++ = (char)(0x80 | (cp & 0x3F));
-            }
-        } else {
-            goto bad;
-        }
-        i += el;
-    }
-    *p = '\0';
-    return o;
-bad:
-    free(o);
-    return NULL;
-}
 
 /* The text between <tag> and </tag> within [s, e), or NULL; *n its length. */
 static const char *xml_find(const char *s, const char *e, const char *tag, size_t *n) {
@@ -429,7 +366,7 @@ int s3_list_parse(const char *xml, size_t len, S3ListCb cb, void *ctx, int *trun
         size_t kn, sn;
         const char *k = xml_find(c, ce, "Key", &kn);
         if (!k) return err_set(ERR_CORRUPT, "S3 listing: an entry without a Key");
-        char *key = xml_text(k, kn);
+        char *key = objhttp_xml_text(k, kn);
         if (!key)
             return err_set(
                 ERR_CORRUPT,
@@ -459,7 +396,7 @@ int s3_list_parse(const char *xml, size_t len, S3ListCb cb, void *ctx, int *trun
     *truncated = t && tn == 4 && memcmp(t, "true", 4) == 0;
     const char *nt = xml_find(xml, end, "NextContinuationToken", &tn);
     if (nt && tn > 0) {
-        *next_token = xml_text(nt, tn);
+        *next_token = objhttp_xml_text(nt, tn);
         if (!*next_token) return err_set(ERR_CORRUPT, "S3 listing: bad NextContinuationToken");
     }
     if (*truncated && !*next_token)
@@ -477,7 +414,7 @@ int s3_parse_upload_id(const char *xml, size_t len, char **upload_id) {
                        "the UploadId in the answer has %zu bytes, more than the %zu "
                        "accepted",
                        n, OBJHTTP_ID_MAX);
-    *upload_id = xml_text(id, n);
+    *upload_id = objhttp_xml_text(id, n);
     return *upload_id ? 0
                       : err_set(ERR_CORRUPT, "the UploadId in the answer is not valid XML text");
 }
@@ -936,115 +873,45 @@ static int s3_open_read(StoreDriver *drv, const char *key, uint64_t offset, IoRe
 
 /* ---- write ---- */
 
-typedef struct S3Writer S3Writer;
-
-typedef struct {
-    S3Writer *w;
-    pthread_t th;
-    int busy; /* a thread was started and not yet joined */
-    int done; /* ... and has finished */
-    int part_no;
-    char *buf;
-    size_t len, cap;
-} PartSlot;
-
-struct S3Writer {
+typedef struct S3Writer {
     StoreDriverWriter base;
-    IoWriter io;
     S3Driver *d;
     char *key;
-    char *cur; /* the part being filled */
-    size_t cur_len, cur_cap;
-    int next_part; /* number the part being filled will get */
+    ObjHttpPartWriter *pw; /* the parts (objhttp.h) */
     char *upload_id;
-    PartSlot *slots;
-    int n_slots;
-    pthread_mutex_t mu; /* guards etags, failed, fail_*, slots' done */
-    pthread_cond_t cv;
-    char **etags; /* [part_no - 1], owned */
-    int n_etags;
-    int failed;
-    int fail_rc;
-    char *fail_msg;
-};
+    pthread_mutex_t mu; /* guards etags */
+    char **etags;       /* [part_no - 1], owned */
+} S3Writer;
 
-static S3Writer *w_of_io(IoWriter *io) {
-    return (S3Writer *)((char *)io - offsetof(S3Writer, io));
-}
-
-static void w_fail(S3Writer *w, int rc, const char *msg) {
-    pthread_mutex_lock(&w->mu);
-    if (!w->failed) {
-        w->failed = 1;
-        w->fail_rc = rc;
-        w->fail_msg = strdup(msg);
-    }
-    pthread_mutex_unlock(&w->mu);
-}
-
-static int w_failed_rc(S3Writer *w) {
-    pthread_mutex_lock(&w->mu);
-    int f = w->failed, rc = w->fail_rc;
-    char *m = f && w->fail_msg ? strdup(w->fail_msg) : NULL;
-    pthread_mutex_unlock(&w->mu);
-    if (!f) return 0;
-    err_set(rc ? rc : ERR_IO, "%s", m ? m : "upload failed");
-    free(m);
-    return rc ? rc : ERR_IO;
-}
-
-static void *part_thread(void *arg) {
-    PartSlot *s = arg;
-    S3Writer *w = s->w;
+/* Uploads part num (on a pool thread) and keeps its ETag for the complete. */
+static int put_part(void *ctx, int num, const void *data, size_t len) {
+    S3Writer *w = ctx;
     char pn[16];
-    snprintf(pn, sizeof pn, "%d", s->part_no);
+    snprintf(pn, sizeof pn, "%d", num);
     const char *names[2] = {"partNumber", "uploadId"};
     const char *values[2] = {pn, w->upload_id};
     char *q = objhttp_query(names, values, 2);
     ObjHttpResponse resp = {0};
-    int rc = q ? s3_call(w->d, "PUT", w->key, q, 1, NULL, 0, s->buf, s->len, &resp, 0)
+    int rc = q ? s3_call(w->d, "PUT", w->key, q, 1, NULL, 0, data, len, &resp, 0)
                : err_set(ERR_NOMEM, "out of memory");
     free(q);
     char etag[OBJHTTP_ETAG_MAX + 1], what[64];
-    snprintf(what, sizeof what, "%s upload part %d", w->d->provider, s->part_no);
+    snprintf(what, sizeof what, "%s upload part %d", w->d->provider, num);
     int hr = rc == 0 ? objhttp_response_header_fit(&resp, "etag", etag, sizeof etag, what) : 0;
     if (hr == ERR_NOT_FOUND)
-        rc = err_set(ERR_IO, "%s upload part %d of %s: no ETag in the answer", w->d->provider,
-                     s->part_no, w->key);
+        rc = err_set(ERR_IO, "%s upload part %d of %s: no ETag in the answer", w->d->provider, num,
+                     w->key);
     else if (hr != 0)
         rc = err_wrap(hr, "%s", w->key);
     objhttp_response_clear(&resp);
-    if (rc != 0) {
-        char msg[1024];
-        snprintf(msg, sizeof msg, "%s upload part %d of %s: %s", w->d->provider, s->part_no, w->key,
-                 err_msg());
-        w_fail(w, rc, msg);
-    }
+    if (rc != 0) return err_wrap(rc, "%s upload part %d of %s", w->d->provider, num, w->key);
+    char *e = strdup(etag);
+    if (!e) return err_set(ERR_NOMEM, "%s upload part %d: out of memory", w->d->provider, num);
     pthread_mutex_lock(&w->mu);
-    if (rc == 0) {
-        char *e = strdup(etag);
-        if (!e) {
-            w->failed = 1;
-            w->fail_rc = ERR_NOMEM;
-        } else {
-            free(w->etags[s->part_no - 1]);
-            w->etags[s->part_no - 1] = e;
-        }
-    }
-    s->done = 1;
-    pthread_cond_broadcast(&w->cv);
+    free(w->etags[num - 1]);
+    w->etags[num - 1] = e;
     pthread_mutex_unlock(&w->mu);
-    return NULL;
-}
-
-/* Joins every running part upload. */
-static void wait_all(S3Writer *w) {
-    for (int i = 0; i < w->n_slots; i++) {
-        if (w->slots[i].busy) {
-            pthread_join(w->slots[i].th, NULL);
-            w->slots[i].busy = 0;
-        }
-    }
+    return 0;
 }
 
 static int start_upload(S3Writer *w) {
@@ -1061,94 +928,19 @@ static int start_upload(S3Writer *w) {
     return rc;
 }
 
-/* Hands the filled part to an upload thread, waiting for a free slot (bounds memory). */
-static int dispatch_part(S3Writer *w) {
-    S3Driver *d = w->d;
-    if (w->next_part > S3_MAX_PARTS)
-        return err_set(ERR_INVALID, "%s write %s: more than %d parts", d->provider, w->key,
+/* Before part num goes to the uploaders: within S3's part limit, the upload started on the
+ * first. */
+static int before_part(void *ctx, int num) {
+    S3Writer *w = ctx;
+    if (num > S3_MAX_PARTS)
+        return err_set(ERR_INVALID, "%s write %s: more than %d parts", w->d->provider, w->key,
                        S3_MAX_PARTS);
-    if (!w->upload_id) {
-        int rc = start_upload(w);
-        if (rc != 0) return rc;
-    }
-    pthread_mutex_lock(&w->mu);
-    PartSlot *s = NULL;
-    for (;;) {
-        for (int i = 0; i < w->n_slots && !s; i++)
-            if (!w->slots[i].busy || w->slots[i].done) s = &w->slots[i];
-        if (s) break;
-        pthread_cond_wait(&w->cv, &w->mu);
-    }
-    pthread_mutex_unlock(&w->mu);
-    if (s->busy) {
-        pthread_join(s->th, NULL);
-        s->busy = 0;
-    }
-    int rc = w_failed_rc(w);
-    if (rc != 0) return rc;
-    /* swap buffers: the slot takes the filled part, we refill the slot's old buffer */
-    char *old = s->buf;
-    size_t old_cap = s->cap;
-    s->buf = w->cur;
-    s->cap = w->cur_cap;
-    s->len = w->cur_len;
-    s->part_no = w->next_part++;
-    s->done = 0;
-    s->w = w;
-    size_t want = (size_t)s3_part_size(d->part_min, -1, w->next_part);
-    if (old && old_cap != want) {
-        free(old);
-        old = NULL;
-    }
-    w->cur = old ? old : malloc(want);
-    w->cur_cap = want;
-    w->cur_len = 0;
-    if (!w->cur) {
-        w->cur_cap = 0;
-        return err_set(ERR_NOMEM, "%s write %s: out of memory for a part", d->provider, w->key);
-    }
-    if (pthread_create(&s->th, NULL, part_thread, s) != 0) {
-        s->done = 1;
-        return err_set(ERR_IO, "%s write %s: cannot start an upload thread", d->provider, w->key);
-    }
-    s->busy = 1;
-    return 0;
+    return w->upload_id ? 0 : start_upload(w);
 }
 
-static int s3w_write(IoWriter *io, const void *buf, size_t len) {
-    S3Writer *w = w_of_io(io);
-    int rc = w_failed_rc(w);
-    if (rc != 0) return rc;
-    const char *p = buf;
-    while (len > 0) {
-        if (w->cur_len == w->cur_cap) {
-            /* full, and more bytes follow: this is a part of a multipart upload */
-            rc = dispatch_part(w);
-            if (rc != 0) {
-                w_fail(w, rc, err_msg());
-                return rc;
-            }
-        }
-        size_t n = w->cur_cap - w->cur_len;
-        if (n > len) n = len;
-        memcpy(w->cur + w->cur_len, p, n);
-        w->cur_len += n;
-        p += n;
-        len -= n;
-    }
-    return 0;
+static size_t part_size(void *ctx, int num) {
+    return (size_t)s3_part_size(((S3Writer *)ctx)->d->part_min, -1, num);
 }
-
-static int s3w_finish(IoWriter *io) {
-    (void)io;
-    return 0; /* the last part goes out in commit */
-}
-
-static void s3w_io_free(IoWriter *io) {
-    (void)io;
-}
-
-static const IoWriterVt s3w_io_vt = {s3w_write, s3w_finish, s3w_io_free};
 
 static void abort_upload(S3Writer *w) {
     if (!w->upload_id) return;
@@ -1172,24 +964,18 @@ static void abort_upload(S3Writer *w) {
 
 static void w_release(S3Writer *w) {
     if (!w) return;
-    wait_all(w);
-    for (int i = 0; i < w->n_slots; i++)
-        free(w->slots[i].buf);
-    free(w->slots);
-    for (int i = 0; i < w->n_etags; i++)
+    objhttp_pw_free(w->pw, 1);
+    for (int i = 0; w->etags && i < S3_MAX_PARTS; i++)
         free(w->etags[i]);
     free(w->etags);
-    free(w->cur);
     free(w->upload_id);
-    free(w->fail_msg);
     free(w->key);
     pthread_mutex_destroy(&w->mu);
-    pthread_cond_destroy(&w->cv);
     free(w);
 }
 
 static IoWriter *s3w_io(StoreDriverWriter *dw) {
-    return &((S3Writer *)dw)->io;
+    return objhttp_pw_io(((S3Writer *)dw)->pw);
 }
 
 /* 412 to If-None-Match: * means another writer got there first. */
@@ -1227,7 +1013,8 @@ static int complete_upload(S3Writer *w) {
     snprintf(what, sizeof what, "%s commit %s", w->d->provider, w->key);
     size_t o = 0;
     char *xml = NULL;
-    int rc = objhttp_complete_xml((const char *const *)w->etags, w->next_part - 1, what, &xml, &o);
+    int rc = objhttp_complete_xml((const char *const *)w->etags, objhttp_pw_parts(w->pw), what,
+                                  &xml, &o);
     if (rc) return rc;
     const char *names[1] = {"uploadId"};
     const char *values[1] = {w->upload_id};
@@ -1250,30 +1037,27 @@ static int complete_upload(S3Writer *w) {
 
 static int s3w_commit(StoreDriverWriter *dw) {
     S3Writer *w = (S3Writer *)dw;
-    int rc = w_failed_rc(w);
+    int rc = objhttp_pw_failed(w->pw);
     if (rc == 0 && !w->upload_id) {
         /* it fits in one part: one PUT, refused if the key appeared meanwhile (where the
          * server supports conditional writes) */
         const char *extra[2] = {NULL, "If-None-Match: *"};
         ObjHttpResponse resp = {0};
-        rc = conditional_call(w, "PUT", NULL, 1, extra, w->cur, w->cur_len, &resp);
+        size_t len;
+        const void *body = objhttp_pw_rest(w->pw, &len);
+        rc = conditional_call(w, "PUT", NULL, 1, extra, body, len, &resp);
         rc = exists_or(rc, &resp, w);
         objhttp_response_clear(&resp);
-    } else if (rc == 0) {
-        if (w->cur_len > 0) rc = dispatch_part(w);
-        wait_all(w);
-        if (rc == 0) rc = w_failed_rc(w);
+    } else {
+        if (rc == 0) rc = objhttp_pw_finish(w->pw);
         if (rc == 0) rc = complete_upload(w);
         if (rc != 0) {
             char *m = strdup(err_msg());
+            objhttp_pw_stop(w->pw, 1);
             abort_upload(w);
             if (m) err_set(rc, "%s", m);
             free(m);
         }
-    } else {
-        wait_all(w);
-        abort_upload(w);
-        err_set(rc, "%s", w->fail_msg ? w->fail_msg : "upload failed");
     }
     w_release(w);
     return rc;
@@ -1282,7 +1066,7 @@ static int s3w_commit(StoreDriverWriter *dw) {
 static void s3w_abort(StoreDriverWriter *dw) {
     S3Writer *w = (S3Writer *)dw;
     if (!w) return;
-    wait_all(w);
+    objhttp_pw_stop(w->pw, 1);
     abort_upload(w);
     w_release(w);
 }
@@ -1292,24 +1076,23 @@ static const StoreDriverWriterVt s3w_vt = {s3w_io, s3w_commit, s3w_abort};
 static int s3_open_write(StoreDriver *drv, const char *key, StoreDriverWriter **out) {
     S3Driver *d = (S3Driver *)drv;
     *out = NULL;
-    if (!key[0] || strlen(key) > 1024)
-        return err_set(ERR_INVALID, "%s write: invalid key \"%s\"", d->provider, key);
+    int rc = objhttp_key_ok(d->provider, "write", key, 1024, 0);
+    if (rc) return rc;
     S3Writer *w = calloc(1, sizeof *w);
     if (!w) return err_set(ERR_NOMEM, "%s write %s: out of memory", d->provider, key);
     pthread_mutex_init(&w->mu, NULL);
-    pthread_cond_init(&w->cv, NULL);
     w->base.vt = &s3w_vt;
-    w->io.vt = &s3w_io_vt;
     w->d = d;
-    w->next_part = 1;
-    w->n_slots = d->parallel;
     w->key = strdup(key);
-    w->slots = calloc((size_t)d->parallel, sizeof *w->slots);
     w->etags = calloc(S3_MAX_PARTS, sizeof *w->etags);
-    w->n_etags = S3_MAX_PARTS;
-    w->cur_cap = (size_t)s3_part_size(d->part_min, -1, 1);
-    w->cur = malloc(w->cur_cap);
-    if (!w->key || !w->slots || !w->etags || !w->cur) {
+    ObjHttpPartWriterConfig pc = {.what = d->provider,
+                                  .key = key,
+                                  .parallel = d->parallel,
+                                  .part_size = part_size,
+                                  .before = before_part,
+                                  .put = put_part,
+                                  .ctx = w};
+    if (!w->key || !w->etags || objhttp_pw_new(&pc, &w->pw)) {
         w_release(w);
         return err_set(ERR_NOMEM, "%s write %s: out of memory", d->provider, key);
     }
@@ -1474,6 +1257,92 @@ static int load_creds(const StoreConfig *cfg, const char *prov, S3Creds *c, char
     return 0;
 }
 
+/* Web identity (roleARN + token file): the STS endpoint (AWS_ENDPOINT_URL_STS, the SDKs'
+ * variable, or the regional one) and the session name; takes role_arn and token_path from c. */
+static int take_web_identity(S3Driver *d, S3Creds *c, const char *region, const char *prov) {
+    const char *sts = getenv("AWS_ENDPOINT_URL_STS");
+    const char *sn = getenv("AWS_ROLE_SESSION_NAME");
+    char def[160];
+    snprintf(def, sizeof def, "https://sts.%s.amazonaws.com/", region);
+    d->role_arn = c->role_arn;
+    d->token_path = c->token_path;
+    c->role_arn = c->token_path = NULL;
+    d->sts_url = strdup(sts && sts[0] ? sts : def);
+    if (sn && sn[0]) {
+        d->session_name = strdup(sn);
+    } else if (asprintf(&d->session_name, "etcdbrctl-%lld", (long long)now_unix_s()) < 0) {
+        d->session_name = NULL;
+    }
+    if (!d->sts_url || !d->session_name) return err_set(ERR_NOMEM, "%s: out of memory", prov);
+    return 0;
+}
+
+/* d->bucket_url and d->path_style from the endpoint: the flag (S3 only: the Go tool ignores it
+ * for OCS and ECS), the credentials' endpoint, or AWS's regional one; path style when forced,
+ * with any endpoint given, and for ECS and OCS. */
+static int make_bucket_url(S3Driver *d, const StoreConfig *cfg, const S3Creds *c, const char *prov,
+                           const char *bucket, const char *region) {
+    const char *ep = NULL;
+    int ep_override = 0;
+    if (strcmp(prov, "S3") == 0 && cfg->endpoint_override && cfg->endpoint_override[0]) {
+        ep = cfg->endpoint_override;
+        ep_override = 1;
+    } else if (c->endpoint && c->endpoint[0]) {
+        ep = c->endpoint;
+        ep_override = 1;
+    }
+    char aws_host[128];
+    if (!ep) {
+        snprintf(aws_host, sizeof aws_host, "https://s3.%s.amazonaws.com", region);
+        ep = aws_host;
+    }
+    const char *scheme = "https";
+    const char *hostpart = ep;
+    const char *sep = strstr(ep, "://");
+    if (sep) {
+        if ((size_t)(sep - ep) == 4 && strncasecmp(ep, "http", 4) == 0)
+            scheme = "http";
+        else if ((size_t)(sep - ep) == 5 && strncasecmp(ep, "https", 5) == 0)
+            scheme = "https";
+        else
+            return err_set(ERR_INVALID, "%s: endpoint %s: the scheme must be http or https", prov,
+                           ep);
+        hostpart = sep + 3;
+    } else if (c->disable_ssl) {
+        scheme = "http";
+    }
+    size_t hl = strlen(hostpart);
+    while (hl > 0 && hostpart[hl - 1] == '/')
+        hl--;
+    if (hl == 0 || memchr(hostpart, '?', hl) || memchr(hostpart, '@', hl))
+        return err_set(ERR_INVALID, "%s: invalid endpoint %s", prov, ep);
+    d->path_style = c->force_path_style || ep_override || strcmp(prov, "S3") != 0;
+    char *ebucket = objhttp_pct_encode(bucket, 0);
+    size_t un = hl + (ebucket ? strlen(ebucket) : 0) + 16;
+    d->bucket_url = malloc(un);
+    if (d->bucket_url && ebucket) {
+        if (d->path_style)
+            snprintf(d->bucket_url, un, "%s://%.*s/%s", scheme, (int)hl, hostpart, ebucket);
+        else
+            snprintf(d->bucket_url, un, "%s://%s.%.*s", scheme, ebucket, (int)hl, hostpart);
+    }
+    free(ebucket);
+    return 0;
+}
+
+/* The SSE-C header values from c's customer key: the algorithm, the key and its MD5, base64. */
+static int take_sse(S3Driver *d, const S3Creds *c, const char *prov) {
+    unsigned char md5[16];
+    unsigned int ml = 0;
+    EVP_Digest(c->sse_key, strlen(c->sse_key), md5, &ml, EVP_md5(), NULL);
+    d->sse_algo = strdup(c->sse_algo);
+    d->sse_key_b64 = b64((const unsigned char *)c->sse_key, strlen(c->sse_key));
+    d->sse_md5_b64 = b64(md5, 16);
+    if (!d->sse_algo || !d->sse_key_b64 || !d->sse_md5_b64)
+        return err_set(ERR_NOMEM, "%s: out of memory", prov);
+    return 0;
+}
+
 int store_s3_driver_new(const StoreConfig *cfg, StoreDriver **out) {
     *out = NULL;
     const char *prov = cfg->provider && cfg->provider[0] ? cfg->provider : "S3";
@@ -1522,27 +1391,10 @@ int store_s3_driver_new(const StoreConfig *cfg, StoreDriver **out) {
         }
         d->list_page = v;
     }
-    if (c.role_arn) {
-        /* web identity: AWS_ENDPOINT_URL_STS (the SDKs' variable) or the regional endpoint */
-        const char *sts = getenv("AWS_ENDPOINT_URL_STS");
-        const char *sn = getenv("AWS_ROLE_SESSION_NAME");
-        char def[160];
-        snprintf(def, sizeof def, "https://sts.%s.amazonaws.com/", region);
-        d->role_arn = c.role_arn;
-        d->token_path = c.token_path;
-        c.role_arn = c.token_path = NULL;
-        d->sts_url = strdup(sts && sts[0] ? sts : def);
-        if (sn && sn[0]) {
-            d->session_name = strdup(sn);
-        } else if (asprintf(&d->session_name, "etcdbrctl-%lld", (long long)now_unix_s()) < 0) {
-            d->session_name = NULL;
-        }
-        free(cred_path);
+    if (c.role_arn && (rc = take_web_identity(d, &c, region, prov))) goto done;
+    if (d->role_arn) {
+        free(cred_path); /* web identity: the token file is read at each exchange */
         cred_path = NULL;
-        if (!d->sts_url || !d->session_name) {
-            rc = err_set(ERR_NOMEM, "%s: out of memory", prov);
-            goto done;
-        }
     }
     d->access_key = c.access_key;
     d->secret_key = c.secret_key;
@@ -1552,72 +1404,11 @@ int store_s3_driver_new(const StoreConfig *cfg, StoreDriver **out) {
     cred_path = NULL;
     if (d->cred_path) d->cred_mtime = s3_creds_mtime(d->cred_path);
 
-    /* endpoint: the flag (S3 only: the Go tool ignores it for OCS and ECS), the credentials'
-     * endpoint, or AWS's regional one */
-    const char *ep = NULL;
-    int ep_override = 0;
-    if (strcmp(prov, "S3") == 0 && cfg->endpoint_override && cfg->endpoint_override[0]) {
-        ep = cfg->endpoint_override;
-        ep_override = 1;
-    } else if (c.endpoint && c.endpoint[0]) {
-        ep = c.endpoint;
-        ep_override = 1;
-    }
-    char aws_host[128];
-    if (!ep) {
-        snprintf(aws_host, sizeof aws_host, "https://s3.%s.amazonaws.com", region);
-        ep = aws_host;
-    }
-    const char *scheme = "https";
-    const char *hostpart = ep;
-    const char *sep = strstr(ep, "://");
-    if (sep) {
-        if ((size_t)(sep - ep) == 4 && strncasecmp(ep, "http", 4) == 0)
-            scheme = "http";
-        else if ((size_t)(sep - ep) == 5 && strncasecmp(ep, "https", 5) == 0)
-            scheme = "https";
-        else {
-            rc =
-                err_set(ERR_INVALID, "%s: endpoint %s: the scheme must be http or https", prov, ep);
-            goto done;
-        }
-        hostpart = sep + 3;
-    } else if (c.disable_ssl) {
-        scheme = "http";
-    }
-    size_t hl = strlen(hostpart);
-    while (hl > 0 && hostpart[hl - 1] == '/')
-        hl--;
-    if (hl == 0 || memchr(hostpart, '?', hl) || memchr(hostpart, '@', hl)) {
-        rc = err_set(ERR_INVALID, "%s: invalid endpoint %s", prov, ep);
-        goto done;
-    }
-    d->path_style = c.force_path_style || ep_override || strcmp(prov, "S3") != 0;
-    char *ebucket = objhttp_pct_encode(bucket, 0);
-    size_t un = hl + (ebucket ? strlen(ebucket) : 0) + 16;
-    d->bucket_url = malloc(un);
-    if (d->bucket_url && ebucket) {
-        if (d->path_style)
-            snprintf(d->bucket_url, un, "%s://%.*s/%s", scheme, (int)hl, hostpart, ebucket);
-        else
-            snprintf(d->bucket_url, un, "%s://%s.%.*s", scheme, ebucket, (int)hl, hostpart);
-    }
-    free(ebucket);
+    if ((rc = make_bucket_url(d, cfg, &c, prov, bucket, region))) goto done;
     size_t dn = strlen(prov) + strlen(bucket) + 2;
     d->describe = malloc(dn);
     if (d->describe) snprintf(d->describe, dn, "%s:%s", prov, bucket);
-    if (c.sse_key) {
-        unsigned char md5[16];
-        unsigned int ml = 0;
-        EVP_Digest(c.sse_key, strlen(c.sse_key), md5, &ml, EVP_md5(), NULL);
-        d->sse_algo = strdup(c.sse_algo);
-        d->sse_key_b64 = b64((const unsigned char *)c.sse_key, strlen(c.sse_key));
-        d->sse_md5_b64 = b64(md5, 16);
-        if (!d->sse_algo || !d->sse_key_b64 || !d->sse_md5_b64) {
-            rc = err_set(ERR_NOMEM, "%s: out of memory", prov);
-            goto done;
-        }
-    }
+    if (c.sse_key && (rc = take_sse(d, &c, prov))) goto done;
     if (!d->provider || !d->bucket || !d->region || !d->bucket_url || !d->describe) {
         rc = err_set(ERR_NOMEM, "%s: out of memory", prov);
         goto done;

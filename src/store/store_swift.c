@@ -667,11 +667,7 @@ static int swift_do(SwiftDriver *d, const SwiftCall *c, ObjHttpResponse *resp,
 }
 
 static int key_ok(const char *key, const char *op) {
-    size_t l = strlen(key);
-    if (l == 0 || l > SWIFT_MAX_KEY)
-        return err_set(ERR_INVALID, "Swift %s: key \"%.64s\" must have 1 to %d bytes", op, key,
-                       SWIFT_MAX_KEY);
-    return 0;
+    return objhttp_key_ok("Swift", op, key, SWIFT_MAX_KEY, 0);
 }
 
 /* ---- list ---- */
@@ -877,10 +873,7 @@ typedef struct SwiftWriter {
     IoWriter io;
     SwiftDriver *d;
     char *key;
-    unsigned char *cur; /* the segment being filled */
-    size_t cur_len, cur_cap;
-    int n_segs;          /* handed to the uploaders */
-    ObjHttpParts *parts; /* the segments in flight; NULL until the first */
+    ObjHttpPartWriter *pw; /* the segments (objhttp.h) */
 } SwiftWriter;
 
 static void seg_key(const char *key, int num, char *out, size_t cap) {
@@ -899,77 +892,34 @@ static int put_segment(void *ctx, int num, const void *data, size_t len) {
     return rc;
 }
 
-/* Hands the filled segment to the uploaders, waiting while `parallel` are in flight. Before the
- * first segment: an existing object under the key is ERR_EXISTS, since its segments would be
- * overwritten before the manifest's If-None-Match could refuse (a writer racing between this
- * check and the manifest still can: the segment names are the Go tool's, fixed per key). */
-static int dispatch(SwiftWriter *w) {
-    if (w->n_segs == 0) {
-        int64_t size;
-        int rc = swift_stat(&w->d->base, w->key, &size);
-        if (rc == 0)
-            return err_set(ERR_EXISTS, "Swift write %s: the object already exists", w->key);
-        if (rc != ERR_NOT_FOUND) return rc;
-    }
-    int rc = 0;
-    if (!w->parts &&
-        (rc = objhttp_parts_new("Swift", w->key, w->d->parallel, put_segment, w, &w->parts)) != 0)
-        return rc;
-    rc = objhttp_parts_submit(w->parts, ++w->n_segs, w->cur, w->cur_len);
-    w->cur = NULL; /* the pool's now, also on failure */
-    w->cur_len = 0;
-    w->cur_cap = 0;
-    return rc;
+/* Before the first segment: an existing object under the key is ERR_EXISTS, since its segments
+ * would be overwritten before the manifest's If-None-Match could refuse (a writer racing between
+ * this check and the manifest still can: the segment names are the Go tool's, fixed per key). */
+static int before_segment(void *ctx, int num) {
+    SwiftWriter *w = ctx;
+    if (num > 1) return 0;
+    int64_t size;
+    int rc = swift_stat(&w->d->base, w->key, &size);
+    if (rc == 0) return err_set(ERR_EXISTS, "Swift write %s: the object already exists", w->key);
+    return rc == ERR_NOT_FOUND ? 0 : rc;
 }
 
-static int wio_write(IoWriter *io, const void *buf, size_t len) {
-    SwiftWriter *w = (SwiftWriter *)((char *)io - offsetof(SwiftWriter, io));
-    const unsigned char *p = buf;
-    while (len > 0) {
-        if (w->cur && w->cur_len == w->cur_cap) {
-            /* full, and more bytes follow: a segment of a large object */
-            int rc = dispatch(w);
-            if (rc) return rc;
-        }
-        if (!w->cur) {
-            w->cur_cap = (size_t)swift_segment_size(w->d->seg_min, w->n_segs + 1);
-            w->cur = malloc(w->cur_cap);
-            if (!w->cur) return err_set(ERR_NOMEM, "Swift write %s: out of memory", w->key);
-        }
-        size_t n = w->cur_cap - w->cur_len;
-        if (n > len) n = len;
-        memcpy(w->cur + w->cur_len, p, n);
-        w->cur_len += n;
-        p += n;
-        len -= n;
-    }
-    return 0;
+static size_t segment_size(void *ctx, int num) {
+    return (size_t)swift_segment_size(((SwiftWriter *)ctx)->d->seg_min, num);
 }
-
-static int wio_finish(IoWriter *io) {
-    (void)io;
-    return 0; /* the last segment goes out in commit */
-}
-
-static void wio_free(IoWriter *io) {
-    (void)io; /* owned by the SwiftWriter */
-}
-
-static const IoWriterVt wio_vt = {wio_write, wio_finish, wio_free};
 
 static IoWriter *writer_io(StoreDriverWriter *sw) {
-    return &((SwiftWriter *)sw)->io;
+    return objhttp_pw_io(((SwiftWriter *)sw)->pw);
 }
 
 /* Stops the uploaders (the queued segments are skipped once discard is set), joins them. */
 static void writer_stop(SwiftWriter *w, int discard) {
-    objhttp_parts_free(w->parts, discard);
-    w->parts = NULL;
+    objhttp_pw_stop(w->pw, discard);
 }
 
-/* Deletes the segments this writer may have uploaded (1..n_segs); failures are logged. */
+/* Deletes the segments this writer may have handed to the uploaders; failures are logged. */
 static void delete_own_segments(SwiftWriter *w) {
-    for (int i = 1; i <= w->n_segs; i++) {
+    for (int i = 1; w->pw && i <= objhttp_pw_parts(w->pw); i++) {
         char k[SWIFT_MAX_KEY + 16];
         seg_key(w->key, i, k, sizeof k);
         int rc = delete_object(w->d, k);
@@ -979,8 +929,7 @@ static void delete_own_segments(SwiftWriter *w) {
 }
 
 static void writer_free(SwiftWriter *w) {
-    objhttp_parts_free(w->parts, 1);
-    free(w->cur);
+    objhttp_pw_free(w->pw, 1);
     free(w->key);
     free(w);
 }
@@ -1008,20 +957,21 @@ static int put_final(SwiftWriter *w, const void *body, size_t len, const char *m
 
 static int writer_commit(StoreDriverWriter *sw) {
     SwiftWriter *w = (SwiftWriter *)sw;
-    int rc = 0;
+    int rc = objhttp_pw_failed(w->pw);
     char *manifest = NULL;
-    if (w->n_segs == 0) { /* fits in one segment: one plain object */
-        rc = put_final(w, w->cur ? (const void *)w->cur : "", w->cur_len, NULL);
+    if (!rc && objhttp_pw_parts(w->pw) == 0) { /* fits in one segment: one plain object */
+        size_t len;
+        const void *body = objhttp_pw_rest(w->pw, &len);
+        rc = put_final(w, body, len, NULL);
         writer_stop(w, rc != 0);
         writer_free(w);
         return rc;
     }
-    if (w->cur_len > 0) rc = dispatch(w);
-    if (rc == 0) rc = objhttp_parts_wait(w->parts);
+    if (rc == 0) rc = objhttp_pw_finish(w->pw);
     writer_stop(w, rc != 0);
     /* segments above ours, left by an earlier upload of this key that was killed, would be
      * concatenated too: they go before the manifest appears */
-    if (rc == 0) rc = delete_segments(w->d, w->key, w->n_segs, NULL);
+    if (rc == 0) rc = delete_segments(w->d, w->key, objhttp_pw_parts(w->pw), NULL);
     if (rc == 0) {
         char *ec = objhttp_pct_encode(w->d->container, 0);
         char *ek = objhttp_pct_encode(w->key, 1);
@@ -1070,8 +1020,18 @@ static int swift_open_write(StoreDriver *drv, const char *key, StoreDriverWriter
         return err_set(ERR_NOMEM, "Swift write: out of memory");
     }
     w->base.vt = &writer_vt;
-    w->io.vt = &wio_vt;
     w->d = d;
+    ObjHttpPartWriterConfig pc = {.what = "Swift",
+                                  .key = key,
+                                  .parallel = d->parallel,
+                                  .part_size = segment_size,
+                                  .before = before_segment,
+                                  .put = put_segment,
+                                  .ctx = w};
+    if ((rc = objhttp_pw_new(&pc, &w->pw))) {
+        writer_free(w);
+        return rc;
+    }
     *out = &w->base;
     return 0;
 }

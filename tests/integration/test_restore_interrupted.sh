@@ -117,11 +117,27 @@ done
 echo "$stopped of 8 SIGTERM/SIGINT trials stopped the restore: logged, nothing left behind"
 
 
-# two restores into one data dir at once: the first is held (SIGSTOP) while it holds the lock
-restore_bg "$WORK/store" "$WORK/restored.etcd" "$WORK/restore-a.log"
-APID=$RESTORE_PID
-wait_for_log "$WORK/restore-a.log" "restoring from"
-kill -STOP "$APID"
+# two restores into one data dir at once: the first is held (SIGSTOP) while it holds the lock.
+# It logs "restoring from" with the lock held; a restore this small may be done before it can be
+# stopped: then it is removed and started again
+held=0
+for attempt in $(seq 1 20); do
+    restore_bg "$WORK/store" "$WORK/restored.etcd" "$WORK/restore-a.log"
+    APID=$RESTORE_PID
+    # polled without a pause: the restore may take only tens of ms after this line
+    for i in $(seq 1 30000); do
+        grep -q "restoring from" "$WORK/restore-a.log" 2>/dev/null && break
+        kill -0 "$APID" 2>/dev/null || break
+    done
+    if kill -STOP "$APID" 2>/dev/null && ! grep -q "restore done" "$WORK/restore-a.log"; then
+        held=1
+        break
+    fi
+    kill -CONT "$APID" 2>/dev/null || true
+    wait "$APID" || fail "restore A (attempt $attempt) failed: $(tail -3 "$WORK/restore-a.log")"
+    rm -rf "$WORK/restored.etcd"
+done
+[ "$held" = 1 ] || fail "restore A finished before it could be stopped in 20 attempts"
 rc=0
 restore_store "$WORK/store" "$WORK/restored.etcd" --restoration-temp-snapshots-dir="$WORK/tmp-b" \
     >"$WORK/restore-b.log" 2>&1 || rc=$?
