@@ -10,6 +10,7 @@
 #include "../common/timeutil.h"
 #include "../format/bbolt.h"
 #include "../format/bbolt_stream.h"
+#include "../format/snapshot_file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -162,31 +163,6 @@ int fullsnap_store_stream(Store *store, const char *snap_name, CompressKind comp
     return store_stream(store, snap_name, compression, src, stored_bytes, NULL, 0);
 }
 
-int fullsnap_verify_file(const char *path, IoWriter *checker, uint64_t total,
-                         int allow_missing_trailer, int full_walk, uint64_t *db_len,
-                         int64_t *revision) {
-    int rc;
-    if (total == 0) return err_set(ERR_CORRUPT, "empty object");
-    if (total % 512 == 32) {
-        rc = trailer_check_result(checker, db_len);
-        if (rc) return rc;
-    } else if (allow_missing_trailer) {
-        *db_len = total;
-    } else {
-        return err_set(ERR_CORRUPT,
-                       "%llu bytes is not db pages plus a 32-byte sha256 trailer "
-                       "(size %% 512 != 32): snapshot missing hash",
-                       (unsigned long long)total);
-    }
-    BboltDb *db = NULL;
-    rc = bbolt_open(path, *db_len, &db);
-    if (!rc && full_walk) rc = bbolt_check(db, NULL);
-    if (!rc) rc = bbolt_etcd_revision(db, revision);
-    bbolt_close(db);
-    if (rc) return err_wrap(ERR_CORRUPT, "not a valid etcd db");
-    return 0;
-}
-
 /* The two-pass full snapshot: the stream staged in a file in temp_dir, checked there (every db
  * page walked), then compressed into the store. What fullsnap_take falls back to when the
  * one-pass check cannot decide (bbolt_stream.h) or etcd's revision keeps moving. expect: etcd's
@@ -225,7 +201,7 @@ static int take_staged(EtcdClient *c, Store *store, const char *temp_dir, Compre
     /* no fsync: the staging file is read back at once and removed; the store object is what
      * must be durable */
     progress = progress_start("full snapshot: checking every db page", 0, 0);
-    rc = fullsnap_verify_file(path, checker, *count, 0, 1, &payload_len, &out->revision);
+    rc = snapshot_file_verify(path, checker, *count, 0, 1, &payload_len, &out->revision);
     progress_finish(progress);
     progress = NULL;
     if (rc) {

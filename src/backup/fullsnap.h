@@ -54,17 +54,6 @@ int fullsnap_take(EtcdClient *c, Store *store, const char *temp_dir, CompressKin
                   int is_final, FullSnapshotHook before_store, void *hook_ctx,
                   FullSnapshotResult *out);
 
-/* Verifies a staged full snapshot file at path whose bytes (total of them) all went through
- * checker (a trailer_checker_new writer): etcd's rule (etcdutl snapshot restore) is that a file of
- * size % 512 == 32 is db pages plus a 32-byte SHA-256 trailer, which must match; without one the
- * file is accepted as a bare db only with allow_missing_trailer (--skip-hash-check). Then the db
- * part must open as bbolt (with full_walk, every page is walked: ~0.3 s per 100 MB from disk) and
- * hold etcd's key bucket. *db_len = db bytes; *revision = the etcd revision inside the db.
- * 0 or ERR_CORRUPT (empty, no or wrong trailer, not an etcd db) / ERR_IO. */
-int fullsnap_verify_file(const char *path, IoWriter *checker, uint64_t total,
-                         int allow_missing_trailer, int full_walk, uint64_t *db_len,
-                         int64_t *revision);
-
 /* Copies src (borrowed, uncompressed payload) through the compressor, then, when snap_name says
  * ".enc" (store_name_suffix), through the store's encryption key, into a new store object
  * snap_name; commits only if every byte was written. ERR_INVALID for an encrypted name on a

@@ -6,7 +6,7 @@
 #include "memberdir.h"
 #include "../store/snapobj.h"
 #include "../backup/delta.h"
-#include "../backup/fullsnap.h"
+#include "../format/snapshot_file.h"
 #include "../codec/compress.h"
 #include "../codec/sha256.h"
 #include "../common/err.h"
@@ -445,7 +445,7 @@ static int fsync_cb(const char *path, const struct stat *st, int flag, struct FT
     return rc != 0;
 }
 
-/* Downloads, decompresses and verifies the full snapshot into path (fullsnap_verify_file) in dir,
+/* Downloads, decompresses and verifies the full snapshot into path (snapshot_file_verify) in dir,
  * keeping dir's free-space reserve (fs_check_free_reserve);
  * *db_len = bytes before the trailer (or the whole file when skip_hash_check and there is none),
  * *revision = the etcd revision inside the db. */
@@ -470,7 +470,7 @@ static int fetch_full(const RestoreConfig *cfg, const Snapshot *snap, const char
     if (!rc) rc = io_copy_tick(snapobj_reader(r), checker, NULL, fetch_tick, &tick);
     if (!rc) rc = snapobj_counts(r, &stored, &count);
     if (rc) goto done;
-    rc = fullsnap_verify_file(path, checker, count, cfg->skip_hash_check, 0, db_len, revision);
+    rc = snapshot_file_verify(path, checker, count, cfg->skip_hash_check, 0, db_len, revision);
     if (rc) goto done;
     /* no fsync: etcd's restore reads it at once; the data dir is fsynced before the rename */
 done:
@@ -513,7 +513,7 @@ static int use_local_full(const RestoreConfig *cfg, const Snapshot *snap, int *f
                           {NULL, UINT64_MAX}}; /* nothing written: no free-space check */
         rc = io_copy_tick(r, checker, &count, fetch_tick, &tick);
         if (!rc)
-            rc = fullsnap_verify_file(proc_path, checker, count, cfg->skip_hash_check, 0, db_len,
+            rc = snapshot_file_verify(proc_path, checker, count, cfg->skip_hash_check, 0, db_len,
                                       revision);
         if (rc && rc != ERR_NOMEM) err_wrap(rc, "full snapshot %s", snap->key);
     }

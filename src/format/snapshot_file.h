@@ -1,0 +1,23 @@
+/* snapshot_file: checks a full snapshot held in a file, as etcd's Snapshot stream gives it (the
+ * bbolt db followed by the SHA-256 of it), for every layer that has one: the snapshotter's
+ * staged snapshot (backup/fullsnap.c) and the restore's downloaded or local one
+ * (restore/restorer.c). */
+#ifndef ETCDBR_SNAPSHOT_FILE_H
+#define ETCDBR_SNAPSHOT_FILE_H
+
+#include "../codec/io.h"
+
+#include <stdint.h>
+
+/* Verifies a staged full snapshot file at path whose bytes (total of them) all went through
+ * checker (a trailer_checker_new writer): etcd's rule (etcdutl snapshot restore) is that a file of
+ * size % 512 == 32 is db pages plus a 32-byte SHA-256 trailer, which must match; without one the
+ * file is accepted as a bare db only with allow_missing_trailer (--skip-hash-check). Then the db
+ * part must open as bbolt (with full_walk, every page is walked: ~0.3 s per 100 MB from disk) and
+ * hold etcd's key bucket. *db_len = db bytes; *revision = the etcd revision inside the db.
+ * 0 or ERR_CORRUPT (empty, no or wrong trailer, not an etcd db) / ERR_IO. */
+int snapshot_file_verify(const char *path, IoWriter *checker, uint64_t total,
+                         int allow_missing_trailer, int full_walk, uint64_t *db_len,
+                         int64_t *revision);
+
+#endif
