@@ -29,13 +29,18 @@ sleep 3
 restart_etcd m1 "$WORK/m1.etcd"
 t_restart=$(date +%s)
 for i in $(seq 1 10); do ectl put "/k/b$i" "v$i" >/dev/null; done
-for i in $(seq 1 100); do
+# a condition wait: up to 60 s (a full snapshot after etcd's restart goes through the
+# snapshotter's backoff; under ThreadSanitizer on a loaded 2-core machine 20 s was once too few)
+for i in $(seq 1 300); do
     fulls=$(ls "$WORK/store/v2" | awk -F- -v t="$t_restart" '/^Full-/ { split($4, a, "."); if (a[1] > t) n++ } END { print n + 0 }')
     deltas=$(ls "$WORK/store/v2" | awk -F- -v t="$t_restart" '/^Incr-/ { split($4, a, "."); if (a[1] >= t) n++ } END { print n + 0 }')
     [ "$fulls" -ge 1 ] && [ "$deltas" -ge 1 ] && break
     sleep 0.2
 done
-[ "$fulls" -ge 1 ] && [ "$deltas" -ge 1 ] || fail "after the etcd restart: $fulls full, $deltas delta snapshots"
+[ "$fulls" -ge 1 ] && [ "$deltas" -ge 1 ] || {
+    tail -30 "$WORK/server.log"
+    fail "after the etcd restart: $fulls full, $deltas delta snapshots (store: $(ls "$WORK/store/v2" | tr '\n' ' '))"
+}
 [ "$(health)" = 200 ] || fail "not healthy after the etcd restart"
 echo "etcd restarted: scheduled full and delta snapshots carry on"
 for i in $(seq 1 5); do ectl put "/k/d$i" "v$i" >/dev/null; done
