@@ -27,13 +27,15 @@ kill -9 "$ETCD_PID"
 wait "$ETCD_PID" 2>/dev/null || true
 sleep 3
 restart_etcd m1 "$WORK/m1.etcd"
-t_restart=$(date +%s)
 for i in $(seq 1 10); do ectl put "/k/b$i" "v$i" >/dev/null; done
+rev_after=$(current_revision "$ETCD_EP")
 # a condition wait: up to 60 s (a full snapshot after etcd's restart goes through the
 # snapshotter's backoff; under ThreadSanitizer on a loaded 2-core machine 20 s was once too few)
 for i in $(seq 1 300); do
-    fulls=$(ls "$WORK/store/v2" | awk -F- -v t="$t_restart" '/^Full-/ { split($4, a, "."); if (a[1] > t) n++ } END { print n + 0 }')
-    deltas=$(ls "$WORK/store/v2" | awk -F- -v t="$t_restart" '/^Incr-/ { split($4, a, "."); if (a[1] >= t) n++ } END { print n + 0 }')
+    # by revision, not by the second in the name: the server may store the full snapshot it
+    # missed in the very second etcd came back
+    fulls=$(ls "$WORK/store/v2" | awk -F- -v r="$rev_after" '/^Full-/ { if ($3 + 0 >= r) n++ } END { print n + 0 }')
+    deltas=$(ls "$WORK/store/v2" | awk -F- -v r="$rev_after" '/^Incr-/ { if ($3 + 0 >= r) n++ } END { print n + 0 }')
     [ "$fulls" -ge 1 ] && [ "$deltas" -ge 1 ] && break
     sleep 0.2
 done
