@@ -5,9 +5,10 @@
 source "$(dirname "$0")/lib.sh"
 cd "$ETCDBR_SOURCE_DIR"
 command -v git >/dev/null && git rev-parse --git-dir >/dev/null 2>&1 || skip_test "not a git checkout"
-self=tests/integration/test_docs_standalone.sh
 # 1. documents that are not in the repository
-outside=$(git grep -n -E 'seed-spec|TESTENV|\.\./shared|(^|[^/a-z])(DESIGN|STYLE)\.md' -- . ":!$self" || true)
+# the names are spelled in pieces so that this file does not match itself
+pat="seed""-spec|TEST""ENV|\\.\\./sha""red|(^|[^/a-z])(DES""IGN|STY""LE)\\.md"
+outside=$(git grep -n -E "$pat" || true)
 [ -z "$outside" ] || fail "these point at documents outside the repository:
 $outside"
 
