@@ -400,6 +400,19 @@ static void handle_snapshot(Server *sv, SnapshotRequestKind kind, const HttpRequ
     free(text);
 }
 
+/* A document built for a response (rc: its builder's): 200 with text (freed here), or 500 with
+ * the builder's error message. */
+static void respond_built(HttpResponse *resp, int rc, const char *type, char *text) {
+    if (rc) {
+        char msg[1100];
+        snprintf(msg, sizeof msg, "%s\n", err_msg());
+        http_respond(resp, 500, NULL, msg);
+    } else {
+        http_respond(resp, 200, type, text);
+    }
+    free(text);
+}
+
 static void handle(void *ctx, const HttpRequest *req, HttpResponse *resp) {
     Server *sv = ctx;
     const char *path = http_request_path(req);
@@ -434,25 +447,11 @@ static void handle(void *ctx, const HttpRequest *req, HttpResponse *resp) {
     } else if (!strcmp(path, "/snapshot/latest")) {
         if (!is_get(req)) return method_not_allowed(resp, "GET, HEAD");
         char *text = NULL;
-        if (server_latest_json(sv->setup, &text)) {
-            char msg[1100];
-            snprintf(msg, sizeof msg, "%s\n", err_msg());
-            http_respond(resp, 500, NULL, msg);
-            return;
-        }
-        http_respond(resp, 200, "application/json", text);
-        free(text);
+        respond_built(resp, server_latest_json(sv->setup, &text), "application/json", text);
     } else if (!strcmp(path, "/config")) {
         if (!is_get(req)) return method_not_allowed(resp, "GET, HEAD");
         char *text = NULL;
-        if (server_etcd_config(sv->setup, &text)) {
-            char msg[1100];
-            snprintf(msg, sizeof msg, "%s\n", err_msg());
-            http_respond(resp, 500, NULL, msg);
-            return;
-        }
-        http_respond(resp, 200, "application/yaml", text);
-        free(text);
+        respond_built(resp, server_etcd_config(sv->setup, &text), "application/yaml", text);
     } else if (!strcmp(path, "/metrics")) {
         if (!is_get(req)) return method_not_allowed(resp, "GET, HEAD");
         size_t len = 0;
