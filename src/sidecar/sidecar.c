@@ -447,11 +447,13 @@ static void handle(void *ctx, const HttpRequest *req, HttpResponse *resp) {
     } else if (!strcmp(path, "/snapshot/latest")) {
         if (!is_get(req)) return method_not_allowed(resp, "GET, HEAD");
         char *text = NULL;
-        respond_built(resp, server_latest_json(sv->setup, &text), "application/json", text);
+        int rc = server_latest_json(sv->setup, &text);
+        respond_built(resp, rc, "application/json", text);
     } else if (!strcmp(path, "/config")) {
         if (!is_get(req)) return method_not_allowed(resp, "GET, HEAD");
         char *text = NULL;
-        respond_built(resp, server_etcd_config(sv->setup, &text), "application/yaml", text);
+        int rc = server_etcd_config(sv->setup, &text);
+        respond_built(resp, rc, "application/yaml", text);
     } else if (!strcmp(path, "/metrics")) {
         if (!is_get(req)) return method_not_allowed(resp, "GET, HEAD");
         size_t len = 0;
