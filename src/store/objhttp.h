@@ -195,6 +195,17 @@ char *objhttp_read_small_file(const char *path);
 char *objhttp_dir_first_json(const char *dir);
 /* Wipes (OPENSSL_cleanse) and frees a NUL-terminated secret (NULL-safe). */
 void objhttp_free_secret(char *s);
+/* $name when set and not empty (borrowed from the environment), else NULL. */
+const char *objhttp_env(const char *name);
+
+/* Most entries of a credentials directory that objhttp_creds_stamp looks at. */
+#define OBJHTTP_CREDS_STAMP_ENTRIES 64
+/* A fingerprint of credential files, to notice a rotated secret: the modification time (ns) and
+ * size of path and, for a directory, of each of its first OBJHTTP_CREDS_STAMP_ENTRIES entries in
+ * directory order (links followed, as Kubernetes secret volumes swap a link to a new directory),
+ * as text in out (cap bytes, truncated to fit). Empty when path is NULL or missing. Two equal
+ * stamps mean nothing was seen to change. */
+void objhttp_creds_stamp(const char *path, char *out, size_t cap);
 
 /* ---- helpers shared by the drivers (added with OSS) ---- */
 

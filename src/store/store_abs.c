@@ -33,11 +33,6 @@
 
 /* ---- credentials ---- */
 
-static void free_secret(char *s) {
-    if (!s) return;
-    OPENSSL_cleanse(s, strlen(s));
-    free(s);
-}
 
 void abs_creds_clear(AbsCreds *c) {
     if (!c) return;
@@ -45,7 +40,7 @@ void abs_creds_clear(AbsCreds *c) {
     if (c->key) OPENSSL_cleanse(c->key, c->key_len);
     free(c->key);
     free(c->domain);
-    free_secret(c->sas);
+    objhttp_free_secret(c->sas);
     free(c->blob_endpoint);
     memset(c, 0, sizeof *c);
 }
@@ -98,9 +93,9 @@ static int creds_fill(AbsCreds *out, char *account, char *key, char *domain, cha
     if (!out->domain) rc = err_set(ERR_NOMEM, "ABS credentials: out of memory");
 done:
     free(account);
-    free_secret(key);
+    objhttp_free_secret(key);
     free(domain);
-    free_secret(sas);
+    objhttp_free_secret(sas);
     if (rc) abs_creds_clear(out);
     return rc;
 }
@@ -172,10 +167,10 @@ int abs_creds_from_connection_string(const char *cs, AbsCreds *out) {
             if (nl == 14 && strncasecmp(p, "EndpointSuffix", nl) == 0) slot = &suffix;
             if (nl == 21 && strncasecmp(p, "SharedAccessSignature", nl) == 0) slot = &sas;
             if (slot) {
-                free_secret(*slot);
+                objhttp_free_secret(*slot);
                 *slot = v;
             } else {
-                free_secret(v);
+                objhttp_free_secret(v);
             }
         }
         p = e ? e + 1 : NULL;
@@ -467,29 +462,6 @@ typedef struct AbsDriver {
     char stamp[256]; /* mtimes of what was read, to notice rotation */
 } AbsDriver;
 
-/* A fingerprint of the credentials' files: the path's mtime and, for a directory, each entry's. */
-static void cred_stamp(const char *path, char *out, size_t cap) {
-    struct stat st;
-    size_t o = 0;
-    out[0] = '\0';
-    if (stat(path, &st) != 0) return;
-    o += (size_t)snprintf(out, cap, "%lld.%ld/%lld", (long long)st.st_mtim.tv_sec,
-                          st.st_mtim.tv_nsec, (long long)st.st_size);
-    if (!S_ISDIR(st.st_mode)) return;
-    static const char *const files[] = {"storageAccount", "storageKey", "domain", "sasToken"};
-    for (size_t i = 0; i < sizeof files / sizeof files[0] && o < cap; i++) {
-        char p[4096];
-        snprintf(p, sizeof p, "%s/%s", path, files[i]);
-        if (stat(p, &st) == 0)
-            o += (size_t)snprintf(out + o, cap - o, ";%lld.%ld/%lld", (long long)st.st_mtim.tv_sec,
-                                  st.st_mtim.tv_nsec, (long long)st.st_size);
-    }
-    char *js = objhttp_dir_first_json(path);
-    if (js && o < cap && stat(js, &st) == 0)
-        snprintf(out + o, cap - o, ";j%lld.%ld/%lld", (long long)st.st_mtim.tv_sec,
-                 st.st_mtim.tv_nsec, (long long)st.st_size);
-    free(js);
-}
 
 /* Per-request copy of what signing and the URL need (account, key, SAS, URL base). */
 typedef struct ReqCreds {
@@ -502,7 +474,7 @@ typedef struct ReqCreds {
 } ReqCreds;
 
 static void req_creds_clear(ReqCreds *r) {
-    free_secret(r->sas);
+    objhttp_free_secret(r->sas);
     OPENSSL_cleanse(r, sizeof *r);
 }
 
@@ -512,7 +484,7 @@ static int get_creds(AbsDriver *d, ReqCreds *r) {
     pthread_mutex_lock(&d->mu);
     if (d->source == CRED_FILE) {
         char st[256];
-        cred_stamp(d->cred_path, st, sizeof st);
+        objhttp_creds_stamp(d->cred_path, st, sizeof st);
         if (strcmp(st, d->stamp) != 0) {
             AbsCreds nc;
             if (abs_creds_load(d->cred_path, &nc) == 0) {
@@ -1005,7 +977,7 @@ static void abs_free(StoreDriver *drv) {
     free(d->endpoint);
     free(d->describe);
     free(d->cred_path);
-    free_secret(d->env_sas);
+    objhttp_free_secret(d->env_sas);
     free(d);
 }
 
@@ -1022,10 +994,6 @@ static const StoreDriverVt abs_vt = {
     .free = abs_free,
 };
 
-static const char *env_nonempty(const char *name) {
-    const char *v = getenv(name);
-    return v && v[0] ? v : NULL;
-}
 
 int store_abs_driver_new(const StoreConfig *cfg, StoreDriver **out) {
     *out = NULL;
@@ -1043,7 +1011,7 @@ int store_abs_driver_new(const StoreConfig *cfg, StoreDriver **out) {
     d->block_size = cfg->min_chunk_size > 0 ? cfg->min_chunk_size : ABS_DEFAULT_BLOCK;
     d->parallel = cfg->max_parallel_chunk_uploads > 0 ? cfg->max_parallel_chunk_uploads
                                                       : ABS_DEFAULT_PARALLEL;
-    const char *pg = env_nonempty("ETCDBR_ABS_LIST_PAGE_SIZE");
+    const char *pg = objhttp_env("ETCDBR_ABS_LIST_PAGE_SIZE");
     if (pg) {
         d->list_page = atoi(pg);
         if (d->list_page < 1 || d->list_page > 5000) {
@@ -1085,7 +1053,7 @@ int store_abs_driver_new(const StoreConfig *cfg, StoreDriver **out) {
             rc = err_set(ERR_NOMEM, "ABS: out of memory");
             goto done;
         }
-        cred_stamp(path, d->stamp, sizeof d->stamp);
+        objhttp_creds_stamp(path, d->stamp, sizeof d->stamp);
         rc = abs_creds_load(path, &d->creds);
         if (rc == ERR_NOT_FOUND) rc = ERR_INVALID;
     } else if (cs) {

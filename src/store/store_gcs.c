@@ -43,11 +43,6 @@
 #define GCS_BATCH 31 /* chunks folded into one intermediate composite (+ the previous one = 32) */
 #define GCS_INTERMEDIATE_BASE 1000000000 /* "<key>/1000000001": intermediates sort after chunks */
 
-static void free_secret(char *s) {
-    if (!s) return;
-    OPENSSL_cleanse(s, strlen(s));
-    free(s);
-}
 
 /* ---- credentials ---- */
 
@@ -55,7 +50,7 @@ void gcs_creds_clear(GcsCreds *c) {
     if (!c) return;
     free(c->project_id);
     free(c->client_email);
-    free_secret(c->private_key);
+    objhttp_free_secret(c->private_key);
     free(c->private_key_id);
     free(c->token_uri);
     free(c->universe_domain);
@@ -495,18 +490,11 @@ static int64_t mono_s(void) {
     return (int64_t)ts.tv_sec;
 }
 
-static void file_stamp(const char *path, char *out, size_t cap) {
-    struct stat st;
-    out[0] = '\0';
-    if (path && stat(path, &st) == 0)
-        snprintf(out, cap, "%lld.%ld/%lld", (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec,
-                 (long long)st.st_size);
-}
 
 /* Re-reads the credentials file when it changed (a rotated secret); caller holds mu. */
 static void creds_refresh_locked(GcsDriver *d) {
     char st[128];
-    file_stamp(d->cred_path, st, sizeof st);
+    objhttp_creds_stamp(d->cred_path, st, sizeof st);
     if (strcmp(st, d->stamp) == 0) return;
     GcsCreds nc;
     if (gcs_creds_load(d->cred_path, &nc) != 0) {
@@ -518,7 +506,7 @@ static void creds_refresh_locked(GcsDriver *d) {
     gcs_creds_clear(&d->creds);
     d->creds = nc;
     snprintf(d->stamp, sizeof d->stamp, "%s", st);
-    free_secret(d->token);
+    objhttp_free_secret(d->token);
     d->token = NULL;
     log_info("GCS: credentials re-read from %s (changed)", d->cred_path);
 }
@@ -529,13 +517,13 @@ static int form_escape_append(char **dst, size_t *len, const char *s) {
     size_t el = strlen(e);
     char *n = realloc(*dst, *len + el + 1);
     if (!n) {
-        free_secret(e);
+        objhttp_free_secret(e);
         return ERR_NOMEM;
     }
     memcpy(n + *len, e, el + 1);
     *dst = n;
     *len += el;
-    free_secret(e);
+    objhttp_free_secret(e);
     return 0;
 }
 
@@ -548,11 +536,11 @@ static int token_fetch_locked(GcsDriver *d) {
     body = strdup("grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=");
     bl = body ? strlen(body) : 0;
     if (!body || form_escape_append(&body, &bl, jwt) != 0) {
-        free_secret(jwt);
-        free_secret(body);
+        objhttp_free_secret(jwt);
+        objhttp_free_secret(body);
         return err_set(ERR_NOMEM, "GCS: out of memory");
     }
-    free_secret(jwt);
+    objhttp_free_secret(jwt);
     const char *h[1] = {"Content-Type: application/x-www-form-urlencoded"};
     ObjHttpRequest req = {.method = "POST",
                           .url = d->creds.token_uri,
@@ -563,14 +551,14 @@ static int token_fetch_locked(GcsDriver *d) {
                           .max_body = 64 << 10};
     ObjHttpResponse r = {0};
     rc = objhttp_do(d->http, &req, &r);
-    free_secret(body);
+    objhttp_free_secret(body);
     if (rc) {
         char *u = objhttp_redact_url(d->creds.token_uri);
         if (r.status == 400 || r.status == 401 || r.status == 403) {
             char *tok = NULL;
             int64_t ex;
             gcs_token_parse(r.body, r.body_len, &tok, &ex); /* sets the OAuth2 error text */
-            free_secret(tok);
+            objhttp_free_secret(tok);
             char why[512];
             snprintf(why, sizeof why, "%s", err_msg());
             rc = err_set(ERR_INVALID,
@@ -592,7 +580,7 @@ static int token_fetch_locked(GcsDriver *d) {
     if (r.body) OPENSSL_cleanse(r.body, r.body_len);
     objhttp_response_clear(&r);
     if (rc) return err_wrap(rc, "GCS: token endpoint %s", d->creds.token_uri);
-    free_secret(d->token);
+    objhttp_free_secret(d->token);
     d->token = tok;
     /* refresh a minute early (a quarter of the lifetime for short-lived tokens) */
     int64_t margin = ex >= 240 ? 60 : ex / 4;
@@ -627,7 +615,7 @@ static int auth_header(GcsDriver *d, char **out, long *gen) {
 static void token_invalidate(GcsDriver *d, long gen) {
     pthread_mutex_lock(&d->mu);
     if (d->token_fetches == gen) {
-        free_secret(d->token);
+        objhttp_free_secret(d->token);
         d->token = NULL;
     }
     pthread_mutex_unlock(&d->mu);
@@ -645,7 +633,7 @@ static int auth_hook(void *ctx, CURL *curl, struct curl_slist **headers) {
     int rc = auth_header(a->d, &h, &a->gen);
     if (rc) return rc;
     struct curl_slist *t = curl_slist_append(*headers, h);
-    free_secret(h);
+    objhttp_free_secret(h);
     if (!t) return err_set(ERR_NOMEM, "GCS: out of memory");
     *headers = t;
     return 0;
@@ -1301,7 +1289,7 @@ static void gcs_free(StoreDriver *drv) {
     if (!d) return;
     objhttp_free(d->http);
     gcs_creds_clear(&d->creds);
-    free_secret(d->token);
+    objhttp_free_secret(d->token);
     pthread_mutex_destroy(&d->mu);
     free(d->bucket);
     free(d->ebucket);
@@ -1325,10 +1313,6 @@ static const StoreDriverVt gcs_vt = {
     .free = gcs_free,
 };
 
-static const char *env_nonempty(const char *name) {
-    const char *v = getenv(name);
-    return v && v[0] ? v : NULL;
-}
 
 /* The deprecated "storageAPIEndpoint" file next to the credentials (trimmed), else
  * $GOOGLE_STORAGE_API_ENDPOINT (with cfg's env prefix), as the Go tool; owned or NULL. */
@@ -1367,7 +1351,7 @@ static char *endpoint_from_file(const StoreConfig *cfg, const char *cred_path) {
 }
 
 static int env_int(const char *name, int lo, int hi, int *out) {
-    const char *v = env_nonempty(name);
+    const char *v = objhttp_env(name);
     if (!v) return 0;
     char *ep;
     long x = strtol(v, &ep, 10);
@@ -1422,7 +1406,7 @@ int store_gcs_driver_new(const StoreConfig *cfg, StoreDriver **out) {
     }
     /* an http:// endpoint is an emulator: no authentication (the Go tool sets
      * STORAGE_EMULATOR_HOST); ETCDBR_GCS_HTTP_AUTH=1 keeps it (tests with a fake token server) */
-    const char *ha = env_nonempty("ETCDBR_GCS_HTTP_AUTH");
+    const char *ha = objhttp_env("ETCDBR_GCS_HTTP_AUTH");
     d->auth = !emulator || (ha && strcmp(ha, "1") == 0);
     if (d->auth) {
         if (!path) {
@@ -1433,7 +1417,7 @@ int store_gcs_driver_new(const StoreConfig *cfg, StoreDriver **out) {
                          store_env_prefix(cfg));
             goto done;
         }
-        file_stamp(path, d->stamp, sizeof d->stamp);
+        objhttp_creds_stamp(path, d->stamp, sizeof d->stamp);
         rc = gcs_creds_load(path, &d->creds);
         if (rc == ERR_NOT_FOUND) rc = ERR_INVALID;
         if (rc) goto done;

@@ -980,10 +980,6 @@ static const StoreDriverVt oss_vt = {
     .free = oss_free,
 };
 
-static const char *env_nonempty(const char *name) {
-    const char *v = getenv(name);
-    return v && v[0] ? v : NULL;
-}
 
 /* base_url from the endpoint: scheme (https when none), host[:port]; IP hosts path-style. */
 static int make_base_url(OssDriver *d, const char *ep) {
@@ -1069,7 +1065,7 @@ int store_oss_driver_new(const StoreConfig *cfg, StoreDriver **out) {
     d->part_min = cfg->min_chunk_size > 0 ? cfg->min_chunk_size : (int64_t)5 << 20;
     d->parallel = cfg->max_parallel_chunk_uploads > 0 ? cfg->max_parallel_chunk_uploads : 5;
     d->list_page = 1000;
-    const char *pg = env_nonempty("ETCDBR_OSS_LIST_PAGE_SIZE");
+    const char *pg = objhttp_env("ETCDBR_OSS_LIST_PAGE_SIZE");
     if (pg) {
         d->list_page = atoi(pg);
         if (d->list_page < 1 || d->list_page > 1000) {

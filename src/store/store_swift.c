@@ -1068,10 +1068,6 @@ static const StoreDriverVt swift_vt = {
     .free = swift_free,
 };
 
-static const char *env_nonempty(const char *name) {
-    const char *v = getenv(name);
-    return v && v[0] ? v : NULL;
-}
 
 int store_swift_driver_new(const StoreConfig *cfg, StoreDriver **out) {
     *out = NULL;
@@ -1090,7 +1086,7 @@ int store_swift_driver_new(const StoreConfig *cfg, StoreDriver **out) {
     d->seg_min = cfg->min_chunk_size > 0 ? cfg->min_chunk_size : SWIFT_DEFAULT_SEGMENT;
     d->parallel = cfg->max_parallel_chunk_uploads > 0 ? cfg->max_parallel_chunk_uploads
                                                       : SWIFT_DEFAULT_PARALLEL;
-    const char *pg = env_nonempty("ETCDBR_SWIFT_LIST_PAGE_SIZE");
+    const char *pg = objhttp_env("ETCDBR_SWIFT_LIST_PAGE_SIZE");
     if (pg) {
         d->list_page = atoi(pg);
         if (d->list_page < 1 || d->list_page > SWIFT_MAX_PAGE) {
