@@ -14,6 +14,7 @@
 #include "../common/strbuf.h"
 #include "../common/timeutil.h"
 #include "objhttp.h"
+#include "objhttp_mpu.h"
 #include "store_driver.h"
 
 #include <dirent.h>
@@ -446,6 +447,7 @@ typedef struct {
     /* the server answered a conditional write (If-None-Match: *) with 501 NotImplemented (Swift's
      * s3api, older S3 emulators): later writes are sent without it; atomic */
     int no_conditional;
+    ObjHttpMpuOps mpu; /* the multipart steps (their what names the provider) */
 } S3Driver;
 
 /* Keys for one request (a snapshot: a reload on another thread does not pull them away). */
@@ -871,131 +873,25 @@ static int s3_open_read(StoreDriver *drv, const char *key, uint64_t offset, IoRe
     return objhttp_resumable_start(&r->r, d->provider, key, offset, reader_open, NULL, out);
 }
 
-/* ---- write ---- */
-
-typedef struct S3Writer {
-    StoreDriverWriter base;
-    S3Driver *d;
-    char *key;
-    ObjHttpPartWriter *pw; /* the parts (objhttp.h) */
-    char *upload_id;
-    pthread_mutex_t mu; /* guards etags */
-    char **etags;       /* [part_no - 1], owned */
-} S3Writer;
-
-/* Uploads part num (on a pool thread) and keeps its ETag for the complete. */
-static int put_part(void *ctx, int num, const void *data, size_t len) {
-    S3Writer *w = ctx;
-    char pn[16];
-    snprintf(pn, sizeof pn, "%d", num);
-    const char *names[2] = {"partNumber", "uploadId"};
-    const char *values[2] = {pn, w->upload_id};
-    char *q = objhttp_query(names, values, 2);
-    ObjHttpResponse resp = {0};
-    int rc = q ? s3_call(w->d, "PUT", w->key, q, 1, NULL, 0, data, len, &resp, 0)
-               : err_set(ERR_NOMEM, "out of memory");
-    free(q);
-    char etag[OBJHTTP_ETAG_MAX + 1], what[64];
-    snprintf(what, sizeof what, "%s upload part %d", w->d->provider, num);
-    int hr = rc == 0 ? objhttp_response_header_fit(&resp, "etag", etag, sizeof etag, what) : 0;
-    if (hr == ERR_NOT_FOUND)
-        rc = err_set(ERR_IO, "%s upload part %d of %s: no ETag in the answer", w->d->provider, num,
-                     w->key);
-    else if (hr != 0)
-        rc = err_wrap(hr, "%s", w->key);
-    objhttp_response_clear(&resp);
-    if (rc != 0) return err_wrap(rc, "%s upload part %d of %s", w->d->provider, num, w->key);
-    char *e = strdup(etag);
-    if (!e) return err_set(ERR_NOMEM, "%s upload part %d: out of memory", w->d->provider, num);
-    pthread_mutex_lock(&w->mu);
-    free(w->etags[num - 1]);
-    w->etags[num - 1] = e;
-    pthread_mutex_unlock(&w->mu);
-    return 0;
-}
-
-static int start_upload(S3Writer *w) {
-    S3Driver *d = w->d;
-    ObjHttpResponse resp = {0};
-    int rc = s3_call(d, "POST", w->key, "uploads=", 1, NULL, 0, NULL, 0, &resp, 0);
-    if (rc == 0) {
-        rc = s3_parse_upload_id(resp.body, resp.body_len, &w->upload_id);
-        if (rc) rc = err_wrap(ERR_IO, "%s create multipart upload %s", d->provider, w->key);
-    } else {
-        err_wrap(rc, "create multipart upload");
-    }
-    objhttp_response_clear(&resp);
-    return rc;
-}
-
-/* Before part num goes to the uploaders: within S3's part limit, the upload started on the
- * first. */
-static int before_part(void *ctx, int num) {
-    S3Writer *w = ctx;
-    if (num > S3_MAX_PARTS)
-        return err_set(ERR_INVALID, "%s write %s: more than %d parts", w->d->provider, w->key,
-                       S3_MAX_PARTS);
-    return w->upload_id ? 0 : start_upload(w);
-}
-
-static size_t part_size(void *ctx, int num) {
-    return (size_t)s3_part_size(((S3Writer *)ctx)->d->part_min, -1, num);
-}
-
-static void abort_upload(S3Writer *w) {
-    if (!w->upload_id) return;
-    const char *names[1] = {"uploadId"};
-    const char *values[1] = {w->upload_id};
-    char *q = objhttp_query(names, values, 1);
-    ObjHttpResponse resp = {0};
-    int rc = q ? s3_call(w->d, "DELETE", w->key, q, 0, NULL, 0, NULL, 0, &resp, 0) : ERR_NOMEM;
-    if (rc != 0) {
-        if (resp.status == 405 || resp.status == 501)
-            log_warn("%s: the server does not abort multipart uploads (HTTP %ld): the parts of "
-                     "the unfinished upload of %s stay until its lifecycle rules remove them",
-                     w->d->provider, resp.status, w->key);
-        else
-            log_warn("%s: cannot abort the multipart upload of %s: %s", w->d->provider, w->key,
-                     err_msg());
-    }
-    objhttp_response_clear(&resp);
-    free(q);
-}
-
-static void w_release(S3Writer *w) {
-    if (!w) return;
-    objhttp_pw_free(w->pw, 1);
-    for (int i = 0; w->etags && i < S3_MAX_PARTS; i++)
-        free(w->etags[i]);
-    free(w->etags);
-    free(w->upload_id);
-    free(w->key);
-    pthread_mutex_destroy(&w->mu);
-    free(w);
-}
-
-static IoWriter *s3w_io(StoreDriverWriter *dw) {
-    return objhttp_pw_io(((S3Writer *)dw)->pw);
-}
+/* ---- write: the multipart flow is objhttp_mpu's; here is how each step goes on the wire ---- */
 
 /* 412 to If-None-Match: * means another writer got there first. */
-static int exists_or(int rc, const ObjHttpResponse *resp, const S3Writer *w) {
+static int exists_or(int rc, const ObjHttpResponse *resp, const S3Driver *d, const char *key) {
     if (rc == ERR_IO && resp->status == 412)
-        return err_set(ERR_EXISTS, "%s commit %s: object already exists", w->d->provider, w->key);
+        return err_set(ERR_EXISTS, "%s commit %s: object already exists", d->provider, key);
     return rc;
 }
 
 /* s3_call with extra[0] and, unless the server refused conditional writes before, extra[1]
  * (If-None-Match: *). A 501 NotImplemented to the condition is remembered and the call sent again
  * without it: the generic layer's check before the write is then the only guard. */
-static int conditional_call(S3Writer *w, const char *method, const char *query, int sse,
-                            const char *const extra[2], const void *body, size_t len,
+static int conditional_call(S3Driver *d, const ObjHttpMpuCall *c, const char *method,
+                            const char *query, int sse, const char *const extra[2],
                             ObjHttpResponse *resp) {
-    S3Driver *d = w->d;
     int cond = !__atomic_load_n(&d->no_conditional, __ATOMIC_RELAXED);
     size_t n = extra[0] ? 1 : 0;
     const char *h[2] = {extra[0] ? extra[0] : extra[1], extra[1]};
-    int rc = s3_call(d, method, w->key, query, sse, h, n + (size_t)cond, body, len, resp, 0);
+    int rc = s3_call(d, method, c->key, query, sse, h, n + (size_t)cond, c->body, c->len, resp, 0);
     if (rc != 0 && cond && resp->status == 501) {
         if (!__atomic_exchange_n(&d->no_conditional, 1, __ATOMIC_RELAXED))
             log_warn("%s: the server does not support conditional writes (If-None-Match: *, "
@@ -1003,101 +899,60 @@ static int conditional_call(S3Writer *w, const char *method, const char *query, 
                      "after the check before the write",
                      d->provider);
         objhttp_response_clear(resp);
-        rc = s3_call(d, method, w->key, query, sse, h, n, body, len, resp, 0);
+        rc = s3_call(d, method, c->key, query, sse, h, n, c->body, c->len, resp, 0);
     }
-    return rc;
+    return exists_or(rc, resp, d, c->key);
 }
 
-static int complete_upload(S3Writer *w) {
-    char what[1200];
-    snprintf(what, sizeof what, "%s commit %s", w->d->provider, w->key);
-    size_t o = 0;
-    char *xml = NULL;
-    int rc = objhttp_complete_xml((const char *const *)w->etags, objhttp_pw_parts(w->pw), what,
-                                  &xml, &o);
-    if (rc) return rc;
-    const char *names[1] = {"uploadId"};
-    const char *values[1] = {w->upload_id};
-    char *q = objhttp_query(names, values, 1);
-    const char *extra[2] = {"Content-Type: application/xml", "If-None-Match: *"};
-    ObjHttpResponse resp = {0};
-    /* the Go tool gives complete 30 s; a large object may need the server to work longer */
-    rc = q ? conditional_call(w, "POST", q, 0, extra, xml, o, &resp)
-           : err_set(ERR_NOMEM, "out of memory");
-    rc = exists_or(rc, &resp, w);
-    /* S3 may answer 200 and put the error in the body */
-    if (rc == 0 && resp.body && strstr(resp.body, "<Error>"))
-        rc = err_set(ERR_IO, "%s complete multipart upload %s: %.200s", w->d->provider, w->key,
-                     resp.body);
-    objhttp_response_clear(&resp);
+static int s3_mpu_send(void *drv, const ObjHttpMpuCall *c, ObjHttpResponse *resp) {
+    S3Driver *d = drv;
+    char pn[16];
+    snprintf(pn, sizeof pn, "%d", c->part);
+    const char *names[2] = {"uploadId", "partNumber"};
+    const char *values[2] = {c->upload_id, pn};
+    char *q = NULL;
+    if (c->upload_id) {
+        q = objhttp_query(names, values, c->step == OBJHTTP_MPU_PART ? 2 : 1);
+        if (!q) return err_set(ERR_NOMEM, "%s write %s: out of memory", d->provider, c->key);
+    }
+    const char *put_extra[2] = {NULL, "If-None-Match: *"};
+    const char *complete_extra[2] = {"Content-Type: application/xml", "If-None-Match: *"};
+    int rc = 0;
+    switch (c->step) {
+    case OBJHTTP_MPU_PUT: /* refused if the key appeared meanwhile, where the server can */
+        rc = conditional_call(d, c, "PUT", NULL, 1, put_extra, resp);
+        break;
+    case OBJHTTP_MPU_INITIATE:
+        rc = s3_call(d, "POST", c->key, "uploads=", 1, NULL, 0, NULL, 0, resp, 0);
+        break;
+    case OBJHTTP_MPU_PART:
+        rc = s3_call(d, "PUT", c->key, q, 1, NULL, 0, c->body, c->len, resp, 0);
+        break;
+    case OBJHTTP_MPU_COMPLETE:
+        rc = conditional_call(d, c, "POST", q, 0, complete_extra, resp);
+        /* S3 may answer 200 and put the error in the body */
+        if (rc == 0 && resp->body && strstr(resp->body, "<Error>"))
+            rc = err_set(ERR_IO, "%s complete multipart upload %s: %.200s", d->provider, c->key,
+                         resp->body);
+        break;
+    case OBJHTTP_MPU_ABORT:
+        rc = s3_call(d, "DELETE", c->key, q, 0, NULL, 0, NULL, 0, resp, 0);
+        break;
+    }
     free(q);
-    free(xml);
     return rc;
 }
 
-static int s3w_commit(StoreDriverWriter *dw) {
-    S3Writer *w = (S3Writer *)dw;
-    int rc = objhttp_pw_failed(w->pw);
-    if (rc == 0 && !w->upload_id) {
-        /* it fits in one part: one PUT, refused if the key appeared meanwhile (where the
-         * server supports conditional writes) */
-        const char *extra[2] = {NULL, "If-None-Match: *"};
-        ObjHttpResponse resp = {0};
-        size_t len;
-        const void *body = objhttp_pw_rest(w->pw, &len);
-        rc = conditional_call(w, "PUT", NULL, 1, extra, body, len, &resp);
-        rc = exists_or(rc, &resp, w);
-        objhttp_response_clear(&resp);
-    } else {
-        if (rc == 0) rc = objhttp_pw_finish(w->pw);
-        if (rc == 0) rc = complete_upload(w);
-        if (rc != 0) {
-            char *m = strdup(err_msg());
-            objhttp_pw_stop(w->pw, 1);
-            abort_upload(w);
-            if (m) err_set(rc, "%s", m);
-            free(m);
-        }
-    }
-    w_release(w);
-    return rc;
+static size_t s3_mpu_part_size(void *drv, int num) {
+    return (size_t)s3_part_size(((S3Driver *)drv)->part_min, -1, num);
 }
-
-static void s3w_abort(StoreDriverWriter *dw) {
-    S3Writer *w = (S3Writer *)dw;
-    if (!w) return;
-    objhttp_pw_stop(w->pw, 1);
-    abort_upload(w);
-    w_release(w);
-}
-
-static const StoreDriverWriterVt s3w_vt = {s3w_io, s3w_commit, s3w_abort};
 
 static int s3_open_write(StoreDriver *drv, const char *key, StoreDriverWriter **out) {
     S3Driver *d = (S3Driver *)drv;
     *out = NULL;
     int rc = objhttp_key_ok(d->provider, "write", key, 1024, 0);
     if (rc) return rc;
-    S3Writer *w = calloc(1, sizeof *w);
-    if (!w) return err_set(ERR_NOMEM, "%s write %s: out of memory", d->provider, key);
-    pthread_mutex_init(&w->mu, NULL);
-    w->base.vt = &s3w_vt;
-    w->d = d;
-    w->key = strdup(key);
-    w->etags = calloc(S3_MAX_PARTS, sizeof *w->etags);
-    ObjHttpPartWriterConfig pc = {.what = d->provider,
-                                  .key = key,
-                                  .parallel = d->parallel,
-                                  .part_size = part_size,
-                                  .before = before_part,
-                                  .put = put_part,
-                                  .ctx = w};
-    if (!w->key || !w->etags || objhttp_pw_new(&pc, &w->pw)) {
-        w_release(w);
-        return err_set(ERR_NOMEM, "%s write %s: out of memory", d->provider, key);
-    }
-    *out = &w->base;
-    return 0;
+    return objhttp_mpu_open(&d->mpu, d, d->parallel, key, out);
 }
 
 /* ---- open, free ---- */
@@ -1382,6 +1237,11 @@ int store_s3_driver_new(const StoreConfig *cfg, StoreDriver **out) {
     d->part_min = cfg->min_chunk_size > 0 ? cfg->min_chunk_size : (int64_t)5 << 20;
     d->parallel = cfg->max_parallel_chunk_uploads > 0 ? cfg->max_parallel_chunk_uploads : 5;
     d->list_page = 1000;
+    d->mpu = (ObjHttpMpuOps){.what = d->provider,
+                             .max_parts = S3_MAX_PARTS,
+                             .send = s3_mpu_send,
+                             .parse_upload_id = s3_parse_upload_id,
+                             .part_size = s3_mpu_part_size};
     const char *ps = getenv("ETCDBR_S3_LIST_PAGE_SIZE");
     if (ps && ps[0]) {
         int v = atoi(ps);
