@@ -12,6 +12,7 @@
 #include "../common/strbuf.h"
 #include "../common/log.h"
 #include "objhttp.h"
+#include "objhttp_mpu.h"
 #include "store_s3.h" /* s3_part_size, s3_creds_mtime: OSS has S3's 10 000-part limit */
 
 #include <arpa/inet.h>
@@ -677,17 +678,7 @@ static int oss_open_read(StoreDriver *drv, const char *key, uint64_t offset, IoR
     return objhttp_resumable_start(&r->r, "OSS", key, offset, reader_open, NULL, out);
 }
 
-/* ---- write ---- */
-
-typedef struct OssWriter {
-    StoreDriverWriter base;
-    OssDriver *d;
-    char *key;
-    ObjHttpPartWriter *pw; /* the parts (objhttp.h) */
-    char *upload_id;
-    char **etags; /* [OSS_MAX_PARTS], by part number - 1; guarded by mu */
-    pthread_mutex_t mu;
-} OssWriter;
+/* ---- write: the multipart flow is objhttp_mpu's; here is how each step goes on the wire ---- */
 
 static void content_md5(const void *data, size_t len, char out[64]) {
     unsigned char md[16];
@@ -698,222 +689,89 @@ static void content_md5(const void *data, size_t len, char out[64]) {
     snprintf(out, 64, "Content-MD5: %s", b64);
 }
 
-static int upload_part(void *ctx, int num, const void *data, size_t len) {
-    OssWriter *w = ctx;
-    char pn[16], md5[64];
-    snprintf(pn, sizeof pn, "%d", num);
-    content_md5(data, len, md5);
-    const char *sn[2] = {"partNumber", "uploadId"};
-    const char *sv[2] = {pn, w->upload_id};
-    const char *h[2] = {"Content-Type: application/octet-stream", md5};
-    OssCall c = {.method = "PUT",
-                 .key = w->key,
-                 .sub_n = sn,
-                 .sub_v = sv,
-                 .n_sub = 2,
-                 .headers = h,
-                 .nh = 2,
-                 .body = data,
-                 .body_len = len};
-    ObjHttpResponse r = {0};
-    int rc = explain(oss_do(w->d, &c, &r, NULL), &r, w->d);
-    char etag[OBJHTTP_ETAG_MAX + 1];
-    int er = rc == 0 ? objhttp_response_header_fit(&r, "ETag", etag, sizeof etag, "OSS") : 0;
-    if (er == ERR_NOT_FOUND)
-        rc = err_set(ERR_IO, "OSS: no ETag in the answer");
-    else if (er != 0)
-        rc = er;
-    objhttp_response_clear(&r);
-    if (rc == 0) {
-        char *e = strdup(etag);
-        if (!e) return err_set(ERR_NOMEM, "OSS write %s: out of memory", w->key);
-        pthread_mutex_lock(&w->mu);
-        free(w->etags[num - 1]);
-        w->etags[num - 1] = e;
-        pthread_mutex_unlock(&w->mu);
-    }
-    if (rc) err_wrap(rc, "OSS write %s: upload part %d (%zu bytes)", w->key, num, len);
-    return rc;
-}
-
-static int initiate(OssWriter *w) {
-    const char *sn[1] = {"uploads"};
-    const char *h[2] = {"Content-Type: application/octet-stream", "x-oss-forbid-overwrite: true"};
-    OssCall c = {.method = "POST", .key = w->key, .sub_n = sn, .n_sub = 1, .headers = h, .nh = 2};
-    ObjHttpResponse r = {0};
-    int rc = oss_do(w->d, &c, &r, NULL);
-    char code[64];
-    if (rc != 0 && r.status == 409 &&
-        strcmp(resp_code(&r, code, sizeof code), "FileAlreadyExists") == 0)
-        rc = err_set(ERR_EXISTS, "OSS write %s: the object already exists", w->key);
-    else
-        rc = explain(rc, &r, w->d);
-    if (rc == 0) rc = oss_parse_upload_id(r.body, r.body_len, &w->upload_id);
-    if (rc != 0 && rc != ERR_EXISTS)
-        err_wrap(rc, "OSS write %s: initiate multipart upload", w->key);
-    objhttp_response_clear(&r);
-    return rc;
-}
-
-/* Before part num goes to the uploaders: within OSS's part limit, the upload started on the
- * first. */
-static int before_part(void *ctx, int num) {
-    OssWriter *w = ctx;
-    if (num > OSS_MAX_PARTS)
-        return err_set(ERR_INVALID, "OSS write %s: more than %d parts", w->key, OSS_MAX_PARTS);
-    return w->upload_id ? 0 : initiate(w);
-}
-
-static size_t part_size(void *ctx, int num) {
-    return (size_t)s3_part_size(((OssWriter *)ctx)->d->part_min, -1, num);
-}
-
-static IoWriter *writer_io(StoreDriverWriter *sw) {
-    return objhttp_pw_io(((OssWriter *)sw)->pw);
-}
-
-/* Stops the uploaders (queued parts are skipped once discard is set) and waits for them. */
-static void writer_stop(OssWriter *w, int discard) {
-    objhttp_pw_stop(w->pw, discard);
-}
-
-static void writer_free(OssWriter *w) {
-    writer_stop(w, 1);
-    if (w->etags)
-        for (int i = 0; i < OSS_MAX_PARTS; i++)
-            free(w->etags[i]);
-    free(w->etags);
-    pthread_mutex_destroy(&w->mu);
-    objhttp_pw_free(w->pw, 1);
-    free(w->upload_id);
-    free(w->key);
-    free(w);
-}
-
-/* AbortMultipartUpload: 0, or the failure (logged at warn: the parts stay until the bucket's
- * lifecycle rules remove them). */
-static int abort_upload(OssWriter *w) {
-    if (!w->upload_id) return 0;
-    const char *sn[1] = {"uploadId"};
-    const char *sv[1] = {w->upload_id};
-    OssCall c = {.method = "DELETE", .key = w->key, .sub_n = sn, .sub_v = sv, .n_sub = 1};
-    ObjHttpResponse r = {0};
-    int rc = explain(oss_do(w->d, &c, &r, NULL), &r, w->d);
-    if (rc == ERR_NOT_FOUND) rc = 0; /* gone already */
-    if (rc)
-        log_warn("OSS: cannot abort the multipart upload of %s (its parts stay until the "
-                 "bucket's lifecycle rules remove them): %s",
-                 w->key, err_msg());
-    objhttp_response_clear(&r);
-    return rc;
-}
-
-static int exists_or(int rc, const ObjHttpResponse *r, OssWriter *w) {
+/* x-oss-forbid-overwrite answered 409 FileAlreadyExists: another writer got there first. */
+static int exists_or(int rc, const ObjHttpResponse *r, OssDriver *d, const char *key) {
     char code[64];
     if (rc != 0 && r->status == 409 &&
         strcmp(resp_code(r, code, sizeof code), "FileAlreadyExists") == 0)
-        return err_set(ERR_EXISTS, "OSS write %s: the object already exists", w->key);
-    return explain(rc, r, w->d);
+        return err_set(ERR_EXISTS, "OSS write %s: the object already exists", key);
+    return explain(rc, r, d);
 }
 
-static int put_object(OssWriter *w) {
-    char md5[64];
-    size_t len;
-    const void *body = objhttp_pw_rest(w->pw, &len);
-    content_md5(body, len, md5);
-    const char *h[3] = {"Content-Type: application/octet-stream", md5,
-                        "x-oss-forbid-overwrite: true"};
-    OssCall c = {
-        .method = "PUT", .key = w->key, .headers = h, .nh = 3, .body = body, .body_len = len};
-    ObjHttpResponse r = {0};
-    int rc = exists_or(oss_do(w->d, &c, &r, NULL), &r, w);
-    objhttp_response_clear(&r);
-    return rc;
-}
-
-static int complete_upload(OssWriter *w) {
-    char what[1200];
-    snprintf(what, sizeof what, "OSS write %s", w->key);
-    StrBuf b = {0};
-    int rc = objhttp_complete_xml((const char *const *)w->etags, objhttp_pw_parts(w->pw), what,
-                                  &b.d, &b.n);
-    if (rc) return rc;
-    char md5[64];
-    content_md5(b.d, b.n, md5);
-    const char *sn[1] = {"uploadId"};
-    const char *sv[1] = {w->upload_id};
-    const char *h[3] = {"Content-Type: application/xml", md5, "x-oss-forbid-overwrite: true"};
-    OssCall c = {.method = "POST",
-                 .key = w->key,
-                 .sub_n = sn,
-                 .sub_v = sv,
-                 .n_sub = 1,
-                 .headers = h,
-                 .nh = 3,
-                 .body = b.d,
-                 .body_len = b.n};
-    ObjHttpResponse r = {0};
-    rc = exists_or(oss_do(w->d, &c, &r, NULL), &r, w);
+/* A complete retried after a first try that went through answers NoSuchUpload: the object is
+ * there when it has all c->total bytes. */
+static int completed_before(OssDriver *d, const ObjHttpMpuCall *c, const ObjHttpResponse *r,
+                            int rc) {
     char code[64];
-    if (rc == ERR_NOT_FOUND && strcmp(resp_code(&r, code, sizeof code), "NoSuchUpload") == 0) {
-        /* a retried complete whose first try went through: the object is there */
-        char msg[1024];
-        snprintf(msg, sizeof msg, "%s", err_msg());
-        int64_t size = -1;
-        if (oss_stat(&w->d->base, w->key, &size) == 0 && size == (int64_t)objhttp_pw_total(w->pw)) {
-            log_warn("OSS write %s: complete answered NoSuchUpload, but the object is there with "
-                     "all %lld bytes (an earlier try succeeded)",
-                     w->key, (long long)size);
-            rc = 0;
-        } else {
-            rc = err_set(ERR_IO, "%s", msg);
-        }
-    }
-    if (rc)
-        err_wrap(rc, "OSS write %s: complete multipart upload of %d parts", w->key,
-                 objhttp_pw_parts(w->pw));
-    objhttp_response_clear(&r);
-    free(b.d);
-    return rc;
-}
-
-static int writer_commit(StoreDriverWriter *sw) {
-    OssWriter *w = (OssWriter *)sw;
-    int rc = objhttp_pw_failed(w->pw);
-    if (rc == 0 && objhttp_pw_parts(w->pw) == 0 && !w->upload_id) {
-        rc = put_object(w);
-        writer_free(w);
+    if (rc != ERR_NOT_FOUND || strcmp(resp_code(r, code, sizeof code), "NoSuchUpload") != 0)
         return rc;
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", err_msg());
+    int64_t size = -1;
+    if (oss_stat(&d->base, c->key, &size) == 0 && size == (int64_t)c->total) {
+        log_warn("OSS write %s: complete answered NoSuchUpload, but the object is there with all "
+                 "%lld bytes (an earlier try succeeded)",
+                 c->key, (long long)size);
+        return 0;
     }
-    if (rc == 0) rc = objhttp_pw_finish(w->pw);
-    if (rc == 0) rc = complete_upload(w);
-    if (rc != 0) {
-        /* the Go tool returns success here when the abort succeeds (docs/go-tool.md §15 item 11);
-         * the object was not stored, so this is an error whatever the abort does */
-        char msg[1536];
-        snprintf(msg, sizeof msg, "%s", err_msg());
-        writer_stop(w, 1);
-        int arc = abort_upload(w);
-        if (!w->upload_id)
-            err_set(rc, "%s", msg);
-        else if (arc == 0)
-            err_set(rc, "%s (the multipart upload was aborted)", msg);
-        else
-            err_set(rc, "%s (aborting the multipart upload failed too: see the warning)", msg);
+    return err_set(ERR_IO, "%s", msg);
+}
+
+static int oss_mpu_send(void *drv, const ObjHttpMpuCall *c, ObjHttpResponse *resp) {
+    static const char *const step_method[] = {[OBJHTTP_MPU_PUT] = "PUT",
+                                              [OBJHTTP_MPU_INITIATE] = "POST",
+                                              [OBJHTTP_MPU_PART] = "PUT",
+                                              [OBJHTTP_MPU_COMPLETE] = "POST",
+                                              [OBJHTTP_MPU_ABORT] = "DELETE"};
+    OssDriver *d = drv;
+    char pn[16], md5[64];
+    snprintf(pn, sizeof pn, "%d", c->part);
+    const char *sn[2] = {"uploadId", NULL}, *sv[2] = {c->upload_id, NULL};
+    const char *h[3];
+    OssCall call = {.method = step_method[c->step],
+                    .key = c->key,
+                    .sub_n = sn,
+                    .sub_v = sv,
+                    .n_sub = c->upload_id ? 1 : 0,
+                    .headers = h,
+                    .body = c->body,
+                    .body_len = c->len};
+    if (c->step == OBJHTTP_MPU_INITIATE) {
+        sn[0] = "uploads";
+        call.sub_v = NULL;
+        call.n_sub = 1;
     }
-    writer_free(w);
+    if (c->step == OBJHTTP_MPU_PART) { /* partNumber first, as OSS's own SDKs send it */
+        sn[0] = "partNumber";
+        sv[0] = pn;
+        sn[1] = "uploadId";
+        sv[1] = c->upload_id;
+        call.n_sub = 2;
+    }
+    if (c->step != OBJHTTP_MPU_ABORT)
+        h[call.nh++] = c->step == OBJHTTP_MPU_COMPLETE ? "Content-Type: application/xml"
+                                                       : "Content-Type: application/octet-stream";
+    if (c->step == OBJHTTP_MPU_PUT || c->step == OBJHTTP_MPU_PART ||
+        c->step == OBJHTTP_MPU_COMPLETE) {
+        content_md5(c->body, c->len, md5);
+        h[call.nh++] = md5;
+    }
+    if (c->step != OBJHTTP_MPU_PART && c->step != OBJHTTP_MPU_ABORT)
+        h[call.nh++] = "x-oss-forbid-overwrite: true";
+    int rc = exists_or(oss_do(d, &call, resp, NULL), resp, d, c->key);
+    if (c->step == OBJHTTP_MPU_COMPLETE) rc = completed_before(d, c, resp, rc);
     return rc;
 }
 
-static void writer_abort(StoreDriverWriter *sw) {
-    OssWriter *w = (OssWriter *)sw;
-    if (!w) return;
-    writer_stop(w, 1);
-    abort_upload(w);
-    writer_free(w);
+static size_t oss_mpu_part_size(void *drv, int num) {
+    return (size_t)s3_part_size(((OssDriver *)drv)->part_min, -1, num);
 }
 
-static const StoreDriverWriterVt writer_vt = {writer_io, writer_commit, writer_abort};
+static const ObjHttpMpuOps oss_mpu = {.what = "OSS",
+                                      .max_parts = OSS_MAX_PARTS,
+                                      .send = oss_mpu_send,
+                                      .parse_upload_id = oss_parse_upload_id,
+                                      .part_size = oss_mpu_part_size};
 
 static int oss_open_write(StoreDriver *drv, const char *key, StoreDriverWriter **out) {
     OssDriver *d = (OssDriver *)drv;
@@ -921,30 +779,7 @@ static int oss_open_write(StoreDriver *drv, const char *key, StoreDriverWriter *
     int rc = key_ok(key, "write");
     if (rc) return rc;
     creds_refresh(d);
-    OssWriter *w = calloc(1, sizeof *w);
-    if (!w) return err_set(ERR_NOMEM, "OSS write %s: out of memory", key);
-    pthread_mutex_init(&w->mu, NULL);
-    w->base.vt = &writer_vt;
-    w->d = d;
-    w->key = strdup(key);
-    w->etags = calloc(OSS_MAX_PARTS, sizeof *w->etags);
-    if (!w->key || !w->etags) {
-        writer_free(w);
-        return err_set(ERR_NOMEM, "OSS write %s: out of memory", key);
-    }
-    ObjHttpPartWriterConfig pc = {.what = "OSS",
-                                  .key = key,
-                                  .parallel = d->parallel,
-                                  .part_size = part_size,
-                                  .before = before_part,
-                                  .put = upload_part,
-                                  .ctx = w};
-    if ((rc = objhttp_pw_new(&pc, &w->pw))) {
-        writer_free(w);
-        return rc;
-    }
-    *out = &w->base;
-    return 0;
+    return objhttp_mpu_open(&oss_mpu, d, d->parallel, key, out);
 }
 
 /* ---- open, free ---- */
@@ -979,7 +814,6 @@ static const StoreDriverVt oss_vt = {
     .describe = oss_describe,
     .free = oss_free,
 };
-
 
 /* base_url from the endpoint: scheme (https when none), host[:port]; IP hosts path-style. */
 static int make_base_url(OssDriver *d, const char *ep) {
