@@ -180,6 +180,13 @@ char *objhttp_pct_encode(const char *s, int keep_slash);
  * always "name=value" joined with '&'. SigV4 signs the query verbatim, so it must be built this
  * way. Owned result ("" for n == 0), NULL on allocation failure. */
 char *objhttp_query(const char *const *names, const char *const *values, size_t n);
+struct StrBuf;
+/* Appends the n pairs to b in the order given (not sorted: for stores that sign a query of their
+ * own order), each "name" or, when values and values[i] are not NULL, "name=value", both
+ * percent-encoded (RFC 3986, '/' encoded too); '?' before the first when *first (then cleared),
+ * '&' otherwise. Sets b->oom on allocation failure. */
+void objhttp_query_append(struct StrBuf *b, const char *const *names, const char *const *values,
+                          size_t n, int *first);
 
 /* The URL with the values of query parameters that can carry credentials (names containing
  * "sig", "credential", "token", "secret" or "password", case-insensitive) replaced by

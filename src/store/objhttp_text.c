@@ -301,3 +301,24 @@ int objhttp_complete_xml(const char *const *etags, int n, const char *what, char
     *len = b.n;
     return 0;
 }
+
+void objhttp_query_append(StrBuf *b, const char *const *names, const char *const *values, size_t n,
+                          int *first) {
+    for (size_t i = 0; i < n && !b->oom; i++) {
+        strbuf_str(b, *first ? "?" : "&");
+        *first = 0;
+        char *en = objhttp_pct_encode(names[i], 0);
+        char *ev = values && values[i] ? objhttp_pct_encode(values[i], 0) : NULL;
+        if (!en || (values && values[i] && !ev)) {
+            b->oom = 1;
+        } else {
+            strbuf_str(b, en);
+            if (ev) {
+                strbuf_str(b, "=");
+                strbuf_str(b, ev);
+            }
+        }
+        free(en);
+        free(ev);
+    }
+}

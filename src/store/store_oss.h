@@ -60,6 +60,12 @@ const char *oss_parse_error_code(const char *xml, size_t len, char *code, size_t
  * virtual-hosted (https://bucket.endpoint/key). */
 int oss_host_is_ip(const char *host, size_t len);
 
+/* The base URL of bucket at endpoint ep ("host[:port]" or "scheme://host[:port]", http or https,
+ * https when none): "scheme://bucket.host[:port]", or "scheme://host[:port]/bucket" for an IP
+ * host (OSS serves virtual-hosted names only on DNS names). *out owned. 0, ERR_INVALID (a bad
+ * scheme, a path, query, userinfo or space in ep; the message names ep) or ERR_NOMEM. */
+int oss_base_url(const char *ep, const char *bucket, char **out);
+
 /* The driver itself: store_oss_driver_new (store_driver.h). */
 
 #endif

@@ -9,6 +9,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Parts of one multipart upload at most (S3 API reference, UploadPart). */
+#define S3_MAX_PARTS 10000
+
 /* Fields of an S3 or OCS credentials file or directory (JSON keys = file names). Strings owned;
  * NULL when absent. */
 typedef struct S3Creds {
@@ -36,6 +39,18 @@ void s3_creds_clear(S3Creds *c);
  * (bad JSON, a boolean that is not true/false, or sseCustomerKey without sseCustomerAlgorithm or
  * the reverse) or ERR_IO. The message names the path and field, never a value. */
 int s3_creds_read(const char *path, S3Creds *out);
+
+struct StoreConfig;
+/* The credentials of provider prov ("S3", "ECS" or "OCS") for the store cfg describes into c:
+ * ECS from ECS_* variables; OCS from OPENSHIFT_APPLICATION_CREDENTIALS(_JSON); S3 from
+ * --store-credentials or AWS_APPLICATION_CREDENTIALS(_JSON) (with the store's env prefix), else
+ * the part of the AWS SDK's default chain we implement (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,
+ * AWS_SESSION_TOKEN, AWS_REGION, AWS_ROLE_ARN + AWS_WEB_IDENTITY_TOKEN_FILE; prefixed first, then
+ * unprefixed, as the Go tool's SDK reads them). *path gets the file or directory to watch for
+ * rotation (owned; NULL for keys from the environment or web identity). 0 or ERR_INVALID (what
+ * is missing, named), ERR_NOT_FOUND, ERR_IO, ERR_NOMEM; c is filled as far as read (clear it
+ * with s3_creds_clear in every case). */
+int s3_creds_load(const struct StoreConfig *cfg, const char *prov, S3Creds *c, char **path);
 
 /* The newest modification time (ns since the epoch) of path and, for a directory, of every entry
  * in it (symlinks followed, as Kubernetes secret volumes swap them); -1 if path is missing. */
