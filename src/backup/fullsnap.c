@@ -75,23 +75,30 @@ typedef struct {
     IoWriter *in; /* where the snapshot's plain bytes go */
 } ObjOut;
 
-/* Opens snap_name in store with the compressor and, when the name says ".enc"
- * (store_name_suffix), the encryption bound to the name in front. ERR_EXISTS when the object
- * exists (nothing opened); on any error nothing is open. */
-static int obj_open(Store *store, const char *snap_name, CompressKind compression, ObjOut *o) {
+int fullsnap_snapshot_new(const Store *store, SnapKind kind, int64_t start, int64_t last,
+                          CompressKind compression, int is_final, Snapshot *out) {
+    Snapshot where; /* any v2 name: only its key prefix is used */
+    int rc = store_snapshot_for_name(store, "Full-00000000-00000000-0", &where);
+    if (rc) return err_wrap(rc, "the store's key prefix of v2 objects");
+    return snapname_new(kind, start, last, now_unix_s(), store_name_suffix(store, compression),
+                        is_final, where.prefix, out);
+}
+
+/* Opens snap's object in store with the compressor and, when snap is encrypted (its name says
+ * ".enc", store_name_suffix), the encryption bound to its name in front. ERR_EXISTS when the
+ * object exists (nothing opened); on any error nothing is open. */
+static int obj_open(Store *store, const Snapshot *snap, CompressKind compression, ObjOut *o) {
     memset(o, 0, sizeof *o);
-    int rc = store_open_write(store, snap_name, &o->sw);
+    int rc = store_open_write(store, snap->snap_name, &o->sw);
     if (rc) return rc;
-    Snapshot named;
-    rc = store_snapshot_for_name(store, snap_name, &named);
-    if (!rc && named.encrypted && !store_keyring(store))
+    if (snap->encrypted && !store_keyring(store))
         rc = err_set(ERR_INVALID, "%s: an encrypted name, but the store has no encryption key",
-                     snap_name);
+                     snap->snap_name);
     if (!rc && !(o->g = io_filter_group_new(store_writer_io(o->sw))))
         rc = err_set(ERR_NOMEM, "out of memory");
     if (!rc) rc = io_filter_group_add_compress(o->g, compression);
     char ident[128]; /* the name is bound into every chunk: under another name it fails */
-    if (!rc && named.encrypted && !(rc = snapname_identity(&named, ident, sizeof ident)))
+    if (!rc && snap->encrypted && !(rc = snapname_identity(snap, ident, sizeof ident)))
         rc = io_filter_group_add_encrypt_bound(o->g, store_keyring(store), ident);
     if (!rc) rc = io_filter_group_add_count(o->g, "stored");
     if (!rc && !(o->in = io_filter_group_io(o->g))) rc = err_set(ERR_NOMEM, "out of memory");
@@ -137,11 +144,10 @@ static void obj_abort(ObjOut *o) {
 
 /* fullsnap_store_stream reporting the bytes read from src to progress (may be NULL); with
  * cancel_on_stop, ERR_CANCELED (nothing stored) once the process is stopping. */
-static int store_stream(Store *store, const char *snap_name, CompressKind compression,
-                        IoReader *src, uint64_t *stored_bytes, Progress *progress,
-                        int cancel_on_stop) {
+static int store_stream(Store *store, const Snapshot *snap, CompressKind compression, IoReader *src,
+                        uint64_t *stored_bytes, Progress *progress, int cancel_on_stop) {
     ObjOut o;
-    int rc = obj_open(store, snap_name, compression, &o);
+    int rc = obj_open(store, snap, compression, &o);
     if (rc == ERR_EXISTS) {
         /* the name fixes kind, revisions and the second: an object already stored under it
          * holds the same revisions (e.g. two full snapshots requested in one second) */
@@ -157,10 +163,10 @@ static int store_stream(Store *store, const char *snap_name, CompressKind compre
     return rc;
 }
 
-int fullsnap_store_stream(Store *store, const char *snap_name, CompressKind compression,
+int fullsnap_store_stream(Store *store, const Snapshot *snap, CompressKind compression,
                           IoReader *src, uint64_t *stored_bytes) {
     /* the deltas' path: the last delta is stored while the process stops */
-    return store_stream(store, snap_name, compression, src, stored_bytes, NULL, 0);
+    return store_stream(store, snap, compression, src, stored_bytes, NULL, 0);
 }
 
 /* The two-pass full snapshot: the stream staged in a file in temp_dir, checked there (every db
@@ -201,7 +207,8 @@ static int take_staged(EtcdClient *c, Store *store, const char *temp_dir, Compre
     /* no fsync: the staging file is read back at once and removed; the store object is what
      * must be durable */
     progress = progress_start("full snapshot: checking every db page", 0, 0);
-    rc = snapshot_file_verify(path, checker, *count, 0, 1, &payload_len, &out->revision);
+    int64_t revision = 0;
+    rc = snapshot_file_verify(path, checker, *count, 0, 1, &payload_len, &revision);
     progress_finish(progress);
     progress = NULL;
     if (rc) {
@@ -209,15 +216,13 @@ static int take_staged(EtcdClient *c, Store *store, const char *temp_dir, Compre
         goto done;
     }
     out->db_bytes = payload_len;
-    rc = snapname_format(SNAP_FULL, 0, out->revision, now_unix_s(),
-                         store_name_suffix(store, compression), is_final, out->snap_name,
-                         sizeof out->snap_name);
+    rc = fullsnap_snapshot_new(store, SNAP_FULL, 0, revision, compression, is_final, &out->snap);
     if (rc) goto done;
     if (before_store) {
         HistoryRestoreMark mark;
         rc = history_mark_read_db(path, payload_len, &mark);
         if (rc) rc = err_wrap(rc, "reading the restore mark of the snapshot");
-        if (!rc) rc = before_store(hook_ctx, &mark, payload_len, out->revision, out->snap_name);
+        if (!rc) rc = before_store(hook_ctx, &mark, payload_len, &out->snap);
         if (rc) goto done;
     }
     if (lseek(fd, 0, SEEK_SET) != 0) {
@@ -230,9 +235,9 @@ static int take_staged(EtcdClient *c, Store *store, const char *temp_dir, Compre
         goto done;
     }
     snprintf(what, sizeof what, "full snapshot: %s and storing %s",
-             store_keyring(store) ? "compressing, encrypting" : "compressing", out->snap_name);
+             store_keyring(store) ? "compressing, encrypting" : "compressing", out->snap.snap_name);
     progress = progress_start(what, *count, 1);
-    rc = store_stream(store, out->snap_name, compression, src, &out->stored_bytes, progress, 1);
+    rc = store_stream(store, &out->snap, compression, src, &out->stored_bytes, progress, 1);
 done:
     progress_finish(progress);
     io_reader_free(src);
@@ -283,8 +288,8 @@ typedef struct {
     int exists;   /* another writer stored the name (same revision, same second): staged too */
 } OnePass;
 
-static int onepass_open(OnePass *p, Store *store, const char *name, CompressKind compression) {
-    int rc = obj_open(store, name, compression, &p->o);
+static int onepass_open(OnePass *p, Store *store, const Snapshot *snap, CompressKind compression) {
+    int rc = obj_open(store, snap, compression, &p->o);
     if (rc == ERR_EXISTS) p->fallback = p->exists = 1; /* the staged path decides that */
     if (rc) return rc;
     rc = bbolt_stream_new(&p->bs);
@@ -348,12 +353,12 @@ static int onepass_check(OnePass *p, int64_t rev0, uint64_t *db_len, HistoryRest
 static int take_onepass(EtcdClient *c, Store *store, CompressKind compression, int is_final,
                         FullSnapshotHook before_store, void *hook_ctx, int64_t rev0,
                         uint64_t expect, OnePass *p, FullSnapshotResult *out) {
-    char name[256], what[320];
+    char what[320];
     uint64_t db_len = 0;
     HistoryRestoreMark mark;
-    int rc = snapname_format(SNAP_FULL, 0, rev0, now_unix_s(),
-                             store_name_suffix(store, compression), is_final, name, sizeof name);
-    if (!rc) rc = onepass_open(p, store, name, compression);
+    Snapshot snap;
+    int rc = fullsnap_snapshot_new(store, SNAP_FULL, 0, rev0, compression, is_final, &snap);
+    if (!rc) rc = onepass_open(p, store, &snap, compression);
     if (rc) return rc;
     /* one line for receiving, checking, compressing and storing: they happen together */
     snprintf(what, sizeof what, "full snapshot: receiving from %s", etcd_client_endpoint(c));
@@ -365,11 +370,10 @@ static int take_onepass(EtcdClient *c, Store *store, CompressKind compression, i
     if (rc) return err_wrap(rc, "full snapshot from %s", etcd_client_endpoint(c));
     rc = obj_finish(&p->o, &out->stored_bytes);
     if (rc) return rc;
-    out->revision = rev0;
+    out->snap = snap;
     out->db_bytes = db_len;
-    memcpy(out->snap_name, name, sizeof out->snap_name);
     /* the hook (history, tag) runs before the object becomes visible, as in the staged path */
-    if (before_store && (rc = before_store(hook_ctx, &mark, db_len, rev0, name))) return rc;
+    if (before_store && (rc = before_store(hook_ctx, &mark, db_len, &out->snap))) return rc;
     return obj_commit(&p->o, &out->stored_bytes);
 }
 
@@ -492,8 +496,10 @@ int fullsnap_store_db_file(Store *store, const char *snap_name, CompressKind com
     d->base.vt = &db_trailer_vt;
     d->fd = fd;
     d->digest_off = SHA256_LEN + 1;
-    Progress *p = progress_start(what, (uint64_t)st.st_size + SHA256_LEN, 1);
-    int rc = store_stream(store, snap_name, compression, &d->base, stored_bytes, p, 1);
+    Snapshot snap;
+    int rc = store_snapshot_for_name(store, snap_name, &snap);
+    Progress *p = rc ? NULL : progress_start(what, (uint64_t)st.st_size + SHA256_LEN, 1);
+    if (!rc) rc = store_stream(store, &snap, compression, &d->base, stored_bytes, p, 1);
     progress_finish(p);
     io_reader_free(&d->base);
     close(fd);

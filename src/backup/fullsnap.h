@@ -12,11 +12,20 @@
 #include <stdint.h>
 
 typedef struct FullSnapshotResult {
-    int64_t revision;      /* etcd revision inside the db */
+    Snapshot snap;         /* the object written (fullsnap_snapshot_new): its name, key, etcd
+                              revision inside the db (last_revision), creation second */
     uint64_t db_bytes;     /* db size without the trailer */
     uint64_t stored_bytes; /* bytes written to the store (after compression) */
-    char snap_name[256];   /* object name written */
 } FullSnapshotResult;
+
+/* The Snapshot of a new object of store (snapname_new): kind, start and last revisions and
+ * is_final as given, created now (Unix seconds), named with store_name_suffix(store, compression)
+ * (".enc" first when the store has keys), under the key prefix the store gives v2 objects
+ * (store_snapshot_for_name of a fixed name: store.h has no accessor of its own for it). Its
+ * snap_name is formatted once, here; writers take the struct, never the name back. 0 or
+ * ERR_INVALID (revisions or time out of snapname_format's range). */
+int fullsnap_snapshot_new(const Store *store, SnapKind kind, int64_t start, int64_t last,
+                          CompressKind compression, int is_final, Snapshot *out);
 
 /* Removes the temp files snapshotters killed earlier left in temp_dir (--snapstore-temp-directory):
  * "etcdbr-full-XXXXXX" staging files and "delta-spool-XXXXXX" spool files (regular files only,
@@ -26,12 +35,13 @@ void fullsnap_cleanup_stale(const char *temp_dir);
 
 /* Called once the snapshot is checked and named, before it becomes visible in the store: mark is
  * the restore mark read from its db (mark->present = 0 when it has none; history.h), db_bytes the
- * db's size without the trailer, revision the one inside it. In the one-pass path every byte is
+ * db's size without the trailer, snap the object (borrowed for the call; its last_revision is
+ * the revision inside the db). In the one-pass path every byte is
  * already written to the store's uncommitted object (a Local temp file, an S3 multipart upload);
  * in the staged path nothing is yet. A nonzero return (an ERR_* with its message set) stops the
  * snapshot with nothing stored (the object is aborted). */
 typedef int (*FullSnapshotHook)(void *ctx, const HistoryRestoreMark *mark, uint64_t db_bytes,
-                                int64_t revision, const char *snap_name);
+                                const Snapshot *snap);
 
 /* Takes a full snapshot of the etcd behind c into store, in one pass (docs/snapshot.md): etcd's
  * Snapshot stream goes through the SHA-256 trailer check and the streaming db check
@@ -54,17 +64,19 @@ int fullsnap_take(EtcdClient *c, Store *store, const char *temp_dir, CompressKin
                   int is_final, FullSnapshotHook before_store, void *hook_ctx,
                   FullSnapshotResult *out);
 
-/* Copies src (borrowed, uncompressed payload) through the compressor, then, when snap_name says
- * ".enc" (store_name_suffix), through the store's encryption key, into a new store object
- * snap_name; commits only if every byte was written. ERR_INVALID for an encrypted name on a
- * store without keys. *stored_bytes may be NULL. An object that
- * already exists under snap_name counts as stored (*stored_bytes = 0): a name fixes kind,
+/* Copies src (borrowed, uncompressed payload) through the compressor, then, when snap is
+ * encrypted (its name says ".enc", store_name_suffix), through the store's encryption key bound
+ * to its identity, into a new store object named snap->snap_name (snap as from
+ * fullsnap_snapshot_new; borrowed); commits only if every byte was written. ERR_INVALID for an
+ * encrypted name on a store without keys. *stored_bytes may be NULL. An object that
+ * already exists under that name counts as stored (*stored_bytes = 0): a name fixes kind,
  * revisions and creation second, so it holds the same revisions. A stopping process (SIGTERM)
  * does not end it: the snapshotter stores its last delta this way while it stops. */
-int fullsnap_store_stream(Store *store, const char *snap_name, CompressKind compression,
+int fullsnap_store_stream(Store *store, const Snapshot *snap, CompressKind compression,
                           IoReader *src, uint64_t *stored_bytes);
 
-/* Stores the bbolt db at db_path as the full snapshot snap_name: its bytes then their SHA-256
+/* Stores the bbolt db at db_path as the full snapshot snap_name (a name from snapname_format,
+ * described once with store_snapshot_for_name): its bytes then their SHA-256
  * (the format of etcd's Snapshot stream, docs/go-tool.md §4.1), through the compressor, in one
  * pass, progress reported as `what` (progress.h). Same commit rules and errors as
  * fullsnap_store_stream, plus ERR_IO reading the file, and ERR_CANCELED (nothing stored) once the

@@ -43,7 +43,8 @@ typedef struct SnapshotterEvent {
     int rc;         /* ERR_* of a failure, 0 on success */
     double seconds; /* duration of the attempt */
     int64_t start_revision, revision; /* of the stored snapshot */
-    int64_t created_on;               /* Unix seconds in its name */
+    int64_t created_on;               /* Unix seconds in its name (the name's own field, not
+                                         parsed back from it) */
     const char *snap_name;            /* stored object name, or NULL */
     const char *error;                /* failure message, or NULL */
     const char *endpoint;             /* DEFRAG: the member's client URL */

@@ -415,28 +415,16 @@ int lease_renewer_start(LeaseRenewer *r, const EtcdConfig *etcd, int64_t status_
     return 0;
 }
 
-/* CreatedOn (Unix s) from a snapshot name "<Kind>-<start>-<last>-<unix>[suffixes]", or 0. */
-static int64_t created_on_from_name(const char *name) {
-    if (!name) return 0;
-    const char *b = strrchr(name, '/');
-    b = b ? b + 1 : name;
-    long long start, last, created;
-    char kind[8];
-    if (sscanf(b, "%7[A-Za-z]-%lld-%lld-%lld", kind, &start, &last, &created) != 4) return 0;
-    return (int64_t)created;
-}
-
 void lease_renewer_on_event(LeaseRenewer *r, const SnapshotterEvent *ev) {
     if (!r || !r->started || !r->snapshot_leases || !ev->ok) return;
     if (ev->kind != SNAP_EVENT_FULL && ev->kind != SNAP_EVENT_DELTA && ev->kind != SNAP_EVENT_IDLE)
         return;
     pthread_mutex_lock(&r->mu);
     if (ev->kind == SNAP_EVENT_FULL) {
-        int64_t cr = created_on_from_name(ev->snap_name);
         r->full_pending = 1;
         r->full_seq++;
         r->full_rev = ev->revision;
-        r->full_created_on = cr ? cr : ev->created_on;
+        r->full_created_on = ev->created_on; /* the second in its name (snapshotter.h) */
         r->full_next_ms = 0;
         r->delta_rev = -1; /* a new latest set, without deltas yet */
         r->full_seen = 1;

@@ -103,6 +103,46 @@ int snapname_format(SnapKind kind, int64_t start, int64_t last, int64_t created_
     return 0;
 }
 
+int snapname_new(SnapKind kind, int64_t start, int64_t last, int64_t created_on, const char *suffix,
+                 int is_final, const char *key_prefix, Snapshot *out) {
+    memset(out, 0, sizeof *out);
+    out->size = -1;
+    if (!suffix) suffix = "";
+    if (!key_prefix) key_prefix = "";
+    size_t kp = strlen(key_prefix);
+    if (kp < 3 || strcmp(key_prefix + kp - 3, "v2/") != 0 || (kp > 3 && key_prefix[kp - 4] != '/'))
+        return err_set(ERR_INVALID, "snapshot key prefix \"%s\": not \"v2/\" or \"<prefix>/v2/\"",
+                       key_prefix);
+    if (kp >= sizeof out->prefix)
+        return err_set(ERR_INVALID, "snapshot key prefix longer than %zu bytes",
+                       sizeof out->prefix - 1);
+    int rc = snapname_format(kind, start, last, created_on, suffix, is_final, out->snap_name,
+                             sizeof out->snap_name);
+    if (rc) return rc;
+    int n = snprintf(out->key, sizeof out->key, "%s%s", key_prefix, out->snap_name);
+    if (n < 0 || (size_t)n >= sizeof out->key) {
+        memset(out, 0, sizeof *out);
+        out->size = -1;
+        return err_set(ERR_INVALID, "snapshot key %s<name>: longer than %zu bytes", key_prefix,
+                       sizeof out->key - 1);
+    }
+    memcpy(out->prefix, key_prefix, kp + 1);
+    out->kind = kind;
+    out->start_revision = start;
+    out->last_revision = last;
+    out->created_on = created_on;
+    out->is_final = is_final ? 1 : 0;
+    out->version = 2;
+    /* suffix_valid (in snapname_format) allowed only [".enc"] then one compression suffix */
+    if (strncmp(suffix, SNAPNAME_ENC_SUFFIX, ENC_LEN) == 0 &&
+        (suffix[ENC_LEN] == '\0' || suffix[ENC_LEN] == '.')) {
+        out->encrypted = 1;
+        suffix += ENC_LEN;
+    }
+    snprintf(out->compression_suffix, sizeof out->compression_suffix, "%s", suffix);
+    return 0;
+}
+
 /* Parses the name part "<Kind>-<start>-<last>-<secs>[.enc][.<compression>][.final]" (len bytes at
  * name, no '/') into s. key is only used in messages. */
 /* A name's last token: <secs>[.enc][.<compression>][.final], into s. */

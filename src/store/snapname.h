@@ -52,6 +52,18 @@ typedef struct Snapshot {
 int snapname_format(SnapKind kind, int64_t start, int64_t last, int64_t created_on,
                     const char *suffix, int is_final, char *out, size_t cap);
 
+/* The Snapshot of a new v2 object, built from its fields rather than parsed back from its key:
+ * kind, revisions, created_on (Unix seconds), is_final as given; encrypted and
+ * compression_suffix from suffix (as snapname_format takes it: [".enc"][<compression>], NULL =
+ * ""); snap_name formatted once from them (snapname_format); version 2, size -1, no history, not
+ * a chunk. key_prefix is where the store keeps v2 objects, as Snapshot.prefix holds it ("v2/"
+ * or "<store prefix>/v2/"): prefix = key_prefix and key = key_prefix + snap_name, so *out equals
+ * what snapname_parse gives for that key. The one Snapshot a writer names its object with and
+ * passes along (the snapshotter, backup/fullsnap.h). 0 or ERR_INVALID (what snapname_format
+ * refuses; key_prefix not ending in "v2/", or the key longer than Snapshot.key holds). */
+int snapname_new(SnapKind kind, int64_t start, int64_t last, int64_t created_on, const char *suffix,
+                 int is_final, const char *key_prefix, Snapshot *out);
+
 /* The suffix for snapname_format: ".enc" when encrypted, then compression_suffix (NULL = "").
  * 0 or ERR_INVALID (does not fit in cap). */
 int snapname_suffix(int encrypted, const char *compression_suffix, char *out, size_t cap);
