@@ -77,11 +77,11 @@ typedef struct {
 
 int fullsnap_snapshot_new(const Store *store, SnapKind kind, int64_t start, int64_t last,
                           CompressKind compression, int is_final, Snapshot *out) {
-    Snapshot where; /* any v2 name: only its key prefix is used */
-    int rc = store_snapshot_for_name(store, "Full-00000000-00000000-0", &where);
-    if (rc) return err_wrap(rc, "the store's key prefix of v2 objects");
+    char kp[sizeof out->prefix];
+    int rc = store_v2_key_prefix(store, kp, sizeof kp);
+    if (rc) return rc;
     return snapname_new(kind, start, last, now_unix_s(), store_name_suffix(store, compression),
-                        is_final, where.prefix, out);
+                        is_final, kp, out);
 }
 
 /* Opens snap's object in store with the compressor and, when snap is encrypted (its name says

@@ -623,6 +623,13 @@ int store_open_read(Store *s, const Snapshot *snap, IoReader **out) {
     return store_open_read_at(s, snap, 0, out);
 }
 
+int store_v2_key_prefix(const Store *s, char *out, size_t cap) {
+    int n = snprintf(out, cap, "%s%sv2/", s->prefix, s->prefix[0] ? "/" : "");
+    if (n < 0 || (size_t)n >= cap)
+        return err_set(ERR_INVALID, "store prefix \"%s\" is too long", s->prefix);
+    return 0;
+}
+
 int store_snapshot_for_name(const Store *s, const char *snap_name, Snapshot *out) {
     char rest[300];
     if (!snap_name || strchr(snap_name, '/'))

@@ -130,6 +130,11 @@ int store_writer_commit(StoreWriter *w);
 /* Discards the object and frees w. NULL-safe. */
 void store_writer_abort(StoreWriter *w);
 
+/* Where s keeps its v2 objects: "v2/" or "<store prefix>/v2/" (the prefix as cleaned from
+ * --store-prefix), as Snapshot.prefix holds it, into out (cap bytes). 0, or ERR_INVALID when it
+ * does not fit. */
+int store_v2_key_prefix(const Store *s, char *out, size_t cap);
+
 /* Describes the v2 object snap_name would be stored as (key, prefix, revisions, suffix) without
  * touching the store. 0 or ERR_INVALID when snap_name is not a snapshot name. */
 int store_snapshot_for_name(const Store *s, const char *snap_name, Snapshot *out);
