@@ -2,9 +2,9 @@
  * Local store (support/restore_fixture.h) through the real plan and fetch stages: the db built
  * holds every key of the full snapshot and of the deltas up to the target, at the expected
  * revision (latest, a target revision, a target time cut inside a delta), with a bump and a
- * scheduled compaction, with the restore mark unless a db sink takes the db; deltas that end
- * before the target revision are refused. The db is read back with the project's bbolt
- * reader. */
+ * scheduled compaction; revisions a full snapshot already holds are applied once; the restore
+ * mark is written unless a db sink takes the db; deltas that end before the target revision
+ * are refused. The db is read back with the project's bbolt reader. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -186,6 +186,41 @@ static void test_build_bumps_and_marks_compacted(void **state) {
     done(&b);
 }
 
+/* A bump alone: the db's last revision is the bumped one (an empty value at it, as etcdutl). */
+static void test_build_bump_alone_moves_the_revision(void **state) {
+    (void)state;
+    Built b;
+    rf_open(&b.s);
+    fill(&b.s);
+    RestoreConfig cfg = {.bump_revision = 50};
+    if (build(&b, &cfg, SIZE_MAX)) fail_msg("build: %s", err_msg());
+    assert_int_equal(b.final_rev, 62);
+    BboltDb *db = NULL;
+    assert_int_equal(bbolt_open(b.db_path, 0, &db), 0);
+    int64_t rev = 0;
+    assert_int_equal(bbolt_etcd_revision(db, &rev), 0);
+    assert_int_equal(rev, 62);
+    bbolt_close(db);
+    done(&b);
+}
+
+/* The Go tool names a full snapshot by a revision read before its stream: one named 5 may hold
+ * revision 7. The delta 6-8 then repeats 6 and 7, and only 8 is applied (each revision once). */
+static void test_build_applies_an_overlap_once(void **state) {
+    (void)state;
+    Built b;
+    rf_open(&b.s);
+    rf_put_full(&b.s, 5, 7, T0, "", NULL, NULL, 0);
+    rf_put_delta(&b.s, 6, 8, T0 + 10, NULL, NULL, 0);
+    RestoreConfig cfg = {0};
+    if (build(&b, &cfg, SIZE_MAX)) fail_msg("build: %s", err_msg());
+    assert_int_equal(b.final_rev, 8);
+    assert_int_equal(check_keys(b.db_path, 8), 8);
+    assert_int_equal(b.out.revisions_applied, 1);
+    assert_int_equal(b.out.events_applied, 1);
+    done(&b);
+}
+
 static int sink(void *ctx, const char *db_path, const Snapshot *full, const RestoreResult *res) {
     (void)ctx, (void)db_path, (void)full, (void)res;
     return 0;
@@ -220,6 +255,8 @@ int main(void) {
         cmocka_unit_test(test_build_stops_at_the_target_revision),
         cmocka_unit_test(test_build_cuts_at_the_target_time),
         cmocka_unit_test(test_build_bumps_and_marks_compacted),
+        cmocka_unit_test(test_build_bump_alone_moves_the_revision),
+        cmocka_unit_test(test_build_applies_an_overlap_once),
         cmocka_unit_test(test_build_for_a_db_sink_has_no_restore_mark),
         cmocka_unit_test(test_build_refuses_deltas_ending_before_the_target),
     };
