@@ -133,8 +133,8 @@ static int stage_fetch(RestoreRun *r) {
     r->fetch_cfg = (RestoreFetchConfig){cfg->store, r->scratch, cfg->max_fetchers,
                                         cfg->skip_hash_check, cfg->stop};
     int rc = restore_fetch_full(&r->fetch_cfg, r->plan.full, cfg->target_revision, &r->full);
+    r->out->base_revision = r->full.revision; /* also when it does not match the name */
     if (rc) return rc;
-    r->out->base_revision = r->full.revision;
     return restore_fetch_start(&r->fetch_cfg, r->plan.deltas, r->plan.n_deltas, &r->fetch);
 }
 
