@@ -1,7 +1,7 @@
 /* snapshot_file: checks a full snapshot held in a file, as etcd's Snapshot stream gives it (the
  * bbolt db followed by the SHA-256 of it), for every layer that has one: the snapshotter's
  * staged snapshot (backup/fullsnap.c) and the restore's downloaded or local one
- * (restore/restorer.c). */
+ * (restore/restore_fetch.c). */
 #ifndef ETCDBR_SNAPSHOT_FILE_H
 #define ETCDBR_SNAPSHOT_FILE_H
 

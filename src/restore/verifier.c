@@ -437,7 +437,7 @@ static int check_full(Checker *c, const Snapshot *s, TapReader *tap) {
     /* The Go tool names a full snapshot by a revision read before the stream, so its db may hold
      * a few later revisions (docs/go-tool.md §3; its next delta holds them too and restore applies
      * them once). An older db than the name says misses revisions; ours are named from the db,
-     * so a later one is a lie too (restorer.c: check_full_revision). */
+     * so a later one is a lie too (restore_fetch.c: check_full_revision). */
     if (rev < s->last_revision)
         rc = verify_add_fault(c->r, VERIFY_WRONG_REVISIONS, 0, s->key, NULL, rev + 1,
                               s->last_revision,
