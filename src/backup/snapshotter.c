@@ -469,7 +469,10 @@ static int handover_relist(Snapshotter *s, int *moved) {
     Snapshot *list = NULL;
     size_t n = 0;
     int rc = store_list_ex(s->cfg.store, 0, &list, &n, NULL, NULL);
-    if (rc) return err_wrap(rc, "listing the store (leader handover window)");
+    if (rc)
+        return err_wrap(
+            rc, "listing the store for objects another sidecar may have stored since this one "
+                "took over");
     size_t *idx = calloc(n ? n : 1, sizeof *idx);
     if (!idx) {
         free(list);
