@@ -7,6 +7,7 @@
 #include "lzw.h"
 #include "../common/byteorder.h"
 #include "../common/err.h"
+#include "../common/names.h"
 
 #include <libdeflate.h>
 #include <inttypes.h>
@@ -46,19 +47,13 @@ int compress_parse_policy(const char *name, CompressKind *out) {
 }
 
 const char *compress_suffix(CompressKind kind) {
-    switch (kind) {
-    case COMPRESS_GZIP:
-        return ".gz";
-    case COMPRESS_ZLIB:
-        return ".zlib";
-    case COMPRESS_LZW:
-        return ".Z";
-    case COMPRESS_ZSTD:
-        return ".zst";
-    case COMPRESS_NONE:
-        break;
-    }
-    return "";
+    static const char *const suffixes[] = {
+        [COMPRESS_GZIP] = ".gz",
+        [COMPRESS_ZLIB] = ".zlib",
+        [COMPRESS_LZW] = ".Z",
+        [COMPRESS_ZSTD] = ".zst",
+    };
+    return NAME_AT(suffixes, kind, ""); /* COMPRESS_NONE: no suffix */
 }
 
 int compress_from_suffix(const char *suffix, CompressKind *out) {
@@ -682,19 +677,13 @@ typedef struct {
 } InflateReader;
 
 static const char *kind_name(CompressKind kind) {
-    switch (kind) {
-    case COMPRESS_GZIP:
-        return "gzip";
-    case COMPRESS_ZLIB:
-        return "zlib";
-    case COMPRESS_LZW:
-        return "lzw";
-    case COMPRESS_ZSTD:
-        return "zstd";
-    case COMPRESS_NONE:
-        break;
-    }
-    return "none";
+    static const char *const names[] = {
+        [COMPRESS_GZIP] = "gzip",
+        [COMPRESS_ZLIB] = "zlib",
+        [COMPRESS_LZW] = "lzw",
+        [COMPRESS_ZSTD] = "zstd",
+    };
+    return NAME_AT(names, kind, "none");
 }
 
 /* Records a sticky failure (message formatted now) and returns code. */

@@ -7,6 +7,7 @@
 #include "wal.h"
 #include "../common/byteorder.h"
 #include "../common/err.h"
+#include "../common/names.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -445,19 +446,11 @@ int wal_request_may_write(WalRequestKind kind) {
 }
 
 const char *wal_request_kind_name(WalRequestKind kind) {
-    switch (kind) {
-    case WAL_REQ_EMPTY:
-        return "empty";
-    case WAL_REQ_NO_WRITE:
-        return "no-write";
-    case WAL_REQ_V2:
-        return "v2";
-    case WAL_REQ_WRITE:
-        return "write";
-    case WAL_REQ_UNDECODABLE:
-        return "undecodable";
-    }
-    return "unknown";
+    static const char *const names[] = {
+        [WAL_REQ_EMPTY] = "empty", [WAL_REQ_NO_WRITE] = "no-write",       [WAL_REQ_V2] = "v2",
+        [WAL_REQ_WRITE] = "write", [WAL_REQ_UNDECODABLE] = "undecodable",
+    };
+    return NAME_AT(names, kind, "unknown");
 }
 
 /* ---------------- segments ---------------- */

@@ -10,6 +10,7 @@
 #include "../common/err.h"
 #include "../common/fsutil.h"
 #include "../common/log.h"
+#include "../common/names.h"
 #include "../common/progress.h"
 #include "../common/timeutil.h"
 #include "../etcd/etcd_proc.h"
@@ -29,49 +30,30 @@
 #include <unistd.h>
 
 const char *verify_fault_kind_name(VerifyFaultKind k) {
-    switch (k) {
-    case VERIFY_NO_FULL:
-        return "no-full-snapshot";
-    case VERIFY_GAP:
-        return "gap";
-    case VERIFY_OVERLAP:
-        return "overlap";
-    case VERIFY_BAD_HASH:
-        return "bad-hash";
-    case VERIFY_UNDECODABLE:
-        return "undecodable";
-    case VERIFY_UNREADABLE:
-        return "unreadable";
-    case VERIFY_WRONG_REVISIONS:
-        return "wrong-revisions";
-    case VERIFY_OTHER_HISTORY:
-        return "other-history";
-    case VERIFY_RESTORE_FAILED:
-        return "restore-failed";
-    case VERIFY_RESTORE_MISMATCH:
-        return "restore-mismatch";
-    case VERIFY_UNENCRYPTED_AFTER_ENCRYPTED:
-        return "unencrypted-after-encrypted";
-    case VERIFY_INCONSISTENT_EVENTS:
-        return "inconsistent-events";
-    }
-    return "unknown";
+    static const char *const names[] = {
+        [VERIFY_NO_FULL] = "no-full-snapshot",
+        [VERIFY_GAP] = "gap",
+        [VERIFY_OVERLAP] = "overlap",
+        [VERIFY_BAD_HASH] = "bad-hash",
+        [VERIFY_UNDECODABLE] = "undecodable",
+        [VERIFY_UNREADABLE] = "unreadable",
+        [VERIFY_WRONG_REVISIONS] = "wrong-revisions",
+        [VERIFY_OTHER_HISTORY] = "other-history",
+        [VERIFY_RESTORE_FAILED] = "restore-failed",
+        [VERIFY_RESTORE_MISMATCH] = "restore-mismatch",
+        [VERIFY_UNENCRYPTED_AFTER_ENCRYPTED] = "unencrypted-after-encrypted",
+        [VERIFY_INCONSISTENT_EVENTS] = "inconsistent-events",
+    };
+    return NAME_AT(names, k, "unknown");
 }
 
 const char *restore_test_result_name(RestoreTestResult r) {
-    switch (r) {
-    case RESTORE_TEST_NOT_RUN:
-        return "not-run";
-    case RESTORE_TEST_MATCH:
-        return "match";
-    case RESTORE_TEST_MISMATCH:
-        return "mismatch";
-    case RESTORE_TEST_NOT_COMPARED:
-        return "not-compared";
-    case RESTORE_TEST_FAILED:
-        return "failed";
-    }
-    return "unknown";
+    static const char *const names[] = {
+        [RESTORE_TEST_NOT_RUN] = "not-run",   [RESTORE_TEST_MATCH] = "match",
+        [RESTORE_TEST_MISMATCH] = "mismatch", [RESTORE_TEST_NOT_COMPARED] = "not-compared",
+        [RESTORE_TEST_FAILED] = "failed",
+    };
+    return NAME_AT(names, r, "unknown");
 }
 
 int verify_add_fault(VerifyReport *r, VerifyFaultKind kind, int warning, const char *object,

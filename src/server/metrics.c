@@ -5,6 +5,7 @@
 #include "metrics.h"
 
 #include "common/err.h"
+#include "common/names.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -297,15 +298,9 @@ Metric *metrics_find(MetricsRegistry *reg, const char *name) {
 }
 
 static const char *type_name(MetricType t) {
-    switch (t) {
-    case METRIC_COUNTER:
-        return "counter";
-    case METRIC_GAUGE:
-        return "gauge";
-    case METRIC_HISTOGRAM:
-        return "histogram";
-    }
-    return "untyped";
+    static const char *const names[] = {
+        [METRIC_COUNTER] = "counter", [METRIC_GAUGE] = "gauge", [METRIC_HISTOGRAM] = "histogram"};
+    return NAME_AT(names, t, "untyped");
 }
 
 static int child_get_locked(Metric *m, const char *const *values, int create, MetricChild **out);
@@ -1245,38 +1240,24 @@ const char *etcdbr_operation_name(EtcdbrOperation op) {
 }
 
 const char *etcdbr_metrics_error_class(int err_code) {
-    switch (err_code) {
-    case ERR_IO:
-        return "io";
-    case ERR_NOMEM:
-        return "nomem";
-    case ERR_INVALID:
-        return "invalid";
-    case ERR_NOT_FOUND:
-        return "not_found";
-    case ERR_CORRUPT:
-        return "corrupt";
-    case ERR_ETCD:
-        return "etcd";
-    case ERR_COMPACTED:
-        return "compacted";
-    case ERR_TIMEOUT:
-        return "timeout";
-    case ERR_EXISTS:
-        return "exists";
-    case ERR_UNSUPPORTED:
-        return "unsupported";
-    case ERR_CANCELED:
-        return "canceled";
-    case ERR_GAP:
-        return "gap";
-    case ERR_CONFLICT:
-        return "store_conflict";
-    case ERR_IMMUTABLE:
-        return "immutable";
-    default:
-        return "other";
-    }
+    /* indexed by -err_code: every ERR_* is negative; ERR_OK is no error class */
+    static const char *const classes[] = {
+        [-ERR_IO] = "io",
+        [-ERR_NOMEM] = "nomem",
+        [-ERR_INVALID] = "invalid",
+        [-ERR_NOT_FOUND] = "not_found",
+        [-ERR_CORRUPT] = "corrupt",
+        [-ERR_ETCD] = "etcd",
+        [-ERR_COMPACTED] = "compacted",
+        [-ERR_TIMEOUT] = "timeout",
+        [-ERR_EXISTS] = "exists",
+        [-ERR_UNSUPPORTED] = "unsupported",
+        [-ERR_CANCELED] = "canceled",
+        [-ERR_GAP] = "gap",
+        [-ERR_CONFLICT] = "store_conflict",
+        [-ERR_IMMUTABLE] = "immutable",
+    };
+    return NAME_AT(classes, -(long long)err_code, "other");
 }
 
 static double now_unix_seconds(void) {
