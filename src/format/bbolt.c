@@ -5,6 +5,7 @@
  * BB_MAX_DEPTH and a page budget, buffers are capped. A BboltDb is immutable after open and all
  * reads use pread, so calls on one handle from several threads are safe. */
 #include "bbolt.h"
+#include "bbolt_layout.h"
 #include "../common/byteorder.h"
 #include "../common/err.h"
 
@@ -16,28 +17,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define BB_MAGIC 0xED0CDAEDu
-#define BB_VERSION 2u
-#define BB_NO_FREELIST UINT64_MAX
 #define BB_MAX_READ ((uint64_t)64 << 20)   /* one page with its overflow */
 #define BB_MAX_BUFFERS ((size_t)256 << 20) /* all page buffers of one walk */
-
-enum {
-    BB_PAGE_HEADER = 16,
-    BB_ELEM_SIZE = 16, /* branchPageElement and leafPageElement are both 16 bytes */
-    BB_META_SIZE = 64,
-    BB_META_SUM_LEN = 56, /* meta bytes covered by the FNV-1a checksum */
-    BB_BUCKET_HEADER = 16,
-    BB_FLAG_BRANCH = 0x01,
-    BB_FLAG_LEAF = 0x02,
-    BB_FLAG_META = 0x04,
-    BB_FLAG_FREELIST = 0x10,
-    BB_LEAF_BUCKET = 0x01,
-    BB_MAX_DEPTH = 64, /* tree levels plus bucket nesting; real dbs use a handful */
-    BB_MAX_KEY = 32768,
-    BB_MIN_PAGE = 512,
-    BB_MAX_PAGE = 65536,
-};
 
 struct BboltDb {
     int fd;

@@ -5,6 +5,7 @@
  * parents may come before or after their children in the file. */
 #include "bbolt_stream.h"
 #include "bbolt.h"
+#include "bbolt_layout.h"
 #include "../common/byteorder.h"
 #include "../common/err.h"
 
@@ -12,23 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define BB_MAGIC 0xED0CDAEDu
-#define BB_VERSION 2u
-#define BB_NO_FREELIST UINT64_MAX
-
 enum {
-    BB_PAGE_HEADER = 16,
-    BB_ELEM_SIZE = 16,
-    BB_META_SIZE = 64,
-    BB_META_SUM_LEN = 56,
-    BB_BUCKET_HEADER = 16,
-    BB_FLAG_BRANCH = 0x01,
-    BB_FLAG_LEAF = 0x02,
-    BB_FLAG_META = 0x04,
-    BB_LEAF_BUCKET = 0x01,
-    BB_MIN_PAGE = 512,
-    BB_MAX_PAGE = 65536,
-    BB_MAX_DEPTH = 64,
     BB_REV_KEY = 17, /* etcd's revision key: 8-byte main, '_', 8-byte sub (+ 't' tombstone) */
     N_INTERNAL = 3,  /* meta's compaction revisions and consistent_index (a marker) */
 };

@@ -212,51 +212,51 @@ static const char *pb_check_confstate(const uint8_t *p, size_t n) {
     return NULL;
 }
 
-int wal_decode_entry(const uint8_t *p, size_t n, WalEntry *out) {
+/* Shared by raftpb.Entry {type=1, term=2, index=3, data=4} and raftpb.HardState {term=1, vote=2,
+ * commit=3}: the varints of fields 1-3 go to vals[0..2] (0 when absent, the last occurrence when
+ * repeated, as gogoproto merges); field 4's bytes are borrowed into *data when data is not NULL,
+ * else skipped like any other field. */
+static int decode_three_varints(const char *what, const uint8_t *p, size_t n, uint64_t vals[3],
+                                const uint8_t **data, size_t *data_len) {
     Pb b = pb_make(p, n);
-    memset(out, 0, sizeof *out);
+    vals[0] = vals[1] = vals[2] = 0;
     while (b.p < b.end) {
         int32_t f;
         unsigned w;
-        uint64_t v;
         const char *why = pb_tag(&b, &f, &w);
-        if (why) return pb_fail("raftpb.Entry", why);
+        if (why) return pb_fail(what, why);
         if (f >= 1 && f <= 3) {
-            if (w != PB_VARINT) return pb_fail("raftpb.Entry", "wrong wire type for a varint");
-            if ((why = pb_varint(&b, &v))) return pb_fail("raftpb.Entry", why);
-            if (f == 1) out->type = (int32_t)(uint32_t)v; /* an int32 enum keeps 32 bits */
-            if (f == 2) out->term = v;
-            if (f == 3) out->index = v;
-        } else if (f == 4) {
-            if (w != PB_BYTES) return pb_fail("raftpb.Entry", "wrong wire type for data");
-            if ((why = pb_bytes(&b, &out->data, &out->data_len)))
-                return pb_fail("raftpb.Entry", why);
+            if (w != PB_VARINT) return pb_fail(what, "wrong wire type for a varint");
+            if ((why = pb_varint(&b, &vals[f - 1]))) return pb_fail(what, why);
+        } else if (f == 4 && data) {
+            if (w != PB_BYTES) return pb_fail(what, "wrong wire type for data");
+            if ((why = pb_bytes(&b, data, data_len))) return pb_fail(what, why);
         } else if ((why = pb_skip(&b, w))) {
-            return pb_fail("raftpb.Entry", why);
+            return pb_fail(what, why);
         }
     }
     return 0;
 }
 
-int wal_decode_hardstate(const uint8_t *p, size_t n, WalHardState *out) {
-    Pb b = pb_make(p, n);
+int wal_decode_entry(const uint8_t *p, size_t n, WalEntry *out) {
+    uint64_t v[3];
     memset(out, 0, sizeof *out);
-    while (b.p < b.end) {
-        int32_t f;
-        unsigned w;
-        uint64_t v;
-        const char *why = pb_tag(&b, &f, &w);
-        if (why) return pb_fail("raftpb.HardState", why);
-        if (f >= 1 && f <= 3) {
-            if (w != PB_VARINT) return pb_fail("raftpb.HardState", "wrong wire type for a varint");
-            if ((why = pb_varint(&b, &v))) return pb_fail("raftpb.HardState", why);
-            if (f == 1) out->term = v;
-            if (f == 2) out->vote = v;
-            if (f == 3) out->commit = v;
-        } else if ((why = pb_skip(&b, w))) {
-            return pb_fail("raftpb.HardState", why);
-        }
-    }
+    int rc = decode_three_varints("raftpb.Entry", p, n, v, &out->data, &out->data_len);
+    if (rc) return rc;
+    out->type = (int32_t)(uint32_t)v[0]; /* an int32 enum keeps 32 bits */
+    out->term = v[1];
+    out->index = v[2];
+    return 0;
+}
+
+int wal_decode_hardstate(const uint8_t *p, size_t n, WalHardState *out) {
+    uint64_t v[3];
+    memset(out, 0, sizeof *out);
+    int rc = decode_three_varints("raftpb.HardState", p, n, v, NULL, NULL);
+    if (rc) return rc;
+    out->term = v[0];
+    out->vote = v[1];
+    out->commit = v[2];
     return 0;
 }
 
