@@ -15,6 +15,7 @@
 #include "../common/timeutil.h"
 #include "../etcd/etcd_proc.h"
 #include "../format/bbolt.h"
+#include "../format/snapshot_file.h"
 #include "../store/snapobj.h"
 
 #include <dirent.h>
@@ -371,12 +372,11 @@ static int check_full(Checker *c, const Snapshot *s, TapReader *tap) {
         free(path);
         return rc;
     }
-    IoWriter *fdw = io_fd_writer_new(fd);
-    IoWriter *checker = fdw ? trailer_checker_new(fdw, 0) : NULL;
-    int rc = checker ? 0 : err_set(ERR_NOMEM, "out of memory");
+    SnapshotSpool sp;
+    int rc = snapshot_spool_start(&sp, path, fd);
     uint64_t total = 0, db_len = 0;
     FsSpaceGuard space = {c->scratch, 0};
-    if (!rc) rc = io_copy_tick(&tap->base, checker, &total, space_tick, &space);
+    if (!rc) rc = io_copy_tick(&tap->base, sp.checker, &total, space_tick, &space);
     if (rc) {
         if (tap->err) rc = read_fault(c, s, tap->err, tap->msg);
         /* else a local write failed (ERR_IO, scratch disk): the verification cannot go on */
@@ -396,7 +396,7 @@ static int check_full(Checker *c, const Snapshot *s, TapReader *tap) {
                               s->key, (unsigned long long)total);
         goto done;
     }
-    if (trailer_check_result(checker, &db_len)) {
+    if (trailer_check_result(sp.checker, &db_len)) {
         rc = verify_add_fault(c->r, VERIFY_BAD_HASH, 0, s->key, NULL, 0, 0,
                               "bad hash in %s: the sha256 of its %llu db bytes does not match its "
                               "trailer (%s)",
@@ -445,11 +445,7 @@ static int check_full(Checker *c, const Snapshot *s, TapReader *tap) {
                      s->key, KEYSTATE_MAX_KEYS);
     }
 done:
-    io_writer_free(checker);
-    io_writer_free(fdw);
-    close(fd);
-    unlink(path);
-    free(path);
+    snapshot_spool_discard(&sp);
     return rc;
 }
 

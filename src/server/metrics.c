@@ -827,6 +827,13 @@ static int proc_io_fail(int report, const char *what, const char *path, int errn
     return ERR_IO;
 }
 
+/* Closes f, read from path: 0, or ERR_IO (set when report) when a read from it failed. */
+static int proc_close(FILE *f, const char *path, int report) {
+    int bad = ferror(f) ? (errno ? errno : EIO) : 0;
+    fclose(f);
+    return bad ? proc_io_fail(report, "read", path, bad) : 0;
+}
+
 static double clock_ticks(void) {
     long t = sysconf(_SC_CLK_TCK);
     return t > 0 ? (double)t : 100.0;
@@ -840,9 +847,7 @@ static int proc_read_stat(MetricsProcessStats *st, double *start_ticks, int repo
     FILE *f = fopen(path, "re");
     if (!f) return proc_io_fail(report, "open", path, errno);
     size_t n = fread(buf, 1, sizeof buf - 1, f);
-    int bad = ferror(f) ? (errno ? errno : EIO) : 0;
-    fclose(f);
-    if (bad) return proc_io_fail(report, "read", path, bad);
+    if (proc_close(f, path, report)) return ERR_IO;
     buf[n] = '\0';
     const char *p = strrchr(buf, ')');
     /* Tokens after ')': [0] state (field 3) ... [11] utime, [12] stime, [19] starttime,
@@ -900,9 +905,7 @@ static int proc_read_boot_time(double *btime, int report) {
         }
         at_start = strchr(line, '\n') != NULL;
     }
-    int bad = ferror(f) ? (errno ? errno : EIO) : 0;
-    fclose(f);
-    if (bad) return proc_io_fail(report, "read", path, bad);
+    if (proc_close(f, path, report)) return ERR_IO;
     if (rc && report) err_set(rc, "%s: no btime line", path);
     return rc;
 }
@@ -952,9 +955,7 @@ static int proc_read_limits(MetricsProcessStats *st, int report) {
         if (r == 0) found++;
         if (r < 0) rc = r;
     }
-    int bad = ferror(f) ? (errno ? errno : EIO) : 0;
-    fclose(f);
-    if (bad) return proc_io_fail(report, "read", path, bad);
+    if (proc_close(f, path, report)) return ERR_IO;
     if (rc == 0 && found < 2) rc = ERR_CORRUPT;
     if (rc && report)
         err_set(rc, "%s: no readable \"Max open files\" and \"Max address space\"", path);
