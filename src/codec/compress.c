@@ -957,12 +957,8 @@ fail:
 IoWriter *compress_writer_new(CompressKind kind, IoWriter *next) {
     switch (kind) {
     case COMPRESS_NONE: {
-        PlainWriter *p = calloc(1, sizeof *p);
-        if (!p) {
-            err_set(ERR_NOMEM, "plain writer: out of memory");
-            return NULL;
-        }
-        p->base.vt = &plainw_vt;
+        PlainWriter *p = io_writer_alloc(sizeof *p, &plainw_vt, "plain writer");
+        if (!p) return NULL;
         p->next = next;
         return &p->base;
     }
@@ -1052,12 +1048,8 @@ IoReader *decompress_reader_new(CompressKind kind, IoReader *src) {
 static IoReader *kind_reader_new(CompressKind kind, IoReader *src) {
     switch (kind) {
     case COMPRESS_NONE: {
-        PlainReader *p = calloc(1, sizeof *p);
-        if (!p) {
-            err_set(ERR_NOMEM, "plain reader: out of memory");
-            return NULL;
-        }
-        p->base.vt = &plainr_vt;
+        PlainReader *p = io_reader_alloc(sizeof *p, &plainr_vt, "plain reader");
+        if (!p) return NULL;
         p->src = src;
         return &p->base;
     }
