@@ -886,26 +886,9 @@ done:
 
 /* ---- open ---- */
 
-typedef struct {
-    int valid;
-    char why[96];
-    uint32_t page_size;
-    uint64_t root, freelist, pgid, txid;
-} BbMeta;
-
-/* Reads and validates the meta page at off, which must be page `index` (0 or 1). */
-static void meta_read(BboltDb *db, uint64_t off, uint64_t limit, unsigned index, BbMeta *m) {
-    uint8_t b[BB_PAGE_HEADER + BB_META_SIZE];
-    memset(m, 0, sizeof *m);
-    if (off + sizeof b > limit) {
-        snprintf(m->why, sizeof m->why, "beyond the end of the file");
-        return;
-    }
-    if (pread_full(db, b, sizeof b, off, index) != 0) {
-        snprintf(m->why, sizeof m->why, "unreadable (%s)", err_msg());
-        return;
-    }
+void bbolt_meta_parse(const uint8_t *b, unsigned index, uint64_t off, BbMeta *m) {
     const uint8_t *mp = b + BB_PAGE_HEADER;
+    memset(m, 0, sizeof *m);
     uint32_t magic = get_le32(mp), version = get_le32(mp + 4);
     m->page_size = get_le32(mp + 8);
     m->root = get_le64(mp + 16);
@@ -924,7 +907,7 @@ static void meta_read(BboltDb *db, uint64_t off, uint64_t limit, unsigned index,
     } else if (m->page_size < BB_MIN_PAGE || m->page_size > BB_MAX_PAGE ||
                (m->page_size & (m->page_size - 1)) != 0) {
         snprintf(m->why, sizeof m->why, "page size %u", m->page_size);
-    } else if (index == 1 && off != m->page_size) {
+    } else if (index == 1 && off != BB_META_ANY_OFFSET && off != m->page_size) {
         snprintf(m->why, sizeof m->why, "page size %u but found at byte %llu", m->page_size,
                  (unsigned long long)off);
     } else if (m->pgid < 3 || m->root < 2 || m->root >= m->pgid ||
@@ -935,6 +918,21 @@ static void meta_read(BboltDb *db, uint64_t off, uint64_t limit, unsigned index,
     } else {
         m->valid = 1;
     }
+}
+
+/* Reads and validates the meta page at off, which must be page `index` (0 or 1). */
+static void meta_read(BboltDb *db, uint64_t off, uint64_t limit, unsigned index, BbMeta *m) {
+    uint8_t b[BB_PAGE_HEADER + BB_META_SIZE];
+    memset(m, 0, sizeof *m);
+    if (off + sizeof b > limit) {
+        snprintf(m->why, sizeof m->why, "beyond the end of the file");
+        return;
+    }
+    if (pread_full(db, b, sizeof b, off, index) != 0) {
+        snprintf(m->why, sizeof m->why, "unreadable (%s)", err_msg());
+        return;
+    }
+    bbolt_meta_parse(b, index, off, m);
 }
 
 int bbolt_open(const char *path, uint64_t size_limit, BboltDb **out) {

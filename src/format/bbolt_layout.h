@@ -28,4 +28,21 @@ enum {
     BB_MAX_DEPTH = 64, /* readers' bound on tree levels plus bucket nesting; real dbs use a few */
 };
 
+/* A meta page (db.go meta) as bbolt_meta_parse read it. */
+typedef struct {
+    int valid;     /* 1 when every check passed; else why says which failed */
+    char why[128]; /* NUL-terminated */
+    uint32_t page_size;
+    uint64_t root, freelist, pgid, txid; /* pgid: the high water mark */
+} BbMeta;
+
+#define BB_META_ANY_OFFSET UINT64_MAX /* bbolt_meta_parse: where meta 1 lies is not checked */
+
+/* Parses b (BB_PAGE_HEADER + BB_META_SIZE bytes: a page header, then the meta) as meta page
+ * index (0 or 1) into *m and checks it as bbolt's meta.validate does, plus the page header, the
+ * page size (a power of two in BB_MIN_PAGE..BB_MAX_PAGE), meta 1 lying at byte off == its page
+ * size (unless off is BB_META_ANY_OFFSET) and root and freelist below the high water mark.
+ * Defined in bbolt.c. */
+void bbolt_meta_parse(const uint8_t *b, unsigned index, uint64_t off, BbMeta *m);
+
 #endif

@@ -7,6 +7,7 @@
 #include "wal.h"
 #include "../common/byteorder.h"
 #include "../common/err.h"
+#include "../common/array.h"
 #include "../common/names.h"
 
 #include <dirent.h>
@@ -926,19 +927,11 @@ static int list_wal(const char *dir, WalName **out, size_t *n_out) {
     while ((e = readdir(d)) != NULL) {
         WalName wn;
         if (parse_wal_name(e->d_name, &wn) != 0) continue;
-        if (n == cap) {
-            if (cap >= WAL_MAX_FILES) {
-                rc = err_set(ERR_CORRUPT, "%s: more than %u WAL files", dir, WAL_MAX_FILES);
-                break;
-            }
-            cap = cap ? cap * 2 : 16;
-            WalName *nv = realloc(v, cap * sizeof *v);
-            if (!nv) {
-                rc = err_set(ERR_NOMEM, "%s: out of memory", dir);
-                break;
-            }
-            v = nv;
+        if (n == cap && cap >= WAL_MAX_FILES) {
+            rc = err_set(ERR_CORRUPT, "%s: more than %u WAL files", dir, WAL_MAX_FILES);
+            break;
         }
+        if ((rc = array_reserve(&v, &cap, n, sizeof *v, 16, dir))) break;
         v[n++] = wn;
     }
     closedir(d);
@@ -968,19 +961,11 @@ static int list_snaps(const char *dir, char ***out, size_t *n_out) {
     while ((e = readdir(d)) != NULL) {
         size_t len = strlen(e->d_name);
         if (len < 5 || strcmp(e->d_name + len - 5, ".snap") != 0) continue;
-        if (n == cap) {
-            if (cap >= WAL_MAX_FILES) {
-                rc = err_set(ERR_CORRUPT, "%s: more than %u snap files", dir, WAL_MAX_FILES);
-                break;
-            }
-            cap = cap ? cap * 2 : 16;
-            char **nv = realloc(v, cap * sizeof *v);
-            if (!nv) {
-                rc = err_set(ERR_NOMEM, "%s: out of memory", dir);
-                break;
-            }
-            v = nv;
+        if (n == cap && cap >= WAL_MAX_FILES) {
+            rc = err_set(ERR_CORRUPT, "%s: more than %u snap files", dir, WAL_MAX_FILES);
+            break;
         }
+        if ((rc = array_reserve(&v, &cap, n, sizeof *v, 16, dir))) break;
         if (!(v[n] = strdup(e->d_name))) {
             rc = err_set(ERR_NOMEM, "%s: out of memory", dir);
             break;
@@ -1103,15 +1088,7 @@ static int scan_snapshots(const char *wal_dir, const WalName *names, size_t n, S
             } else if (rec.type == WAL_REC_SNAPSHOT) {
                 SnapRef s;
                 if ((rc = wal_decode_snapshot(rec.data, rec.len, &s.index, &s.term))) break;
-                if (nv == cap) {
-                    cap = cap ? cap * 2 : 16;
-                    SnapRef *nr = realloc(v, cap * sizeof *v);
-                    if (!nr) {
-                        rc = err_set(ERR_NOMEM, "%s: out of memory", path);
-                        break;
-                    }
-                    v = nr;
-                }
+                if ((rc = array_reserve(&v, &cap, nv, sizeof *v, 16, path))) break;
                 v[nv++] = s;
             }
         }
