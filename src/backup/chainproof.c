@@ -10,6 +10,7 @@
 #include "../common/timeutil.h"
 #include "../format/bbolt.h"
 #include "../format/mvcc.h"
+#include "../format/snapshot_file.h"
 #include "../store/snapobj.h"
 
 #include <errno.h>
@@ -150,16 +151,16 @@ static int sample_full(Store *store, const Snapshot *snap, const char *tmp_dir, 
     int fd = fs_mkstemp_locked(tmp_dir, "etcdbr-full-", &path);
     if (fd < 0) return fd;
     SnapObjReader *obj = NULL;
-    IoWriter *fdw = io_fd_writer_new(fd);
-    IoWriter *checker = fdw ? trailer_checker_new(fdw, 0) : NULL;
+    SnapshotSpool sp;
     uint64_t total = 0, db_len = 0;
-    int rc = checker ? snapobj_open_read(store, snap, &obj) : err_set(ERR_NOMEM, "out of memory");
-    if (!rc) rc = io_copy(snapobj_reader(obj), checker, &total);
+    int rc = snapshot_spool_start(&sp, path, fd);
+    if (!rc) rc = snapobj_open_read(store, snap, &obj);
+    if (!rc) rc = io_copy(snapobj_reader(obj), sp.checker, &total);
     if (!rc && total % 512 == 32) /* a db with etcd's sha256 trailer (fullsnap.h) */
-        rc = trailer_check_result(checker, &db_len);
+        rc = trailer_check_result(sp.checker, &db_len);
     else if (!rc)
         db_len = total;
-    if (!rc) rc = sample_db(path, db_len, s);
+    if (!rc) rc = sample_db(sp.path, db_len, s);
     if (rc == ERR_CORRUPT || rc == ERR_UNSUPPORTED || rc == ERR_INVALID) {
         out->verdict = CHAIN_UNREADABLE;
         snprintf(out->why, sizeof out->why, "%s does not decode as an etcd db: %s", snap->key,
@@ -170,11 +171,7 @@ static int sample_full(Store *store, const Snapshot *snap, const char *tmp_dir, 
         snprintf(out->why, sizeof out->why, "%s holds no keys to compare", snap->key);
     }
     snapobj_close(obj);
-    io_writer_free(checker);
-    io_writer_free(fdw);
-    close(fd);
-    unlink(path);
-    free(path);
+    snapshot_spool_discard(&sp);
     return rc;
 }
 

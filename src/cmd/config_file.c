@@ -6,6 +6,7 @@
 #include "config_file.h"
 #include "../common/err.h"
 #include "../common/log.h"
+#include "../common/names.h"
 #include "../common/timeutil.h"
 
 #include <ctype.h>
@@ -230,22 +231,16 @@ static const char *node_kind_name(const yaml_node_t *n) {
 }
 
 static const char *kind_expectation(ConfigKind k) {
-    switch (k) {
-    case CONFIG_KIND_SECTION:
-        return "a mapping";
-    case CONFIG_KIND_STRING:
-        return "a string";
-    case CONFIG_KIND_BOOL:
-        return "a boolean (true or false, unquoted)";
-    case CONFIG_KIND_INT:
-        return "an integer (unquoted)";
-    case CONFIG_KIND_UINT:
-        return "a non-negative integer (unquoted)";
-    case CONFIG_KIND_DURATION:
-        return "a duration string such as \"30s\" or \"1h30m\"";
-    default:
-        return "a list of strings";
-    }
+    static const char *const expectations[] = {
+        [CONFIG_KIND_SECTION] = "a mapping",
+        [CONFIG_KIND_STRING] = "a string",
+        [CONFIG_KIND_BOOL] = "a boolean (true or false, unquoted)",
+        [CONFIG_KIND_INT] = "an integer (unquoted)",
+        [CONFIG_KIND_UINT] = "a non-negative integer (unquoted)",
+        [CONFIG_KIND_DURATION] = "a duration string such as \"30s\" or \"1h30m\"",
+        [CONFIG_KIND_LIST] = "a list of strings",
+    };
+    return NAME_AT(expectations, k, "a list of strings");
 }
 
 static int type_error(Ctx *c, const ConfigFileKey *k, const yaml_node_t *v) {

@@ -8,6 +8,7 @@
 #include "../common/err.h"
 #include "../common/goparse.h"
 #include "../common/log.h"
+#include "../common/names.h"
 #include "../common/timeutil.h"
 
 #include <errno.h>
@@ -613,18 +614,11 @@ int opts_has(const Opts *o, const char *name) {
 /* ---------- help and docs ---------- */
 
 static const char *type_name(OptType t) {
-    switch (t) {
-    case OPT_BOOL:
-        return "bool";
-    case OPT_INT:
-        return "int";
-    case OPT_DURATION:
-        return "duration";
-    case OPT_LIST:
-        return "strings";
-    default:
-        return "string";
-    }
+    static const char *const names[] = {
+        [OPT_STRING] = "string",     [OPT_BOOL] = "bool",    [OPT_INT] = "int",
+        [OPT_DURATION] = "duration", [OPT_LIST] = "strings",
+    };
+    return NAME_AT(names, t, "string");
 }
 
 void opts_print_help(unsigned cmd) {

@@ -7,6 +7,7 @@
 #include "lzw.h"
 #include "../common/byteorder.h"
 #include "../common/err.h"
+#include "../common/names.h"
 
 #include <libdeflate.h>
 #include <inttypes.h>
@@ -46,19 +47,13 @@ int compress_parse_policy(const char *name, CompressKind *out) {
 }
 
 const char *compress_suffix(CompressKind kind) {
-    switch (kind) {
-    case COMPRESS_GZIP:
-        return ".gz";
-    case COMPRESS_ZLIB:
-        return ".zlib";
-    case COMPRESS_LZW:
-        return ".Z";
-    case COMPRESS_ZSTD:
-        return ".zst";
-    case COMPRESS_NONE:
-        break;
-    }
-    return "";
+    static const char *const suffixes[] = {
+        [COMPRESS_GZIP] = ".gz",
+        [COMPRESS_ZLIB] = ".zlib",
+        [COMPRESS_LZW] = ".Z",
+        [COMPRESS_ZSTD] = ".zst",
+    };
+    return NAME_AT(suffixes, kind, ""); /* COMPRESS_NONE: no suffix */
 }
 
 int compress_from_suffix(const char *suffix, CompressKind *out) {
@@ -682,19 +677,13 @@ typedef struct {
 } InflateReader;
 
 static const char *kind_name(CompressKind kind) {
-    switch (kind) {
-    case COMPRESS_GZIP:
-        return "gzip";
-    case COMPRESS_ZLIB:
-        return "zlib";
-    case COMPRESS_LZW:
-        return "lzw";
-    case COMPRESS_ZSTD:
-        return "zstd";
-    case COMPRESS_NONE:
-        break;
-    }
-    return "none";
+    static const char *const names[] = {
+        [COMPRESS_GZIP] = "gzip",
+        [COMPRESS_ZLIB] = "zlib",
+        [COMPRESS_LZW] = "lzw",
+        [COMPRESS_ZSTD] = "zstd",
+    };
+    return NAME_AT(names, kind, "none");
 }
 
 /* Records a sticky failure (message formatted now) and returns code. */
@@ -968,12 +957,8 @@ fail:
 IoWriter *compress_writer_new(CompressKind kind, IoWriter *next) {
     switch (kind) {
     case COMPRESS_NONE: {
-        PlainWriter *p = calloc(1, sizeof *p);
-        if (!p) {
-            err_set(ERR_NOMEM, "plain writer: out of memory");
-            return NULL;
-        }
-        p->base.vt = &plainw_vt;
+        PlainWriter *p = io_writer_alloc(sizeof *p, &plainw_vt, "plain writer");
+        if (!p) return NULL;
         p->next = next;
         return &p->base;
     }
@@ -1063,12 +1048,8 @@ IoReader *decompress_reader_new(CompressKind kind, IoReader *src) {
 static IoReader *kind_reader_new(CompressKind kind, IoReader *src) {
     switch (kind) {
     case COMPRESS_NONE: {
-        PlainReader *p = calloc(1, sizeof *p);
-        if (!p) {
-            err_set(ERR_NOMEM, "plain reader: out of memory");
-            return NULL;
-        }
-        p->base.vt = &plainr_vt;
+        PlainReader *p = io_reader_alloc(sizeof *p, &plainr_vt, "plain reader");
+        if (!p) return NULL;
         p->src = src;
         return &p->base;
     }

@@ -4,6 +4,7 @@
 #include "filter_group.h"
 #include "crypt.h"
 #include "../common/err.h"
+#include "../common/names.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -57,18 +58,13 @@ IoFilterGroup *io_filter_group_new_reader(IoReader *src) {
 }
 
 static const char *kind_name(FilterKind kind) {
-    switch (kind) {
-    case F_COMPRESS:
-        return "compression";
-    case F_DECOMPRESS:
-        return "decompression";
-    case F_ENCRYPT:
-        return "encryption";
-    case F_DECRYPT:
-        return "decryption";
-    default:
-        return "filter";
-    }
+    static const char *const names[] = {
+        [F_COMPRESS] = "compression",
+        [F_DECOMPRESS] = "decompression",
+        [F_ENCRYPT] = "encryption",
+        [F_DECRYPT] = "decryption",
+    };
+    return NAME_AT(names, kind, "filter"); /* F_COUNT, F_SHA256 */
 }
 
 static int add(IoFilterGroup *g, FilterKind kind, const char *name, CompressKind ck) {

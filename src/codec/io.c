@@ -7,6 +7,26 @@
 #include <string.h>
 #include <unistd.h>
 
+void *io_writer_alloc(size_t size, const IoWriterVt *vt, const char *what) {
+    IoWriter *w = calloc(1, size);
+    if (!w) {
+        err_set(ERR_NOMEM, "%s: out of memory", what);
+        return NULL;
+    }
+    w->vt = vt;
+    return w;
+}
+
+void *io_reader_alloc(size_t size, const IoReaderVt *vt, const char *what) {
+    IoReader *r = calloc(1, size);
+    if (!r) {
+        err_set(ERR_NOMEM, "%s: out of memory", what);
+        return NULL;
+    }
+    r->vt = vt;
+    return r;
+}
+
 int io_read_full(IoReader *r, void *buf, size_t cap, size_t *got) {
     size_t total = 0;
     while (total < cap) {
@@ -74,9 +94,8 @@ static void fdw_free(IoWriter *w) {
 static const IoWriterVt fdw_vt = {fdw_write, fdw_finish, fdw_free};
 
 IoWriter *io_fd_writer_new(int fd) {
-    FdWriter *f = calloc(1, sizeof *f);
+    FdWriter *f = io_writer_alloc(sizeof *f, &fdw_vt, "fd writer");
     if (!f) return NULL;
-    f->base.vt = &fdw_vt;
     f->fd = fd;
     return &f->base;
 }
@@ -104,9 +123,8 @@ static void fdr_free(IoReader *r) {
 static const IoReaderVt fdr_vt = {fdr_read, fdr_free};
 
 IoReader *io_fd_reader_new(int fd) {
-    FdReader *f = calloc(1, sizeof *f);
+    FdReader *f = io_reader_alloc(sizeof *f, &fdr_vt, "fd reader");
     if (!f) return NULL;
-    f->base.vt = &fdr_vt;
     f->fd = fd;
     return &f->base;
 }
@@ -129,9 +147,8 @@ static int memr_read(IoReader *r, void *buf, size_t cap, size_t *got) {
 static const IoReaderVt memr_vt = {memr_read, fdr_free};
 
 IoReader *io_mem_reader_new(const void *buf, size_t len) {
-    MemReader *m = calloc(1, sizeof *m);
+    MemReader *m = io_reader_alloc(sizeof *m, &memr_vt, "memory reader");
     if (!m) return NULL;
-    m->base.vt = &memr_vt;
     m->buf = buf;
     m->len = len;
     return &m->base;
@@ -155,9 +172,8 @@ static int cnt_finish(IoWriter *w) {
 static const IoWriterVt cnt_vt = {cnt_write, cnt_finish, fdw_free};
 
 IoWriter *io_counter_new(IoWriter *next, uint64_t **count_out) {
-    struct IoCounter *c = calloc(1, sizeof *c);
+    struct IoCounter *c = io_writer_alloc(sizeof *c, &cnt_vt, "byte counter");
     if (!c) return NULL;
-    c->base.vt = &cnt_vt;
     c->next = next;
     if (count_out) *count_out = &c->count;
     return &c->base;

@@ -51,6 +51,12 @@ static inline void io_reader_free(IoReader *r) {
     if (r) r->vt->free(r);
 }
 
+/* Allocates a zeroed stream object of size bytes whose first member is its IoWriter (IoReader)
+ * and sets that member's vt: the start of every stream's constructor. Owned by the caller, freed
+ * by vt->free. NULL with ERR_NOMEM set ("<what>: out of memory"). */
+void *io_writer_alloc(size_t size, const IoWriterVt *vt, const char *what);
+void *io_reader_alloc(size_t size, const IoReaderVt *vt, const char *what);
+
 /* Reads until buf is full or end of stream; *got < cap only at end of stream. */
 int io_read_full(IoReader *r, void *buf, size_t cap, size_t *got);
 

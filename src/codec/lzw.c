@@ -171,12 +171,8 @@ static void lzww_free(IoWriter *base) {
 static const IoWriterVt lzww_vt = {lzww_write, lzww_finish, lzww_free};
 
 IoWriter *lzw_writer_new(IoWriter *next) {
-    LzwWriter *w = calloc(1, sizeof *w);
-    if (!w) {
-        err_set(ERR_NOMEM, "lzw writer: out of memory");
-        return NULL;
-    }
-    w->base.vt = &lzww_vt;
+    LzwWriter *w = io_writer_alloc(sizeof *w, &lzww_vt, "lzw writer");
+    if (!w) return NULL;
     w->next = next;
     w->width = LZW_LIT_WIDTH + 1;
     w->hi = LZW_EOF;
@@ -363,12 +359,8 @@ static void lzwr_free(IoReader *base) {
 static const IoReaderVt lzwr_vt = {lzwr_read, lzwr_free};
 
 IoReader *lzw_reader_new(IoReader *src) {
-    LzwReader *r = calloc(1, sizeof *r);
-    if (!r) {
-        err_set(ERR_NOMEM, "lzw reader: out of memory");
-        return NULL;
-    }
-    r->base.vt = &lzwr_vt;
+    LzwReader *r = io_reader_alloc(sizeof *r, &lzwr_vt, "lzw reader");
+    if (!r) return NULL;
     r->src = src;
     r->width = LZW_LIT_WIDTH + 1;
     r->hi = LZW_EOF;

@@ -82,12 +82,8 @@ static void shaw_free(IoWriter *w) {
 static const IoWriterVt shaw_vt = {shaw_write, shaw_finish, shaw_free};
 
 IoWriter *sha256_writer_new(IoWriter *next) {
-    Sha256Writer *s = calloc(1, sizeof *s);
-    if (!s) {
-        err_set(ERR_NOMEM, "sha256 writer: out of memory");
-        return NULL;
-    }
-    s->base.vt = &shaw_vt;
+    Sha256Writer *s = io_writer_alloc(sizeof *s, &shaw_vt, "sha256 writer");
+    if (!s) return NULL;
     s->next = next;
     s->sha = sha256_new();
     if (!s->sha) {
@@ -166,12 +162,8 @@ static void tc_free(IoWriter *w) {
 static const IoWriterVt tc_vt = {tc_write, tc_finish, tc_free};
 
 IoWriter *trailer_checker_new(IoWriter *next, int strip) {
-    TrailerChecker *t = calloc(1, sizeof *t);
-    if (!t) {
-        err_set(ERR_NOMEM, "trailer checker: out of memory");
-        return NULL;
-    }
-    t->base.vt = &tc_vt;
+    TrailerChecker *t = io_writer_alloc(sizeof *t, &tc_vt, "trailer checker");
+    if (!t) return NULL;
     t->next = next;
     t->strip = strip;
     t->sha = sha256_new();

@@ -1,5 +1,6 @@
 /* err: thread-local error messages; see err.h. */
 #include "err.h"
+#include "names.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -43,38 +44,15 @@ const char *err_msg(void) {
 }
 
 const char *err_name(int code) {
-    switch (code) {
-    case ERR_OK:
-        return "OK";
-    case ERR_IO:
-        return "ERR_IO";
-    case ERR_NOMEM:
-        return "ERR_NOMEM";
-    case ERR_INVALID:
-        return "ERR_INVALID";
-    case ERR_NOT_FOUND:
-        return "ERR_NOT_FOUND";
-    case ERR_CORRUPT:
-        return "ERR_CORRUPT";
-    case ERR_ETCD:
-        return "ERR_ETCD";
-    case ERR_COMPACTED:
-        return "ERR_COMPACTED";
-    case ERR_TIMEOUT:
-        return "ERR_TIMEOUT";
-    case ERR_EXISTS:
-        return "ERR_EXISTS";
-    case ERR_UNSUPPORTED:
-        return "ERR_UNSUPPORTED";
-    case ERR_CANCELED:
-        return "ERR_CANCELED";
-    case ERR_GAP:
-        return "ERR_GAP";
-    case ERR_CONFLICT:
-        return "ERR_CONFLICT";
-    case ERR_IMMUTABLE:
-        return "ERR_IMMUTABLE";
-    default:
-        return "ERR_UNKNOWN";
-    }
+    /* indexed by -code: every ERR_* is 0 or negative; a code's name is its spelling */
+#define ERR_NAME(e) [-(e)] = #e
+    static const char *const names[] = {
+        [-ERR_OK] = "OK",      ERR_NAME(ERR_IO),          ERR_NAME(ERR_NOMEM),
+        ERR_NAME(ERR_INVALID), ERR_NAME(ERR_NOT_FOUND),   ERR_NAME(ERR_CORRUPT),
+        ERR_NAME(ERR_ETCD),    ERR_NAME(ERR_COMPACTED),   ERR_NAME(ERR_TIMEOUT),
+        ERR_NAME(ERR_EXISTS),  ERR_NAME(ERR_UNSUPPORTED), ERR_NAME(ERR_CANCELED),
+        ERR_NAME(ERR_GAP),     ERR_NAME(ERR_CONFLICT),    ERR_NAME(ERR_IMMUTABLE),
+    };
+#undef ERR_NAME
+    return NAME_AT(names, -(long long)code, "ERR_UNKNOWN");
 }

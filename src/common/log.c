@@ -2,6 +2,7 @@
  * neither threads nor processes sharing stderr (etcd under `run`) splice into it. */
 #include "log.h"
 #include "err.h"
+#include "names.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -42,16 +43,9 @@ int log_parse_level(const char *s, LogLevel *out) {
 }
 
 static const char *level_name(LogLevel l) {
-    switch (l) {
-    case LOG_ERROR:
-        return "error";
-    case LOG_WARN:
-        return "warning";
-    case LOG_INFO:
-        return "info";
-    default:
-        return "debug";
-    }
+    static const char *const names[] = {
+        [LOG_ERROR] = "error", [LOG_WARN] = "warning", [LOG_INFO] = "info", [LOG_DEBUG] = "debug"};
+    return NAME_AT(names, l, "debug");
 }
 
 /* Length of the valid UTF-8 sequence at p (RFC 3629: no overlong forms, no surrogates, at most

@@ -130,30 +130,53 @@ static int ensure_auth(EtcdClient *c) {
     return authenticate(c);
 }
 
+/* The retries of one call: whether it re-authenticated yet, how many endpoints it tried. */
+typedef struct {
+    int reauthed;
+    size_t tried;
+} CallTries;
+
+/* After a call failed with *rc and result r: 1 to call again (once after re-authenticating, or
+ * on the next endpoint when the call may fail over), else 0 with *rc the final error. A call
+ * that may not be repeated at all (a stream that delivered data) passes may_retry 0. */
+static int call_again(EtcdClient *c, CallTries *t, const GrpcResult *r, int may_retry,
+                      int idempotent, int *rc) {
+    if (may_retry && !t->reauthed && needs_reauth(c, r)) {
+        t->reauthed = 1;
+        return (*rc = authenticate(c)) == 0;
+    }
+    if (may_retry && t->tried < c->n_endpoints && can_failover(r, idempotent)) {
+        t->tried++;
+        next_endpoint(c);
+        return 1;
+    }
+    *rc = final_error(*rc, r, t->tried);
+    return 0;
+}
+
 /* One unary call with failover and one re-authentication. */
 static int call_unary(EtcdClient *c, const char *method, const ProtobufCMessage *req,
                       const ProtobufCMessageDescriptor *desc, int64_t timeout_ms, int idempotent,
                       ProtobufCMessage **resp) {
     int rc = ensure_auth(c);
     if (rc) return rc;
-    int reauthed = 0;
-    size_t tried = 1;
+    CallTries t = {0, 1};
     for (;;) {
         GrpcResult r;
         rc = grpc_unary(c->ch, c->endpoints[c->cur], method, req, desc, timeout_ms, resp, &r);
-        if (rc == 0) return 0;
-        if (!reauthed && needs_reauth(c, &r)) {
-            reauthed = 1;
-            if ((rc = authenticate(c))) return rc;
-            continue;
-        }
-        if (tried < c->n_endpoints && can_failover(&r, idempotent)) {
-            tried++;
-            next_endpoint(c);
-            continue;
-        }
-        return final_error(rc, &r, tried);
+        if (rc == 0 || !call_again(c, &t, &r, 1, idempotent, &rc)) return rc;
     }
+}
+
+/* call_unary for a method whose reply carries nothing the caller needs: it is freed. */
+static int call_no_reply(EtcdClient *c, const char *method, const ProtobufCMessage *req,
+                         const ProtobufCMessageDescriptor *desc, int64_t timeout_ms,
+                         int idempotent) {
+    ProtobufCMessage *resp = NULL;
+    int rc = call_unary(c, method, req, desc, timeout_ms, idempotent, &resp);
+    if (rc) return rc;
+    protobuf_c_message_free_unpacked(resp, NULL);
+    return 0;
 }
 
 static int authenticate(EtcdClient *c) {
@@ -340,25 +363,17 @@ int etcd_get_revision(EtcdClient *c, int64_t *rev_out) {
 
 int etcd_compact(EtcdClient *c, int64_t rev, int physical) {
     Etcdserverpb__CompactionRequest req = ETCDSERVERPB__COMPACTION_REQUEST__INIT;
-    ProtobufCMessage *resp = NULL;
     req.revision = rev;
     req.physical = physical != 0;
     /* a physical compaction waits for the backend: as long as a defragmentation may take */
-    int rc = call_unary(c, M_COMPACT, &req.base, &etcdserverpb__compaction_response__descriptor,
-                        physical ? c->defrag_timeout_ms : c->conn_timeout_ms, 0, &resp);
-    if (rc) return rc;
-    protobuf_c_message_free_unpacked(resp, NULL);
-    return 0;
+    return call_no_reply(c, M_COMPACT, &req.base, &etcdserverpb__compaction_response__descriptor,
+                         physical ? c->defrag_timeout_ms : c->conn_timeout_ms, 0);
 }
 
 int etcd_defragment(EtcdClient *c) {
     Etcdserverpb__DefragmentRequest req = ETCDSERVERPB__DEFRAGMENT_REQUEST__INIT;
-    ProtobufCMessage *resp = NULL;
-    int rc = call_unary(c, M_DEFRAG, &req.base, &etcdserverpb__defragment_response__descriptor,
-                        c->defrag_timeout_ms, 0, &resp);
-    if (rc) return rc;
-    protobuf_c_message_free_unpacked(resp, NULL);
-    return 0;
+    return call_no_reply(c, M_DEFRAG, &req.base, &etcdserverpb__defragment_response__descriptor,
+                         c->defrag_timeout_ms, 0);
 }
 
 int etcd_hash_kv(EtcdClient *c, int64_t rev, uint32_t *hash, int64_t *compact_revision,
@@ -445,14 +460,9 @@ int etcd_member_add(EtcdClient *c, const char *const *peer_urls, size_t n_urls, 
 
 int etcd_member_remove(EtcdClient *c, uint64_t id) {
     Etcdserverpb__MemberRemoveRequest req = ETCDSERVERPB__MEMBER_REMOVE_REQUEST__INIT;
-    Etcdserverpb__MemberRemoveResponse *resp = NULL;
     req.id = id;
-    int rc =
-        call_unary(c, M_MEMBER_REMOVE, &req.base, &etcdserverpb__member_remove_response__descriptor,
-                   c->conn_timeout_ms, 0, (ProtobufCMessage **)&resp);
-    if (rc) return rc;
-    protobuf_c_message_free_unpacked(&resp->base, NULL);
-    return 0;
+    return call_no_reply(c, M_MEMBER_REMOVE, &req.base,
+                         &etcdserverpb__member_remove_response__descriptor, c->conn_timeout_ms, 0);
 }
 
 int etcd_member_update(EtcdClient *c, uint64_t id, const char *const *peer_urls, size_t n_urls,
@@ -477,14 +487,9 @@ int etcd_member_update(EtcdClient *c, uint64_t id, const char *const *peer_urls,
 
 int etcd_member_promote(EtcdClient *c, uint64_t id) {
     Etcdserverpb__MemberPromoteRequest req = ETCDSERVERPB__MEMBER_PROMOTE_REQUEST__INIT;
-    Etcdserverpb__MemberPromoteResponse *resp = NULL;
     req.id = id;
-    int rc = call_unary(c, M_MEMBER_PROMOTE, &req.base,
-                        &etcdserverpb__member_promote_response__descriptor, c->conn_timeout_ms, 0,
-                        (ProtobufCMessage **)&resp);
-    if (rc) return rc;
-    protobuf_c_message_free_unpacked(&resp->base, NULL);
-    return 0;
+    return call_no_reply(c, M_MEMBER_PROMOTE, &req.base,
+                         &etcdserverpb__member_promote_response__descriptor, c->conn_timeout_ms, 0);
 }
 
 /* ---- KV ---- */
@@ -901,26 +906,15 @@ int etcd_snapshot(EtcdClient *c, int (*sink)(void *ctx, const void *buf, size_t 
     Etcdserverpb__SnapshotRequest req = ETCDSERVERPB__SNAPSHOT_REQUEST__INIT;
     int rc = ensure_auth(c);
     if (rc) return rc;
-    int reauthed = 0;
-    size_t tried = 1;
+    CallTries t = {0, 1};
     for (;;) {
         GrpcResult r;
         size_t delivered = 0;
         SnapCtx s = {.sink = sink, .ctx = ctx, .endpoint = c->endpoints[c->cur]};
         rc = grpc_server_stream(c->ch, c->endpoints[c->cur], M_SNAPSHOT, &req.base,
                                 c->snapshot_timeout_ms, snap_msg, &s, &delivered, &r);
-        if (rc == 0) return 0;
-        if (delivered == 0 && !reauthed && needs_reauth(c, &r)) {
-            reauthed = 1;
-            if ((rc = authenticate(c))) return rc;
-            continue;
-        }
-        if (delivered == 0 && tried < c->n_endpoints && can_failover(&r, 1)) {
-            tried++;
-            next_endpoint(c);
-            continue;
-        }
-        return final_error(rc, &r, tried);
+        /* once data reached the sink, the snapshot cannot start again */
+        if (rc == 0 || !call_again(c, &t, &r, delivered == 0, 1, &rc)) return rc;
     }
 }
 

@@ -782,6 +782,23 @@ static int run_calls(GrpcChannel *ch, GrpcCall **calls, size_t n) {
     return rc;
 }
 
+/* Clears *res (when given) for a new call: no message, no status yet (-1). */
+static void result_reset(GrpcResult *res) {
+    if (!res) return;
+    memset(res, 0, sizeof *res);
+    res->status = -1;
+}
+
+/* Packs req into the channel's frame and prepares the channel's first call to send it alone.
+ * 0 or ERR_NOMEM / ERR_INVALID (the message is named by endpoint and method). */
+static int single_prepare(GrpcChannel *ch, const char *endpoint, const char *method, CallMode mode,
+                          const ProtobufCMessage *req, int64_t timeout_ms) {
+    int rc = grpc_frame_pack(&ch->frame, req);
+    if (rc) return err_wrap(rc, "etcd %s %s", endpoint, method);
+    return call_prepare(ch->pool[0], endpoint, method, mode, ch->frame.data, ch->frame.len,
+                        timeout_ms);
+}
+
 /* Runs one call alone, redoing it with prior knowledge after an HTTP/1.1 fallback. */
 static int run_single(GrpcChannel *ch, GrpcCall *c, GrpcResult *res) {
     call_version(ch, c, 0);
@@ -800,13 +817,8 @@ int grpc_unary(GrpcChannel *ch, const char *endpoint, const char *method,
                int64_t timeout_ms, ProtobufCMessage **resp_out, GrpcResult *res) {
     GrpcCall *c = ch->pool[0];
     *resp_out = NULL;
-    if (res) {
-        memset(res, 0, sizeof *res);
-        res->status = -1;
-    }
-    int rc = grpc_frame_pack(&ch->frame, req);
-    if (rc) return err_wrap(rc, "etcd %s %s", endpoint, method);
-    rc = call_prepare(c, endpoint, method, CALL_UNARY, ch->frame.data, ch->frame.len, timeout_ms);
+    result_reset(res);
+    int rc = single_prepare(ch, endpoint, method, CALL_UNARY, req, timeout_ms);
     if (rc) return rc;
     if ((rc = run_single(ch, c, res))) return rc;
     if (c->rlen < 5 || c->rlen != 5 + (size_t)get_be32(c->rbuf + 1)) {
@@ -836,13 +848,8 @@ int grpc_server_stream(GrpcChannel *ch, const char *endpoint, const char *method
                        size_t *delivered, GrpcResult *res) {
     GrpcCall *c = ch->pool[0];
     if (delivered) *delivered = 0;
-    if (res) {
-        memset(res, 0, sizeof *res);
-        res->status = -1;
-    }
-    int rc = grpc_frame_pack(&ch->frame, req);
-    if (rc) return err_wrap(rc, "etcd %s %s", endpoint, method);
-    rc = call_prepare(c, endpoint, method, CALL_STREAM, ch->frame.data, ch->frame.len, timeout_ms);
+    result_reset(res);
+    int rc = single_prepare(ch, endpoint, method, CALL_STREAM, req, timeout_ms);
     if (rc) return rc;
     c->on_msg = on_msg;
     c->ctx = ctx;
@@ -864,10 +871,7 @@ int grpc_unary_many(GrpcChannel *ch, const char *endpoint, const char *method,
     size_t ok = 0, n_todo = n;
     GrpcCall **todo;
     if (n_ok) *n_ok = 0;
-    if (res) {
-        memset(res, 0, sizeof *res);
-        res->status = -1;
-    }
+    result_reset(res);
     if (n == 0) return 0;
     if (n > ch->npool) {
         GrpcCall **t = realloc(ch->todo, n * sizeof *t);
@@ -1029,10 +1033,7 @@ int grpc_stream_recv(GrpcStream *s, int timeout_ms, const uint8_t **msg, size_t 
                      GrpcResult *res) {
     GrpcCall *c = s->call;
     *got = 0;
-    if (res) {
-        memset(res, 0, sizeof *res);
-        res->status = -1;
-    }
+    result_reset(res);
     if (s->consumed) {
         memmove(c->rbuf, c->rbuf + s->consumed, c->rlen - s->consumed);
         c->rlen -= s->consumed;

@@ -5,6 +5,7 @@
  * BB_MAX_DEPTH and a page budget, buffers are capped. A BboltDb is immutable after open and all
  * reads use pread, so calls on one handle from several threads are safe. */
 #include "bbolt.h"
+#include "bbolt_layout.h"
 #include "../common/byteorder.h"
 #include "../common/err.h"
 
@@ -16,28 +17,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define BB_MAGIC 0xED0CDAEDu
-#define BB_VERSION 2u
-#define BB_NO_FREELIST UINT64_MAX
 #define BB_MAX_READ ((uint64_t)64 << 20)   /* one page with its overflow */
 #define BB_MAX_BUFFERS ((size_t)256 << 20) /* all page buffers of one walk */
-
-enum {
-    BB_PAGE_HEADER = 16,
-    BB_ELEM_SIZE = 16, /* branchPageElement and leafPageElement are both 16 bytes */
-    BB_META_SIZE = 64,
-    BB_META_SUM_LEN = 56, /* meta bytes covered by the FNV-1a checksum */
-    BB_BUCKET_HEADER = 16,
-    BB_FLAG_BRANCH = 0x01,
-    BB_FLAG_LEAF = 0x02,
-    BB_FLAG_META = 0x04,
-    BB_FLAG_FREELIST = 0x10,
-    BB_LEAF_BUCKET = 0x01,
-    BB_MAX_DEPTH = 64, /* tree levels plus bucket nesting; real dbs use a handful */
-    BB_MAX_KEY = 32768,
-    BB_MIN_PAGE = 512,
-    BB_MAX_PAGE = 65536,
-};
 
 struct BboltDb {
     int fd;
@@ -905,26 +886,9 @@ done:
 
 /* ---- open ---- */
 
-typedef struct {
-    int valid;
-    char why[96];
-    uint32_t page_size;
-    uint64_t root, freelist, pgid, txid;
-} BbMeta;
-
-/* Reads and validates the meta page at off, which must be page `index` (0 or 1). */
-static void meta_read(BboltDb *db, uint64_t off, uint64_t limit, unsigned index, BbMeta *m) {
-    uint8_t b[BB_PAGE_HEADER + BB_META_SIZE];
-    memset(m, 0, sizeof *m);
-    if (off + sizeof b > limit) {
-        snprintf(m->why, sizeof m->why, "beyond the end of the file");
-        return;
-    }
-    if (pread_full(db, b, sizeof b, off, index) != 0) {
-        snprintf(m->why, sizeof m->why, "unreadable (%s)", err_msg());
-        return;
-    }
+void bbolt_meta_parse(const uint8_t *b, unsigned index, uint64_t off, BbMeta *m) {
     const uint8_t *mp = b + BB_PAGE_HEADER;
+    memset(m, 0, sizeof *m);
     uint32_t magic = get_le32(mp), version = get_le32(mp + 4);
     m->page_size = get_le32(mp + 8);
     m->root = get_le64(mp + 16);
@@ -943,7 +907,7 @@ static void meta_read(BboltDb *db, uint64_t off, uint64_t limit, unsigned index,
     } else if (m->page_size < BB_MIN_PAGE || m->page_size > BB_MAX_PAGE ||
                (m->page_size & (m->page_size - 1)) != 0) {
         snprintf(m->why, sizeof m->why, "page size %u", m->page_size);
-    } else if (index == 1 && off != m->page_size) {
+    } else if (index == 1 && off != BB_META_ANY_OFFSET && off != m->page_size) {
         snprintf(m->why, sizeof m->why, "page size %u but found at byte %llu", m->page_size,
                  (unsigned long long)off);
     } else if (m->pgid < 3 || m->root < 2 || m->root >= m->pgid ||
@@ -954,6 +918,21 @@ static void meta_read(BboltDb *db, uint64_t off, uint64_t limit, unsigned index,
     } else {
         m->valid = 1;
     }
+}
+
+/* Reads and validates the meta page at off, which must be page `index` (0 or 1). */
+static void meta_read(BboltDb *db, uint64_t off, uint64_t limit, unsigned index, BbMeta *m) {
+    uint8_t b[BB_PAGE_HEADER + BB_META_SIZE];
+    memset(m, 0, sizeof *m);
+    if (off + sizeof b > limit) {
+        snprintf(m->why, sizeof m->why, "beyond the end of the file");
+        return;
+    }
+    if (pread_full(db, b, sizeof b, off, index) != 0) {
+        snprintf(m->why, sizeof m->why, "unreadable (%s)", err_msg());
+        return;
+    }
+    bbolt_meta_parse(b, index, off, m);
 }
 
 int bbolt_open(const char *path, uint64_t size_limit, BboltDb **out) {

@@ -5,6 +5,7 @@
  * parents may come before or after their children in the file. */
 #include "bbolt_stream.h"
 #include "bbolt.h"
+#include "bbolt_layout.h"
 #include "../common/byteorder.h"
 #include "../common/err.h"
 
@@ -12,23 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define BB_MAGIC 0xED0CDAEDu
-#define BB_VERSION 2u
-#define BB_NO_FREELIST UINT64_MAX
-
 enum {
-    BB_PAGE_HEADER = 16,
-    BB_ELEM_SIZE = 16,
-    BB_META_SIZE = 64,
-    BB_META_SUM_LEN = 56,
-    BB_BUCKET_HEADER = 16,
-    BB_FLAG_BRANCH = 0x01,
-    BB_FLAG_LEAF = 0x02,
-    BB_FLAG_META = 0x04,
-    BB_LEAF_BUCKET = 0x01,
-    BB_MIN_PAGE = 512,
-    BB_MAX_PAGE = 65536,
-    BB_MAX_DEPTH = 64,
     BB_REV_KEY = 17, /* etcd's revision key: 8-byte main, '_', 8-byte sub (+ 't' tombstone) */
     N_INTERNAL = 3,  /* meta's compaction revisions and consistent_index (a marker) */
 };
@@ -53,12 +38,6 @@ typedef struct {
     uint32_t overflow;
 } Pending;
 
-typedef struct {
-    int valid;
-    uint32_t page_size;
-    uint64_t root, freelist, hwm, txid;
-} Meta;
-
 struct BboltStream {
     int err; /* sticky */
     uint8_t head[BB_PAGE_HEADER + BB_META_SIZE];
@@ -68,8 +47,8 @@ struct BboltStream {
     uint8_t *win, *scratch;
     size_t partial;  /* bytes of the block being filled */
     uint64_t blocks; /* complete blocks so far: the next block's page id */
-    Meta meta[2];
-    const Meta *m; /* chosen after block 1 */
+    BbMeta meta[2];
+    const BbMeta *m; /* chosen after block 1 */
     Pending *pend;
     size_t npend;
     BranchEnt *br;
@@ -143,43 +122,11 @@ static int fail(BboltStream *s, int rc) {
     return rc;
 }
 
-/* Parses the meta at b (a page header then the meta) as page index into *m; why on failure. */
-static void meta_parse(const uint8_t *b, unsigned index, Meta *m, char *why, size_t cap) {
-    const uint8_t *mp = b + BB_PAGE_HEADER;
-    memset(m, 0, sizeof *m);
-    uint32_t magic = get_le32(mp), version = get_le32(mp + 4);
-    m->page_size = get_le32(mp + 8);
-    m->root = get_le64(mp + 16);
-    m->freelist = get_le64(mp + 32);
-    m->hwm = get_le64(mp + 40);
-    m->txid = get_le64(mp + 48);
-    if (magic != BB_MAGIC)
-        snprintf(why, cap, "bad magic 0x%08x", magic);
-    else if (version != BB_VERSION)
-        snprintf(why, cap, "version %u, want %u", version, BB_VERSION);
-    else if (get_le64(mp + BB_META_SUM_LEN) != bbolt_fnv1a64(mp, BB_META_SUM_LEN))
-        snprintf(why, cap, "checksum mismatch");
-    else if (get_le16(b + 8) != BB_FLAG_META || get_le64(b) != index)
-        snprintf(why, cap, "page header id %llu flags 0x%x", (unsigned long long)get_le64(b),
-                 get_le16(b + 8));
-    else if (m->page_size < BB_MIN_PAGE || m->page_size > BB_MAX_PAGE ||
-             (m->page_size & (m->page_size - 1)) != 0)
-        snprintf(why, cap, "page size %u", m->page_size);
-    else if (m->hwm < 3 || m->root < 2 || m->root >= m->hwm ||
-             (m->freelist != BB_NO_FREELIST && (m->freelist < 2 || m->freelist >= m->hwm)))
-        snprintf(why, cap, "root %llu freelist %llu outside high water %llu",
-                 (unsigned long long)m->root, (unsigned long long)m->freelist,
-                 (unsigned long long)m->hwm);
-    else
-        m->valid = 1;
-}
-
 /* Meta 0 from the first bytes: fixes the page size and allocates the window. */
 static int start_pages(BboltStream *s) {
-    char why[128];
-    meta_parse(s->head, 0, &s->meta[0], why, sizeof why);
+    bbolt_meta_parse(s->head, 0, BB_META_ANY_OFFSET, &s->meta[0]);
     if (!s->meta[0].valid)
-        return fail(s, err_set(ERR_CORRUPT, "not a bbolt db: meta page 0: %s", why));
+        return fail(s, err_set(ERR_CORRUPT, "not a bbolt db: meta page 0: %s", s->meta[0].why));
     s->ps = s->meta[0].page_size;
     s->win_blocks = (uint32_t)(BBOLT_STREAM_WINDOW / s->ps);
     s->win = malloc(BBOLT_STREAM_WINDOW);
@@ -193,8 +140,7 @@ static int start_pages(BboltStream *s) {
 }
 
 static int choose_meta(BboltStream *s, const uint8_t *b) {
-    char why[128];
-    meta_parse(b, 1, &s->meta[1], why, sizeof why);
+    bbolt_meta_parse(b, 1, BB_META_ANY_OFFSET, &s->meta[1]);
     if (s->meta[1].valid && s->meta[1].page_size != s->ps) s->meta[1].valid = 0;
     s->m = s->meta[1].valid && s->meta[1].txid > s->meta[0].txid ? &s->meta[1] : &s->meta[0];
     return 0;
@@ -332,14 +278,14 @@ static const uint8_t *run_bytes(BboltStream *s, uint64_t pgid, uint64_t n) {
 static int on_block(BboltStream *s, uint64_t pgid) {
     const uint8_t *b = s->win + (pgid % s->win_blocks) * s->ps;
     if (pgid == 1) return choose_meta(s, b);
-    if (pgid == 0 || pgid >= s->m->hwm) return 0;
+    if (pgid == 0 || pgid >= s->m->pgid) return 0;
     uint16_t flags = get_le16(b + 8);
     uint32_t overflow = get_le32(b + 12);
     if (get_le64(b) == pgid && (flags == BB_FLAG_LEAF || flags == BB_FLAG_BRANCH)) {
         if (overflow == 0) {
             int rc = run_done(s, pgid, b, s->ps);
             if (rc) return rc;
-        } else if (overflow < s->win_blocks && pgid + overflow < s->m->hwm) {
+        } else if (overflow < s->win_blocks && pgid + overflow < s->m->pgid) {
             s->pend[s->npend++] = (Pending){pgid, overflow};
         }
     }
@@ -423,7 +369,7 @@ static int root_bucket(BboltStream *s, const char *name, BucketRef *out) {
     if (out->root == 0 &&
         (out->inl_len < BB_PAGE_HEADER || (get_le16(out->inl + 8) & BB_FLAG_LEAF) == 0))
         return err_set(ERR_CORRUPT, "bucket %s: inline page is not a leaf", name);
-    if (out->root != 0 && (out->root < 2 || out->root >= s->m->hwm))
+    if (out->root != 0 && (out->root < 2 || out->root >= s->m->pgid))
         return err_set(ERR_CORRUPT, "bucket %s: root page %llu outside the db", name,
                        (unsigned long long)out->root);
     return 0;
@@ -494,7 +440,7 @@ static int key_bucket_rev(BboltStream *s, int64_t *rev) {
     for (int depth = 0; depth <= BB_MAX_DEPTH; depth++) {
         const BranchEnt *e = branch_find(s, pg);
         if (e) {
-            if (e->child < 2 || e->child >= s->m->hwm)
+            if (e->child < 2 || e->child >= s->m->pgid)
                 return err_set(ERR_CORRUPT, "branch page %llu: child %llu outside the db",
                                (unsigned long long)pg, (unsigned long long)e->child);
             pg = e->child;
@@ -518,12 +464,12 @@ int bbolt_stream_finish(BboltStream *s, uint64_t db_len, int64_t *revision) {
     if (!s->m)
         return fail(s, err_set(ERR_CORRUPT, "not a bbolt db: %llu bytes, no meta pages",
                                (unsigned long long)db_len));
-    uint64_t want = s->m->hwm * s->ps;
-    if (db_len != want || s->blocks < s->m->hwm)
+    uint64_t want = s->m->pgid * s->ps;
+    if (db_len != want || s->blocks < s->m->pgid)
         return fail(s, err_set(ERR_CORRUPT,
                                "db of %llu bytes, but its meta says %llu pages of %u bytes "
                                "(%llu bytes)",
-                               (unsigned long long)db_len, (unsigned long long)s->m->hwm, s->ps,
+                               (unsigned long long)db_len, (unsigned long long)s->m->pgid, s->ps,
                                (unsigned long long)want));
     if (!s->rootpg)
         return fail(s, err_set(ERR_UNSUPPORTED,

@@ -6,6 +6,7 @@
  * right-most page keeps every page and every branch range sorted. */
 #include "bbolt_writer.h"
 #include "bbolt.h"
+#include "bbolt_layout.h"
 #include "../common/byteorder.h"
 #include "../common/err.h"
 
@@ -16,23 +17,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#define BW_MAGIC 0xED0CDAEDu
-#define BW_VERSION 2u
 #define BW_MAX_VALUE (((uint64_t)1 << 31) - 2) /* bucket.go MaxValueSize */
 
 enum {
-    BW_PAGE_HEADER = 16, /* page.go page: id u64, flags u16, count u16, overflow u32 */
-    BW_ELEM_SIZE = 16,   /* branchPageElement and leafPageElement */
-    BW_META_SUM_LEN = 56,
-    BW_BUCKET_VALUE = 16, /* bucket.go bucket: root u64, sequence u64 */
-    BW_FLAG_BRANCH = 0x01,
-    BW_FLAG_LEAF = 0x02,
-    BW_FLAG_META = 0x04,
-    BW_FLAG_FREELIST = 0x10,
-    BW_LEAF_BUCKET = 0x01,
-    BW_MAX_KEY = 32768, /* bucket.go MaxKeySize */
     BW_MIN_PAGE = 1024,
-    BW_MAX_PAGE = 65536,
     BW_DEFAULT_PAGE = 4096,
     BW_MAX_LEVELS = 64,      /* each level has at most half the pages of the one below */
     BW_WBUF = 1 << 20,       /* write buffer: holds the largest page that is not a big leaf */
@@ -206,7 +194,7 @@ static int wb_reserve(BboltWriter *w, size_t n, uint8_t **p) {
 
 static int level_grow(BboltWriter *w, BwLevel *l, size_t more) {
     if (l->count == l->elem_cap) {
-        unsigned cap = l->elem_cap ? l->elem_cap * 2 : w->ps / BW_ELEM_SIZE + 2;
+        unsigned cap = l->elem_cap ? l->elem_cap * 2 : w->ps / BB_ELEM_SIZE + 2;
         BwElem *ne = realloc(l->elems, (size_t)cap * sizeof *ne);
         if (!ne) return err_set(ERR_NOMEM, "%s: out of memory for a page", w->path);
         l->elems = ne;
@@ -232,13 +220,13 @@ static void level_free(BwLevel *l) {
 
 /* Bytes of the page if it took one more element of n key+value bytes. */
 static size_t level_size_with(const BwLevel *l, size_t n) {
-    return BW_PAGE_HEADER + (size_t)(l->count + 1) * BW_ELEM_SIZE + l->data_len + n;
+    return BB_PAGE_HEADER + (size_t)(l->count + 1) * BB_ELEM_SIZE + l->data_len + n;
 }
 
 /* Writes the open page of level l (a leaf when leaf is set) as the next page(s) of the file
  * (node.go write) and sets *id. The level keeps its elements: the caller resets it. */
 static int level_write(BboltWriter *w, const BwLevel *l, int leaf, uint64_t *id) {
-    size_t base = BW_PAGE_HEADER + (size_t)l->count * BW_ELEM_SIZE;
+    size_t base = BB_PAGE_HEADER + (size_t)l->count * BB_ELEM_SIZE;
     size_t bytes = base + l->data_len;
     uint64_t npages = (bytes + w->ps - 1) / w->ps;
     size_t total = (size_t)npages * w->ps;
@@ -246,14 +234,14 @@ static int level_write(BboltWriter *w, const BwLevel *l, int leaf, uint64_t *id)
     int rc = wb_reserve(w, total, &p);
     if (rc) return rc;
     put_le64(p, w->next_pgid);
-    put_le16(p + 8, leaf ? BW_FLAG_LEAF : BW_FLAG_BRANCH);
+    put_le16(p + 8, leaf ? BB_FLAG_LEAF : BB_FLAG_BRANCH);
     put_le16(p + 10, (uint16_t)l->count);
     put_le32(p + 12, (uint32_t)(npages - 1));
     for (unsigned i = 0; i < l->count; i++) {
-        uint8_t *e = p + BW_PAGE_HEADER + (size_t)i * BW_ELEM_SIZE;
+        uint8_t *e = p + BB_PAGE_HEADER + (size_t)i * BB_ELEM_SIZE;
         const BwElem *el = &l->elems[i];
         /* pos: from the element to its key */
-        uint32_t pos = (uint32_t)(base + el->off - (BW_PAGE_HEADER + (size_t)i * BW_ELEM_SIZE));
+        uint32_t pos = (uint32_t)(base + el->off - (BB_PAGE_HEADER + (size_t)i * BB_ELEM_SIZE));
         if (leaf) {
             put_le32(e, el->flags);
             put_le32(e + 4, pos);
@@ -312,16 +300,16 @@ static int branch_add(BboltWriter *w, BwBucket *b, unsigned level, const uint8_t
  * written from the caller's memory. */
 static int leaf_big(BboltWriter *w, BwBucket *b, const uint8_t *key, size_t k, const void *val,
                     size_t v, uint32_t flags) {
-    uint64_t bytes = BW_PAGE_HEADER + BW_ELEM_SIZE + (uint64_t)k + v;
+    uint64_t bytes = BB_PAGE_HEADER + BB_ELEM_SIZE + (uint64_t)k + v;
     uint64_t npages = (bytes + w->ps - 1) / w->ps;
     uint64_t id = w->next_pgid;
-    uint8_t head[BW_PAGE_HEADER + BW_ELEM_SIZE];
+    uint8_t head[BB_PAGE_HEADER + BB_ELEM_SIZE];
     put_le64(head, id);
-    put_le16(head + 8, BW_FLAG_LEAF);
+    put_le16(head + 8, BB_FLAG_LEAF);
     put_le16(head + 10, 1);
     put_le32(head + 12, (uint32_t)(npages - 1));
     put_le32(head + 16, flags);
-    put_le32(head + 20, BW_ELEM_SIZE); /* pos: the key follows the only element */
+    put_le32(head + 20, BB_ELEM_SIZE); /* pos: the key follows the only element */
     put_le32(head + 24, (uint32_t)k);
     put_le32(head + 28, (uint32_t)v);
     int rc = wb_put(w, head, sizeof head);
@@ -408,9 +396,9 @@ static int check_key(BboltWriter *w, size_t k, const char *what) {
     char d[200];
     if (k == 0)
         return err_set(ERR_INVALID, "%s: %s: empty %s", w->path, bucket_desc(w, d, sizeof d), what);
-    if (k > BW_MAX_KEY)
+    if (k > BB_MAX_KEY)
         return err_set(ERR_INVALID, "%s: %s: %s of %zu bytes, bbolt allows %d", w->path,
-                       bucket_desc(w, d, sizeof d), what, k, BW_MAX_KEY);
+                       bucket_desc(w, d, sizeof d), what, k, BB_MAX_KEY);
     return 0;
 }
 
@@ -421,9 +409,9 @@ int bbolt_writer_open(const char *path, uint32_t page_size, BboltWriter **out) {
     int rc = 0;
     *out = NULL;
     if (page_size == 0) page_size = BW_DEFAULT_PAGE;
-    if (page_size < BW_MIN_PAGE || page_size > BW_MAX_PAGE || (page_size & (page_size - 1)))
+    if (page_size < BW_MIN_PAGE || page_size > BB_MAX_PAGE || (page_size & (page_size - 1)))
         return err_set(ERR_INVALID, "%s: page size %u: want a power of two in [%d, %d]", path,
-                       page_size, BW_MIN_PAGE, BW_MAX_PAGE);
+                       page_size, BW_MIN_PAGE, BB_MAX_PAGE);
     w = calloc(1, sizeof *w);
     if (!w) return err_set(ERR_NOMEM, "%s: out of memory", path);
     w->fd = -1;
@@ -517,13 +505,13 @@ int bbolt_writer_end_bucket(BboltWriter *w) {
     if (w->nbk <= 1) return err_set(ERR_INVALID, "%s: end_bucket with no bucket open", w->path);
     BwBucket *b = w->bk[w->nbk - 1];
     uint64_t root = 0;
-    uint8_t val[BW_BUCKET_VALUE];
+    uint8_t val[BB_BUCKET_HEADER];
     rc = bucket_finish(w, b, &root);
     if (rc) return fail(w, rc);
     put_le64(val, root);
     put_le64(val + 8, b->seq);
     w->nbk--;
-    rc = leaf_add(w, w->bk[w->nbk - 1], b->name, b->name_len, val, sizeof val, BW_LEAF_BUCKET);
+    rc = leaf_add(w, w->bk[w->nbk - 1], b->name, b->name_len, val, sizeof val, BB_LEAF_BUCKET);
     bucket_free(b);
     return fail(w, rc);
 }
@@ -555,7 +543,7 @@ int bbolt_writer_finish(BboltWriter *w) {
     if ((rc = wb_reserve(w, w->ps, &p))) goto done;
     memset(p, 0, w->ps);
     put_le64(p, freelist);
-    put_le16(p + 8, BW_FLAG_FREELIST);
+    put_le16(p + 8, BB_FLAG_FREELIST);
     w->next_pgid++;
     if ((rc = wb_flush(w))) goto done;
     if (!w->no_sync && fdatasync(w->fd) != 0) {
@@ -569,11 +557,11 @@ int bbolt_writer_finish(BboltWriter *w) {
         goto done;
     }
     for (uint64_t i = 0; i < 2; i++) {
-        uint8_t *pg = meta + i * w->ps, *m = pg + BW_PAGE_HEADER;
+        uint8_t *pg = meta + i * w->ps, *m = pg + BB_PAGE_HEADER;
         put_le64(pg, i); /* page id = txid % 2 (db.go meta.write) */
-        put_le16(pg + 8, BW_FLAG_META);
-        put_le32(m, BW_MAGIC);
-        put_le32(m + 4, BW_VERSION);
+        put_le16(pg + 8, BB_FLAG_META);
+        put_le32(m, BB_MAGIC);
+        put_le32(m + 4, BB_VERSION);
         put_le32(m + 8, w->ps);
         put_le32(m + 12, 0);    /* flags */
         put_le64(m + 16, root); /* root bucket: root pgid */
@@ -581,7 +569,7 @@ int bbolt_writer_finish(BboltWriter *w) {
         put_le64(m + 32, freelist);
         put_le64(m + 40, w->next_pgid); /* high-water mark: pages in the file */
         put_le64(m + 48, i);            /* txid: meta 0 -> 0, meta 1 -> 1 (the newer) */
-        put_le64(m + BW_META_SUM_LEN, bbolt_fnv1a64(m, BW_META_SUM_LEN));
+        put_le64(m + BB_META_SUM_LEN, bbolt_fnv1a64(m, BB_META_SUM_LEN));
     }
     if ((rc = write_at(w, meta, 2 * (size_t)w->ps, 0))) goto done;
     if (!w->no_sync && fsync(w->fd) != 0) {

@@ -4,6 +4,9 @@
 #include "../codec/sha256.h"
 #include "../common/err.h"
 
+#include <stdlib.h>
+#include <unistd.h>
+
 int snapshot_file_verify(const char *path, IoWriter *checker, uint64_t total,
                          int allow_missing_trailer, int full_walk, uint64_t *db_len,
                          int64_t *revision) {
@@ -27,4 +30,20 @@ int snapshot_file_verify(const char *path, IoWriter *checker, uint64_t total,
     bbolt_close(db);
     if (rc) return err_wrap(ERR_CORRUPT, "not a valid etcd db");
     return 0;
+}
+
+int snapshot_spool_start(SnapshotSpool *sp, char *path, int fd) {
+    sp->path = path;
+    sp->fd = fd;
+    sp->fdw = io_fd_writer_new(fd);
+    sp->checker = sp->fdw ? trailer_checker_new(sp->fdw, 0) : NULL;
+    return sp->checker ? 0 : err_set(ERR_NOMEM, "out of memory");
+}
+
+void snapshot_spool_discard(SnapshotSpool *sp) {
+    io_writer_free(sp->checker);
+    io_writer_free(sp->fdw);
+    close(sp->fd);
+    unlink(sp->path);
+    free(sp->path);
 }

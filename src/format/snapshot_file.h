@@ -20,4 +20,20 @@ int snapshot_file_verify(const char *path, IoWriter *checker, uint64_t total,
                          int allow_missing_trailer, int full_walk, uint64_t *db_len,
                          int64_t *revision);
 
+/* A full snapshot being written to a scratch file through a trailer checker, for a reader that
+ * checks the file's hash and then opens its db part (backup/chainproof.c, restore/verifier.c). */
+typedef struct {
+    char *path;        /* owned */
+    int fd;            /* owned; open for writing */
+    IoWriter *fdw;     /* owned; writes fd */
+    IoWriter *checker; /* owned; trailer_checker_new over fdw: the snapshot's bytes go here */
+} SnapshotSpool;
+
+/* Starts *sp on fd, created at path; takes both (snapshot_spool_discard releases them, whatever
+ * this returns). 0 or ERR_NOMEM. */
+int snapshot_spool_start(SnapshotSpool *sp, char *path, int fd);
+
+/* Frees the writers, closes and removes the file and frees its path. */
+void snapshot_spool_discard(SnapshotSpool *sp);
+
 #endif

@@ -7,6 +7,8 @@
 #include "wal.h"
 #include "../common/byteorder.h"
 #include "../common/err.h"
+#include "../common/array.h"
+#include "../common/names.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -211,51 +213,51 @@ static const char *pb_check_confstate(const uint8_t *p, size_t n) {
     return NULL;
 }
 
-int wal_decode_entry(const uint8_t *p, size_t n, WalEntry *out) {
+/* Shared by raftpb.Entry {type=1, term=2, index=3, data=4} and raftpb.HardState {term=1, vote=2,
+ * commit=3}: the varints of fields 1-3 go to vals[0..2] (0 when absent, the last occurrence when
+ * repeated, as gogoproto merges); field 4's bytes are borrowed into *data when data is not NULL,
+ * else skipped like any other field. */
+static int decode_three_varints(const char *what, const uint8_t *p, size_t n, uint64_t vals[3],
+                                const uint8_t **data, size_t *data_len) {
     Pb b = pb_make(p, n);
-    memset(out, 0, sizeof *out);
+    vals[0] = vals[1] = vals[2] = 0;
     while (b.p < b.end) {
         int32_t f;
         unsigned w;
-        uint64_t v;
         const char *why = pb_tag(&b, &f, &w);
-        if (why) return pb_fail("raftpb.Entry", why);
+        if (why) return pb_fail(what, why);
         if (f >= 1 && f <= 3) {
-            if (w != PB_VARINT) return pb_fail("raftpb.Entry", "wrong wire type for a varint");
-            if ((why = pb_varint(&b, &v))) return pb_fail("raftpb.Entry", why);
-            if (f == 1) out->type = (int32_t)(uint32_t)v; /* an int32 enum keeps 32 bits */
-            if (f == 2) out->term = v;
-            if (f == 3) out->index = v;
-        } else if (f == 4) {
-            if (w != PB_BYTES) return pb_fail("raftpb.Entry", "wrong wire type for data");
-            if ((why = pb_bytes(&b, &out->data, &out->data_len)))
-                return pb_fail("raftpb.Entry", why);
+            if (w != PB_VARINT) return pb_fail(what, "wrong wire type for a varint");
+            if ((why = pb_varint(&b, &vals[f - 1]))) return pb_fail(what, why);
+        } else if (f == 4 && data) {
+            if (w != PB_BYTES) return pb_fail(what, "wrong wire type for data");
+            if ((why = pb_bytes(&b, data, data_len))) return pb_fail(what, why);
         } else if ((why = pb_skip(&b, w))) {
-            return pb_fail("raftpb.Entry", why);
+            return pb_fail(what, why);
         }
     }
     return 0;
 }
 
-int wal_decode_hardstate(const uint8_t *p, size_t n, WalHardState *out) {
-    Pb b = pb_make(p, n);
+int wal_decode_entry(const uint8_t *p, size_t n, WalEntry *out) {
+    uint64_t v[3];
     memset(out, 0, sizeof *out);
-    while (b.p < b.end) {
-        int32_t f;
-        unsigned w;
-        uint64_t v;
-        const char *why = pb_tag(&b, &f, &w);
-        if (why) return pb_fail("raftpb.HardState", why);
-        if (f >= 1 && f <= 3) {
-            if (w != PB_VARINT) return pb_fail("raftpb.HardState", "wrong wire type for a varint");
-            if ((why = pb_varint(&b, &v))) return pb_fail("raftpb.HardState", why);
-            if (f == 1) out->term = v;
-            if (f == 2) out->vote = v;
-            if (f == 3) out->commit = v;
-        } else if ((why = pb_skip(&b, w))) {
-            return pb_fail("raftpb.HardState", why);
-        }
-    }
+    int rc = decode_three_varints("raftpb.Entry", p, n, v, &out->data, &out->data_len);
+    if (rc) return rc;
+    out->type = (int32_t)(uint32_t)v[0]; /* an int32 enum keeps 32 bits */
+    out->term = v[1];
+    out->index = v[2];
+    return 0;
+}
+
+int wal_decode_hardstate(const uint8_t *p, size_t n, WalHardState *out) {
+    uint64_t v[3];
+    memset(out, 0, sizeof *out);
+    int rc = decode_three_varints("raftpb.HardState", p, n, v, NULL, NULL);
+    if (rc) return rc;
+    out->term = v[0];
+    out->vote = v[1];
+    out->commit = v[2];
     return 0;
 }
 
@@ -445,19 +447,11 @@ int wal_request_may_write(WalRequestKind kind) {
 }
 
 const char *wal_request_kind_name(WalRequestKind kind) {
-    switch (kind) {
-    case WAL_REQ_EMPTY:
-        return "empty";
-    case WAL_REQ_NO_WRITE:
-        return "no-write";
-    case WAL_REQ_V2:
-        return "v2";
-    case WAL_REQ_WRITE:
-        return "write";
-    case WAL_REQ_UNDECODABLE:
-        return "undecodable";
-    }
-    return "unknown";
+    static const char *const names[] = {
+        [WAL_REQ_EMPTY] = "empty", [WAL_REQ_NO_WRITE] = "no-write",       [WAL_REQ_V2] = "v2",
+        [WAL_REQ_WRITE] = "write", [WAL_REQ_UNDECODABLE] = "undecodable",
+    };
+    return NAME_AT(names, kind, "unknown");
 }
 
 /* ---------------- segments ---------------- */
@@ -933,19 +927,11 @@ static int list_wal(const char *dir, WalName **out, size_t *n_out) {
     while ((e = readdir(d)) != NULL) {
         WalName wn;
         if (parse_wal_name(e->d_name, &wn) != 0) continue;
-        if (n == cap) {
-            if (cap >= WAL_MAX_FILES) {
-                rc = err_set(ERR_CORRUPT, "%s: more than %u WAL files", dir, WAL_MAX_FILES);
-                break;
-            }
-            cap = cap ? cap * 2 : 16;
-            WalName *nv = realloc(v, cap * sizeof *v);
-            if (!nv) {
-                rc = err_set(ERR_NOMEM, "%s: out of memory", dir);
-                break;
-            }
-            v = nv;
+        if (n == cap && cap >= WAL_MAX_FILES) {
+            rc = err_set(ERR_CORRUPT, "%s: more than %u WAL files", dir, WAL_MAX_FILES);
+            break;
         }
+        if ((rc = array_reserve(&v, &cap, n, sizeof *v, 16, dir))) break;
         v[n++] = wn;
     }
     closedir(d);
@@ -975,19 +961,11 @@ static int list_snaps(const char *dir, char ***out, size_t *n_out) {
     while ((e = readdir(d)) != NULL) {
         size_t len = strlen(e->d_name);
         if (len < 5 || strcmp(e->d_name + len - 5, ".snap") != 0) continue;
-        if (n == cap) {
-            if (cap >= WAL_MAX_FILES) {
-                rc = err_set(ERR_CORRUPT, "%s: more than %u snap files", dir, WAL_MAX_FILES);
-                break;
-            }
-            cap = cap ? cap * 2 : 16;
-            char **nv = realloc(v, cap * sizeof *v);
-            if (!nv) {
-                rc = err_set(ERR_NOMEM, "%s: out of memory", dir);
-                break;
-            }
-            v = nv;
+        if (n == cap && cap >= WAL_MAX_FILES) {
+            rc = err_set(ERR_CORRUPT, "%s: more than %u snap files", dir, WAL_MAX_FILES);
+            break;
         }
+        if ((rc = array_reserve(&v, &cap, n, sizeof *v, 16, dir))) break;
         if (!(v[n] = strdup(e->d_name))) {
             rc = err_set(ERR_NOMEM, "%s: out of memory", dir);
             break;
@@ -1110,15 +1088,7 @@ static int scan_snapshots(const char *wal_dir, const WalName *names, size_t n, S
             } else if (rec.type == WAL_REC_SNAPSHOT) {
                 SnapRef s;
                 if ((rc = wal_decode_snapshot(rec.data, rec.len, &s.index, &s.term))) break;
-                if (nv == cap) {
-                    cap = cap ? cap * 2 : 16;
-                    SnapRef *nr = realloc(v, cap * sizeof *v);
-                    if (!nr) {
-                        rc = err_set(ERR_NOMEM, "%s: out of memory", path);
-                        break;
-                    }
-                    v = nr;
-                }
+                if ((rc = array_reserve(&v, &cap, nv, sizeof *v, 16, path))) break;
                 v[nv++] = s;
             }
         }

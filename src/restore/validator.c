@@ -7,6 +7,7 @@
 #include "../common/fsutil.h"
 #include "../format/bbolt.h"
 #include "../common/log.h"
+#include "../common/names.h"
 #include "../common/timeutil.h"
 #include "../store/history.h"
 
@@ -518,31 +519,20 @@ int validate_data_dir(const char *data_dir, ValidationMode mode, Store *store,
 }
 
 const char *data_dir_status_name(DataDirStatus status) {
-    switch (status) {
-    case DATA_DIR_VALID:
-        return "DataDirectoryValid";
-    case DATA_DIR_WRONG_VOLUME_MOUNTED:
-        return "WrongVolumeMounted";
-    case DATA_DIR_NOT_EXIST:
-        return "DataDirectoryNotExist";
-    case DATA_DIR_INV_STRUCT:
-        return "DataDirectoryInvStruct";
-    case DATA_DIR_CORRUPT:
-        return "DataDirectoryCorrupt";
-    case DATA_DIR_BOLTDB_CORRUPT:
-        return "BoltDBCorrupt";
-    case DATA_DIR_STATUS_UNKNOWN:
-        return "DataDirectoryStatusUnknown";
-    case DATA_DIR_INVALID_IN_MULTI_NODE:
-        return "DataDirStatusInvalidInMultiNode";
-    case DATA_DIR_REVISION_CONSISTENCY_ERROR:
-        return "RevisionConsistencyError";
-    case DATA_DIR_FAIL_BELOW_REVISION:
-        return "FailBelowRevisionConsistencyError";
-    case DATA_DIR_FAIL_TO_OPEN_BOLTDB:
-        return "FailToOpenBoltDBError";
-    }
-    return "Unknown";
+    static const char *const names[] = {
+        [DATA_DIR_VALID] = "DataDirectoryValid",
+        [DATA_DIR_WRONG_VOLUME_MOUNTED] = "WrongVolumeMounted",
+        [DATA_DIR_NOT_EXIST] = "DataDirectoryNotExist",
+        [DATA_DIR_INV_STRUCT] = "DataDirectoryInvStruct",
+        [DATA_DIR_CORRUPT] = "DataDirectoryCorrupt",
+        [DATA_DIR_BOLTDB_CORRUPT] = "BoltDBCorrupt",
+        [DATA_DIR_STATUS_UNKNOWN] = "DataDirectoryStatusUnknown",
+        [DATA_DIR_INVALID_IN_MULTI_NODE] = "DataDirStatusInvalidInMultiNode",
+        [DATA_DIR_REVISION_CONSISTENCY_ERROR] = "RevisionConsistencyError",
+        [DATA_DIR_FAIL_BELOW_REVISION] = "FailBelowRevisionConsistencyError",
+        [DATA_DIR_FAIL_TO_OPEN_BOLTDB] = "FailToOpenBoltDBError",
+    };
+    return NAME_AT(names, status, "Unknown");
 }
 
 int validation_mode_parse(const char *s, ValidationMode *out) {

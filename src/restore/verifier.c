@@ -10,10 +10,12 @@
 #include "../common/err.h"
 #include "../common/fsutil.h"
 #include "../common/log.h"
+#include "../common/names.h"
 #include "../common/progress.h"
 #include "../common/timeutil.h"
 #include "../etcd/etcd_proc.h"
 #include "../format/bbolt.h"
+#include "../format/snapshot_file.h"
 #include "../store/snapobj.h"
 
 #include <dirent.h>
@@ -29,49 +31,30 @@
 #include <unistd.h>
 
 const char *verify_fault_kind_name(VerifyFaultKind k) {
-    switch (k) {
-    case VERIFY_NO_FULL:
-        return "no-full-snapshot";
-    case VERIFY_GAP:
-        return "gap";
-    case VERIFY_OVERLAP:
-        return "overlap";
-    case VERIFY_BAD_HASH:
-        return "bad-hash";
-    case VERIFY_UNDECODABLE:
-        return "undecodable";
-    case VERIFY_UNREADABLE:
-        return "unreadable";
-    case VERIFY_WRONG_REVISIONS:
-        return "wrong-revisions";
-    case VERIFY_OTHER_HISTORY:
-        return "other-history";
-    case VERIFY_RESTORE_FAILED:
-        return "restore-failed";
-    case VERIFY_RESTORE_MISMATCH:
-        return "restore-mismatch";
-    case VERIFY_UNENCRYPTED_AFTER_ENCRYPTED:
-        return "unencrypted-after-encrypted";
-    case VERIFY_INCONSISTENT_EVENTS:
-        return "inconsistent-events";
-    }
-    return "unknown";
+    static const char *const names[] = {
+        [VERIFY_NO_FULL] = "no-full-snapshot",
+        [VERIFY_GAP] = "gap",
+        [VERIFY_OVERLAP] = "overlap",
+        [VERIFY_BAD_HASH] = "bad-hash",
+        [VERIFY_UNDECODABLE] = "undecodable",
+        [VERIFY_UNREADABLE] = "unreadable",
+        [VERIFY_WRONG_REVISIONS] = "wrong-revisions",
+        [VERIFY_OTHER_HISTORY] = "other-history",
+        [VERIFY_RESTORE_FAILED] = "restore-failed",
+        [VERIFY_RESTORE_MISMATCH] = "restore-mismatch",
+        [VERIFY_UNENCRYPTED_AFTER_ENCRYPTED] = "unencrypted-after-encrypted",
+        [VERIFY_INCONSISTENT_EVENTS] = "inconsistent-events",
+    };
+    return NAME_AT(names, k, "unknown");
 }
 
 const char *restore_test_result_name(RestoreTestResult r) {
-    switch (r) {
-    case RESTORE_TEST_NOT_RUN:
-        return "not-run";
-    case RESTORE_TEST_MATCH:
-        return "match";
-    case RESTORE_TEST_MISMATCH:
-        return "mismatch";
-    case RESTORE_TEST_NOT_COMPARED:
-        return "not-compared";
-    case RESTORE_TEST_FAILED:
-        return "failed";
-    }
-    return "unknown";
+    static const char *const names[] = {
+        [RESTORE_TEST_NOT_RUN] = "not-run",   [RESTORE_TEST_MATCH] = "match",
+        [RESTORE_TEST_MISMATCH] = "mismatch", [RESTORE_TEST_NOT_COMPARED] = "not-compared",
+        [RESTORE_TEST_FAILED] = "failed",
+    };
+    return NAME_AT(names, r, "unknown");
 }
 
 int verify_add_fault(VerifyReport *r, VerifyFaultKind kind, int warning, const char *object,
@@ -389,12 +372,11 @@ static int check_full(Checker *c, const Snapshot *s, TapReader *tap) {
         free(path);
         return rc;
     }
-    IoWriter *fdw = io_fd_writer_new(fd);
-    IoWriter *checker = fdw ? trailer_checker_new(fdw, 0) : NULL;
-    int rc = checker ? 0 : err_set(ERR_NOMEM, "out of memory");
+    SnapshotSpool sp;
+    int rc = snapshot_spool_start(&sp, path, fd);
     uint64_t total = 0, db_len = 0;
     FsSpaceGuard space = {c->scratch, 0};
-    if (!rc) rc = io_copy_tick(&tap->base, checker, &total, space_tick, &space);
+    if (!rc) rc = io_copy_tick(&tap->base, sp.checker, &total, space_tick, &space);
     if (rc) {
         if (tap->err) rc = read_fault(c, s, tap->err, tap->msg);
         /* else a local write failed (ERR_IO, scratch disk): the verification cannot go on */
@@ -414,7 +396,7 @@ static int check_full(Checker *c, const Snapshot *s, TapReader *tap) {
                               s->key, (unsigned long long)total);
         goto done;
     }
-    if (trailer_check_result(checker, &db_len)) {
+    if (trailer_check_result(sp.checker, &db_len)) {
         rc = verify_add_fault(c->r, VERIFY_BAD_HASH, 0, s->key, NULL, 0, 0,
                               "bad hash in %s: the sha256 of its %llu db bytes does not match its "
                               "trailer (%s)",
@@ -463,11 +445,7 @@ static int check_full(Checker *c, const Snapshot *s, TapReader *tap) {
                      s->key, KEYSTATE_MAX_KEYS);
     }
 done:
-    io_writer_free(checker);
-    io_writer_free(fdw);
-    close(fd);
-    unlink(path);
-    free(path);
+    snapshot_spool_discard(&sp);
     return rc;
 }
 

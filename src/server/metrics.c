@@ -5,6 +5,8 @@
 #include "metrics.h"
 
 #include "common/err.h"
+#include "common/names.h"
+#include "common/strbuf.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -110,44 +112,11 @@ static const char *label_value_or_other(const char *v) {
     return v;
 }
 
-/* ---------- growable text buffer ---------- */
-
-typedef struct Buf {
-    char *p;
-    size_t len, cap;
-    int oom;
-} Buf;
-
-static void buf_reserve(Buf *b, size_t extra) {
-    if (b->oom) return;
-    if (b->len + extra + 1 <= b->cap) return;
-    size_t cap = b->cap ? b->cap : 4096;
-    while (cap < b->len + extra + 1)
-        cap *= 2;
-    char *p = realloc(b->p, cap);
-    if (!p) {
-        b->oom = 1;
-        return;
-    }
-    b->p = p;
-    b->cap = cap;
-}
-
-static void buf_put(Buf *b, const char *s, size_t n) {
-    buf_reserve(b, n);
-    if (b->oom) return;
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = '\0';
-}
-
-static void buf_puts(Buf *b, const char *s) {
-    buf_put(b, s, strlen(s));
-}
+/* ---------- text output (common/strbuf.h) ---------- */
 
 /* Writes s escaped: backslash and newline always, double quote when in_label (text format
  * 0.0.4: HELP escapes \ and \n, label values also "). */
-static void buf_escaped(Buf *b, const char *s, int in_label) {
+static void buf_escaped(StrBuf *b, const char *s, int in_label) {
     const char *run = s;
     for (const char *p = s;; p++) {
         const char *rep = NULL;
@@ -158,9 +127,9 @@ static void buf_escaped(Buf *b, const char *s, int in_label) {
         else if (*p == '"' && in_label)
             rep = "\\\"";
         if (rep || !*p) {
-            buf_put(b, run, (size_t)(p - run));
+            strbuf_add(b, run, (size_t)(p - run));
             if (!*p) break;
-            buf_puts(b, rep);
+            strbuf_str(b, rep);
             run = p + 1;
         }
     }
@@ -200,10 +169,10 @@ static void format_double(double v, char *out, size_t cap) {
     }
 }
 
-static void buf_double(Buf *b, double v) {
+static void buf_double(StrBuf *b, double v) {
     char tmp[48];
     format_double(v, tmp, sizeof tmp);
-    buf_puts(b, tmp);
+    strbuf_str(b, tmp);
 }
 
 /* ---------- registry ---------- */
@@ -267,12 +236,14 @@ MetricsRegistry *metrics_default(void) {
     return default_reg;
 }
 
-/* Index of name in reg->metrics, or where it would be inserted (*found = 0). Lock held. */
-static size_t find_metric_locked(MetricsRegistry *reg, const char *name, int *found) {
-    size_t lo = 0, hi = reg->n;
+/* Binary search over n sorted items, cmp_at(ctx, i) comparing item i with the key sought:
+ * the index of the item equal to it (*found = 1), or where it would be inserted (*found = 0). */
+static size_t sorted_find(size_t n, int (*cmp_at)(const void *ctx, size_t i), const void *ctx,
+                          int *found) {
+    size_t lo = 0, hi = n;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        int c = strcmp(reg->metrics[mid]->name, name);
+        int c = cmp_at(ctx, mid);
         if (c == 0) {
             *found = 1;
             return mid;
@@ -286,6 +257,22 @@ static size_t find_metric_locked(MetricsRegistry *reg, const char *name, int *fo
     return lo;
 }
 
+typedef struct {
+    const MetricsRegistry *reg;
+    const char *name;
+} MetricKey;
+
+static int metric_cmp_at(const void *ctx, size_t i) {
+    const MetricKey *k = ctx;
+    return strcmp(k->reg->metrics[i]->name, k->name);
+}
+
+/* Index of name in reg->metrics, or where it would be inserted (*found = 0). Lock held. */
+static size_t find_metric_locked(MetricsRegistry *reg, const char *name, int *found) {
+    MetricKey k = {reg, name};
+    return sorted_find(reg->n, metric_cmp_at, &k, found);
+}
+
 Metric *metrics_find(MetricsRegistry *reg, const char *name) {
     if (!reg || !name) return NULL;
     pthread_mutex_lock(&reg->mu);
@@ -297,15 +284,9 @@ Metric *metrics_find(MetricsRegistry *reg, const char *name) {
 }
 
 static const char *type_name(MetricType t) {
-    switch (t) {
-    case METRIC_COUNTER:
-        return "counter";
-    case METRIC_GAUGE:
-        return "gauge";
-    case METRIC_HISTOGRAM:
-        return "histogram";
-    }
-    return "untyped";
+    static const char *const names[] = {
+        [METRIC_COUNTER] = "counter", [METRIC_GAUGE] = "gauge", [METRIC_HISTOGRAM] = "histogram"};
+    return NAME_AT(names, t, "untyped");
 }
 
 static int child_get_locked(Metric *m, const char *const *values, int create, MetricChild **out);
@@ -473,22 +454,21 @@ static int child_cmp(const Metric *m, const MetricChild *c, const char *const *v
     return 0;
 }
 
+typedef struct {
+    const Metric *m;
+    const char *const *values;
+} ChildKey;
+
+static int child_cmp_at(const void *ctx, size_t i) {
+    const ChildKey *k = ctx;
+    return child_cmp(k->m, k->m->children[i], k->values);
+}
+
+/* Index of the child with these label values in m->children, or where it would be inserted
+ * (*found = 0). Lock held. */
 static size_t child_find_locked(Metric *m, const char *const *values, int *found) {
-    size_t lo = 0, hi = m->nchildren;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        int c = child_cmp(m, m->children[mid], values);
-        if (c == 0) {
-            *found = 1;
-            return mid;
-        }
-        if (c < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    *found = 0;
-    return lo;
+    ChildKey k = {m, values};
+    return sorted_find(m->nchildren, child_cmp_at, &k, found);
 }
 
 static int child_insert_locked(Metric *m, size_t at, const char *const *values, MetricChild **out) {
@@ -687,52 +667,52 @@ int metrics_get(Metric *m, const char *const *label_values, double *out) {
 /* ---------- exposition ---------- */
 
 /* Writes {a="x",b="y"[,le="0.5"]} (nothing when there are no labels and no le). */
-static void render_labels(Buf *b, const Metric *m, const MetricChild *c, const char *le) {
+static void render_labels(StrBuf *b, const Metric *m, const MetricChild *c, const char *le) {
     if (m->nlabels == 0 && !le) return;
-    buf_puts(b, "{");
+    strbuf_str(b, "{");
     for (size_t k = 0; k < m->nlabels; k++) {
         size_t i = m->order[k];
-        if (k) buf_puts(b, ",");
-        buf_puts(b, m->label_names[i]);
-        buf_puts(b, "=\"");
+        if (k) strbuf_str(b, ",");
+        strbuf_str(b, m->label_names[i]);
+        strbuf_str(b, "=\"");
         buf_escaped(b, c->values[i], 1);
-        buf_puts(b, "\"");
+        strbuf_str(b, "\"");
     }
     if (le) {
-        if (m->nlabels) buf_puts(b, ",");
-        buf_puts(b, "le=\"");
-        buf_puts(b, le);
-        buf_puts(b, "\"");
+        if (m->nlabels) strbuf_str(b, ",");
+        strbuf_str(b, "le=\"");
+        strbuf_str(b, le);
+        strbuf_str(b, "\"");
     }
-    buf_puts(b, "}");
+    strbuf_str(b, "}");
 }
 
-static void render_metric(Buf *b, const Metric *m) {
+static void render_metric(StrBuf *b, const Metric *m) {
     if (!m->fn && m->nchildren == 0) return;
-    buf_puts(b, "# HELP ");
-    buf_puts(b, m->name);
-    buf_puts(b, " ");
+    strbuf_str(b, "# HELP ");
+    strbuf_str(b, m->name);
+    strbuf_str(b, " ");
     buf_escaped(b, m->help, 0);
-    buf_puts(b, "\n# TYPE ");
-    buf_puts(b, m->name);
-    buf_puts(b, " ");
-    buf_puts(b, type_name(m->type));
-    buf_puts(b, "\n");
+    strbuf_str(b, "\n# TYPE ");
+    strbuf_str(b, m->name);
+    strbuf_str(b, " ");
+    strbuf_str(b, type_name(m->type));
+    strbuf_str(b, "\n");
     if (m->fn) {
-        buf_puts(b, m->name);
-        buf_puts(b, " ");
+        strbuf_str(b, m->name);
+        strbuf_str(b, " ");
         buf_double(b, m->fn(m->fn_arg));
-        buf_puts(b, "\n");
+        strbuf_str(b, "\n");
         return;
     }
     for (size_t ci = 0; ci < m->nchildren; ci++) {
         const MetricChild *c = m->children[ci];
         if (m->type != METRIC_HISTOGRAM) {
-            buf_puts(b, m->name);
+            strbuf_str(b, m->name);
             render_labels(b, m, c, NULL);
-            buf_puts(b, " ");
+            strbuf_str(b, " ");
             buf_double(b, c->value);
-            buf_puts(b, "\n");
+            strbuf_str(b, "\n");
             continue;
         }
         uint64_t cum = 0;
@@ -745,25 +725,25 @@ static void render_metric(Buf *b, const Metric *m) {
                 cum = c->count;
                 snprintf(le, sizeof le, "+Inf");
             }
-            buf_puts(b, m->name);
-            buf_puts(b, "_bucket");
+            strbuf_str(b, m->name);
+            strbuf_str(b, "_bucket");
             render_labels(b, m, c, le);
-            buf_puts(b, " ");
+            strbuf_str(b, " ");
             buf_double(b, (double)cum);
-            buf_puts(b, "\n");
+            strbuf_str(b, "\n");
         }
-        buf_puts(b, m->name);
-        buf_puts(b, "_sum");
+        strbuf_str(b, m->name);
+        strbuf_str(b, "_sum");
         render_labels(b, m, c, NULL);
-        buf_puts(b, " ");
+        strbuf_str(b, " ");
         buf_double(b, c->sum);
-        buf_puts(b, "\n");
-        buf_puts(b, m->name);
-        buf_puts(b, "_count");
+        strbuf_str(b, "\n");
+        strbuf_str(b, m->name);
+        strbuf_str(b, "_count");
         render_labels(b, m, c, NULL);
-        buf_puts(b, " ");
+        strbuf_str(b, " ");
         buf_double(b, (double)c->count);
-        buf_puts(b, "\n");
+        strbuf_str(b, "\n");
     }
 }
 
@@ -773,20 +753,19 @@ char *metrics_render(MetricsRegistry *reg, size_t *len) {
         err_set(ERR_INVALID, "metrics_render: no registry");
         return NULL;
     }
-    Buf b = {0};
-    buf_reserve(&b, 0); /* an empty registry still yields "" */
+    StrBuf b = {0};
+    strbuf_add(&b, "", 0); /* an empty registry still yields "" */
     pthread_mutex_lock(&reg->mu);
     for (size_t i = 0; i < reg->n && !b.oom; i++)
         render_metric(&b, reg->metrics[i]);
     pthread_mutex_unlock(&reg->mu);
     if (b.oom) {
-        free(b.p);
+        free(b.d);
         err_set(ERR_NOMEM, "metrics: out of memory rendering");
         return NULL;
     }
-    if (b.len == 0) b.p[0] = '\0';
-    if (len) *len = b.len;
-    return b.p;
+    if (len) *len = b.n;
+    return b.d;
 }
 
 /* ---------- /proc/<pid>/net/dev ---------- */
@@ -848,6 +827,13 @@ static int proc_io_fail(int report, const char *what, const char *path, int errn
     return ERR_IO;
 }
 
+/* Closes f, read from path: 0, or ERR_IO (set when report) when a read from it failed. */
+static int proc_close(FILE *f, const char *path, int report) {
+    int bad = ferror(f) ? (errno ? errno : EIO) : 0;
+    fclose(f);
+    return bad ? proc_io_fail(report, "read", path, bad) : 0;
+}
+
 static double clock_ticks(void) {
     long t = sysconf(_SC_CLK_TCK);
     return t > 0 ? (double)t : 100.0;
@@ -861,9 +847,7 @@ static int proc_read_stat(MetricsProcessStats *st, double *start_ticks, int repo
     FILE *f = fopen(path, "re");
     if (!f) return proc_io_fail(report, "open", path, errno);
     size_t n = fread(buf, 1, sizeof buf - 1, f);
-    int bad = ferror(f) ? (errno ? errno : EIO) : 0;
-    fclose(f);
-    if (bad) return proc_io_fail(report, "read", path, bad);
+    if (proc_close(f, path, report)) return ERR_IO;
     buf[n] = '\0';
     const char *p = strrchr(buf, ')');
     /* Tokens after ')': [0] state (field 3) ... [11] utime, [12] stime, [19] starttime,
@@ -921,9 +905,7 @@ static int proc_read_boot_time(double *btime, int report) {
         }
         at_start = strchr(line, '\n') != NULL;
     }
-    int bad = ferror(f) ? (errno ? errno : EIO) : 0;
-    fclose(f);
-    if (bad) return proc_io_fail(report, "read", path, bad);
+    if (proc_close(f, path, report)) return ERR_IO;
     if (rc && report) err_set(rc, "%s: no btime line", path);
     return rc;
 }
@@ -973,9 +955,7 @@ static int proc_read_limits(MetricsProcessStats *st, int report) {
         if (r == 0) found++;
         if (r < 0) rc = r;
     }
-    int bad = ferror(f) ? (errno ? errno : EIO) : 0;
-    fclose(f);
-    if (bad) return proc_io_fail(report, "read", path, bad);
+    if (proc_close(f, path, report)) return ERR_IO;
     if (rc == 0 && found < 2) rc = ERR_CORRUPT;
     if (rc && report)
         err_set(rc, "%s: no readable \"Max open files\" and \"Max address space\"", path);
@@ -1245,38 +1225,24 @@ const char *etcdbr_operation_name(EtcdbrOperation op) {
 }
 
 const char *etcdbr_metrics_error_class(int err_code) {
-    switch (err_code) {
-    case ERR_IO:
-        return "io";
-    case ERR_NOMEM:
-        return "nomem";
-    case ERR_INVALID:
-        return "invalid";
-    case ERR_NOT_FOUND:
-        return "not_found";
-    case ERR_CORRUPT:
-        return "corrupt";
-    case ERR_ETCD:
-        return "etcd";
-    case ERR_COMPACTED:
-        return "compacted";
-    case ERR_TIMEOUT:
-        return "timeout";
-    case ERR_EXISTS:
-        return "exists";
-    case ERR_UNSUPPORTED:
-        return "unsupported";
-    case ERR_CANCELED:
-        return "canceled";
-    case ERR_GAP:
-        return "gap";
-    case ERR_CONFLICT:
-        return "store_conflict";
-    case ERR_IMMUTABLE:
-        return "immutable";
-    default:
-        return "other";
-    }
+    /* indexed by -err_code: every ERR_* is negative; ERR_OK is no error class */
+    static const char *const classes[] = {
+        [-ERR_IO] = "io",
+        [-ERR_NOMEM] = "nomem",
+        [-ERR_INVALID] = "invalid",
+        [-ERR_NOT_FOUND] = "not_found",
+        [-ERR_CORRUPT] = "corrupt",
+        [-ERR_ETCD] = "etcd",
+        [-ERR_COMPACTED] = "compacted",
+        [-ERR_TIMEOUT] = "timeout",
+        [-ERR_EXISTS] = "exists",
+        [-ERR_UNSUPPORTED] = "unsupported",
+        [-ERR_CANCELED] = "canceled",
+        [-ERR_GAP] = "gap",
+        [-ERR_CONFLICT] = "store_conflict",
+        [-ERR_IMMUTABLE] = "immutable",
+    };
+    return NAME_AT(classes, -(long long)err_code, "other");
 }
 
 static double now_unix_seconds(void) {

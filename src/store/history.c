@@ -3,6 +3,7 @@
 #include "history.h"
 #include "../common/err.h"
 #include "../common/log.h"
+#include "../common/names.h"
 #include "../format/bbolt.h"
 
 #include <jansson.h>
@@ -234,23 +235,12 @@ void history_annotate(Snapshot *snaps, size_t n, const HistoryTag *tag_list, siz
 }
 
 const char *history_action_name(HistoryAction a) {
-    switch (a) {
-    case HISTORY_NEW:
-        return "new";
-    case HISTORY_CONTINUE:
-        return "continue";
-    case HISTORY_ADOPT:
-        return "adopt";
-    case HISTORY_FORK:
-        return "fork";
-    case HISTORY_TAKEOVER:
-        return "takeover";
-    case HISTORY_NEED_DB:
-        return "need-db";
-    case HISTORY_REFUSE:
-        return "refuse";
-    }
-    return "?";
+    static const char *const names[] = {
+        [HISTORY_NEW] = "new",       [HISTORY_CONTINUE] = "continue", [HISTORY_ADOPT] = "adopt",
+        [HISTORY_FORK] = "fork",     [HISTORY_TAKEOVER] = "takeover", [HISTORY_NEED_DB] = "need-db",
+        [HISTORY_REFUSE] = "refuse",
+    };
+    return NAME_AT(names, a, "?");
 }
 
 static void new_record(HistoryDecision *d, const char *id, uint64_t cluster_id, uint64_t member_id,

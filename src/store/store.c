@@ -6,6 +6,7 @@
  * writer): it is as thread-safe as its driver. */
 #include "store.h"
 #include "../codec/crypt.h"
+#include "../common/array.h"
 #include "../common/err.h"
 #include "../common/log.h"
 #include "snapname.h"
@@ -354,16 +355,6 @@ typedef struct {
     size_t skip; /* bytes of "<prefix>/etcdbr/history/" */
 } TagCtx;
 
-static int grow(void **v, size_t *cap, size_t n, size_t elem) {
-    if (n < *cap) return 0;
-    size_t ncap = *cap ? *cap * 2 : 16;
-    void *nv = realloc(*v, ncap * elem);
-    if (!nv) return err_set(ERR_NOMEM, "store list: out of memory");
-    *v = nv;
-    *cap = ncap;
-    return 0;
-}
-
 static int tag_cb(void *ctx, const char *key, int64_t size) {
     (void)size;
     TagCtx *c = ctx;
@@ -380,14 +371,17 @@ static int tag_cb(void *ctx, const char *key, int64_t size) {
         if (c->n_rec >= STORE_LIST_MAX_HISTORIES)
             return err_set(ERR_IO, "more than %d history records (the cap of one listing)",
                            STORE_LIST_MAX_HISTORIES);
-        if (grow((void **)&c->rec_ids, &c->cap_rec, c->n_rec, sizeof *c->rec_ids)) return ERR_NOMEM;
+        int rc =
+            array_reserve(&c->rec_ids, &c->cap_rec, c->n_rec, sizeof *c->rec_ids, 16, "store list");
+        if (rc) return rc;
         memcpy(c->rec_ids[c->n_rec++], id, sizeof id);
         return 0;
     }
     if (c->n >= STORE_LIST_MAX_SNAPSHOTS)
         return err_set(ERR_IO, "more than %d history tags (the cap of one listing)",
                        STORE_LIST_MAX_SNAPSHOTS);
-    if (grow((void **)&c->tags, &c->cap, c->n, sizeof *c->tags)) return ERR_NOMEM;
+    int rc = array_reserve(&c->tags, &c->cap, c->n, sizeof *c->tags, 16, "store list");
+    if (rc) return rc;
     HistoryTag *t = &c->tags[c->n++];
     memcpy(t->history, id, sizeof id);
     snprintf(t->name, sizeof t->name, "%s", name);
