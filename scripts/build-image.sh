@@ -17,10 +17,11 @@
 #
 # Environment: ETCDBR_IMAGE (the reference to tag, default localhost/etcdbr:<version>-g<commit>
 # [-dirty]), ETCDBR_IMAGE_SOURCE (the org.opencontainers.image.source label, default the git
-# remote "origin"), ETCDBR_DEBIAN_MIRROR / ETCDBR_DEBIAN_SECURITY_MIRROR (a mirror or a
-# snapshot.debian.org URL that still has the pinned versions), ETCDBR_IMAGE_CACHE (default
-# ~/.cache/etcdbr/image), CONTAINERS_CONF (default image/containers.conf: runc, no default
-# ulimits). Runs as root (podman's root storage; the root's files are owned by 0 and 65532).
+# remote "origin"), ETCDBR_IMAGE_REVISION (the commit, outside a git checkout),
+# ETCDBR_DEBIAN_MIRROR / ETCDBR_DEBIAN_SECURITY_MIRROR (a mirror or a snapshot.debian.org URL
+# that still has the pinned versions), ETCDBR_IMAGE_CACHE (default ~/.cache/etcdbr/image),
+# CONTAINERS_CONF (default image/containers.conf: runc, no default ulimits). Runs as root
+# (podman's root storage; the root's files are owned by 0 and 65532).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SRC=$PWD
@@ -220,9 +221,14 @@ DEBIAN_PACKAGES=${used[*]}
 tar --sort=name --numeric-owner --mtime=@0 -C "$ROOT" -cf "$WORKD/rootfs.tar" .
 
 # ---- the image ----
-REVISION=$(git rev-parse HEAD)
 dirty=""
-git diff --quiet HEAD -- 2>/dev/null || dirty=-dirty
+if [ -n "${ETCDBR_IMAGE_REVISION:-}" ]; then
+    REVISION=$ETCDBR_IMAGE_REVISION
+else
+    REVISION=$(git rev-parse HEAD 2>/dev/null) ||
+        die "not a git checkout: set ETCDBR_IMAGE_REVISION to the commit the sources are from (the revision label)"
+    git diff --quiet HEAD -- || dirty=-dirty
+fi
 IMAGE=${ETCDBR_IMAGE:-localhost/etcdbr:$VERSION-g${REVISION:0:12}$dirty}
 SOURCE=${ETCDBR_IMAGE_SOURCE:-$(git remote get-url origin 2>/dev/null || echo unknown)}
 cp Dockerfile "$WORKD/Dockerfile"
