@@ -9,6 +9,9 @@ PKGS=(
     strace # test_durable_dirs_strace: which fsyncs a restore makes
     # OpenStack Swift (tempauth, dlo, s3api) for the Swift and strict-S3 tests (~35 s, ~150 packages)
     swift swift-proxy swift-object swift-account swift-container memcached
+    # the image (scripts/build-image.sh, test_image_round_trip): podman with runc (crun fails on
+    # hybrid cgroups; image/containers.conf), mmdebstrap extracts the pinned Debian packages
+    podman runc mmdebstrap binutils
 )
 missing=()
 for p in "${PKGS[@]}"; do

@@ -59,6 +59,23 @@ echo "== clang-format check"
 git ls-files '*.c' '*.h' | xargs clang-format --dry-run --Werror
 echo "== build (-Werror, optimized, no sanitizers: catches -O2-only warnings)"
 BUILD_DIR=build-werror ./scripts/build.sh -DETCDBR_WERROR=ON
+# The image (docs/deploy.md) from that plain build, for test_image_round_trip (ETCDBR_IMAGE); its
+# pinned Debian packages are extracted once (~45 s cold, then cached in ~/.cache/etcdbr/image).
+# A failed build fails the run at the end, and the test then fails too (it has no image).
+echo "== image (scripts/build-image.sh)"
+image_t0=$SECONDS
+image_log=$(mktemp "${TMPDIR:-/tmp}/etcdbr-image.XXXXXX")
+image_failed=""
+if ETCDBR_BIN=build-werror/etcdbrctl ./scripts/build-image.sh >"$image_log" 2>&1; then
+    export ETCDBR_IMAGE
+    ETCDBR_IMAGE=$(tail -1 "$image_log")
+    grep '^== ' "$image_log"
+    echo "== image $ETCDBR_IMAGE built in $((SECONDS - image_t0)) s"
+else
+    cat "$image_log"
+    image_failed=1
+fi
+rm -f "$image_log"
 echo "== build (-Werror, ASan+UBSan)"
 BUILD_DIR=build-asan ./scripts/build.sh -DETCDBR_WERROR=ON -DETCDBR_SANITIZE=ON
 echo "== build (-Werror, ThreadSanitizer; etcdbrctl and store_put, for the threaded server tests)"
@@ -77,6 +94,7 @@ outage_pid=$!
 # Every stage runs even when one before failed, so one run shows every failure; the script
 # fails at the end if any did (failed lists them).
 failed=()
+[ -z "$image_failed" ] || failed+=("image build (scripts/build-image.sh)")
 # Skipped tests are listed at the end; under ETCDBR_REQUIRE_TOOLS=1 (CI) a skip fails the run
 # (each test also fails itself there when it would skip; this catches one that does not).
 skipped=()
