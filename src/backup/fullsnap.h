@@ -21,7 +21,7 @@ typedef struct FullSnapshotResult {
 /* The Snapshot of a new object of store (snapname_new): kind, start and last revisions and
  * is_final as given, created now (Unix seconds), named with store_name_suffix(store, compression)
  * (".enc" first when the store has keys), under the key prefix the store gives v2 objects
- * (store_snapshot_for_name of a fixed name: store.h has no accessor of its own for it). Its
+ * (store_v2_key_prefix). Its
  * snap_name is formatted once, here; writers take the struct, never the name back. 0 or
  * ERR_INVALID (revisions or time out of snapname_format's range). */
 int fullsnap_snapshot_new(const Store *store, SnapKind kind, int64_t start, int64_t last,
