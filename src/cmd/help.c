@@ -64,7 +64,7 @@ void help_print_usage(FILE *f) {
               0, 0);
 }
 
-/* The arguments of help, completion and version, after their usage line. */
+/* The arguments and flags of help, completion and version, after their usage line. */
 static void print_own_args(FILE *f, const CmdInfo *c) {
     if (!strcmp(c->name, "completion")) {
         fputs("Shells:\n", f);
@@ -80,10 +80,6 @@ static void print_own_args(FILE *f, const CmdInfo *c) {
             fprintf(f, "  %-6s", shells[i][0]);
             help_wrap(f, shells[i][1], 8, 8);
         }
-        fputs("\n", f);
-    } else if (!strcmp(c->name, "help")) {
-        fputs("Commands:\n", f);
-        help_wrap(f, "any command of `etcdbrctl --help`; none: the top-level help", 0, 2);
         fputs("\n", f);
     }
     fputs("Flags:\n  -h, --help   help for ", f);
