@@ -7,6 +7,7 @@ PKGS=(
     libssl-dev zlib1g-dev libzstd-dev libdeflate-dev libjansson-dev libcmocka-dev libmicrohttpd-dev libyaml-dev
     etcd-server etcd-client jq curl python3 ca-certificates openssl procps
     strace # test_durable_dirs_strace: which fsyncs a restore makes
+    zsh fish groff-base man-db # test_completion_{zsh,fish}, test_man_install: the shells and man
     # OpenStack Swift (tempauth, dlo, s3api) for the Swift and strict-S3 tests (~35 s, ~150 packages)
     swift swift-proxy swift-object swift-account swift-container memcached
     # the image (scripts/build-image.sh, test_image_round_trip): podman with runc (crun fails on

@@ -1,39 +1,17 @@
-/* main: parses the command line and dispatches to a command; nothing else. */
+/* main: dispatches to a command (commands.h); nothing else. */
 #include "cmd.h"
+#include "commands.h"
+#include "completion.h"
 #include "config_file.h"
+#include "help.h"
+#include "manpage.h"
+#include "version.h"
 #include "../common/err.h"
 
 #include <curl/curl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
-
-typedef struct {
-    const char *name;
-    unsigned bit;
-    int (*run)(const Opts *o);
-    const char *summary;
-} Command;
-
-static const Command commands[] = {
-    {"snapshot", CMD_SNAPSHOT, cmd_snapshot,
-     "take full snapshots on a schedule and delta snapshots of a running etcd"},
-    {"restore", CMD_RESTORE, cmd_restore,
-     "restore a data dir from the latest full snapshot and its deltas"},
-    {"server", CMD_SERVER, cmd_server,
-     "run beside an etcd member: HTTP API, data-dir initialization, snapshots while leader"},
-    {"initialize", CMD_INITIALIZE, cmd_initialize,
-     "validate the data dir and restore it from the store when needed"},
-    {"compact", CMD_COMPACT, cmd_compact,
-     "replace the latest full snapshot and its deltas by one new full snapshot, without etcd"},
-    {"copy", CMD_COPY, cmd_copy, "copy backups from a source store (--source-*) into the store"},
-    {"verify", CMD_VERIFY, cmd_verify,
-     "check the latest set's objects (every set with --all-sets), hashes and contiguity without "
-     "etcd; --restore-test also restores it and compares HashKV with the live cluster"},
-    {"list", CMD_LIST, cmd_list, "list the store's backup sets (-o json for JSON)"},
-    {"run", CMD_SERVER, NULL,
-     "supervise etcd: initialize, start `-- etcd ...` as a child, back it up, restart it"},
-};
 
 /* run mode: etcd's own flags for the member (data dir, name, cluster) also configure the
  * restore, unless given to us explicitly with another value. */
@@ -72,88 +50,97 @@ static int take_etcd_flags(Opts *o, char **etcd_argv) {
     return EXIT_OK;
 }
 
-static void usage(FILE *f) {
-    fprintf(f,
-            "etcdbrctl %s: etcd backup and restore\n\nUsage:\n  etcdbrctl <command> [flags]\n\n"
-            "Commands:\n",
-            ETCDBR_VERSION);
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
-    fprintf(f, "\nFlags:\n  -v, --version   print the version\n  -h, --help      this help\n\n"
-               "Use \"etcdbrctl <command> --help\" for a command's flags.\n"
-               "Exit codes: 0 ok, 1 failed, 2 usage error, 3 data dir not empty, 4 no full "
-               "snapshot to restore.\n");
+/* A command of the flag table: parse, set up, run. argv: the words after the command's name. */
+static int run_command(const CmdInfo *c, int argc, char **argv) {
+    Opts *o = NULL;
+    int help = 0;
+    int n_own = argc;
+    char **etcd_argv = NULL;
+    if (!c->run) { /* run: etcd's command line follows "--" */
+        for (int k = 0; k < argc; k++) {
+            if (!strcmp(argv[k], "--")) {
+                n_own = k;
+                etcd_argv = argv + k + 1;
+                break;
+            }
+        }
+    }
+    if (opts_parse(c->bit, n_own, argv, &o, &help)) {
+        fprintf(stderr, "Error: %s\nRun 'etcdbrctl %s --help' for usage.\n", err_msg(), c->name);
+        return EXIT_USAGE;
+    }
+    if (help) {
+        help_print_command(stdout, c);
+        opts_free(o);
+        return fflush(stdout) ? EXIT_FAIL : EXIT_OK;
+    }
+    int code = cmd_setup_logging(o);
+    /* --config-file: below the command line and the environment (opts.h) */
+    if (code == EXIT_OK && (c->bit & CMD_SERVER) && *opts_values(o)->config_file &&
+        config_file_apply(o, opts_values(o)->config_file)) {
+        fprintf(stderr, "Error: %s\n", err_msg());
+        code = EXIT_USAGE;
+    }
+    /* config-file values against the table; warnings for flags that do nothing */
+    if (code == EXIT_OK && opts_finish(o)) {
+        fprintf(stderr, "Error: %s\nRun 'etcdbrctl %s --help' for usage.\n", err_msg(), c->name);
+        code = EXIT_USAGE;
+    }
+    if (code == EXIT_OK) {
+        umask(077); /* as the Go tool: snapshots and data dirs are private */
+        curl_global_init(CURL_GLOBAL_DEFAULT);
+        if (c->run) {
+            code = c->run(o);
+        } else {
+            code = etcd_argv ? take_etcd_flags(o, etcd_argv) : EXIT_OK;
+            if (code == EXIT_OK) code = cmd_run(o, etcd_argv);
+        }
+        curl_global_cleanup();
+    }
+    opts_free(o);
+    return code;
+}
+
+/* help, completion, version: the commands about etcdbrctl itself. */
+static int run_meta(const CmdInfo *c, int argc, char **argv) {
+    if (!strcmp(c->name, "help")) return cmd_help(argc, argv);
+    for (int k = 0; k < argc; k++) {
+        if (!strcmp(argv[k], "--help") || !strcmp(argv[k], "-h")) {
+            help_print_command(stdout, c);
+            return fflush(stdout) ? EXIT_FAIL : EXIT_OK;
+        }
+    }
+    if (!strcmp(c->name, "completion")) return cmd_completion(argc, argv);
+    if (argc) {
+        fprintf(stderr, "Error: unexpected argument \"%s\"\nRun 'etcdbrctl %s --help' for usage.\n",
+                argv[0], c->name);
+        return EXIT_USAGE;
+    }
+    version_print(stdout, &etcdbr_build_info);
+    return fflush(stdout) ? EXIT_FAIL : EXIT_OK;
 }
 
 int main(int argc, char **argv) {
-    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
-        !strcmp(argv[1], "help")) {
-        usage(argc < 2 ? stderr : stdout);
-        return argc < 2 ? EXIT_USAGE : EXIT_OK;
+    if (argc < 2) {
+        help_print_usage(stderr);
+        return EXIT_USAGE;
     }
-    if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "-v") || !strcmp(argv[1], "version")) {
-        printf("etcdbrctl version %s\n", ETCDBR_VERSION);
-        return EXIT_OK;
+    const char *a = argv[1];
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+        help_print_usage(stdout);
+        return fflush(stdout) ? EXIT_FAIL : EXIT_OK;
     }
-    if (!strcmp(argv[1], "__flags-md")) { /* hidden: regenerates docs/flags.md */
+    if (!strcmp(a, "--version") || !strcmp(a, "-v")) a = "version";
+    if (!strcmp(a, "__flags-md")) { /* hidden: regenerates docs/flags.md */
         opts_write_markdown(stdout);
         return fflush(stdout) ? EXIT_FAIL : EXIT_OK;
     }
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
-        if (strcmp(argv[1], commands[i].name)) continue;
-        Opts *o = NULL;
-        int help = 0;
-        int n_own = argc - 2;
-        char **etcd_argv = NULL;
-        if (!strcmp(commands[i].name, "run")) {
-            for (int k = 2; k < argc; k++) {
-                if (!strcmp(argv[k], "--")) {
-                    n_own = k - 2;
-                    etcd_argv = argv + k + 1;
-                    break;
-                }
-            }
-        }
-        if (opts_parse(commands[i].bit, n_own, argv + 2, &o, &help)) {
-            fprintf(stderr, "Error: %s\nRun 'etcdbrctl %s --help' for usage.\n", err_msg(),
-                    commands[i].name);
-            return EXIT_USAGE;
-        }
-        if (help) {
-            printf("%s\n\nUsage:\n  etcdbrctl %s [flags]%s\n\n", commands[i].summary,
-                   commands[i].name, commands[i].run ? "" : " -- etcd [etcd flags]");
-            opts_print_help(commands[i].bit);
-            opts_free(o);
-            return EXIT_OK;
-        }
-        int code = cmd_setup_logging(o);
-        /* --config-file: below the command line and the environment (opts.h) */
-        if (code == EXIT_OK && (commands[i].bit & CMD_SERVER) && *opts_values(o)->config_file &&
-            config_file_apply(o, opts_values(o)->config_file)) {
-            fprintf(stderr, "Error: %s\n", err_msg());
-            code = EXIT_USAGE;
-        }
-        /* config-file values against the table; warnings for flags that do nothing */
-        if (code == EXIT_OK && opts_finish(o)) {
-            fprintf(stderr, "Error: %s\nRun 'etcdbrctl %s --help' for usage.\n", err_msg(),
-                    commands[i].name);
-            code = EXIT_USAGE;
-        }
-        if (code == EXIT_OK) {
-            umask(077); /* as the Go tool: snapshots and data dirs are private */
-            curl_global_init(CURL_GLOBAL_DEFAULT);
-            if (commands[i].run) {
-                code = commands[i].run(o);
-            } else {
-                code = etcd_argv ? take_etcd_flags(o, etcd_argv) : EXIT_OK;
-                if (code == EXIT_OK) code = cmd_run(o, etcd_argv);
-            }
-            curl_global_cleanup();
-        }
-        opts_free(o);
-        return code;
+    if (!strcmp(a, "__man")) { /* hidden: the man page, built by CMake as etcdbrctl.1 */
+        if (man_write(stdout, &etcdbr_build_info) == 0) return EXIT_OK;
+        fprintf(stderr, "Error: %s\n", err_msg());
+        return EXIT_FAIL;
     }
-    fprintf(stderr, "Error: unknown command \"%s\" for \"etcdbrctl\"\n\n", argv[1]);
-    usage(stderr);
-    return EXIT_USAGE;
+    const CmdInfo *c = cmd_info_find(a);
+    if (!c) return help_unknown_command(a);
+    return c->bit ? run_command(c, argc - 2, argv + 2) : run_meta(c, argc - 2, argv + 2);
 }

@@ -4,6 +4,7 @@
  * certificate checks). A flag the code does not read is marked UNIMPLEMENTED or IGNORED here,
  * never left to look as if it worked. */
 #include "opts.h"
+#include "help.h"
 #include "../codec/crypt.h"
 #include "../common/err.h"
 #include "../common/goparse.h"
@@ -13,6 +14,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -621,28 +623,70 @@ static const char *type_name(OptType t) {
     return NAME_AT(names, t, "string");
 }
 
-void opts_print_help(unsigned cmd) {
-    printf("Flags:\n");
+/* Appends printf text at out[*n] (cap bytes in all), truncating to fit; *n stays < cap. */
+static void __attribute__((format(printf, 4, 5)))
+append(char *out, size_t cap, size_t *n, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int w = vsnprintf(out + *n, cap - *n, fmt, ap);
+    va_end(ap);
+    if (w > 0) *n = (size_t)w < cap - *n ? *n + (size_t)w : cap - 1;
+}
+
+size_t opts_describe(const OptDef *d, unsigned cmd, char *out, size_t cap) {
+    char allowed[256], why[256];
+    size_t n = 0;
+    out[0] = '\0';
+    append(out, cap, &n, "%s", d->help);
+    const char *status = support_text_for(d, cmd, why, sizeof why);
+    if (status) append(out, cap, &n, " (%s)", status);
+    allowed_text(d, 0, allowed, sizeof allowed);
+    if (allowed[0]) append(out, cap, &n, " (%s)", allowed);
+    if (d->def[0]) append(out, cap, &n, " (default \"%s\")", d->def);
+    if (d->env) append(out, cap, &n, " [env %s]", d->env);
+    return n;
+}
+
+const char *opts_value_name(const OptDef *d) {
+    return d->type == OPT_BOOL ? "" : type_name(d->type);
+}
+
+/* "  -e, --endpoints strings" or "      --data-dir string": a flag's left column in --help. */
+static void help_left(const OptDef *d, char *out, size_t cap) {
+    const char *type = opts_value_name(d);
+    if (d->short_name)
+        snprintf(out, cap, "  -%c, --%s%s%s", d->short_name, d->name, *type ? " " : "", type);
+    else
+        snprintf(out, cap, "      --%s%s%s", d->name, *type ? " " : "", type);
+}
+
+/* where the help texts start: after the widest left column, but never past HELP_COL_MAX */
+#define HELP_COL_MAX 48
+
+void opts_print_help(FILE *f, unsigned cmd) {
+    char left[128], text[2048];
+    size_t col = sizeof "  -h, --help" - 1;
+    for (size_t i = 0; i < N_OPTS; i++) {
+        if (!(opt_table[i].commands & cmd)) continue;
+        help_left(&opt_table[i], left, sizeof left);
+        if (strlen(left) > col) col = strlen(left);
+    }
+    col += 3;
+    if (col > HELP_COL_MAX) col = HELP_COL_MAX;
+    fprintf(f, "Flags:\n");
     for (size_t i = 0; i < N_OPTS; i++) {
         const OptDef *d = &opt_table[i];
         if (!(d->commands & cmd)) continue;
-        char left[96], allowed[256], why[256];
-        const char *type = d->type == OPT_BOOL ? "" : type_name(d->type);
-        if (d->short_name)
-            snprintf(left, sizeof left, "  -%c, --%s%s%s", d->short_name, d->name, *type ? " " : "",
-                     type);
+        help_left(d, left, sizeof left);
+        opts_describe(d, cmd, text, sizeof text);
+        if (strlen(left) + 1 > col) /* too wide: the text starts on the next line */
+            fprintf(f, "%s\n%*s", left, (int)col, "");
         else
-            snprintf(left, sizeof left, "      --%s%s%s", d->name, *type ? " " : "", type);
-        printf("%-52s %s", left, d->help);
-        const char *status = support_text_for(d, cmd, why, sizeof why);
-        if (status) printf(" (%s)", status);
-        allowed_text(d, 0, allowed, sizeof allowed);
-        if (allowed[0]) printf(" (%s)", allowed);
-        if (d->def[0]) printf(" (default \"%s\")", d->def);
-        if (d->env) printf(" [env %s]", d->env);
-        printf("\n");
+            fprintf(f, "%-*s", (int)col, left);
+        help_wrap(f, text, col, col);
     }
-    printf("  -h, --help%42s help for this command\n", "");
+    fprintf(f, "%-*s", (int)col, "  -h, --help");
+    help_wrap(f, "help for this command", col, col);
 }
 
 /* Markdown table cell text: '|', '<' and '>' escaped, no line breaks. */

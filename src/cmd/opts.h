@@ -130,9 +130,20 @@ int opts_set_from_config(Opts *o, const char *name, const char *value);
 /* The table itself, for docs and config-file key mapping; *n set. */
 const OptDef *opts_table(size_t *n);
 
-/* Prints the options of cmd with defaults, ranges or allowed values, environment variables
- * and support status to stdout. */
-void opts_print_help(unsigned cmd);
+/* Prints "Flags:" and the options of cmd to f, each with its help, support status, range or
+ * allowed values, default and environment variable (opts_describe), wrapped at HELP_WIDTH
+ * (help.h) with a hanging indent at the column where the help texts start. */
+void opts_print_help(FILE *f, unsigned cmd);
+
+/* The whole description of d as --help shows it for command cmd (0: whatever command): its
+ * help, then "(support status)", "(allowed values or range)", "(default \"x\")", "[env X]" as
+ * they apply. Written into out (cap bytes, NUL-terminated, truncated to fit); returns its
+ * length. The man page and shell completions use it too. */
+size_t opts_describe(const OptDef *d, unsigned cmd, char *out, size_t cap);
+
+/* The name of d's value in help ("string", "int", "duration", "strings"), "" for a bool flag,
+ * which takes none (static storage). */
+const char *opts_value_name(const OptDef *d);
 
 /* Writes docs/flags.md (the flags reference, generated from the table) to f. The unit test
  * test_opts fails when the checked-in file differs; regenerate with
