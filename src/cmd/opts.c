@@ -4,6 +4,7 @@
  * certificate checks). A flag the code does not read is marked UNIMPLEMENTED or IGNORED here,
  * never left to look as if it worked. */
 #include "opts.h"
+#include "../common/strbuf.h"
 #include "help.h"
 #include "../codec/crypt.h"
 #include "../common/err.h"
@@ -539,6 +540,10 @@ int opts_finish(const Opts *o) {
         int rc = check_allowed(d, ov->value, " (config file)");
         if (rc) return rc;
     }
+    /* one line naming every flag given that has no effect here (a druid-made command line
+     * carries several), not one warning each */
+    StrBuf b = {0};
+    int n = 0;
     for (size_t i = 0; i < N_OPTS; i++) {
         const OptDef *d = &opt_table[i];
         const OptValue *ov = &o->v[i];
@@ -547,8 +552,18 @@ int opts_finish(const Opts *o) {
         if (!(d->commands & o->cmd) || !status || ov->origin == FROM_DEFAULT) continue;
         const char *src = ov->origin == FROM_CLI ? " (command line)"
                                                  : origin_text(d, ov->origin, from, sizeof from);
-        log_warn("--%s=%s%s: %s", d->name, value_shown(d, ov->value), src, status);
+        strbuf_str(&b, n++ ? "; --" : "--");
+        strbuf_str(&b, d->name);
+        strbuf_str(&b, "=");
+        strbuf_str(&b, value_shown(d, ov->value));
+        strbuf_str(&b, src);
+        strbuf_str(&b, ": ");
+        strbuf_str(&b, status);
     }
+    if (n)
+        log_warn("%d flag%s without effect (accepted for the Go tool's command lines): %s", n,
+                 n == 1 ? "" : "s", b.oom ? "(out of memory)" : b.d);
+    free(b.d);
     return 0;
 }
 
@@ -794,14 +809,16 @@ void opts_log_effective(const Opts *o, const char *command) {
     char line[16384];
     size_t n = 0;
     line[0] = '\0';
-    for (size_t i = 0; i < N_OPTS && n < sizeof line - 1; i++) {
+    for (size_t i = 0; i < N_OPTS; i++) {
         const OptDef *d = &opt_table[i];
         if (!(d->commands & o->cmd)) continue;
-        const char *v = o->v[i].value ? o->v[i].value : d->def;
-        v = value_shown(d, v);
-        int w = snprintf(line + n, sizeof line - n, "%s%s=%s", n ? " " : "", d->name, v);
-        if (w < 0) break;
-        n += (size_t)w;
+        const char *v = value_shown(d, o->v[i].value ? o->v[i].value : d->def);
+        /* every setting at debug, one per line; at info only what was set */
+        log_debug("setting %s = %s%s", d->name, v, o->v[i].origin ? "" : " (default)");
+        if (o->v[i].origin == FROM_DEFAULT || n >= sizeof line - 1) continue;
+        int w = snprintf(line + n, sizeof line - n, " --%s=%s", d->name, v);
+        if (w > 0) n += (size_t)w;
     }
-    log_info("etcdbrctl %s %s: %s", command, ETCDBR_VERSION, line);
+    log_info("etcdbrctl %s %s; set:%s (every setting at --log-level=debug)", command,
+             ETCDBR_VERSION, n ? line : " nothing, all defaults");
 }

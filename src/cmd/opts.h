@@ -150,7 +150,8 @@ const char *opts_value_name(const OptDef *d);
  * `etcdbrctl __flags-md > docs/flags.md`. */
 void opts_write_markdown(FILE *f);
 
-/* Logs "effective options" at info level, secrets redacted. */
+/* Logs the command and version with the settings given (not defaults) at info, and every
+ * setting, one per line, at debug; secrets redacted. */
 void opts_log_effective(const Opts *o, const char *command);
 
 #endif

@@ -433,11 +433,12 @@ static int build_mark_bucket(Builder *b) {
     if (!rc)
         rc = bbolt_writer_put(b->w, (const uint8_t *)HISTORY_DB_KEY, strlen(HISTORY_DB_KEY),
                               (const uint8_t *)json, strlen(json));
-    if (!rc)
-        log_info("restore mark: from %s%s at revision %lld; a fork of this data dir backs up as "
-                 "history %s",
-                 m.from_history[0] ? "history " : "untagged backups", m.from_history,
-                 (long long)m.revision, m.new_history);
+    if (!rc) /* the operator's summary is the restorer's "restore done" line; this is for support */
+        log_debug("the db records its origin (history.h): backups %s%s at revision %lld; the "
+                  "sidecar of the restored etcd continues them, or backs up as history %s "
+                  "when they moved on past this revision",
+                  m.from_history[0] ? "of history " : "without a history tag", m.from_history,
+                  (long long)m.revision, m.new_history);
     return rc;
 }
 

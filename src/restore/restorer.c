@@ -96,10 +96,17 @@ static int stage_plan(RestoreRun *r) {
     if (p->target_refused) r->out->target_refused = 1;
     if (rc) return rc;
     snprintf(r->out->base_name, sizeof r->out->base_name, "%s", p->full->snap_name);
-    log_info("restoring from %s: full snapshot %s and %zu delta snapshots, up to %s %lld",
-             store_describe(cfg->store), p->full->key, p->n_deltas,
-             cfg->target_revision ? "the target revision" : "revision",
-             (long long)(cfg->target_revision ? cfg->target_revision : p->store_last));
+    /* one statement of where the restore goes: a --time target's revision is known only once
+     * the deltas' events are read, so it is not announced as the set's last revision */
+    char to[96];
+    if (cfg->target_revision)
+        snprintf(to, sizeof to, "to revision %lld", (long long)cfg->target_revision);
+    else if (cfg->target_time_ns)
+        snprintf(to, sizeof to, "to the last revision written at or before the --time given");
+    else
+        snprintf(to, sizeof to, "to revision %lld, the newest backed up", (long long)p->store_last);
+    log_info("restoring from %s %s: full snapshot %s and %zu delta snapshots",
+             store_describe(cfg->store), to, p->full->key, p->n_deltas);
     if (p->n_deltas) {
         const Snapshot *ld = &p->deltas[p->n_deltas - 1];
         r->out->last_delta_revision = ld->last_revision;
