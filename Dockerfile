@@ -38,7 +38,7 @@ RUN apt-get update \
       build-essential cmake pkg-config \
       libcurl4-openssl-dev libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler \
       libssl-dev zlib1g-dev libzstd-dev libdeflate-dev libjansson-dev libcmocka-dev \
-      libmicrohttpd-dev libyaml-dev \
+      libmicrohttpd-dev libgnutls28-dev libyaml-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 # the sources CMake configures (.dockerignore keeps build dirs, .git and docs out)
@@ -57,7 +57,7 @@ RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       ca-certificates curl jq \
       libcurl4 libnghttp2-14 libprotobuf-c1 libssl3 zlib1g libzstd1 libdeflate0 libjansson4 \
-      libmicrohttpd12 libyaml-0-2 \
+      libmicrohttpd12 libgnutls30 libyaml-0-2 \
  && rm -rf /var/lib/apt/lists/* \
  && groupadd --system --gid 65532 nonroot \
  && useradd --system --uid 65532 --gid 65532 --home-dir /home/nonroot --create-home \
