@@ -33,7 +33,6 @@
 
 /* ---- credentials ---- */
 
-
 void abs_creds_clear(AbsCreds *c) {
     if (!c) return;
     free(c->account);
@@ -461,7 +460,6 @@ typedef struct AbsDriver {
     char *env_sas;   /* $AZURE_STORAGE_SAS_TOKEN */
     char stamp[256]; /* mtimes of what was read, to notice rotation */
 } AbsDriver;
-
 
 /* Per-request copy of what signing and the URL need (account, key, SAS, URL base). */
 typedef struct ReqCreds {
@@ -993,7 +991,6 @@ static const StoreDriverVt abs_vt = {
     .describe = abs_describe,
     .free = abs_free,
 };
-
 
 int store_abs_driver_new(const StoreConfig *cfg, StoreDriver **out) {
     *out = NULL;

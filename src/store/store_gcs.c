@@ -43,7 +43,6 @@
 #define GCS_BATCH 31 /* chunks folded into one intermediate composite (+ the previous one = 32) */
 #define GCS_INTERMEDIATE_BASE 1000000000 /* "<key>/1000000001": intermediates sort after chunks */
 
-
 /* ---- credentials ---- */
 
 void gcs_creds_clear(GcsCreds *c) {
@@ -489,7 +488,6 @@ static int64_t mono_s(void) {
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec;
 }
-
 
 /* Re-reads the credentials file when it changed (a rotated secret); caller holds mu. */
 static void creds_refresh_locked(GcsDriver *d) {
@@ -1312,7 +1310,6 @@ static const StoreDriverVt gcs_vt = {
     .describe = gcs_describe,
     .free = gcs_free,
 };
-
 
 /* The deprecated "storageAPIEndpoint" file next to the credentials (trimmed), else
  * $GOOGLE_STORAGE_API_ENDPOINT (with cfg's env prefix), as the Go tool; owned or NULL. */

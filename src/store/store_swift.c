@@ -1068,7 +1068,6 @@ static const StoreDriverVt swift_vt = {
     .free = swift_free,
 };
 
-
 int store_swift_driver_new(const StoreConfig *cfg, StoreDriver **out) {
     *out = NULL;
     const char *container =
