@@ -4,7 +4,7 @@ set -euo pipefail
 PKGS=(
     build-essential cmake pkg-config clang clang-format
     libcurl4-openssl-dev libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler
-    libssl-dev zlib1g-dev libzstd-dev libdeflate-dev libjansson-dev libcmocka-dev libmicrohttpd-dev libyaml-dev
+    libssl-dev zlib1g-dev libzstd-dev libdeflate-dev libjansson-dev libcmocka-dev libmicrohttpd-dev libgnutls28-dev libyaml-dev
     etcd-server etcd-client jq curl python3 ca-certificates openssl procps
     strace # test_durable_dirs_strace: which fsyncs a restore makes
     zsh fish groff-base man-db # test_completion_{zsh,fish}, test_man_install: the shells and man

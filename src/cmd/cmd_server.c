@@ -20,13 +20,39 @@ static int endpoints_given(const Opts *o) {
     return 1;
 }
 
+/* --server-client-ca-file and --server-auth-token-file, checked before anything starts: the
+ * client CA needs HTTPS; the token file must hold a token now (*token, owned by the caller). */
+static int server_auth_setup(const Opts *o, AuthToken **token) {
+    *token = NULL;
+    const char *ca = opts_values(o)->server_client_ca_file;
+    const char *token_file = opts_values(o)->server_auth_token_file;
+    if (*ca && (!*opts_values(o)->server_cert || !*opts_values(o)->server_key)) {
+        log_error("--server-client-ca-file %s needs --server-cert and --server-key: client "
+                  "certificates exist only over HTTPS",
+                  ca);
+        return EXIT_USAGE;
+    }
+    if (*token_file && auth_token_open(token_file, token)) {
+        log_error("--server-auth-token-file: %s", err_msg());
+        return EXIT_USAGE;
+    }
+    return EXIT_OK;
+}
+
 static int server_main(const Opts *o, char **etcd_argv) {
-    ServerSetup setup;
-    int code = server_setup(o, &setup);
+    AuthToken *token = NULL;
+    int code = server_auth_setup(o, &token);
     if (code != EXIT_OK) return code;
+    ServerSetup setup;
+    code = server_setup(o, &setup);
+    if (code != EXIT_OK) {
+        auth_token_free(token);
+        return code;
+    }
     if (etcd_argv && !endpoints_given(o) && server_take_etcd_client_urls(&setup, etcd_argv)) {
         log_error("%s", err_msg());
         server_teardown(&setup);
+        auth_token_free(token);
         return EXIT_USAGE;
     }
     SidecarOptions so = {
@@ -36,6 +62,8 @@ static int server_main(const Opts *o, char **etcd_argv) {
         .server_port = (int)opts_values(o)->server_port,
         .server_cert = opts_values(o)->server_cert,
         .server_key = opts_values(o)->server_key,
+        .server_client_ca = opts_values(o)->server_client_ca_file,
+        .server_token = token,
         .use_etcd_wrapper = opts_values(o)->use_etcd_wrapper,
         .verify = {.schedule = opts_values(o)->verify_schedule,
                    .restore_test = opts_values(o)->verify_restore_test,
@@ -43,7 +71,9 @@ static int server_main(const Opts *o, char **etcd_argv) {
         .stop = cmd_install_stop_signals(),
     };
     setup_member_flags(o, setup.peer_urls, &so.member);
-    return sidecar_run(&setup, &so, etcd_argv);
+    code = sidecar_run(&setup, &so, etcd_argv);
+    auth_token_free(token);
+    return code;
 }
 
 int cmd_server(const Opts *o) {

@@ -300,6 +300,19 @@ OPT(server_cert, OPT_STRING,
      "TLS certificate of the HTTP server; with --server-key the server speaks HTTPS", ACTIVE})
 OPT(server_key, OPT_STRING,
     {"server-key", 0, OPT_STRING, "", NULL, CMD_SERVER, 0, "TLS key of the HTTP server", ACTIVE})
+OPT(server_client_ca_file, OPT_STRING,
+    {"server-client-ca-file", 0, OPT_STRING, "", NULL, CMD_SERVER, 0,
+     "PEM bundle of CAs: every path but /healthz and /metrics then needs a client certificate "
+     "signed by one of them (403 without); needs --server-cert/--server-key, which a follower "
+     "presents to the leader, whose certificate it verifies against this bundle "
+     "(docs/server.md, \"Production setting\")",
+     ACTIVE})
+OPT(server_auth_token_file, OPT_STRING,
+    {"server-auth-token-file", 0, OPT_STRING, "", NULL, CMD_SERVER, 0,
+     "file holding a bearer token (at most 4 KiB, surrounding whitespace ignored): every path "
+     "but /healthz and /metrics then needs Authorization: Bearer <token> (401 without); re-read "
+     "when the file changes; a follower sends it to the leader",
+     ACTIVE})
 OPT(use_etcd_wrapper, OPT_BOOL,
     {"use-etcd-wrapper", 0, OPT_BOOL, "false", NULL, CMD_SERVER, 0,
      "when the start-up peer URL check updated this member's peer URLs (to the "

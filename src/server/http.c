@@ -12,6 +12,8 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <gnutls/gnutls.h>
+#include <gnutls/x509.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -182,7 +184,9 @@ struct HttpServer {
     HttpHandler handler;
     void *ctx;
     int (*inline_ok)(void *ctx, const HttpRequest *req);
-    char *cert, *key;
+    char *cert, *key, *client_ca;
+    AuthToken *token;
+    const char *const *open_paths;
     int port, ipv6;
 
     pthread_mutex_t pool_mu;
@@ -396,6 +400,8 @@ static enum MHD_Result queue_answer(HttpServer *s, Req *r) {
     MHD_add_response_header(m, "Content-Type",
                             resp->content_type ? resp->content_type : "text/plain; charset=utf-8");
     if (resp->allow) MHD_add_response_header(m, "Allow", resp->allow);
+    if (resp->www_authenticate)
+        MHD_add_response_header(m, "WWW-Authenticate", resp->www_authenticate);
     if (r->refused) MHD_add_response_header(m, "Retry-After", "1");
     if (s->cert) {
         MHD_add_response_header(m, "Strict-Transport-Security", "max-age=31536000");
@@ -417,6 +423,77 @@ static int body_too_long(struct MHD_Connection *conn) {
     return errno != 0 || end == cl || n > HTTP_MAX_BODY;
 }
 
+/* ---------- client certificate and token ---------- */
+
+/* 1 when the connection's TLS client presented a certificate that verifies against the client
+ * CA bundle (GnuTLS: chain to a trusted CA, validity dates, signatures, and a key purpose of TLS
+ * client when the certificate restricts it); else 0 and why (cap bytes). */
+static int client_cert_ok(struct MHD_Connection *conn, char *why, size_t cap) {
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+    gnutls_session_t ss = ci ? (gnutls_session_t)ci->tls_session : NULL;
+    unsigned n = 0;
+    if (!ss || gnutls_certificate_type_get(ss) != GNUTLS_CRT_X509 ||
+        !gnutls_certificate_get_peers(ss, &n) || n == 0) {
+        snprintf(why, cap, "no client certificate");
+        return 0;
+    }
+    gnutls_typed_vdata_st purpose = {.type = GNUTLS_DT_KEY_PURPOSE_OID,
+                                     .data = (unsigned char *)GNUTLS_KP_TLS_WWW_CLIENT};
+    unsigned status = 0;
+    int rc = gnutls_certificate_verify_peers(ss, &purpose, 1, &status);
+    if (rc < 0) {
+        snprintf(why, cap, "client certificate not verified: %s", gnutls_strerror(rc));
+        return 0;
+    }
+    if (status != 0) {
+        gnutls_datum_t txt = {NULL, 0};
+        if (gnutls_certificate_verification_status_print(status, GNUTLS_CRT_X509, &txt, 0) == 0) {
+            snprintf(why, cap, "client certificate refused: %s", (const char *)txt.data);
+            gnutls_free(txt.data);
+        } else {
+            snprintf(why, cap, "client certificate refused (GnuTLS status 0x%x)", status);
+        }
+        return 0;
+    }
+    return 1;
+}
+
+static int open_path(const HttpServer *s, const char *path) {
+    for (const char *const *p = s->open_paths; p && *p; p++)
+        if (!strcmp(*p, path)) return 1;
+    return 0;
+}
+
+/* 1 when r may be handled: its path is open, or it brings what the server asks for (client
+ * certificate, bearer token); else r->resp holds the refusal (403 or 401). */
+static int authorized(HttpServer *s, struct MHD_Connection *conn, Req *r) {
+    if ((!s->client_ca && !s->token) || open_path(s, r->req.path)) return 1;
+    char why[512];
+    if (s->client_ca && !client_cert_ok(conn, why, sizeof why)) {
+        log_debug("HTTP: %s %.200s refused: %s", r->req.method, r->req.path, why);
+        char msg[640];
+        snprintf(msg, sizeof msg,
+                 "403 forbidden: a client certificate signed by the server's client CA "
+                 "(--server-client-ca-file) is required: %s\n",
+                 why);
+        http_respond(&r->resp, 403, NULL, msg);
+        return 0;
+    }
+    int bad = 0;
+    if (s->token && !auth_token_check(s->token, kv_find(&r->req.headers, "Authorization"), &bad)) {
+        log_debug("HTTP: %s %.200s refused: %s", r->req.method, r->req.path,
+                  bad ? "wrong bearer token" : "no bearer token");
+        http_respond(&r->resp, 401, NULL,
+                     bad ? "401 unauthorized: wrong bearer token\n"
+                         : "401 unauthorized: send Authorization: Bearer <token>\n");
+        r->resp.www_authenticate =
+            bad ? "Bearer realm=\"etcdbr\", error=\"invalid_token\"" : "Bearer realm=\"etcdbr\"";
+        return 0;
+    }
+    return 1;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                   const char *method, const char *version, const char *upload,
                                   size_t *upload_size, void **con_cls) {
@@ -430,6 +507,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         *con_cls = r;
         if (body_too_long(conn)) {
             http_respond(&r->resp, 413, NULL, "request bodies are not accepted\n");
+            r->state = REQ_DONE;
+            return queue_answer(s, r);
+        }
+        if (!authorized(s, conn, r)) {
             r->state = REQ_DONE;
             return queue_answer(s, r);
         }
@@ -449,7 +530,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         r->suspended = 0;
         return queue_answer(s, r);
     }
-    if (r->state == REQ_DONE) return MHD_YES; /* 413 already queued */
+    if (r->state == REQ_DONE) return MHD_YES; /* 413, 401 or 403 already queued */
     if (s->inline_ok && s->inline_ok(s->ctx, &r->req)) {
         s->handler(s->ctx, &r->req, &r->resp);
         r->state = REQ_DONE;
@@ -592,6 +673,8 @@ static struct MHD_Daemon *start_daemon(HttpServer *s, unsigned flags, int port,
     if (s->cert) {
         opts[k++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, s->cert};
         opts[k++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, s->key};
+        if (s->client_ca)
+            opts[k++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_TRUST, 0, s->client_ca};
     }
     opts[k++] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
     return MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, on_request, s, MHD_OPTION_ARRAY,
@@ -636,6 +719,47 @@ static int start_listening(HttpServer *s, const HttpServerConfig *cfg) {
     return 0;
 }
 
+/* The number of PEM certificates in pem (0 when none parses). */
+static unsigned pem_cert_count(const char *pem) {
+    gnutls_datum_t d = {(unsigned char *)pem, (unsigned)strlen(pem)};
+    gnutls_x509_crt_t *list = NULL;
+    unsigned n = 0;
+    if (gnutls_x509_crt_list_import2(&list, &n, &d, GNUTLS_X509_FMT_PEM, 0) < 0) return 0;
+    for (unsigned i = 0; i < n; i++)
+        gnutls_x509_crt_deinit(list[i]);
+    gnutls_free(list);
+    return n;
+}
+
+/* The certificate, key and client CA bundle into s (each at most 1 MiB). */
+static int load_tls(HttpServer *s, const HttpServerConfig *cfg) {
+    int https = cfg->cert_pem_path && *cfg->cert_pem_path;
+    const char *ca = cfg->client_ca_path && *cfg->client_ca_path ? cfg->client_ca_path : NULL;
+    if (ca && !https)
+        return err_set(ERR_INVALID,
+                       "--server-client-ca-file %s needs --server-cert and "
+                       "--server-key: client certificates exist only over HTTPS",
+                       ca);
+    if (!https) return 0;
+    s->cert = read_file(cfg->cert_pem_path);
+    s->key = cfg->key_pem_path ? read_file(cfg->key_pem_path) : NULL;
+    if (!s->cert || !s->key)
+        return err_set(ERR_INVALID, "cannot read --server-cert %s or --server-key %s",
+                       cfg->cert_pem_path, cfg->key_pem_path ? cfg->key_pem_path : "");
+    if (!ca) return 0;
+    s->client_ca = read_file(ca);
+    if (!s->client_ca)
+        return err_set(ERR_INVALID,
+                       "cannot read --server-client-ca-file %s (missing, unreadable "
+                       "or over 1 MiB)",
+                       ca);
+    unsigned n = pem_cert_count(s->client_ca);
+    if (n == 0)
+        return err_set(ERR_INVALID, "--server-client-ca-file %s holds no PEM certificate", ca);
+    log_debug("HTTP: client certificates verified against %u CA certificate(s) of %s", n, ca);
+    return 0;
+}
+
 int http_server_start(const HttpServerConfig *cfg, HttpServer **out) {
     HttpServer *s = calloc(1, sizeof *s);
     if (!s) return err_set(ERR_NOMEM, "out of memory");
@@ -648,21 +772,19 @@ int http_server_start(const HttpServerConfig *cfg, HttpServer **out) {
     pthread_mutex_init(&s->track_mu, NULL);
     cond_init_monotonic(&s->sweep_cv);
     s->locks_ready = 1;
-    if (cfg->cert_pem_path && *cfg->cert_pem_path) {
-        s->cert = read_file(cfg->cert_pem_path);
-        s->key = cfg->key_pem_path ? read_file(cfg->key_pem_path) : NULL;
-        if (!s->cert || !s->key) {
-            http_server_stop(s);
-            return err_set(ERR_INVALID, "cannot read --server-cert %s or --server-key %s",
-                           cfg->cert_pem_path, cfg->key_pem_path ? cfg->key_pem_path : "");
-        }
+    s->token = cfg->token;
+    s->open_paths = cfg->open_paths;
+    int rc = load_tls(s, cfg);
+    if (rc) {
+        http_server_stop(s);
+        return rc;
     }
     if (thread_start_quiet(&s->sweeper, sweeper_main, s) != 0) {
         http_server_stop(s);
         return err_set(ERR_IO, "cannot start the HTTP connection sweeper thread");
     }
     s->sweeper_started = 1;
-    int rc = start_listening(s, cfg);
+    rc = start_listening(s, cfg);
     if (rc) {
         char msg[512];
         snprintf(msg, sizeof msg, "%s", err_msg());
@@ -730,5 +852,6 @@ void http_server_stop(HttpServer *s) {
     }
     free(s->cert);
     free(s->key);
+    free(s->client_ca);
     free(s);
 }

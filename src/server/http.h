@@ -8,6 +8,8 @@
 #ifndef ETCDBR_HTTP_H
 #define ETCDBR_HTTP_H
 
+#include "auth_token.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -60,7 +62,8 @@ typedef struct HttpResponse {
     const char *content_type; /* static string, default "text/plain; charset=utf-8" */
     char *body;               /* malloc'ed, owned by the server after return; may be NULL */
     size_t body_len;
-    const char *allow; /* for 405: the Allow header value (static) */
+    const char *allow;            /* for 405: the Allow header value (static) */
+    const char *www_authenticate; /* for 401: the WWW-Authenticate header value (static) */
 } HttpResponse;
 
 /* Called once per request, on the event-loop thread when inline_ok said so, else on a worker
@@ -74,6 +77,18 @@ typedef struct HttpServerConfig {
     const char *bind_addr;
     int port;                                 /* 0: any free port (http_server_port) */
     const char *cert_pem_path, *key_pem_path; /* both set: HTTPS */
+    /* PEM bundle of the CAs whose client certificates are accepted (needs HTTPS), NULL or "":
+     * none asked for. Set, a request to any path but open_paths needs a client certificate that
+     * verifies against it (chain, validity, key purpose TLS client or none), else 403.
+     * libmicrohttpd only asks for the certificate (MHD_OPTION_HTTPS_MEM_TRUST); it is checked
+     * per request with GnuTLS, so probes of open_paths without one are answered. */
+    const char *client_ca_path;
+    /* Bearer token (borrowed, outlives the server), NULL: none. Set, a request to any path but
+     * open_paths needs "Authorization: Bearer <token>", else 401 with WWW-Authenticate. */
+    AuthToken *token;
+    /* NULL-terminated list of paths answered without client certificate or token (borrowed,
+     * static); NULL: none. */
+    const char *const *open_paths;
     HttpHandler handler;
     void *ctx;
     /* 1 when handler answers req at once (no I/O, no wait but for a short mutex), so it may run
@@ -84,7 +99,8 @@ typedef struct HttpServerConfig {
 typedef struct HttpServer HttpServer;
 
 /* Starts listening. 0, or ERR_IO (cannot listen) / ERR_INVALID (bad address, unreadable
- * certificate or key); the message names the address, port or file. */
+ * certificate or key, a client CA bundle without HTTPS or with no PEM certificate in it); the
+ * message names the address, port or file. */
 int http_server_start(const HttpServerConfig *cfg, HttpServer **out);
 /* The port actually bound (useful with port 0). */
 int http_server_port(const HttpServer *s);

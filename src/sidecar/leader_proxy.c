@@ -62,6 +62,36 @@ int leader_proxy_base_url(const char *client_urls, int port, int tls, char *out,
     return 0;
 }
 
+/* The bearer token's header line into a fresh list node appended to *l (the buffers holding the
+ * token are wiped; libcurl's copy lives in the list). */
+static int append_bearer(AuthToken *t, struct curl_slist **l) {
+    char tok[AUTH_TOKEN_MAX_FILE + 1];
+    char line[AUTH_TOKEN_MAX_FILE + 32];
+    int rc = auth_token_current(t, tok, sizeof tok);
+    if (rc) return err_wrap(rc, "the token for the leader's sidecar");
+    snprintf(line, sizeof line, "Authorization: Bearer %s", tok);
+    struct curl_slist *n = curl_slist_append(*l, line);
+    explicit_bzero(tok, sizeof tok);
+    explicit_bzero(line, sizeof line);
+    if (!n) return err_set(ERR_NOMEM, "out of memory");
+    *l = n;
+    return 0;
+}
+
+int leader_proxy_headers(const LeaderProxyConfig *cfg, int forwarded, struct curl_slist **out) {
+    *out = NULL;
+    if (!forwarded) return 0;
+    struct curl_slist *l = curl_slist_append(NULL, LEADER_PROXY_HEADER ": etcdbrctl");
+    if (!l) return err_set(ERR_NOMEM, "out of memory");
+    int rc = cfg->token ? append_bearer(cfg->token, &l) : 0;
+    if (rc) {
+        curl_slist_free_all(l);
+        return rc;
+    }
+    *out = l;
+    return 0;
+}
+
 /* One request; *status and the body (bounded) on an answer, ERR_IO otherwise. */
 static int request(const LeaderProxyConfig *cfg, const char *method, const char *url,
                    int64_t timeout_ms, int forwarded, long *status, Body *b, char *ctype,
@@ -70,10 +100,12 @@ static int request(const LeaderProxyConfig *cfg, const char *method, const char 
     if (!c) return err_set(ERR_NOMEM, "curl_easy_init failed");
     char errbuf[CURL_ERROR_SIZE] = "";
     struct curl_slist *hl = NULL;
-    if (forwarded) {
-        hl = curl_slist_append(NULL, LEADER_PROXY_HEADER ": etcdbrctl");
-        curl_easy_setopt(c, CURLOPT_HTTPHEADER, hl);
+    int hrc = leader_proxy_headers(cfg, forwarded, &hl);
+    if (hrc) {
+        curl_easy_cleanup(c);
+        return hrc;
     }
+    if (hl) curl_easy_setopt(c, CURLOPT_HTTPHEADER, hl);
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
@@ -84,6 +116,10 @@ static int request(const LeaderProxyConfig *cfg, const char *method, const char 
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, body_write);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, b);
     if (cfg->cacert && cfg->cacert[0]) curl_easy_setopt(c, CURLOPT_CAINFO, cfg->cacert);
+    if (cfg->client_cert && cfg->client_cert[0] && cfg->client_key && cfg->client_key[0]) {
+        curl_easy_setopt(c, CURLOPT_SSLCERT, cfg->client_cert);
+        curl_easy_setopt(c, CURLOPT_SSLKEY, cfg->client_key);
+    }
     if (!strcmp(method, "HEAD"))
         curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
     else if (strcmp(method, "GET") != 0)
@@ -178,6 +214,16 @@ int leader_proxy_forward(const LeaderProxyConfig *cfg, const char *method, const
     char ct[256] = "";
     rc = request(cfg, method, url, cfg->request_timeout_ms, 1, &status, &fb, ct, sizeof ct);
     if (rc) {
+        free(fb.buf);
+        return rc;
+    }
+    if (status == 401 || status == 403) {
+        rc = err_set(ERR_UNSUPPORTED,
+                     "the leader's sidecar %s refused this sidecar's %s: HTTP %ld %.200s",
+                     out->leader,
+                     status == 401 ? "token (--server-auth-token-file)"
+                                   : "client certificate (--server-cert)",
+                     status, fb.buf ? fb.buf : "");
         free(fb.buf);
         return rc;
     }

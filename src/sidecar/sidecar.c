@@ -336,7 +336,13 @@ static void forward_to_leader(Server *sv, const HttpRequest *req, HttpResponse *
         .etcd = sv->setup->snap.etcd,
         .server_port = sv->so->server_port,
         .tls = *cert && *key,
-        .cacert = sv->setup->snap.etcd.cacert,
+        /* with client certificates on, every sidecar's certificate is signed by the client CA
+         * (it is presented to the leader), so the leader's is verified against it too */
+        .cacert =
+            *sv->so->server_client_ca ? sv->so->server_client_ca : sv->setup->snap.etcd.cacert,
+        .client_cert = *sv->so->server_client_ca ? cert : NULL,
+        .client_key = *sv->so->server_client_ca ? key : NULL,
+        .token = sv->so->server_token,
         .health_timeout_ms = 10000,
         .request_timeout_ms = sv->setup->snap.etcd.snapshot_timeout_ms + 90000,
     };
@@ -479,6 +485,23 @@ static int answers_at_once(void *ctx, const HttpRequest *req) {
     for (size_t i = 0; i < sizeof slow / sizeof slow[0]; i++)
         if (!strcmp(path, slow[i])) return 0;
     return 1;
+}
+
+/* Answered without client certificate or token (docs/server.md, "Production setting"): probes
+ * and scrapers seldom have either, and these tell only health and counters. */
+static const char *const open_paths[] = {"/healthz", "/metrics", NULL};
+
+/* The start line: scheme, port, address, and what a request must bring (never the token). */
+static void log_serving(const SidecarOptions *so, const HttpServer *http) {
+    const char *cert = so->server_cert;
+    log_info("serving HTTP%s on port %d (%s)%s%s", *cert ? "S" : "", http_server_port(http),
+             *so->server_address      ? so->server_address
+             : http_server_ipv6(http) ? "IPv6 and IPv4"
+                                      : "IPv4",
+             *so->server_client_ca ? "; client certificates required" : "",
+             so->server_token ? "; bearer token required" : "");
+    if (*so->server_client_ca || so->server_token)
+        log_info("HTTP paths open without credentials: /healthz, /metrics");
 }
 
 /* ---------- leader check ---------- */
@@ -748,7 +771,10 @@ int sidecar_run(ServerSetup *setup, const SidecarOptions *so, char **etcd_argv) 
                            .key_pem_path = *key ? key : NULL,
                            .handler = handle,
                            .ctx = &sv,
-                           .inline_ok = answers_at_once};
+                           .inline_ok = answers_at_once,
+                           .client_ca_path = so->server_client_ca,
+                           .token = so->server_token,
+                           .open_paths = open_paths};
     int hrc = http_server_start(&hc, &http);
     pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
     if (hrc) {
@@ -760,10 +786,7 @@ int sidecar_run(ServerSetup *setup, const SidecarOptions *so, char **etcd_argv) 
         pthread_mutex_destroy(&sv.mu);
         return EXIT_FAIL;
     }
-    log_info("serving HTTP%s on port %d (%s)", *cert ? "S" : "", http_server_port(http),
-             *hc.bind_addr            ? hc.bind_addr
-             : http_server_ipv6(http) ? "IPv6 and IPv4"
-                                      : "IPv4");
+    log_serving(so, http);
     atomic_int *stop = so->stop;
     Child child = {.argv = etcd_argv};
     int64_t period = so->reelection_ms;

@@ -9,6 +9,7 @@
 #define ETCDBR_SIDECAR_H
 
 #include "member.h"
+#include "../server/auth_token.h"
 #include "server_verify.h"
 #include "setup.h"
 
@@ -17,16 +18,18 @@
 
 /* The flags the sidecar reads besides its setup (strings borrowed for the whole run). */
 typedef struct SidecarOptions {
-    int64_t reelection_ms;      /* --reelection-period: leader check period */
-    int max_invalid_copies;     /* --max-invalid-copies (initializer) */
-    const char *server_address; /* --server-address ("" = every address) */
-    int server_port;            /* --server-port */
-    const char *server_cert;    /* --server-cert ("" with server_key "": plain HTTP) */
-    const char *server_key;     /* --server-key */
-    int use_etcd_wrapper;       /* --use-etcd-wrapper */
-    MemberFlags member;         /* this member's flags (member.h) */
-    ServerVerifyConfig verify;  /* --verify-schedule and its restore test */
-    atomic_int *stop;           /* set by SIGTERM/SIGINT: the run ends cleanly */
+    int64_t reelection_ms;        /* --reelection-period: leader check period */
+    int max_invalid_copies;       /* --max-invalid-copies (initializer) */
+    const char *server_address;   /* --server-address ("" = every address) */
+    int server_port;              /* --server-port */
+    const char *server_cert;      /* --server-cert ("" with server_key "": plain HTTP) */
+    const char *server_key;       /* --server-key */
+    const char *server_client_ca; /* --server-client-ca-file ("": no client certificates) */
+    AuthToken *server_token;      /* --server-auth-token-file, NULL: none (borrowed) */
+    int use_etcd_wrapper;         /* --use-etcd-wrapper */
+    MemberFlags member;           /* this member's flags (member.h) */
+    ServerVerifyConfig verify;    /* --verify-schedule and its restore test */
+    atomic_int *stop;             /* set by SIGTERM/SIGINT: the run ends cleanly */
 } SidecarOptions;
 
 /* Runs the sidecar until *so->stop: with etcd_argv (run mode, NULL-terminated, borrowed) it also

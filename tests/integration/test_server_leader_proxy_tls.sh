@@ -7,6 +7,11 @@
 # JSON (query passed on); /snapshot/latest on a follower answers from the store; a follower whose
 # --cacert does not sign the leader's certificate answers 405 (the TLS check is real); a request
 # already forwarded once is not forwarded again (405); a follower without a store answers 405.
+# Then every sidecar with --server-client-ca-file and --server-auth-token-file: a follower
+# refuses a caller without token (401) or certificate (403) and forwards with both, presenting its
+# own certificate and the token to the leader, whose certificate it verifies against the client
+# CA (--cacert is another CA's then); a follower with another token, or presenting a certificate
+# of another CA, answers 405 naming what the leader refused.
 source "$(dirname "$0")/lib.sh"
 make_workdir
 CLUSTER_DISTINCT_HOSTS=1 start_cluster 3
@@ -109,3 +114,50 @@ wait_code "$F" /healthz 503
 out=$(req "$F" /snapshot/full)
 [ "$(code_of "$out")" = 405 ] || fail "follower without a store: $out, want 405"
 echo "follower m$F without a store: 405"
+
+# every sidecar with client certificates and a token (docs/server.md, "Production setting"): the
+# self-signed tls.crt is the client CA, so each sidecar's own certificate, presented to the
+# leader, verifies; --cacert is now another CA's: the leader's certificate is verified against
+# the client CA, not --cacert
+TOKEN="proxy-$RANDOM-$RANDOM"
+printf '%s\n' "$TOKEN" >"$WORK/token"
+printf '%s\n' "other-$TOKEN" >"$WORK/token.other"
+for i in 1 2 3; do stop_pid "${SIDECAR_PID[i]}"; done
+secured=(--server-client-ca-file="$WORK/tls.crt" --cacert="$WORK/other.crt")
+for i in 1 2 3; do sidecar "$i" "${with_store[@]}" "${secured[@]}" --server-auth-token-file="$WORK/token"; done
+AUTH=(--cert "$WORK/tls.crt" --key "$WORK/tls.key" -H "Authorization: Bearer $TOKEN")
+wait_code "$L" /healthz 200
+F=$((L % 3 + 1))
+wait_code "$F" /healthz 503
+out=$(req "$F" '/snapshot/full?final=false' --cert "$WORK/tls.crt" --key "$WORK/tls.key")
+[ "$(code_of "$out")" = 401 ] || fail "follower $F without a token: $out, want 401"
+out=$(req "$F" '/snapshot/full?final=false' -H "Authorization: Bearer $TOKEN")
+[ "$(code_of "$out")" = 403 ] || fail "follower $F without a client certificate: $out, want 403"
+out=$(req "$F" '/snapshot/full?final=false' "${AUTH[@]}")
+[ "$(code_of "$out")" = 200 ] || fail "/snapshot/full through follower $F with certificate and token: $out"
+jq -e '.kind == "Full"' >/dev/null <<<"$(body_of "$out")" || fail "/snapshot/full through follower $F: $out"
+[ -e "$STORE/v2/$(body_of "$out" | jq -r .snapName)" ] || fail "the forwarded full snapshot is not in the store: $out"
+echo "client CA + token: follower m$F refuses no token (401) and no certificate (403), forwards with both (200)"
+
+# a follower whose token the leader does not share: the leader's 401 becomes a 405 naming it
+stop_pid "${SIDECAR_PID[F]}"
+sidecar "$F" "${with_store[@]}" "${secured[@]}" --server-auth-token-file="$WORK/token.other"
+AUTH_OTHER=(--cert "$WORK/tls.crt" --key "$WORK/tls.key" -H "Authorization: Bearer other-$TOKEN")
+wait_code "$F" /healthz 503
+out=$(req "$F" /snapshot/delta "${AUTH_OTHER[@]}")
+[ "$(code_of "$out")" = 405 ] || fail "follower with another token: $out, want 405"
+grep -q "refused this sidecar's token" <<<"$out" || fail "follower with another token: unclear answer: $out"
+echo "follower m$F with another token: 405 ($(body_of "$out" | grep -o "refused this sidecar's token.*" | head -c 100))"
+
+# a follower whose certificate the leader's client CA did not sign: the leader's 403, a 405
+stop_pid "${SIDECAR_PID[F]}"
+sidecar "$F" "${with_store[@]}" "${secured[@]}" --server-auth-token-file="$WORK/token" \
+    --server-cert="$WORK/other.crt" --server-key="$WORK/other.key"
+for k in $(seq 1 150); do
+    [ "$(curl -sk -o /dev/null -w '%{http_code}' "$(url "$F")/healthz" || true)" = 503 ] && break
+    sleep 0.2
+done
+out=$(req "$F" /snapshot/delta "${AUTH[@]}" -k)
+[ "$(code_of "$out")" = 405 ] || fail "follower with a certificate of another CA: $out, want 405"
+grep -q "refused this sidecar's client certificate" <<<"$out" || fail "follower with another certificate: unclear answer: $out"
+echo "follower m$F presenting a certificate of another CA: 405 (the leader refused it)"
