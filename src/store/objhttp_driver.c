@@ -22,8 +22,8 @@ char *objhttp_strfmt(const char *fmt, ...) {
 
 int objhttp_cfg_container(const StoreConfig *cfg, const char *what, const char *noun,
                           const char **out) {
-    *out = cfg->container && cfg->container[0] ? cfg->container
-                                               : store_env(cfg, "STORAGE_CONTAINER");
+    *out =
+        cfg->container && cfg->container[0] ? cfg->container : store_env(cfg, "STORAGE_CONTAINER");
     if (!*out)
         return err_set(ERR_INVALID, "%s: no %s (--store-container or %sSTORAGE_CONTAINER)", what,
                        noun, store_env_prefix(cfg));
@@ -110,4 +110,34 @@ int objhttp_list_pages(const char *what, const char *noun, const char *container
     if (rc == ERR_NOT_FOUND)
         rc = err_set(ERR_IO, "%s list: %s %s does not exist", what, noun, container);
     return rc;
+}
+
+int objhttp_driver_init(ObjHttpDriver *d, const StoreDriverVt *vt, const StoreConfig *cfg,
+                        const char *noun, int64_t chunk, int parallel) {
+    const char *container;
+    int rc = objhttp_cfg_container(cfg, vt->name, noun, &container);
+    if (rc) return rc;
+    d->base.vt = vt;
+    d->min_chunk = cfg->min_chunk_size > 0 ? cfg->min_chunk_size : chunk;
+    d->parallel = cfg->max_parallel_chunk_uploads > 0 ? cfg->max_parallel_chunk_uploads : parallel;
+    d->container = strdup(container);
+    d->describe = objhttp_strfmt("%s:%s", vt->name, container);
+    if (!d->container || !d->describe) return err_set(ERR_NOMEM, "%s: out of memory", vt->name);
+    return 0;
+}
+
+int objhttp_driver_client(ObjHttpDriver *d, const StoreConfig *cfg) {
+    return objhttp_cfg_client(cfg, d->base.vt->name, d->container, &d->http);
+}
+
+const char *objhttp_driver_describe(const StoreDriver *drv) {
+    return ((const ObjHttpDriver *)drv)->describe;
+}
+
+void objhttp_driver_clear(ObjHttpDriver *d) {
+    objhttp_free(d->http);
+    free(d->container);
+    free(d->describe);
+    d->http = NULL;
+    d->container = d->describe = NULL;
 }

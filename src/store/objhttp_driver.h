@@ -11,6 +11,31 @@
 
 #include <stdint.h>
 
+/* The state every HTTP driver's own starts with (its first member, so the StoreDriver * the
+ * generic layer holds is one): what its vtable's describe and free share. */
+typedef struct ObjHttpDriver {
+    StoreDriver base;
+    ObjHttp *http;     /* owned (objhttp_driver_client) */
+    char *container;   /* the bucket or container (owned) */
+    char *describe;    /* "<name>:<container>" (owned) */
+    int64_t min_chunk; /* bytes of a part: cfg->min_chunk_size, else the driver's default */
+    int parallel;      /* parts in flight: cfg->max_parallel_chunk_uploads, else its default */
+    int list_page;     /* a listing's page size a test asked for; 0 = the server's */
+} ObjHttpDriver;
+
+/* Fills d (zeroed by the caller) for vt (vt->name names the driver in messages): the container
+ * (objhttp_cfg_container; noun "bucket" or "container"), describe, and the part size and
+ * parallelism of cfg, or chunk and parallel when cfg leaves them unset (<= 0). 0, ERR_INVALID (no
+ * container) or ERR_NOMEM. */
+int objhttp_driver_init(ObjHttpDriver *d, const StoreDriverVt *vt, const StoreConfig *cfg,
+                        const char *noun, int64_t chunk, int parallel);
+/* d->http for cfg (objhttp_cfg_client). Errors as objhttp_new. */
+int objhttp_driver_client(ObjHttpDriver *d, const StoreConfig *cfg);
+/* A StoreDriverVt describe: the describe string of an ObjHttpDriver (borrowed). */
+const char *objhttp_driver_describe(const StoreDriver *drv);
+/* Frees what objhttp_driver_init and objhttp_driver_client set (not d itself). */
+void objhttp_driver_clear(ObjHttpDriver *d);
+
 /* printf into an owned string; NULL on allocation failure (no message set). */
 char *objhttp_strfmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

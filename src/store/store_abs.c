@@ -24,13 +24,7 @@
 #define ABS_LIST_MAX_BODY (16u << 20) /* a page of 5,000 blobs is about 5 MiB */
 
 typedef struct AbsDriver {
-    StoreDriver base;
-    ObjHttp *http;
-    char *container;
-    char *describe;
-    int64_t block_size;
-    int parallel;
-    int list_page;    /* maxresults; 0 = the service's default (5000) */
+    ObjHttpDriver o;  /* first; o.min_chunk is the block size, o.list_page maxresults */
     AbsKeyring *keys; /* credentials, re-read when they change */
 } AbsDriver;
 
@@ -50,7 +44,6 @@ static int sign_hook(void *ctx, CURL *curl, struct curl_slist **headers) {
     OPENSSL_cleanse(auth, sizeof auth);
     return rc;
 }
-
 
 /* One request: method on the container (key NULL) or a blob, with query pairs and extra headers
  * ("Name: value"; x-ms-version is added). Buffered (resp, may be NULL) or streamed (stream
@@ -84,13 +77,13 @@ static int abs_do(AbsDriver *d, const AbsCall *c, ObjHttpResponse *resp, ObjHttp
     }
     query = objhttp_query(c->qn, c->qv, c->nq);
     if (!query) goto nomem;
-    size_t n = strlen(rcs.base) + strlen(d->container) + (ekey ? strlen(ekey) : 0) + strlen(query) +
-               (rcs.sas ? strlen(rcs.sas) : 0) + 8;
+    size_t n = strlen(rcs.base) + strlen(d->o.container) + (ekey ? strlen(ekey) : 0) +
+               strlen(query) + (rcs.sas ? strlen(rcs.sas) : 0) + 8;
     url = malloc(n);
     if (!url) goto nomem;
-    snprintf(url, n, "%s/%s%s%s%s%s%s%s", rcs.base, d->container, ekey ? "/" : "", ekey ? ekey : "",
-             query[0] || rcs.sas ? "?" : "", query, query[0] && rcs.sas ? "&" : "",
-             rcs.sas ? rcs.sas : "");
+    snprintf(url, n, "%s/%s%s%s%s%s%s%s", rcs.base, d->o.container, ekey ? "/" : "",
+             ekey ? ekey : "", query[0] || rcs.sas ? "?" : "", query,
+             query[0] && rcs.sas ? "&" : "", rcs.sas ? rcs.sas : "");
     const char *q = strchr(url + rcs.base_pathoff, '?');
     size_t pl = q ? (size_t)(q - (url + rcs.base_pathoff)) : strlen(url + rcs.base_pathoff);
     path = strndup(url + rcs.base_pathoff, pl);
@@ -108,9 +101,9 @@ static int abs_do(AbsDriver *d, const AbsCall *c, ObjHttpResponse *resp, ObjHttp
         .auth_ctx = &sc,
     };
     if (stream)
-        rc = objhttp_stream_open(d->http, &req, resp, stream);
+        rc = objhttp_stream_open(d->o.http, &req, resp, stream);
     else
-        rc = objhttp_do(d->http, &req, resp);
+        rc = objhttp_do(d->o.http, &req, resp);
     goto done;
 nomem:
     rc = err_set(ERR_NOMEM, "ABS %s: out of memory", c->method);
@@ -136,7 +129,7 @@ static int explain(int rc, const ObjHttpResponse *r, const AbsDriver *d) {
         return err_wrap(rc,
                         "ABS container %s: access denied (HTTP 403): check storageAccount, "
                         "storageKey or the SAS token",
-                        d->container);
+                        d->o.container);
     return rc;
 }
 
@@ -157,11 +150,11 @@ typedef struct {
 static int list_page(void *ctx, const char *marker, char **next) {
     ListPages *p = ctx;
     char page[16];
-    snprintf(page, sizeof page, "%d", p->d->list_page);
+    snprintf(page, sizeof page, "%d", p->d->o.list_page);
     const char *qn[5] = {"restype", "comp", "prefix"};
     const char *qv[5] = {"container", "list", p->prefix};
     size_t nq = 3;
-    if (p->d->list_page > 0) {
+    if (p->d->o.list_page > 0) {
         qn[nq] = "maxresults";
         qv[nq++] = page;
     }
@@ -180,7 +173,7 @@ static int list_page(void *ctx, const char *marker, char **next) {
 static int abs_list(StoreDriver *drv, const char *key_prefix, StoreDriverListCb cb, void *ctx) {
     AbsDriver *d = (AbsDriver *)drv;
     ListPages p = {d, key_prefix, cb, ctx};
-    return objhttp_list_pages("ABS", "container", d->container, key_prefix, list_page, &p);
+    return objhttp_list_pages("ABS", "container", d->o.container, key_prefix, list_page, &p);
 }
 
 /* read */
@@ -208,7 +201,7 @@ static int reader_open(ObjHttpResumable *res) {
     if (rc != 0 && res->offset > 0 && r.status == 416) {
         /* at or past the end: an empty stream, if the blob exists */
         int64_t size;
-        rc = a->d->base.vt->stat(&a->d->base, res->key, &size);
+        rc = a->d->o.base.vt->stat(&a->d->o.base, res->key, &size);
         res->s = NULL;
     } else {
         rc = explain(rc, &r, a->d);
@@ -300,7 +293,7 @@ static int put_block(void *ctx, int num, const void *data, size_t len) {
 /* Blocks of exactly --min-chunk-size, as the Go tool's. */
 static size_t block_size(void *ctx, int num) {
     (void)num;
-    return (size_t)((AbsWriter *)ctx)->d->block_size;
+    return (size_t)((AbsWriter *)ctx)->d->o.min_chunk;
 }
 
 static IoWriter *writer_io(StoreDriverWriter *sw) {
@@ -354,7 +347,7 @@ static int commit_no_replace(AbsWriter *w, const void *body, size_t len, int blo
     char msg[1024];
     snprintf(msg, sizeof msg, "%s", err_msg());
     int64_t size;
-    int st = abs_stat(&w->d->base, w->key, &size);
+    int st = abs_stat(&w->d->o.base, w->key, &size);
     if (st != ERR_NOT_FOUND) return err_set(ERR_EXISTS, "%s", msg);
     log_debug("ABS write %s: uncommitted blocks of an earlier upload; committing without "
               "If-None-Match",
@@ -416,7 +409,7 @@ static int abs_open_write(StoreDriver *drv, const char *key, StoreDriverWriter *
     w->d = d;
     ObjHttpPartWriterConfig pc = {.what = "ABS",
                                   .key = key,
-                                  .parallel = d->parallel,
+                                  .parallel = d->o.parallel,
                                   .eager = 1,
                                   .part_size = block_size,
                                   .put = put_block,
@@ -429,17 +422,11 @@ static int abs_open_write(StoreDriver *drv, const char *key, StoreDriverWriter *
     return 0;
 }
 
-static const char *abs_describe(const StoreDriver *drv) {
-    return ((const AbsDriver *)drv)->describe;
-}
-
 static void abs_free(StoreDriver *drv) {
     AbsDriver *d = (AbsDriver *)drv;
     if (!d) return;
-    objhttp_free(d->http);
+    objhttp_driver_clear(&d->o);
     abs_keyring_free(d->keys);
-    free(d->container);
-    free(d->describe);
     free(d);
 }
 
@@ -452,38 +439,29 @@ static const StoreDriverVt abs_vt = {
     .remove = abs_remove,
     .stat = abs_stat,
     .remove_dir = NULL,
-    .describe = abs_describe,
+    .describe = objhttp_driver_describe,
     .free = abs_free,
 };
-
 
 /* Settings, credentials and the client of d; the container is not checked yet. */
 static int abs_setup(AbsDriver *d, const StoreConfig *cfg) {
     char *endpoint = NULL;
     int rc;
-    if ((rc = objhttp_env_int("ETCDBR_ABS_LIST_PAGE_SIZE", 1, 5000, &d->list_page)) ||
+    if ((rc = objhttp_env_int("ETCDBR_ABS_LIST_PAGE_SIZE", 1, 5000, &d->o.list_page)) ||
         (rc = objhttp_cfg_endpoint(cfg, "ABS", &endpoint)))
         return rc;
     rc = abs_keyring_new(cfg, endpoint, &d->keys);
     free(endpoint);
-    if (rc || (rc = objhttp_cfg_client(cfg, "ABS", d->container, &d->http))) return rc;
-    d->describe = objhttp_strfmt("ABS:%s", d->container);
-    return d->describe ? 0 : err_set(ERR_NOMEM, "ABS: out of memory");
+    return rc ? rc : objhttp_driver_client(&d->o, cfg);
 }
 
 int store_abs_driver_new(const StoreConfig *cfg, StoreDriver **out) {
     *out = NULL;
-    const char *container;
-    int rc = objhttp_cfg_container(cfg, "ABS", "container", &container);
-    if (rc) return rc;
     AbsDriver *d = calloc(1, sizeof *d);
     if (!d) return err_set(ERR_NOMEM, "ABS: out of memory");
-    d->base.vt = &abs_vt;
-    d->container = strdup(container);
-    d->block_size = cfg->min_chunk_size > 0 ? cfg->min_chunk_size : ABS_DEFAULT_BLOCK;
-    d->parallel = cfg->max_parallel_chunk_uploads > 0 ? cfg->max_parallel_chunk_uploads
-                                                      : ABS_DEFAULT_PARALLEL;
-    rc = d->container ? abs_setup(d, cfg) : err_set(ERR_NOMEM, "ABS: out of memory");
+    int rc = objhttp_driver_init(&d->o, &abs_vt, cfg, "container", ABS_DEFAULT_BLOCK,
+                                 ABS_DEFAULT_PARALLEL);
+    if (rc == 0) rc = abs_setup(d, cfg);
     if (rc == 0) { /* the container must exist (Get Container Properties) */
         const char *qn[1] = {"restype"};
         const char *qv[1] = {"container"};
@@ -492,13 +470,13 @@ int store_abs_driver_new(const StoreConfig *cfg, StoreDriver **out) {
         rc = explain(abs_do(d, &c, &r, NULL), &r, d);
         if (rc == ERR_NOT_FOUND)
             rc = err_set(ERR_NOT_FOUND, "ABS: container %s does not exist in storage account %s",
-                         d->container, abs_keyring_account(d->keys));
+                         d->o.container, abs_keyring_account(d->keys));
         objhttp_response_clear(&r);
     }
     if (rc) {
-        abs_free(&d->base);
+        abs_free(&d->o.base);
         return rc;
     }
-    *out = &d->base;
+    *out = &d->o.base;
     return 0;
 }

@@ -26,7 +26,6 @@
 
 /* ---- credentials ---- */
 
-
 void abs_creds_clear(AbsCreds *c) {
     if (!c) return;
     free(c->account);

@@ -23,15 +23,9 @@
 #define GCS_LIST_MAX_BODY (16u << 20) /* a page of 1,000 items is under 1 MiB */
 
 struct GcsDriver {
-    StoreDriver base;
-    ObjHttp *http;
-    char *bucket;
-    char *ebucket; /* percent-encoded */
-    char *api;     /* scheme://host[:port][/path] */
-    char *describe;
-    int64_t min_chunk;
-    int parallel;
-    int list_page;     /* maxResults; 0 = the service's default (1000) */
+    ObjHttpDriver o;   /* first; o.container is the bucket, o.list_page maxResults */
+    char *ebucket;     /* percent-encoded */
+    char *api;         /* scheme://host[:port][/path] */
     int batch;         /* chunks per intermediate composite (GCS_BATCH; tests lower it) */
     GcsTokens *tokens; /* NULL: no authentication (an emulator) */
     atomic_int sweep;  /* delete chunk leftovers of finished uploads found by listings */
@@ -46,7 +40,7 @@ static int auth_hook(void *ctx, CURL *curl, struct curl_slist **headers) {
     (void)curl;
     AuthCtx *a = ctx;
     char *h = NULL;
-    int rc = gcs_tokens_header(a->d->tokens, a->d->http, &h, &a->gen);
+    int rc = gcs_tokens_header(a->d->tokens, a->d->o.http, &h, &a->gen);
     if (rc) return rc;
     rc = objhttp_hook_header(headers, h, "GCS");
     objhttp_free_secret(h);
@@ -70,8 +64,8 @@ int gcs_request(GcsDriver *d, const char *method, const char *url, const char *c
     if (!resp) resp = &local;
     int rc = 0;
     for (int attempt = 0; attempt < 2; attempt++) {
-        rc = stream ? objhttp_stream_open(d->http, &req, resp, stream)
-                    : objhttp_do(d->http, &req, resp);
+        rc = stream ? objhttp_stream_open(d->o.http, &req, resp, stream)
+                    : objhttp_do(d->o.http, &req, resp);
         if (rc == 0 || resp->status != 401 || !d->tokens) break;
         gcs_tokens_invalidate(d->tokens, actx.gen);
     }
@@ -82,7 +76,7 @@ int gcs_request(GcsDriver *d, const char *method, const char *url, const char *c
             rc = err_wrap(rc,
                           "GCS bucket %s: access denied (HTTP %ld%s%s): check the service "
                           "account and its permissions on the bucket",
-                          d->bucket, resp->status, ex[0] ? ", " : "", ex);
+                          d->o.container, resp->status, ex[0] ? ", " : "", ex);
     }
     objhttp_response_clear(&local);
     return rc;
@@ -184,11 +178,11 @@ static int list_page(void *ctx, const char *token, char **next) {
     ListPages *p = ctx;
     GcsDriver *d = p->d;
     char page[16];
-    snprintf(page, sizeof page, "%d", d->list_page);
+    snprintf(page, sizeof page, "%d", d->o.list_page);
     const char *qn[4] = {"prefix", "fields"};
     const char *qv[4] = {p->prefix, "items(name,size,retentionExpirationTime),nextPageToken"};
     size_t nq = 2;
-    if (d->list_page > 0) {
+    if (d->o.list_page > 0) {
         qn[nq] = "maxResults";
         qv[nq++] = page;
     }
@@ -212,7 +206,7 @@ static int list_objects(GcsDriver *d, const char *key_prefix, StoreDriverListCb 
                         int sweep) {
     ListCtx lc = {.cb = cb, .ctx = ctx};
     ListPages p = {d, key_prefix, &lc};
-    int rc = objhttp_list_pages("GCS", "bucket", d->bucket, key_prefix, list_page, &p);
+    int rc = objhttp_list_pages("GCS", "bucket", d->o.container, key_prefix, list_page, &p);
     if (rc == 0 && sweep && lc.n_sweep) sweep_chunks(d, &lc);
     list_ctx_free(&lc);
     return rc;
@@ -326,7 +320,7 @@ static int reader_open(ObjHttpResumable *res) {
     if (rc != 0 && res->offset > 0 && r.status == 416) {
         int64_t size;
         res->s = NULL;
-        rc = gcs_stat(&a->d->base, res->key, &size); /* empty, if the object exists */
+        rc = gcs_stat(&a->d->o.base, res->key, &size); /* empty, if the object exists */
     } else if (rc == ERR_NOT_FOUND) {
         rc = err_set(ERR_NOT_FOUND, "GCS read %s: not found", res->key);
     }
@@ -353,22 +347,16 @@ static int gcs_open_read(StoreDriver *drv, const char *key, uint64_t offset, IoR
 
 static int gcs_open_write(StoreDriver *drv, const char *key, StoreDriverWriter **out) {
     GcsDriver *d = (GcsDriver *)drv;
-    return gcs_writer_open(d, key, d->min_chunk, d->parallel, d->batch, out);
-}
-
-static const char *gcs_describe(const StoreDriver *drv) {
-    return ((const GcsDriver *)drv)->describe;
+    return gcs_writer_open(d, key, d->o.min_chunk, d->o.parallel, d->batch, out);
 }
 
 static void gcs_free(StoreDriver *drv) {
     GcsDriver *d = (GcsDriver *)drv;
     if (!d) return;
-    objhttp_free(d->http);
+    objhttp_driver_clear(&d->o);
     gcs_tokens_free(d->tokens);
-    free(d->bucket);
     free(d->ebucket);
     free(d->api);
-    free(d->describe);
     free(d);
 }
 
@@ -382,10 +370,9 @@ static const StoreDriverVt gcs_vt = {
     .remove = gcs_remove,
     .stat = gcs_stat,
     .remove_dir = NULL,
-    .describe = gcs_describe,
+    .describe = objhttp_driver_describe,
     .free = gcs_free,
 };
-
 
 /* The deprecated "storageAPIEndpoint" file next to the credentials (trimmed), else
  * $GOOGLE_STORAGE_API_ENDPOINT (with cfg's env prefix), as the Go tool; owned or NULL. */
@@ -440,7 +427,7 @@ static int api_base(GcsDriver *d, const StoreConfig *cfg, const char *path, int 
 /* Settings, the token source and the client of d; the bucket is not checked yet. */
 static int gcs_setup(GcsDriver *d, const StoreConfig *cfg) {
     int rc;
-    if ((rc = objhttp_env_int("ETCDBR_GCS_LIST_PAGE_SIZE", 1, 1000, &d->list_page)) ||
+    if ((rc = objhttp_env_int("ETCDBR_GCS_LIST_PAGE_SIZE", 1, 1000, &d->o.list_page)) ||
         (rc = objhttp_env_int("ETCDBR_GCS_COMPOSE_BATCH", 1, GCS_BATCH, &d->batch)))
         return rc;
     const char *path = cfg->credentials && cfg->credentials[0]
@@ -458,7 +445,7 @@ static int gcs_setup(GcsDriver *d, const StoreConfig *cfg) {
                            "service-account key file (metadata-server credentials are not "
                            "supported)",
                            store_env_prefix(cfg));
-        if ((rc = gcs_tokens_new(d->bucket, path, &d->tokens))) return rc;
+        if ((rc = gcs_tokens_new(d->o.container, path, &d->tokens))) return rc;
     }
     if (!d->api) {
         const char *ud = gcs_tokens_universe(d->tokens);
@@ -468,27 +455,19 @@ static int gcs_setup(GcsDriver *d, const StoreConfig *cfg) {
             d->api = strdup(GCS_DEFAULT_BASE);
         if (!d->api) return err_set(ERR_NOMEM, "GCS: out of memory");
     }
-    if ((rc = objhttp_cfg_client(cfg, "GCS", d->bucket, &d->http))) return rc;
-    d->describe = objhttp_strfmt("GCS:%s", d->bucket);
-    return d->describe ? 0 : err_set(ERR_NOMEM, "GCS: out of memory");
+    return objhttp_driver_client(&d->o, cfg);
 }
 
 int store_gcs_driver_new(const StoreConfig *cfg, StoreDriver **out) {
     *out = NULL;
-    const char *bucket;
-    int rc = objhttp_cfg_container(cfg, "GCS", "bucket", &bucket);
-    if (rc) return rc;
     GcsDriver *d = calloc(1, sizeof *d);
     if (!d) return err_set(ERR_NOMEM, "GCS: out of memory");
-    d->base.vt = &gcs_vt;
-    d->bucket = strdup(bucket);
-    d->ebucket = objhttp_pct_encode(bucket, 0);
-    d->min_chunk = cfg->min_chunk_size > 0 ? cfg->min_chunk_size : GCS_DEFAULT_CHUNK;
-    d->parallel = cfg->max_parallel_chunk_uploads > 0 ? cfg->max_parallel_chunk_uploads
-                                                      : GCS_DEFAULT_PARALLEL;
     d->batch = GCS_BATCH;
     atomic_init(&d->sweep, 1);
-    if (!d->bucket || !d->ebucket) rc = err_set(ERR_NOMEM, "GCS: out of memory");
+    int rc =
+        objhttp_driver_init(&d->o, &gcs_vt, cfg, "bucket", GCS_DEFAULT_CHUNK, GCS_DEFAULT_PARALLEL);
+    if (rc == 0 && !(d->ebucket = objhttp_pct_encode(d->o.container, 0)))
+        rc = err_set(ERR_NOMEM, "GCS: out of memory");
     if (rc == 0) rc = gcs_setup(d, cfg);
     /* the bucket must exist (buckets.get); this also gets the first access token */
     char *url = rc ? NULL : objhttp_strfmt("%s/storage/v1/b/%s", d->api, d->ebucket);
@@ -498,13 +477,14 @@ int store_gcs_driver_new(const StoreConfig *cfg, StoreDriver **out) {
         rc = gcs_request(d, "GET", url, NULL, 0, NULL, 0, 0, &r, NULL);
         objhttp_response_clear(&r);
         if (rc == ERR_NOT_FOUND)
-            rc = err_set(ERR_NOT_FOUND, "GCS: bucket %s does not exist at %s", d->bucket, d->api);
+            rc = err_set(ERR_NOT_FOUND, "GCS: bucket %s does not exist at %s", d->o.container,
+                         d->api);
     }
     free(url);
     if (rc) {
-        gcs_free(&d->base);
+        gcs_free(&d->o.base);
         return rc;
     }
-    *out = &d->base;
+    *out = &d->o.base;
     return 0;
 }

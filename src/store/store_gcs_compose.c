@@ -122,7 +122,8 @@ static int compose(GcsWriter *w, int inter, int first, int last, const char *des
     if (!body || !url) goto nomem;
     const char *h[1] = {"Content-Type: application/json"};
     rc = gcs_request(w->d, "POST", url, h, 1, body, strlen(body), 0, r, NULL);
-    if (rc == 0 && dest_gen && gcs_meta_int(r->body, r->body_len, "generation", dest_gen) != 0) *dest_gen = 0;
+    if (rc == 0 && dest_gen && gcs_meta_int(r->body, r->body_len, "generation", dest_gen) != 0)
+        *dest_gen = 0;
     goto done;
 nomem:
     rc = err_set(ERR_NOMEM, "GCS write %s: out of memory", w->key);
@@ -203,7 +204,8 @@ static int exists_is_ours(GcsWriter *w, const unsigned char *data, size_t len) {
         if (id && strcmp(id, w->upload_id) == 0) ours = 1;
         const char *md5 = json_string_value(json_object_get(root, "md5Hash"));
         int64_t size = -1;
-        if (!ours && data && md5 && gcs_meta_int(r.body, r.body_len, "size", &size) == 0 && size == (int64_t)len) {
+        if (!ours && data && md5 && gcs_meta_int(r.body, r.body_len, "size", &size) == 0 &&
+            size == (int64_t)len) {
             unsigned char dig[EVP_MAX_MD_SIZE];
             unsigned int dl = 0;
             char b64[64];

@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 /* RFC 3339 "2024-05-06T07:08:09[.frac](Z|+hh:mm)" to Unix seconds; 0 if unparseable. */
 static int64_t rfc3339(const char *s) {
     int y, mo, d, h, mi, sec;

@@ -19,16 +19,10 @@
 #define SWIFT_DEFAULT_PARALLEL 5
 #define SWIFT_MAX_KEY 1024
 #define SWIFT_LIST_MAX_BODY ((size_t)16 << 20) /* 10,000 names: about 2 MiB */
-#define SWIFT_MAX_PAGE 10000 /* Swift's default container_listing_limit */
+#define SWIFT_MAX_PAGE 10000                   /* Swift's default container_listing_limit */
 
 typedef struct SwiftDriver {
-    StoreDriver base;
-    ObjHttp *http;
-    char *container;
-    char *describe;
-    int64_t seg_min; /* --min-chunk-size */
-    int parallel;
-    int list_page;         /* ETCDBR_SWIFT_LIST_PAGE_SIZE; 0 = the server's page size */
+    ObjHttpDriver o; /* first; o.min_chunk is the first segments' size, o.list_page the limit */
     SwiftSession *session; /* credentials, token, storage URL */
 } SwiftDriver;
 
@@ -57,7 +51,7 @@ typedef struct SwiftCall {
 static int swift_do(SwiftDriver *d, const SwiftCall *c, ObjHttpResponse *resp,
                     ObjHttpStream **stream) {
     int rc = 0;
-    char *ekey = NULL, *econt = objhttp_pct_encode(d->container, 0);
+    char *ekey = NULL, *econt = objhttp_pct_encode(d->o.container, 0);
     if (!econt) return err_set(ERR_NOMEM, "Swift: out of memory");
     if (c->key && !(ekey = objhttp_pct_encode(c->key, 1))) {
         free(econt);
@@ -67,7 +61,8 @@ static int swift_do(SwiftDriver *d, const SwiftCall *c, ObjHttpResponse *resp,
         unsigned gen;
         char *hdr, *base;
         if (swift_session_get(d->session, &hdr, &base, &gen) != 0) {
-            if (attempt == 0 && (rc = swift_session_auth(d->session, d->http, gen)) == 0) continue;
+            if (attempt == 0 && (rc = swift_session_auth(d->session, d->o.http, gen)) == 0)
+                continue;
             if (!rc) rc = err_set(ERR_NOMEM, "Swift: out of memory");
             break;
         }
@@ -99,17 +94,17 @@ static int swift_do(SwiftDriver *d, const SwiftCall *c, ObjHttpResponse *resp,
         ObjHttpResponse local = {0};
         ObjHttpResponse *r = resp ? resp : &local;
         if (stream)
-            rc = objhttp_stream_open(d->http, &req, r, stream);
+            rc = objhttp_stream_open(d->o.http, &req, r, stream);
         else
-            rc = objhttp_do(d->http, &req, r);
+            rc = objhttp_do(d->o.http, &req, r);
         long status = r->status;
         objhttp_response_clear(&local);
         objhttp_free_secret(hdr);
         free(url);
         if (rc != 0 && status == 401 && attempt == 0) {
             log_info("Swift: %s %s: token refused (HTTP 401); authenticating again", c->method,
-                     c->key ? c->key : d->container);
-            int ar = swift_session_auth(d->session, d->http, gen);
+                     c->key ? c->key : d->o.container);
+            int ar = swift_session_auth(d->session, d->o.http, gen);
             if (ar == 0) continue;
             rc = ar;
         }
@@ -142,12 +137,12 @@ typedef struct {
 static int list_page(void *ctx, const char *marker, char **next) {
     ListPages *p = ctx;
     char page[16];
-    snprintf(page, sizeof page, "%d", p->d->list_page);
+    snprintf(page, sizeof page, "%d", p->d->o.list_page);
     const char *qn[4] = {"format", "prefix", "marker", "limit"};
     const char *qv[4] = {"json", p->prefix, marker, page};
     size_t nq = 2;
     if (marker) nq++;
-    if (p->d->list_page > 0) {
+    if (p->d->o.list_page > 0) {
         qn[nq] = "limit";
         qv[nq++] = page;
     }
@@ -171,7 +166,7 @@ static int list_page(void *ctx, const char *marker, char **next) {
 static int list_prefix(SwiftDriver *d, const char *prefix, int include_segments,
                        StoreDriverListCb cb, void *ctx) {
     ListPages p = {d, prefix, include_segments, cb, ctx};
-    return objhttp_list_pages("Swift", "container", d->container, prefix, list_page, &p);
+    return objhttp_list_pages("Swift", "container", d->o.container, prefix, list_page, &p);
 }
 
 static int swift_list(StoreDriver *drv, const char *key_prefix, StoreDriverListCb cb, void *ctx) {
@@ -280,7 +275,7 @@ static int reader_open(ObjHttpResumable *res) {
     int rc = swift_do(a->d, &c, &r, &res->s);
     if (rc != 0 && res->offset > 0 && r.status == 416) {
         int64_t size; /* at or past the end: an empty stream, if the object exists */
-        rc = swift_stat(&a->d->base, res->key, &size);
+        rc = swift_stat(&a->d->o.base, res->key, &size);
         res->s = NULL;
     } else if (rc == ERR_NOT_FOUND) {
         rc = err_set(ERR_NOT_FOUND, "Swift read %s: not found", res->key);
@@ -346,13 +341,13 @@ static int before_segment(void *ctx, int num) {
     SwiftWriter *w = ctx;
     if (num > 1) return 0;
     int64_t size;
-    int rc = swift_stat(&w->d->base, w->key, &size);
+    int rc = swift_stat(&w->d->o.base, w->key, &size);
     if (rc == 0) return err_set(ERR_EXISTS, "Swift write %s: the object already exists", w->key);
     return rc == ERR_NOT_FOUND ? 0 : rc;
 }
 
 static size_t segment_size(void *ctx, int num) {
-    return (size_t)swift_segment_size(((SwiftWriter *)ctx)->d->seg_min, num);
+    return (size_t)swift_segment_size(((SwiftWriter *)ctx)->d->o.min_chunk, num);
 }
 
 static IoWriter *writer_io(StoreDriverWriter *sw) {
@@ -420,7 +415,7 @@ static int writer_commit(StoreDriverWriter *sw) {
      * concatenated too: they go before the manifest appears */
     if (rc == 0) rc = delete_segments(w->d, w->key, objhttp_pw_parts(w->pw), NULL);
     if (rc == 0) {
-        char *ec = objhttp_pct_encode(w->d->container, 0);
+        char *ec = objhttp_pct_encode(w->d->o.container, 0);
         char *ek = objhttp_pct_encode(w->key, 1);
         size_t n = (ec ? strlen(ec) : 0) + (ek ? strlen(ek) : 0) + 3;
         manifest = ec && ek ? malloc(n) : NULL;
@@ -470,7 +465,7 @@ static int swift_open_write(StoreDriver *drv, const char *key, StoreDriverWriter
     w->d = d;
     ObjHttpPartWriterConfig pc = {.what = "Swift",
                                   .key = key,
-                                  .parallel = d->parallel,
+                                  .parallel = d->o.parallel,
                                   .part_size = segment_size,
                                   .before = before_segment,
                                   .put = put_segment,
@@ -483,17 +478,11 @@ static int swift_open_write(StoreDriver *drv, const char *key, StoreDriverWriter
     return 0;
 }
 
-static const char *swift_describe(const StoreDriver *drv) {
-    return ((const SwiftDriver *)drv)->describe;
-}
-
 static void swift_free(StoreDriver *drv) {
     SwiftDriver *d = (SwiftDriver *)drv;
     if (!d) return;
-    objhttp_free(d->http);
+    objhttp_driver_clear(&d->o);
     swift_session_free(d->session);
-    free(d->container);
-    free(d->describe);
     free(d);
 }
 
@@ -506,54 +495,44 @@ static const StoreDriverVt swift_vt = {
     .remove = swift_remove,
     .stat = swift_stat,
     .remove_dir = NULL,
-    .describe = swift_describe,
+    .describe = objhttp_driver_describe,
     .free = swift_free,
 };
-
 
 /* Settings, the session (credentials read, not yet authenticated) and the client of d. */
 static int swift_setup(SwiftDriver *d, const StoreConfig *cfg) {
     char *endpoint = NULL;
     int rc;
-    if ((rc = objhttp_env_int("ETCDBR_SWIFT_LIST_PAGE_SIZE", 1, SWIFT_MAX_PAGE, &d->list_page)))
+    if ((rc = objhttp_env_int("ETCDBR_SWIFT_LIST_PAGE_SIZE", 1, SWIFT_MAX_PAGE, &d->o.list_page)))
         return rc;
-    if (!d->container) return err_set(ERR_NOMEM, "Swift: out of memory");
     if ((rc = objhttp_cfg_endpoint(cfg, "Swift", &endpoint))) return rc;
-    rc = swift_session_new(cfg, d->container, endpoint, &d->session);
+    rc = swift_session_new(cfg, d->o.container, endpoint, &d->session);
     free(endpoint);
-    if (rc || (rc = objhttp_cfg_client(cfg, "Swift", d->container, &d->http))) return rc;
-    d->describe = objhttp_strfmt("Swift:%s", d->container);
-    return d->describe ? 0 : err_set(ERR_NOMEM, "Swift: out of memory");
+    return rc ? rc : objhttp_driver_client(&d->o, cfg);
 }
 
 int store_swift_driver_new(const StoreConfig *cfg, StoreDriver **out) {
     *out = NULL;
-    const char *container;
-    int rc = objhttp_cfg_container(cfg, "Swift", "container", &container);
-    if (rc) return rc;
     SwiftDriver *d = calloc(1, sizeof *d);
     if (!d) return err_set(ERR_NOMEM, "Swift: out of memory");
-    d->base.vt = &swift_vt;
-    d->container = strdup(container);
-    d->seg_min = cfg->min_chunk_size > 0 ? cfg->min_chunk_size : SWIFT_DEFAULT_SEGMENT;
-    d->parallel = cfg->max_parallel_chunk_uploads > 0 ? cfg->max_parallel_chunk_uploads
-                                                      : SWIFT_DEFAULT_PARALLEL;
-    rc = swift_setup(d, cfg);
+    int rc = objhttp_driver_init(&d->o, &swift_vt, cfg, "container", SWIFT_DEFAULT_SEGMENT,
+                                 SWIFT_DEFAULT_PARALLEL);
+    if (rc == 0) rc = swift_setup(d, cfg);
     /* authenticate, and the container must exist */
-    if (rc == 0) rc = swift_session_auth(d->session, d->http, 0);
+    if (rc == 0) rc = swift_session_auth(d->session, d->o.http, 0);
     if (rc == 0) {
         SwiftCall c = {.method = "HEAD"};
         ObjHttpResponse r = {0};
         rc = swift_do(d, &c, &r, NULL);
         if (rc == ERR_NOT_FOUND)
-            rc = err_set(ERR_NOT_FOUND, "Swift: container %s does not exist at %s", d->container,
+            rc = err_set(ERR_NOT_FOUND, "Swift: container %s does not exist at %s", d->o.container,
                          swift_session_url(d->session));
         objhttp_response_clear(&r);
     }
     if (rc) {
-        swift_free(&d->base);
+        swift_free(&d->o.base);
         return rc;
     }
-    *out = &d->base;
+    *out = &d->o.base;
     return 0;
 }

@@ -317,7 +317,6 @@ done:
     return rc;
 }
 
-
 /* ---- the session ---- */
 
 struct SwiftSession {
@@ -376,8 +375,9 @@ int swift_session_new(const StoreConfig *cfg, const char *container, const char 
     pthread_mutex_init(&s->mu, NULL);
     s->container = strdup(container);
     if (endpoint) s->endpoint = strdup(endpoint);
-    int rc = !s->container || (endpoint && !s->endpoint) ? err_set(ERR_NOMEM, "Swift: out of memory")
-                                                         : session_creds(s, cfg);
+    int rc = !s->container || (endpoint && !s->endpoint)
+                 ? err_set(ERR_NOMEM, "Swift: out of memory")
+                 : session_creds(s, cfg);
     if (rc) {
         swift_session_free(s);
         return rc;
@@ -535,7 +535,8 @@ int swift_session_auth(SwiftSession *d, ObjHttp *http, unsigned seen) {
     int rc = 0;
     if (d->token && d->gen != seen) goto done;
     char *tok = NULL, *url = NULL;
-    rc = swift_auth_is_v1(d->creds.auth_url) ? auth_v1(d, http, &tok, &url) : auth_v3(d, http, &tok, &url);
+    rc = swift_auth_is_v1(d->creds.auth_url) ? auth_v1(d, http, &tok, &url)
+                                             : auth_v3(d, http, &tok, &url);
     if (rc == 0) rc = apply_override(d, &url);
     if (rc) {
         objhttp_free_secret(tok);
