@@ -10,7 +10,6 @@
 #include "objhttp.h"
 #include "store_abs.h"
 
-#include <jansson.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
@@ -19,7 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/stat.h>
 #include <time.h>
 
 #define ABS_DEFAULT_DOMAIN "blob.core.windows.net"
@@ -92,53 +90,13 @@ done:
     return rc;
 }
 
-static char *json_field(json_t *root, const char *name) {
-    const char *v = json_string_value(json_object_get(root, name));
-    return v ? strdup(v) : NULL;
-}
-
-static int creds_load_json(const char *path, AbsCreds *out) {
-    json_error_t je;
-    json_t *root = json_load_file(path, 0, &je);
-    if (!root || !json_is_object(root)) {
-        json_decref(root);
-        return err_set(ERR_INVALID, "ABS credentials %s: not a JSON object (line %d)", path,
-                       je.line);
-    }
-    int rc = creds_fill(out, json_field(root, "storageAccount"), json_field(root, "storageKey"),
-                        json_field(root, "domain"), json_field(root, "sasToken"), path);
-    /* jansson keeps its own copy of the key; wipe it before the object goes */
-    json_t *k = json_object_get(root, "storageKey");
-    if (json_is_string(k)) {
-        char *ks = (char *)json_string_value(k);
-        OPENSSL_cleanse(ks, strlen(ks));
-    }
-    json_decref(root);
-    return rc;
-}
-
-/* The whole file as a string (verbatim), NULL if it does not exist or cannot be read. */
-static char *dir_field(const char *dir, const char *name) {
-    char p[4096];
-    snprintf(p, sizeof p, "%s/%s", dir, name);
-    return objhttp_read_small_file(p);
-}
-
 int abs_creds_load(const char *path, AbsCreds *out) {
+    static const char *const names[4] = {"storageAccount", "storageKey", "domain", "sasToken"};
+    char *v[4];
     memset(out, 0, sizeof *out);
-    struct stat st;
-    if (!path || !path[0]) return err_set(ERR_INVALID, "ABS credentials: no path");
-    if (stat(path, &st) != 0)
-        return err_set(ERR_NOT_FOUND, "ABS credentials %s: does not exist", path);
-    if (!S_ISDIR(st.st_mode)) return creds_load_json(path, out);
-    char *js = objhttp_dir_first_json(path);
-    if (js) {
-        int rc = creds_load_json(js, out);
-        free(js);
-        return rc;
-    }
-    return creds_fill(out, dir_field(path, "storageAccount"), dir_field(path, "storageKey"),
-                      dir_field(path, "domain"), dir_field(path, "sasToken"), path);
+    int rc = objhttp_creds_read(path, "ABS", names, 4, v);
+    if (rc) return rc;
+    return creds_fill(out, v[0], v[1], v[2], v[3], path);
 }
 
 int abs_creds_from_connection_string(const char *cs, AbsCreds *out) {

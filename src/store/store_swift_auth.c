@@ -18,7 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/stat.h>
 
 #define SWIFT_AUTH_MAX_BODY ((size_t)8 << 20)
 
@@ -43,20 +42,18 @@ static const struct {
     const char *name;
     const char *env;
     size_t off;
-    int secret;
 } fields[] = {
-    {"authURL", "OS_AUTH_URL", offsetof(SwiftCreds, auth_url), 0},
-    {"username", "OS_USERNAME", offsetof(SwiftCreds, username), 0},
-    {"password", "OS_PASSWORD", offsetof(SwiftCreds, password), 1},
-    {"domainName", "OS_DOMAIN_NAME", offsetof(SwiftCreds, domain_name), 0},
-    {"tenantName", "OS_TENANT_NAME", offsetof(SwiftCreds, tenant_name), 0},
-    {"region", "OS_REGION_NAME", offsetof(SwiftCreds, region), 0},
-    {"applicationCredentialID", "OS_APPLICATION_CREDENTIAL_ID", offsetof(SwiftCreds, app_cred_id),
-     0},
+    {"authURL", "OS_AUTH_URL", offsetof(SwiftCreds, auth_url)},
+    {"username", "OS_USERNAME", offsetof(SwiftCreds, username)},
+    {"password", "OS_PASSWORD", offsetof(SwiftCreds, password)},
+    {"domainName", "OS_DOMAIN_NAME", offsetof(SwiftCreds, domain_name)},
+    {"tenantName", "OS_TENANT_NAME", offsetof(SwiftCreds, tenant_name)},
+    {"region", "OS_REGION_NAME", offsetof(SwiftCreds, region)},
+    {"applicationCredentialID", "OS_APPLICATION_CREDENTIAL_ID", offsetof(SwiftCreds, app_cred_id)},
     {"applicationCredentialName", "OS_APPLICATION_CREDENTIAL_NAME",
-     offsetof(SwiftCreds, app_cred_name), 0},
+     offsetof(SwiftCreds, app_cred_name)},
     {"applicationCredentialSecret", "OS_APPLICATION_CREDENTIAL_SECRET",
-     offsetof(SwiftCreds, app_cred_secret), 1},
+     offsetof(SwiftCreds, app_cred_secret)},
 };
 #define N_FIELDS (sizeof fields / sizeof fields[0])
 
@@ -100,58 +97,17 @@ int swift_creds_check(const SwiftCreds *c, const char *where) {
     return 0;
 }
 
-static int load_json(const char *path, SwiftCreds *out) {
-    json_error_t je;
-    json_t *root = json_load_file(path, 0, &je);
-    if (!root || !json_is_object(root)) {
-        json_decref(root);
-        return err_set(ERR_INVALID, "Swift credentials %s: not a JSON object (line %d)", path,
-                       je.line);
-    }
-    int rc = 0;
-    for (size_t i = 0; i < N_FIELDS && rc == 0; i++) {
-        json_t *v = json_object_get(root, fields[i].name);
-        if (!v) continue;
-        if (!json_is_string(v)) {
-            rc = err_set(ERR_INVALID, "Swift credentials %s: %s must be a string", path,
-                         fields[i].name);
-            break;
-        }
-        char **slot = field_slot(out, i);
-        *slot = strdup(json_string_value(v));
-        if (!*slot) rc = err_set(ERR_NOMEM, "Swift credentials: out of memory");
-        if (fields[i].secret) { /* jansson's copy of a secret is wiped before it goes */
-            char *s = (char *)json_string_value(v);
-            OPENSSL_cleanse(s, strlen(s));
-        }
-    }
-    json_decref(root);
-    return rc;
-}
-
 int swift_creds_load(const char *path, SwiftCreds *out) {
+    const char *names[N_FIELDS];
+    char *v[N_FIELDS];
     memset(out, 0, sizeof *out);
-    struct stat st;
-    if (!path || !path[0]) return err_set(ERR_INVALID, "Swift credentials: no path");
-    if (stat(path, &st) != 0)
-        return err_set(ERR_NOT_FOUND, "Swift credentials %s: does not exist", path);
-    int rc = 0;
-    if (!S_ISDIR(st.st_mode)) {
-        rc = load_json(path, out);
-    } else {
-        char *js = objhttp_dir_first_json(path);
-        if (js) {
-            rc = load_json(js, out);
-            free(js);
-        } else {
-            for (size_t i = 0; i < N_FIELDS; i++) {
-                char p[4096];
-                snprintf(p, sizeof p, "%s/%s", path, fields[i].name);
-                *field_slot(out, i) = objhttp_read_small_file(p);
-            }
-        }
-    }
-    if (rc == 0) rc = swift_creds_check(out, path);
+    for (size_t i = 0; i < N_FIELDS; i++)
+        names[i] = fields[i].name;
+    int rc = objhttp_creds_read(path, "Swift", names, N_FIELDS, v);
+    if (rc) return rc;
+    for (size_t i = 0; i < N_FIELDS; i++)
+        *field_slot(out, i) = v[i];
+    rc = swift_creds_check(out, path);
     if (rc) swift_creds_clear(out);
     return rc;
 }
