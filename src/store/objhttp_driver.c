@@ -91,6 +91,20 @@ int objhttp_response_length(const ObjHttpResponse *r, int64_t *size) {
     return 0;
 }
 
+size_t objhttp_list_pairs(const char **names, const char **values, size_t n, const char *page_name,
+                          int page_size, char page[16], const char *token_name, const char *token) {
+    if (page_size > 0) {
+        snprintf(page, 16, "%d", page_size);
+        names[n] = page_name;
+        values[n++] = page;
+    }
+    if (token) {
+        names[n] = token_name;
+        values[n++] = token;
+    }
+    return n;
+}
+
 int objhttp_list_pages(const char *what, const char *noun, const char *container,
                        const char *prefix, ObjHttpPageFn page, void *ctx) {
     char *token = NULL;

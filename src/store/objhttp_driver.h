@@ -72,6 +72,12 @@ int objhttp_hook_header(struct curl_slist **headers, const char *line, const cha
  * not a decimal number or negative (*size then unspecified). */
 int objhttp_response_length(const ObjHttpResponse *r, int64_t *size);
 
+/* The query pairs a listing page adds to the n in names/values (room for n + 2): page_name with
+ * page_size formatted into page (16 bytes) when page_size > 0, and token_name=token when token is
+ * set (both borrowed). Returns the new count. */
+size_t objhttp_list_pairs(const char **names, const char **values, size_t n, const char *page_name,
+                          int page_size, char page[16], const char *token_name, const char *token);
+
 /* One page of a listing, for objhttp_list_pages: requests the page after token (NULL: the first)
  * and hands its entries to the driver's callback; *next gets the token of the next page (owned;
  * NULL when this was the last page). 0 or an ERR_* with err_set (a callback's return as is). */

@@ -150,18 +150,10 @@ typedef struct {
 static int list_page(void *ctx, const char *marker, char **next) {
     ListPages *p = ctx;
     char page[16];
-    snprintf(page, sizeof page, "%d", p->d->o.list_page);
     const char *qn[5] = {"restype", "comp", "prefix"};
     const char *qv[5] = {"container", "list", p->prefix};
-    size_t nq = 3;
-    if (p->d->o.list_page > 0) {
-        qn[nq] = "maxresults";
-        qv[nq++] = page;
-    }
-    if (marker) {
-        qn[nq] = "marker";
-        qv[nq++] = marker;
-    }
+    size_t nq =
+        objhttp_list_pairs(qn, qv, 3, "maxresults", p->d->o.list_page, page, "marker", marker);
     AbsCall c = {.method = "GET", .qn = qn, .qv = qv, .nq = nq, .max_body = ABS_LIST_MAX_BODY};
     ObjHttpResponse r = {0};
     int rc = explain(abs_do(p->d, &c, &r, NULL), &r, p->d);

@@ -178,18 +178,10 @@ static int list_page(void *ctx, const char *token, char **next) {
     ListPages *p = ctx;
     GcsDriver *d = p->d;
     char page[16];
-    snprintf(page, sizeof page, "%d", d->o.list_page);
     const char *qn[4] = {"prefix", "fields"};
     const char *qv[4] = {p->prefix, "items(name,size,retentionExpirationTime),nextPageToken"};
-    size_t nq = 2;
-    if (d->o.list_page > 0) {
-        qn[nq] = "maxResults";
-        qv[nq++] = page;
-    }
-    if (token) {
-        qn[nq] = "pageToken";
-        qv[nq++] = token;
-    }
+    size_t nq =
+        objhttp_list_pairs(qn, qv, 2, "maxResults", d->o.list_page, page, "pageToken", token);
     char *q = objhttp_query(qn, qv, nq);
     char *url = q ? objhttp_strfmt("%s/storage/v1/b/%s/o?%s", d->api, d->ebucket, q) : NULL;
     free(q);
@@ -230,12 +222,17 @@ static int gcs_sweep_leftovers(StoreDriver *drv, const char *key_prefix) {
 
 /* stat, remove */
 
-int gcs_get_meta(GcsDriver *d, const char *key, ObjHttpResponse *r) {
+/* method (GET: the metadata, DELETE) on the object key, buffered into r. */
+static int object_call(GcsDriver *d, const char *method, const char *key, ObjHttpResponse *r) {
     char *url = gcs_object_url(d, key, NULL);
     if (!url) return err_set(ERR_NOMEM, "GCS: out of memory");
-    int rc = gcs_request(d, "GET", url, NULL, 0, NULL, 0, 0, r, NULL);
+    int rc = gcs_request(d, method, url, NULL, 0, NULL, 0, 0, r, NULL);
     free(url);
     return rc;
+}
+
+int gcs_get_meta(GcsDriver *d, const char *key, ObjHttpResponse *r) {
+    return object_call(d, "GET", key, r);
 }
 
 static int gcs_stat(StoreDriver *drv, const char *key, int64_t *size) {
@@ -253,11 +250,7 @@ static int gcs_stat(StoreDriver *drv, const char *key, int64_t *size) {
 }
 
 int gcs_delete_object(GcsDriver *d, const char *key, ObjHttpResponse *r) {
-    char *url = gcs_object_url(d, key, NULL);
-    if (!url) return err_set(ERR_NOMEM, "GCS: out of memory");
-    int rc = gcs_request(d, "DELETE", url, NULL, 0, NULL, 0, 0, r, NULL);
-    free(url);
-    return rc;
+    return object_call(d, "DELETE", key, r);
 }
 
 int gcs_upload(GcsDriver *d, const char *name, const void *body, size_t len, int if_absent,

@@ -121,10 +121,6 @@ static int key_ok(const char *key, const char *op) {
 
 /* ---- list ---- */
 
-/* Lists every object under prefix, segments or not (include_segments), page by page until an
- * empty page (as python-swiftclient does: a page may be shorter than asked when the server's
- * listing limit is lower). limit is sent only when ETCDBR_SWIFT_LIST_PAGE_SIZE sets one, since a
- * limit above the server's maximum is refused (412). */
 typedef struct {
     SwiftDriver *d;
     const char *prefix;
@@ -137,15 +133,9 @@ typedef struct {
 static int list_page(void *ctx, const char *marker, char **next) {
     ListPages *p = ctx;
     char page[16];
-    snprintf(page, sizeof page, "%d", p->d->o.list_page);
-    const char *qn[4] = {"format", "prefix", "marker", "limit"};
-    const char *qv[4] = {"json", p->prefix, marker, page};
-    size_t nq = 2;
-    if (marker) nq++;
-    if (p->d->o.list_page > 0) {
-        qn[nq] = "limit";
-        qv[nq++] = page;
-    }
+    const char *qn[4] = {"format", "prefix"};
+    const char *qv[4] = {"json", p->prefix};
+    size_t nq = objhttp_list_pairs(qn, qv, 2, "limit", p->d->o.list_page, page, "marker", marker);
     char *q = objhttp_query(qn, qv, nq);
     if (!q) return err_set(ERR_NOMEM, "Swift list: out of memory");
     SwiftCall c = {.method = "GET", .query = q, .max_body = SWIFT_LIST_MAX_BODY};
@@ -163,6 +153,10 @@ static int list_page(void *ctx, const char *marker, char **next) {
     return rc;
 }
 
+/* Lists every object under prefix, segments or not (include_segments), page by page until an
+ * empty page (as python-swiftclient does: a page may be shorter than asked when the server's
+ * listing limit is lower). limit is sent only when ETCDBR_SWIFT_LIST_PAGE_SIZE sets one, since a
+ * limit above the server's maximum is refused (412). */
 static int list_prefix(SwiftDriver *d, const char *prefix, int include_segments,
                        StoreDriverListCb cb, void *ctx) {
     ListPages p = {d, prefix, include_segments, cb, ctx};
