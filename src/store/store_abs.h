@@ -1,7 +1,8 @@
 /* store_abs: the Azure Blob Storage driver ("ABS"), on objhttp. Block blobs, SharedKey auth (or a
- * SAS token), path-style URLs for emulators (azurite). The pure parts (credentials parsing,
- * string-to-sign, signature, block ids, listing XML) are declared here so unit tests can pin
- * them; the driver itself is reached through store_abs_driver_new or store_open("ABS"). */
+ * SAS token), path-style URLs for emulators (azurite). The contract of its files: credentials
+ * parsing, string-to-sign, signature, block ids and the keyring (store_abs_auth.c), the listing
+ * XML (store_abs_wire.c), declared here so unit tests can pin them; the driver itself
+ * (store_abs.c) is reached through store_abs_driver_new or store_open("ABS"). */
 #ifndef ETCDBR_STORE_ABS_H
 #define ETCDBR_STORE_ABS_H
 

@@ -1,8 +1,10 @@
-/* store_gcs: the Google Cloud Storage driver's parts that do not talk to a server, exposed for
- * unit tests and fuzz targets: the service-account credentials as the Go tool accepts them
+/* store_gcs: the contract of the Google Cloud Storage driver's files, exposed for unit tests and
+ * fuzz targets: the service-account credentials as the Go tool accepts them
  * (GOOGLE_APPLICATION_CREDENTIALS, docs/go-tool.md §12), the RS256 JWT exchanged for an OAuth2
- * access token, the objects.list JSON parser, the chunk layout of uploads and the endpoint parsing.
- * The driver itself is store_gcs_driver_new (store_driver.h); docs/stores.md describes it. */
+ * access token and the token source that caches it (store_gcs_auth.c); the objects.list JSON
+ * parser, metadata and error fields, the chunk layout of uploads and the endpoint parsing
+ * (store_gcs_wire.c). The driver itself (store_gcs.c, its writer store_gcs_compose.c) is
+ * store_gcs_driver_new (store_driver.h); docs/stores.md describes it. */
 #ifndef ETCDBR_STORE_GCS_H
 #define ETCDBR_STORE_GCS_H
 

@@ -15,7 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SWIFT_DEFAULT_SEGMENT ((int64_t)5 << 20)
 #define SWIFT_DEFAULT_PARALLEL 5
 #define SWIFT_MAX_KEY 1024
 #define SWIFT_LIST_MAX_BODY ((size_t)16 << 20) /* 10,000 names: about 2 MiB */

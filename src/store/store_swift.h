@@ -1,6 +1,7 @@
-/* store_swift: the OpenStack Swift driver (native Swift API, not S3). Exposed here for the unit
- * tests and the fuzz target: credentials, the Keystone v3 request body, the service catalog
- * lookup, the JSON listing parser and the segment layout.
+/* store_swift: the OpenStack Swift driver (native Swift API, not S3). The contract of its files,
+ * exposed here for the unit tests and the fuzz target: credentials, the Keystone v3 request body,
+ * the service catalog lookup and the session (store_swift_auth.c), the JSON listing parser and
+ * the segment layout (store_swift_wire.c); the driver itself is store_swift.c.
  *
  * Layout (the Go tool's, docs/go-tool.md §3.4): an object that fits in one segment is one plain
  * object; a larger one is segments "<key>/%010d" (1-based) and then a zero-byte manifest "<key>"
@@ -97,6 +98,9 @@ int swift_session_get(SwiftSession *s, char **header, char **storage_url, unsign
 /* The storage URL (borrowed; NULL before the first authentication), for messages: read it only
  * while no other thread authenticates. */
 const char *swift_session_url(const SwiftSession *s);
+
+/* Size of the first segments when --min-chunk-size is not given (bytes; the Go tool's 5 MiB). */
+#define SWIFT_DEFAULT_SEGMENT ((int64_t)5 << 20)
 
 /* 1 when key is a segment key: it ends in "/" followed by exactly 10 decimal digits. */
 int swift_is_segment(const char *key);

@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SWIFT_DEFAULT_SEGMENT ((int64_t)5 << 20)
 #define SWIFT_MAX_OBJECT ((int64_t)5 << 30)
 
 /* ---- layout ---- */
