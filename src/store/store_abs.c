@@ -5,580 +5,44 @@
  * Every request goes through objhttp (retries, streaming, redacted errors); SharedKey signing is
  * its per-attempt auth hook. Credentials are re-read when their files change. Keys, signatures
  * and SAS tokens never reach messages or logs. */
-#include "store_abs.h"
-#include "../codec/base64.h"
 #include "../common/err.h"
-#include "../common/strbuf.h"
 #include "../common/log.h"
+#include "../common/strbuf.h"
 #include "objhttp.h"
+#include "objhttp_driver.h"
+#include "store_abs.h"
 
-#include <dirent.h>
-#include <jansson.h>
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-#include <sys/stat.h>
 #include <time.h>
 
-#define ABS_DEFAULT_DOMAIN "blob.core.windows.net"
 #define ABS_DEFAULT_BLOCK (5 * 1024 * 1024)
 #define ABS_DEFAULT_PARALLEL 5
 #define ABS_MAX_KEY 1024
 #define ABS_LIST_MAX_BODY (16u << 20) /* a page of 5,000 blobs is about 5 MiB */
 
-/* ---- credentials ---- */
-
-void abs_creds_clear(AbsCreds *c) {
-    if (!c) return;
-    free(c->account);
-    if (c->key) OPENSSL_cleanse(c->key, c->key_len);
-    free(c->key);
-    free(c->domain);
-    objhttp_free_secret(c->sas);
-    free(c->blob_endpoint);
-    memset(c, 0, sizeof *c);
-}
-
-/* Decodes base64 text, skipping line breaks and blanks as Go's decoder does; *out owned (also
- * holds a secret). ERR_INVALID (empty or not base64) or ERR_NOMEM. */
-static int b64_decode_owned(const char *in, unsigned char **out, size_t *out_len) {
-    size_t n = strlen(in), want;
-    const unsigned flags = B64_PAD_REQUIRED | B64_SKIP_BLANKS;
-    if (b64_decoded_len(in, n, flags, &want, NULL) || want == 0) return ERR_INVALID;
-    unsigned char *buf = malloc(want);
-    if (!buf) return ERR_NOMEM;
-    if (b64_decode(in, n, flags, buf, want, out_len, NULL)) {
-        free(buf);
-        return ERR_INVALID;
-    }
-    *out = buf;
-    return 0;
-}
-
-/* Takes ownership of the field values (each may be NULL) and validates them into out. */
-static int creds_fill(AbsCreds *out, char *account, char *key, char *domain, char *sas,
-                      const char *where) {
-    int rc = 0;
-    memset(out, 0, sizeof *out);
-    if (!account || !account[0]) {
-        rc = err_set(ERR_INVALID, "ABS credentials %s: storageAccount is missing", where);
-        goto done;
-    }
-    if (key && key[0]) {
-        rc = b64_decode_owned(key, &out->key, &out->key_len);
-        if (rc == ERR_INVALID)
-            rc = err_set(ERR_INVALID, "ABS credentials %s: storageKey is not valid base64", where);
-        else if (rc)
-            rc = err_set(rc, "ABS credentials: out of memory");
-        if (rc) goto done;
-    }
-    out->account = account;
-    account = NULL;
-    if (domain && domain[0]) {
-        out->domain = domain;
-        domain = NULL;
-    } else {
-        out->domain = strdup(ABS_DEFAULT_DOMAIN);
-    }
-    if (sas && sas[0]) {
-        out->sas = strdup(sas[0] == '?' ? sas + 1 : sas);
-        if (!out->sas) rc = err_set(ERR_NOMEM, "ABS credentials: out of memory");
-    }
-    if (!out->domain) rc = err_set(ERR_NOMEM, "ABS credentials: out of memory");
-done:
-    free(account);
-    objhttp_free_secret(key);
-    free(domain);
-    objhttp_free_secret(sas);
-    if (rc) abs_creds_clear(out);
-    return rc;
-}
-
-static char *json_field(json_t *root, const char *name) {
-    const char *v = json_string_value(json_object_get(root, name));
-    return v ? strdup(v) : NULL;
-}
-
-static int creds_load_json(const char *path, AbsCreds *out) {
-    json_error_t je;
-    json_t *root = json_load_file(path, 0, &je);
-    if (!root || !json_is_object(root)) {
-        json_decref(root);
-        return err_set(ERR_INVALID, "ABS credentials %s: not a JSON object (line %d)", path,
-                       je.line);
-    }
-    int rc = creds_fill(out, json_field(root, "storageAccount"), json_field(root, "storageKey"),
-                        json_field(root, "domain"), json_field(root, "sasToken"), path);
-    /* jansson keeps its own copy of the key; wipe it before the object goes */
-    json_t *k = json_object_get(root, "storageKey");
-    if (json_is_string(k)) {
-        char *ks = (char *)json_string_value(k);
-        OPENSSL_cleanse(ks, strlen(ks));
-    }
-    json_decref(root);
-    return rc;
-}
-
-/* The whole file as a string (verbatim), NULL if it does not exist or cannot be read. */
-static char *dir_field(const char *dir, const char *name) {
-    char p[4096];
-    snprintf(p, sizeof p, "%s/%s", dir, name);
-    return objhttp_read_small_file(p);
-}
-
-int abs_creds_load(const char *path, AbsCreds *out) {
-    memset(out, 0, sizeof *out);
-    struct stat st;
-    if (!path || !path[0]) return err_set(ERR_INVALID, "ABS credentials: no path");
-    if (stat(path, &st) != 0)
-        return err_set(ERR_NOT_FOUND, "ABS credentials %s: does not exist", path);
-    if (!S_ISDIR(st.st_mode)) return creds_load_json(path, out);
-    char *js = objhttp_dir_first_json(path);
-    if (js) {
-        int rc = creds_load_json(js, out);
-        free(js);
-        return rc;
-    }
-    return creds_fill(out, dir_field(path, "storageAccount"), dir_field(path, "storageKey"),
-                      dir_field(path, "domain"), dir_field(path, "sasToken"), path);
-}
-
-int abs_creds_from_connection_string(const char *cs, AbsCreds *out) {
-    memset(out, 0, sizeof *out);
-    char *account = NULL, *key = NULL, *sas = NULL, *endpoint = NULL, *suffix = NULL;
-    const char *p = cs;
-    while (p && *p) {
-        const char *e = strchr(p, ';');
-        size_t len = e ? (size_t)(e - p) : strlen(p);
-        const char *eq = memchr(p, '=', len);
-        if (eq) {
-            size_t nl = (size_t)(eq - p);
-            char *v = strndup(eq + 1, len - nl - 1);
-            char **slot = NULL;
-            if (nl == 11 && strncasecmp(p, "AccountName", nl) == 0) slot = &account;
-            if (nl == 10 && strncasecmp(p, "AccountKey", nl) == 0) slot = &key;
-            if (nl == 12 && strncasecmp(p, "BlobEndpoint", nl) == 0) slot = &endpoint;
-            if (nl == 14 && strncasecmp(p, "EndpointSuffix", nl) == 0) slot = &suffix;
-            if (nl == 21 && strncasecmp(p, "SharedAccessSignature", nl) == 0) slot = &sas;
-            if (slot) {
-                objhttp_free_secret(*slot);
-                *slot = v;
-            } else {
-                objhttp_free_secret(v);
-            }
-        }
-        p = e ? e + 1 : NULL;
-    }
-    char *dom = NULL;
-    if (suffix && suffix[0]) {
-        size_t n = strlen(suffix) + 6;
-        dom = malloc(n);
-        if (dom) snprintf(dom, n, "blob.%s", suffix);
-    }
-    free(suffix);
-    int rc = creds_fill(out, account, key, dom, sas, "(connection string)");
-    if (rc == 0 && endpoint && endpoint[0]) {
-        size_t l = strlen(endpoint);
-        while (l > 0 && endpoint[l - 1] == '/')
-            endpoint[--l] = '\0';
-        out->blob_endpoint = endpoint;
-        endpoint = NULL;
-    }
-    free(endpoint);
-    return rc;
-}
-
-/* ---- signing ---- */
-
-static int hdr_cmp(const void *a, const void *b) {
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* The value of header name among "Name: value" lines (trimmed, borrowed up to *len), NULL. */
-static const char *hdr_find(const char *const *h, size_t n, const char *name, size_t *len) {
-    size_t nl = strlen(name);
-    for (size_t i = 0; i < n; i++) {
-        if (strncasecmp(h[i], name, nl) != 0 || h[i][nl] != ':') continue;
-        const char *v = h[i] + nl + 1;
-        while (*v == ' ' || *v == '\t')
-            v++;
-        size_t l = strlen(v);
-        while (l > 0 && (v[l - 1] == ' ' || v[l - 1] == '\t'))
-            l--;
-        *len = l;
-        return v;
-    }
-    return NULL;
-}
-
-static char *lower_dup(const char *s, size_t n) {
-    char *o = malloc(n + 1);
-    if (!o) return NULL;
-    for (size_t i = 0; i < n; i++)
-        o[i] = (s[i] >= 'A' && s[i] <= 'Z') ? (char)(s[i] - 'A' + 'a') : s[i];
-    o[n] = '\0';
-    return o;
-}
-
-char *abs_string_to_sign(const char *method, uint64_t content_length, const char *const *headers,
-                         size_t n_headers, const char *account, const char *path,
-                         const char *const *qnames, const char *const *qvalues, size_t nq) {
-    static const char *const std_headers[] = {"Content-Encoding",
-                                              "Content-Language",
-                                              NULL /* Content-Length */,
-                                              "Content-MD5",
-                                              "Content-Type",
-                                              "Date",
-                                              "If-Modified-Since",
-                                              "If-Match",
-                                              "If-None-Match",
-                                              "If-Unmodified-Since",
-                                              "Range"};
-    StrBuf b = {0};
-    char **xms = calloc(n_headers + 1, sizeof *xms);
-    char **qs = calloc(nq + 1, sizeof *qs);
-    size_t nx = 0;
-    if (!xms || !qs) goto fail;
-    strbuf_str(&b, method);
-    strbuf_str(&b, "\n");
-    for (size_t i = 0; i < sizeof std_headers / sizeof std_headers[0]; i++) {
-        if (!std_headers[i]) {
-            if (content_length > 0) {
-                char n[32];
-                snprintf(n, sizeof n, "%llu", (unsigned long long)content_length);
-                strbuf_str(&b, n);
-            }
-        } else {
-            size_t l;
-            const char *v = hdr_find(headers, n_headers, std_headers[i], &l);
-            if (v) strbuf_add(&b, v, l);
-        }
-        strbuf_str(&b, "\n");
-    }
-    /* canonicalized headers: x-ms-*, names lower-cased, sorted, "name:value\n" */
-    for (size_t i = 0; i < n_headers; i++) {
-        const char *colon = strchr(headers[i], ':');
-        if (!colon || strncasecmp(headers[i], "x-ms-", 5) != 0) continue;
-        size_t nl = (size_t)(colon - headers[i]);
-        const char *v = colon + 1;
-        while (*v == ' ' || *v == '\t')
-            v++;
-        size_t vl = strlen(v);
-        while (vl > 0 && (v[vl - 1] == ' ' || v[vl - 1] == '\t'))
-            vl--;
-        char *name = lower_dup(headers[i], nl);
-        if (!name) goto fail;
-        size_t n = nl + vl + 2;
-        xms[nx] = malloc(n);
-        if (!xms[nx]) {
-            free(name);
-            goto fail;
-        }
-        snprintf(xms[nx], n, "%s:%.*s", name, (int)vl, v);
-        free(name);
-        nx++;
-    }
-    qsort(xms, nx, sizeof *xms, hdr_cmp);
-    for (size_t i = 0; i < nx; i++) {
-        strbuf_str(&b, xms[i]);
-        strbuf_str(&b, "\n");
-    }
-    /* canonicalized resource: /account/path, then "\nname:value" sorted by lower-cased name */
-    strbuf_str(&b, "/");
-    strbuf_str(&b, account);
-    strbuf_str(&b, path);
-    for (size_t i = 0; i < nq; i++) {
-        char *name = lower_dup(qnames[i], strlen(qnames[i]));
-        if (!name) goto fail;
-        const char *v = qvalues[i] ? qvalues[i] : "";
-        size_t n = strlen(name) + strlen(v) + 2;
-        qs[i] = malloc(n);
-        if (!qs[i]) {
-            free(name);
-            goto fail;
-        }
-        snprintf(qs[i], n, "%s:%s", name, v);
-        free(name);
-    }
-    qsort(qs, nq, sizeof *qs, hdr_cmp);
-    for (size_t i = 0; i < nq; i++) {
-        strbuf_str(&b, "\n");
-        strbuf_str(&b, qs[i]);
-    }
-    for (size_t i = 0; i < nx; i++)
-        free(xms[i]);
-    for (size_t i = 0; i < nq; i++)
-        free(qs[i]);
-    free(xms);
-    free(qs);
-    if (b.oom) {
-        free(b.d);
-        return NULL;
-    }
-    return b.d;
-fail:
-    if (xms)
-        for (size_t i = 0; i < nx; i++)
-            free(xms[i]);
-    if (qs)
-        for (size_t i = 0; i < nq; i++)
-            free(qs[i]);
-    free(xms);
-    free(qs);
-    free(b.d);
-    return NULL;
-}
-
-int abs_sign(const unsigned char *key, size_t key_len, const char *sts, char *out, size_t cap) {
-    unsigned char mac[EVP_MAX_MD_SIZE];
-    unsigned int ml = 0;
-    if (cap < 45 ||
-        !HMAC(EVP_sha256(), key, (int)key_len, (const unsigned char *)sts, strlen(sts), mac, &ml))
-        return err_set(ERR_INVALID, "ABS: signing failed");
-    EVP_EncodeBlock((unsigned char *)out, mac, (int)ml);
-    OPENSSL_cleanse(mac, sizeof mac);
-    return 0;
-}
-
-void abs_block_id(int n, char out[24]) {
-    char raw[16];
-    snprintf(raw, sizeof raw, "%010d", n);
-    EVP_EncodeBlock((unsigned char *)out, (const unsigned char *)raw, 10);
-}
-
-/* ---- listing XML ---- */
-
-static const char *find_str(const char *p, const char *end, const char *s) {
-    size_t l = strlen(s);
-    for (; p && p + l <= end; p++) {
-        p = memchr(p, s[0], (size_t)(end - p));
-        if (!p || p + l > end) return NULL;
-        if (memcmp(p, s, l) == 0) return p;
-    }
-    return NULL;
-}
-
-/* The element <tag ...>text</tag> first found in [p, end): text span and whether its opening
- * tag says Encoded="true". 1 found (empty element "<tag/>" gives an empty span), 0 absent,
- * -1 malformed. */
-static int element(const char *p, const char *end, const char *tag, const char **ts, size_t *tl,
-                   int *encoded, const char **after) {
-    const char *o = objhttp_xml_open(p, end, tag);
-    if (!o) return 0;
-    const char *gt = memchr(o, '>', (size_t)(end - o));
-    if (!gt) return -1;
-    if (encoded) *encoded = find_str(o, gt, "Encoded=\"true\"") != NULL;
-    if (gt[-1] == '/') {
-        *ts = gt + 1;
-        *tl = 0;
-        if (after) *after = gt + 1;
-        return 1;
-    }
-    char close[64];
-    snprintf(close, sizeof close, "</%s>", tag);
-    const char *c = find_str(gt + 1, end, close);
-    if (!c) return -1;
-    *ts = gt + 1;
-    *tl = (size_t)(c - *ts);
-    if (after) *after = c + strlen(close);
-    return 1;
-}
-
-int abs_parse_list(const char *xml, size_t len, StoreDriverListCb cb, void *ctx,
-                   char **next_marker) {
-    *next_marker = NULL;
-    const char *end = xml + len, *p = xml;
-    if (!objhttp_xml_open(xml, end, "EnumerationResults"))
-        return err_set(ERR_CORRUPT, "ABS list: not an EnumerationResults document");
-    const char *blobs_end = end;
-    const char *bs = objhttp_xml_open(xml, end, "Blobs");
-    if (bs) {
-        const char *be = find_str(bs, end, "</Blobs>");
-        if (be) blobs_end = be;
-        p = bs;
-    }
-    for (;;) {
-        const char *b = objhttp_xml_open(p, blobs_end, "Blob");
-        if (!b) break;
-        const char *be = find_str(b, blobs_end, "</Blob>");
-        if (!be) return err_set(ERR_CORRUPT, "ABS list: unterminated <Blob>");
-        const char *ts;
-        size_t tl;
-        int enc = 0;
-        if (element(b, be, "Name", &ts, &tl, &enc, NULL) != 1)
-            return err_set(ERR_CORRUPT, "ABS list: <Blob> without <Name>");
-        char *name = objhttp_xml_text_pct(ts, tl, enc);
-        if (!name) return err_set(ERR_CORRUPT, "ABS list: bad name (entity or memory)");
-        int64_t size = -1;
-        if (element(b, be, "Content-Length", &ts, &tl, NULL, NULL) == 1 && tl > 0 && tl < 20) {
-            char num[24];
-            memcpy(num, ts, tl);
-            num[tl] = '\0';
-            char *ep;
-            long long v = strtoll(num, &ep, 10);
-            if (*ep == '\0' && v >= 0) size = v;
-        }
-        int rc = cb(ctx, name, size);
-        free(name);
-        if (rc) return rc;
-        p = be + 7;
-    }
-    const char *ts;
-    size_t tl;
-    /* NextMarker follows </Blobs> */
-    int r = element(blobs_end, end, "NextMarker", &ts, &tl, NULL, NULL);
-    if (r < 0) return err_set(ERR_CORRUPT, "ABS list: malformed <NextMarker>");
-    if (r == 1 && tl > 0) {
-        *next_marker = objhttp_xml_text(ts, tl);
-        if (!*next_marker) return err_set(ERR_CORRUPT, "ABS list: bad NextMarker");
-    }
-    return 0;
-}
-
-/* ---- the driver ---- */
-
-enum CredSource { CRED_FILE, CRED_CONNSTR };
-
 typedef struct AbsDriver {
-    StoreDriver base;
-    ObjHttp *http;
-    char *container;
-    char *endpoint; /* override: scheme://host[:port][/path], no trailing '/'; NULL = Azure */
-    char *describe;
-    int64_t block_size;
-    int parallel;
-    int list_page;      /* maxresults; 0 = the service's default (5000) */
-    pthread_mutex_t mu; /* guards creds and the stamp */
-    AbsCreds creds;
-    enum CredSource source;
-    char *cred_path; /* file or directory the credentials came from */
-    char *env_sas;   /* $AZURE_STORAGE_SAS_TOKEN */
-    char stamp[256]; /* mtimes of what was read, to notice rotation */
+    ObjHttpDriver o;  /* first; o.min_chunk is the block size, o.list_page maxresults */
+    AbsKeyring *keys; /* credentials, re-read when they change */
 } AbsDriver;
 
-/* Per-request copy of what signing and the URL need (account, key, SAS, URL base). */
-typedef struct ReqCreds {
-    char account[256];
-    unsigned char key[128];
-    size_t key_len;
-    char *sas;
-    char base[1024];     /* scheme://host[:port][/path] */
-    size_t base_pathoff; /* where the path of base starts (its length if none) */
-} ReqCreds;
-
-static void req_creds_clear(ReqCreds *r) {
-    objhttp_free_secret(r->sas);
-    OPENSSL_cleanse(r, sizeof *r);
-}
-
-static int get_creds(AbsDriver *d, ReqCreds *r) {
-    memset(r, 0, sizeof *r);
-    int rc = 0;
-    pthread_mutex_lock(&d->mu);
-    if (d->source == CRED_FILE) {
-        char st[256];
-        objhttp_creds_stamp(d->cred_path, st, sizeof st);
-        if (strcmp(st, d->stamp) != 0) {
-            AbsCreds nc;
-            if (abs_creds_load(d->cred_path, &nc) == 0) {
-                abs_creds_clear(&d->creds);
-                d->creds = nc;
-                snprintf(d->stamp, sizeof d->stamp, "%s", st);
-                log_info("ABS: credentials re-read from %s (changed)", d->cred_path);
-            } else {
-                log_warn("ABS: credentials %s changed but cannot be read (%s); keeping the "
-                         "previous ones",
-                         d->cred_path, err_msg());
-            }
-        }
-    }
-    const AbsCreds *c = &d->creds;
-    if (strlen(c->account) >= sizeof r->account || c->key_len > sizeof r->key) {
-        rc = err_set(ERR_INVALID, "ABS: storage account name or key too long");
-        goto done;
-    }
-    snprintf(r->account, sizeof r->account, "%s", c->account);
-    if (c->key) memcpy(r->key, c->key, c->key_len);
-    r->key_len = c->key_len;
-    const char *sas = c->sas ? c->sas : d->env_sas;
-    if (!c->key && sas) {
-        r->sas = strdup(sas);
-        if (!r->sas) rc = err_set(ERR_NOMEM, "ABS: out of memory");
-    }
-    const char *ep = d->endpoint ? d->endpoint : c->blob_endpoint;
-    int n;
-    if (ep) {
-        const char *hs = strstr(ep, "://");
-        const char *path = hs ? strchr(hs + 3, '/') : NULL;
-        if (path && path[1]) /* the account's blob endpoint already: use as is */
-            n = snprintf(r->base, sizeof r->base, "%s", ep);
-        else /* scheme://host[:port]: path-style, the account comes first */
-            n = snprintf(r->base, sizeof r->base, "%.*s/%s",
-                         (int)(path ? (size_t)(path - ep) : strlen(ep)), ep, c->account);
-        hs = strstr(r->base, "://");
-        path = strchr(hs + 3, '/');
-        r->base_pathoff = (size_t)(path - r->base);
-    } else {
-        n = snprintf(r->base, sizeof r->base, "https://%s.%s", c->account, c->domain);
-        r->base_pathoff = (size_t)n;
-    }
-    if (n < 0 || (size_t)n >= sizeof r->base) rc = err_set(ERR_INVALID, "ABS: endpoint too long");
-done:
-    pthread_mutex_unlock(&d->mu);
-    if (rc) req_creds_clear(r);
-    return rc;
-}
-
 typedef struct SignCtx {
-    const ReqCreds *rc;
-    const char *method;
-    const char *path; /* percent-encoded URL path */
-    const char *const *qn;
-    const char *const *qv;
-    size_t nq;
-    const char *const *headers;
-    size_t nh;
-    uint64_t content_length;
+    const AbsReqCreds *rc;
+    AbsSignReq req;
 } SignCtx;
 
 static int sign_hook(void *ctx, CURL *curl, struct curl_slist **headers) {
     (void)curl;
     SignCtx *s = ctx;
     if (!s->rc->key_len) return 0; /* SAS in the URL */
-    char date[64], date_h[80];
-    time_t now = time(NULL);
-    struct tm tm;
-    gmtime_r(&now, &tm);
-    strftime(date, sizeof date, "%a, %d %b %Y %H:%M:%S GMT", &tm);
-    snprintf(date_h, sizeof date_h, "x-ms-date: %s", date);
-    const char **all = calloc(s->nh + 1, sizeof *all);
-    if (!all) return err_set(ERR_NOMEM, "ABS: out of memory");
-    for (size_t i = 0; i < s->nh; i++)
-        all[i] = s->headers[i];
-    all[s->nh] = date_h;
-    char *sts = abs_string_to_sign(s->method, s->content_length, all, s->nh + 1, s->rc->account,
-                                   s->path, s->qn, s->qv, s->nq);
-    free(all);
-    if (!sts) return err_set(ERR_NOMEM, "ABS: out of memory");
-    char sig[64], auth[512];
-    int rc = abs_sign(s->rc->key, s->rc->key_len, sts, sig, sizeof sig);
-    free(sts);
-    if (rc) return rc;
-    snprintf(auth, sizeof auth, "Authorization: SharedKey %s:%s", s->rc->account, sig);
-    struct curl_slist *t = curl_slist_append(*headers, date_h);
-    if (t) {
-        *headers = t;
-        t = curl_slist_append(*headers, auth);
-    }
-    if (t) *headers = t;
-    OPENSSL_cleanse(sig, sizeof sig);
+    char date_h[80], auth[512];
+    int rc = abs_sign_headers(s->rc, &s->req, time(NULL), date_h, sizeof date_h, auth, sizeof auth);
+    if (rc == 0) rc = objhttp_hook_header(headers, date_h, "ABS");
+    if (rc == 0) rc = objhttp_hook_header(headers, auth, "ABS");
     OPENSSL_cleanse(auth, sizeof auth);
-    return t ? 0 : err_set(ERR_NOMEM, "ABS: out of memory");
+    return rc;
 }
 
 /* One request: method on the container (key NULL) or a blob, with query pairs and extra headers
@@ -598,8 +62,8 @@ typedef struct AbsCall {
 } AbsCall;
 
 static int abs_do(AbsDriver *d, const AbsCall *c, ObjHttpResponse *resp, ObjHttpStream **stream) {
-    ReqCreds rcs;
-    int rc = get_creds(d, &rcs);
+    AbsReqCreds rcs;
+    int rc = abs_keyring_get(d->keys, &rcs);
     if (rc) return rc;
     char *ekey = NULL, *query = NULL, *url = NULL, *path = NULL;
     const char **hdrs = calloc(c->nh + 1, sizeof *hdrs);
@@ -613,18 +77,18 @@ static int abs_do(AbsDriver *d, const AbsCall *c, ObjHttpResponse *resp, ObjHttp
     }
     query = objhttp_query(c->qn, c->qv, c->nq);
     if (!query) goto nomem;
-    size_t n = strlen(rcs.base) + strlen(d->container) + (ekey ? strlen(ekey) : 0) + strlen(query) +
-               (rcs.sas ? strlen(rcs.sas) : 0) + 8;
+    size_t n = strlen(rcs.base) + strlen(d->o.container) + (ekey ? strlen(ekey) : 0) +
+               strlen(query) + (rcs.sas ? strlen(rcs.sas) : 0) + 8;
     url = malloc(n);
     if (!url) goto nomem;
-    snprintf(url, n, "%s/%s%s%s%s%s%s%s", rcs.base, d->container, ekey ? "/" : "", ekey ? ekey : "",
-             query[0] || rcs.sas ? "?" : "", query, query[0] && rcs.sas ? "&" : "",
-             rcs.sas ? rcs.sas : "");
+    snprintf(url, n, "%s/%s%s%s%s%s%s%s", rcs.base, d->o.container, ekey ? "/" : "",
+             ekey ? ekey : "", query[0] || rcs.sas ? "?" : "", query,
+             query[0] && rcs.sas ? "&" : "", rcs.sas ? rcs.sas : "");
     const char *q = strchr(url + rcs.base_pathoff, '?');
     size_t pl = q ? (size_t)(q - (url + rcs.base_pathoff)) : strlen(url + rcs.base_pathoff);
     path = strndup(url + rcs.base_pathoff, pl);
     if (!path) goto nomem;
-    SignCtx sc = {&rcs, c->method, path, c->qn, c->qv, c->nq, hdrs, c->nh + 1, c->body_len};
+    SignCtx sc = {&rcs, {c->method, path, c->qn, c->qv, c->nq, hdrs, c->nh + 1, c->body_len}};
     ObjHttpRequest req = {
         .method = c->method,
         .url = url,
@@ -637,9 +101,9 @@ static int abs_do(AbsDriver *d, const AbsCall *c, ObjHttpResponse *resp, ObjHttp
         .auth_ctx = &sc,
     };
     if (stream)
-        rc = objhttp_stream_open(d->http, &req, resp, stream);
+        rc = objhttp_stream_open(d->o.http, &req, resp, stream);
     else
-        rc = objhttp_do(d->http, &req, resp);
+        rc = objhttp_do(d->o.http, &req, resp);
     goto done;
 nomem:
     rc = err_set(ERR_NOMEM, "ABS %s: out of memory", c->method);
@@ -650,7 +114,7 @@ done:
     free(query);
     free(ekey);
     free(hdrs);
-    req_creds_clear(&rcs);
+    abs_req_creds_clear(&rcs);
     return rc;
 }
 
@@ -665,7 +129,7 @@ static int explain(int rc, const ObjHttpResponse *r, const AbsDriver *d) {
         return err_wrap(rc,
                         "ABS container %s: access denied (HTTP 403): check storageAccount, "
                         "storageKey or the SAS token",
-                        d->container);
+                        d->o.container);
     return rc;
 }
 
@@ -675,42 +139,33 @@ static int key_ok(const char *key, const char *op) {
 
 /* list */
 
+typedef struct {
+    AbsDriver *d;
+    const char *prefix;
+    StoreDriverListCb cb;
+    void *ctx;
+} ListPages;
+
+/* One List Blobs page (objhttp_list_pages). */
+static int list_page(void *ctx, const char *marker, char **next) {
+    ListPages *p = ctx;
+    char page[16];
+    const char *qn[5] = {"restype", "comp", "prefix"};
+    const char *qv[5] = {"container", "list", p->prefix};
+    size_t nq =
+        objhttp_list_pairs(qn, qv, 3, "maxresults", p->d->o.list_page, page, "marker", marker);
+    AbsCall c = {.method = "GET", .qn = qn, .qv = qv, .nq = nq, .max_body = ABS_LIST_MAX_BODY};
+    ObjHttpResponse r = {0};
+    int rc = explain(abs_do(p->d, &c, &r, NULL), &r, p->d);
+    if (rc == 0) rc = abs_parse_list(r.body, r.body_len, p->cb, p->ctx, next);
+    objhttp_response_clear(&r);
+    return rc;
+}
+
 static int abs_list(StoreDriver *drv, const char *key_prefix, StoreDriverListCb cb, void *ctx) {
     AbsDriver *d = (AbsDriver *)drv;
-    char *marker = NULL;
-    int rc = 0;
-    char page[16];
-    snprintf(page, sizeof page, "%d", d->list_page);
-    ObjHttpListing lg;
-    objhttp_listing_begin(&lg, "ABS", d->container, key_prefix);
-    do {
-        rc = objhttp_listing_page(&lg, marker);
-        if (rc != 0) break;
-        const char *qn[5] = {"restype", "comp", "prefix"};
-        const char *qv[5] = {"container", "list", key_prefix};
-        size_t nq = 3;
-        if (d->list_page > 0) {
-            qn[nq] = "maxresults";
-            qv[nq++] = page;
-        }
-        if (marker) {
-            qn[nq] = "marker";
-            qv[nq++] = marker;
-        }
-        AbsCall c = {.method = "GET", .qn = qn, .qv = qv, .nq = nq, .max_body = ABS_LIST_MAX_BODY};
-        ObjHttpResponse r = {0};
-        rc = explain(abs_do(d, &c, &r, NULL), &r, d);
-        char *next = NULL;
-        if (rc == 0) rc = abs_parse_list(r.body, r.body_len, cb, ctx, &next);
-        objhttp_response_clear(&r);
-        free(marker);
-        marker = next;
-    } while (rc == 0 && marker);
-    objhttp_listing_end(&lg);
-    free(marker);
-    if (rc == ERR_NOT_FOUND)
-        rc = err_set(ERR_IO, "ABS list: container %s does not exist", d->container);
-    return rc;
+    ListPages p = {d, key_prefix, cb, ctx};
+    return objhttp_list_pages("ABS", "container", d->o.container, key_prefix, list_page, &p);
 }
 
 /* read */
@@ -738,7 +193,7 @@ static int reader_open(ObjHttpResumable *res) {
     if (rc != 0 && res->offset > 0 && r.status == 416) {
         /* at or past the end: an empty stream, if the blob exists */
         int64_t size;
-        rc = a->d->base.vt->stat(&a->d->base, res->key, &size);
+        rc = a->d->o.base.vt->stat(&a->d->o.base, res->key, &size);
         res->s = NULL;
     } else {
         rc = explain(rc, &r, a->d);
@@ -770,10 +225,8 @@ static int abs_stat(StoreDriver *drv, const char *key, int64_t *size) {
     ObjHttpResponse r = {0};
     rc = explain(abs_do(d, &c, &r, NULL), &r, d);
     if (rc == 0) {
-        char v[32];
-        char *ep = NULL;
-        if (objhttp_response_header(&r, "Content-Length", v, sizeof v)) *size = strtoll(v, &ep, 10);
-        if (!ep || *ep) rc = err_set(ERR_IO, "ABS stat %s: no Content-Length in the response", key);
+        if (objhttp_response_length(&r, size) != 0)
+            rc = err_set(ERR_IO, "ABS stat %s: no Content-Length in the response", key);
     } else if (rc == ERR_NOT_FOUND) {
         rc = err_set(ERR_NOT_FOUND, "ABS stat %s: not found", key);
     }
@@ -832,7 +285,7 @@ static int put_block(void *ctx, int num, const void *data, size_t len) {
 /* Blocks of exactly --min-chunk-size, as the Go tool's. */
 static size_t block_size(void *ctx, int num) {
     (void)num;
-    return (size_t)((AbsWriter *)ctx)->d->block_size;
+    return (size_t)((AbsWriter *)ctx)->d->o.min_chunk;
 }
 
 static IoWriter *writer_io(StoreDriverWriter *sw) {
@@ -886,7 +339,7 @@ static int commit_no_replace(AbsWriter *w, const void *body, size_t len, int blo
     char msg[1024];
     snprintf(msg, sizeof msg, "%s", err_msg());
     int64_t size;
-    int st = abs_stat(&w->d->base, w->key, &size);
+    int st = abs_stat(&w->d->o.base, w->key, &size);
     if (st != ERR_NOT_FOUND) return err_set(ERR_EXISTS, "%s", msg);
     log_debug("ABS write %s: uncommitted blocks of an earlier upload; committing without "
               "If-None-Match",
@@ -948,7 +401,7 @@ static int abs_open_write(StoreDriver *drv, const char *key, StoreDriverWriter *
     w->d = d;
     ObjHttpPartWriterConfig pc = {.what = "ABS",
                                   .key = key,
-                                  .parallel = d->parallel,
+                                  .parallel = d->o.parallel,
                                   .eager = 1,
                                   .part_size = block_size,
                                   .put = put_block,
@@ -961,21 +414,11 @@ static int abs_open_write(StoreDriver *drv, const char *key, StoreDriverWriter *
     return 0;
 }
 
-static const char *abs_describe(const StoreDriver *drv) {
-    return ((const AbsDriver *)drv)->describe;
-}
-
 static void abs_free(StoreDriver *drv) {
     AbsDriver *d = (AbsDriver *)drv;
     if (!d) return;
-    objhttp_free(d->http);
-    abs_creds_clear(&d->creds);
-    pthread_mutex_destroy(&d->mu);
-    free(d->container);
-    free(d->endpoint);
-    free(d->describe);
-    free(d->cred_path);
-    objhttp_free_secret(d->env_sas);
+    objhttp_driver_clear(&d->o);
+    abs_keyring_free(d->keys);
     free(d);
 }
 
@@ -988,122 +431,44 @@ static const StoreDriverVt abs_vt = {
     .remove = abs_remove,
     .stat = abs_stat,
     .remove_dir = NULL,
-    .describe = abs_describe,
+    .describe = objhttp_driver_describe,
     .free = abs_free,
 };
 
+/* Settings, credentials and the client of d; the container is not checked yet. */
+static int abs_setup(AbsDriver *d, const StoreConfig *cfg) {
+    char *endpoint = NULL;
+    int rc;
+    if ((rc = objhttp_env_int("ETCDBR_ABS_LIST_PAGE_SIZE", 1, 5000, &d->o.list_page)) ||
+        (rc = objhttp_cfg_endpoint(cfg, "ABS", &endpoint)))
+        return rc;
+    rc = abs_keyring_new(cfg, endpoint, &d->keys);
+    free(endpoint);
+    return rc ? rc : objhttp_driver_client(&d->o, cfg);
+}
+
 int store_abs_driver_new(const StoreConfig *cfg, StoreDriver **out) {
     *out = NULL;
-    const char *container =
-        cfg->container && cfg->container[0] ? cfg->container : store_env(cfg, "STORAGE_CONTAINER");
-    if (!container)
-        return err_set(ERR_INVALID, "ABS: no container (--store-container or %sSTORAGE_CONTAINER)",
-                       store_env_prefix(cfg));
     AbsDriver *d = calloc(1, sizeof *d);
     if (!d) return err_set(ERR_NOMEM, "ABS: out of memory");
-    d->base.vt = &abs_vt;
-    pthread_mutex_init(&d->mu, NULL);
-    int rc = 0;
-    d->container = strdup(container);
-    d->block_size = cfg->min_chunk_size > 0 ? cfg->min_chunk_size : ABS_DEFAULT_BLOCK;
-    d->parallel = cfg->max_parallel_chunk_uploads > 0 ? cfg->max_parallel_chunk_uploads
-                                                      : ABS_DEFAULT_PARALLEL;
-    const char *pg = objhttp_env("ETCDBR_ABS_LIST_PAGE_SIZE");
-    if (pg) {
-        d->list_page = atoi(pg);
-        if (d->list_page < 1 || d->list_page > 5000) {
-            rc = err_set(ERR_INVALID, "ETCDBR_ABS_LIST_PAGE_SIZE=%s: must be 1 to 5000", pg);
-            goto done;
-        }
+    int rc = objhttp_driver_init(&d->o, &abs_vt, cfg, "container", ABS_DEFAULT_BLOCK,
+                                 ABS_DEFAULT_PARALLEL);
+    if (rc == 0) rc = abs_setup(d, cfg);
+    if (rc == 0) { /* the container must exist (Get Container Properties) */
+        const char *qn[1] = {"restype"};
+        const char *qv[1] = {"container"};
+        AbsCall c = {.method = "GET", .qn = qn, .qv = qv, .nq = 1};
+        ObjHttpResponse r = {0};
+        rc = explain(abs_do(d, &c, &r, NULL), &r, d);
+        if (rc == ERR_NOT_FOUND)
+            rc = err_set(ERR_NOT_FOUND, "ABS: container %s does not exist in storage account %s",
+                         d->o.container, abs_keyring_account(d->keys));
+        objhttp_response_clear(&r);
     }
-    if (cfg->endpoint_override && cfg->endpoint_override[0]) {
-        const char *e = cfg->endpoint_override;
-        if (strncmp(e, "http://", 7) != 0 && strncmp(e, "https://", 8) != 0) {
-            rc = err_set(ERR_INVALID,
-                         "ABS: endpoint override \"%s\" must start with http:// or "
-                         "https://",
-                         e);
-            goto done;
-        }
-        d->endpoint = strdup(e);
-        if (d->endpoint) {
-            size_t l = strlen(d->endpoint);
-            while (l > 0 && d->endpoint[l - 1] == '/')
-                d->endpoint[--l] = '\0';
-        }
-    }
-    const char *sas = store_env(cfg, "AZURE_STORAGE_SAS_TOKEN");
-    if (sas) d->env_sas = strdup(sas[0] == '?' ? sas + 1 : sas);
-    if (!d->container || (cfg->endpoint_override && cfg->endpoint_override[0] && !d->endpoint) ||
-        (sas && !d->env_sas)) {
-        rc = err_set(ERR_NOMEM, "ABS: out of memory");
-        goto done;
-    }
-    const char *path = cfg->credentials && cfg->credentials[0] ? cfg->credentials : NULL;
-    if (!path) path = store_env(cfg, "AZURE_APPLICATION_CREDENTIALS_JSON");
-    if (!path) path = store_env(cfg, "AZURE_APPLICATION_CREDENTIALS");
-    const char *cs = store_env(cfg, "AZURE_STORAGE_CONNECTION_STRING");
-    if (path) {
-        d->source = CRED_FILE;
-        d->cred_path = strdup(path);
-        if (!d->cred_path) {
-            rc = err_set(ERR_NOMEM, "ABS: out of memory");
-            goto done;
-        }
-        objhttp_creds_stamp(path, d->stamp, sizeof d->stamp);
-        rc = abs_creds_load(path, &d->creds);
-        if (rc == ERR_NOT_FOUND) rc = ERR_INVALID;
-    } else if (cs) {
-        d->source = CRED_CONNSTR;
-        rc = abs_creds_from_connection_string(cs, &d->creds);
-    } else {
-        const char *ep = store_env_prefix(cfg);
-        rc = err_set(ERR_INVALID,
-                     "ABS: no credentials: set %sAZURE_APPLICATION_CREDENTIALS_JSON, "
-                     "%sAZURE_APPLICATION_CREDENTIALS or %sAZURE_STORAGE_CONNECTION_STRING",
-                     ep, ep, ep);
-    }
-    if (rc) goto done;
-    if (!d->creds.key && !d->creds.sas && !d->env_sas) {
-        rc = err_set(ERR_INVALID,
-                     "ABS: the credentials have neither storageKey nor sasToken, "
-                     "and %sAZURE_STORAGE_SAS_TOKEN is not set",
-                     store_env_prefix(cfg));
-        goto done;
-    }
-    ObjHttpConfig hc = {
-        .what = "ABS",
-        .container = d->container,
-        .ca_file = cfg->ca_file,
-        .insecure_skip_verify = cfg->insecure_skip_verify,
-        .timeout_ms = cfg->timeout_ms,
-    };
-    hc.retry = (RetryPolicy)RETRY_POLICY_DEFAULT;
-    rc = objhttp_new(&hc, &d->http);
-    if (rc) goto done;
-    size_t n = strlen(d->container) + 8;
-    d->describe = malloc(n);
-    if (!d->describe) {
-        rc = err_set(ERR_NOMEM, "ABS: out of memory");
-        goto done;
-    }
-    snprintf(d->describe, n, "ABS:%s", d->container);
-
-    /* the container must exist (Get Container Properties) */
-    const char *qn[1] = {"restype"};
-    const char *qv[1] = {"container"};
-    AbsCall c = {.method = "GET", .qn = qn, .qv = qv, .nq = 1};
-    ObjHttpResponse r = {0};
-    rc = explain(abs_do(d, &c, &r, NULL), &r, d);
-    if (rc == ERR_NOT_FOUND)
-        rc = err_set(ERR_NOT_FOUND, "ABS: container %s does not exist in storage account %s",
-                     d->container, d->creds.account);
-    objhttp_response_clear(&r);
-done:
     if (rc) {
-        abs_free(&d->base);
+        abs_free(&d->o.base);
         return rc;
     }
-    *out = &d->base;
+    *out = &d->o.base;
     return 0;
 }

@@ -1,7 +1,8 @@
 /* store_abs: the Azure Blob Storage driver ("ABS"), on objhttp. Block blobs, SharedKey auth (or a
- * SAS token), path-style URLs for emulators (azurite). The pure parts (credentials parsing,
- * string-to-sign, signature, block ids, listing XML) are declared here so unit tests can pin
- * them; the driver itself is reached through store_abs_driver_new or store_open("ABS"). */
+ * SAS token), path-style URLs for emulators (azurite). The contract of its files: credentials
+ * parsing, string-to-sign, signature, block ids and the keyring (store_abs_auth.c), the listing
+ * XML (store_abs_wire.c), declared here so unit tests can pin them; the driver itself
+ * (store_abs.c) is reached through store_abs_driver_new or store_open("ABS"). */
 #ifndef ETCDBR_STORE_ABS_H
 #define ETCDBR_STORE_ABS_H
 
@@ -9,6 +10,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 /* The storage service version every request names (x-ms-version). */
 #define ABS_API_VERSION "2021-08-06"
@@ -49,6 +51,59 @@ char *abs_string_to_sign(const char *method, uint64_t content_length, const char
 
 /* base64(HMAC-SHA256(key, sts)) into out (cap >= 45). 0 or ERR_INVALID. */
 int abs_sign(const unsigned char *key, size_t key_len, const char *sts, char *out, size_t cap);
+
+/* What signing a request and building its URL need, copied per request (abs_keyring_get) so no
+ * lock is held while it is sent. Holds secrets: abs_req_creds_clear wipes it. */
+typedef struct AbsReqCreds {
+    char account[256];
+    unsigned char key[128]; /* decoded storage key; key_len 0: a SAS instead */
+    size_t key_len;
+    char *sas;           /* owned; NULL with a key */
+    char base[1024];     /* scheme://host[:port][/path] */
+    size_t base_pathoff; /* where the path of base starts (its length if none) */
+} AbsReqCreds;
+
+/* Wipes r and frees its SAS. */
+void abs_req_creds_clear(AbsReqCreds *r);
+
+/* A request as SharedKey signs it: headers are "Name: value" lines (x-ms-version included, not
+ * x-ms-date), path is percent-encoded as in the URL, the query pairs raw. All borrowed. */
+typedef struct AbsSignReq {
+    const char *method;
+    const char *path;
+    const char *const *qn;
+    const char *const *qv;
+    size_t nq;
+    const char *const *headers;
+    size_t nh;
+    uint64_t content_length;
+} AbsSignReq;
+
+/* The two header lines a SharedKey request adds, for the time now: "x-ms-date: <RFC 1123 date>"
+ * into date_h (date_cap >= 64 bytes) and "Authorization: SharedKey <account>:<signature>" into
+ * auth (auth_cap >= 320 bytes; a secret: wipe after use). c must hold a key. 0, ERR_INVALID
+ * (signing failed) or ERR_NOMEM. */
+int abs_sign_headers(const AbsReqCreds *c, const AbsSignReq *s, time_t now, char *date_h,
+                     size_t date_cap, char *auth, size_t auth_cap);
+
+/* The driver's credentials: read once from what cfg names (cfg->credentials, else
+ * $AZURE_APPLICATION_CREDENTIALS_JSON, else $AZURE_APPLICATION_CREDENTIALS, else
+ * $AZURE_STORAGE_CONNECTION_STRING; $AZURE_STORAGE_SAS_TOKEN when they carry no SAS) and re-read
+ * when their files change. Thread-safe. */
+typedef struct AbsKeyring AbsKeyring;
+
+/* endpoint: the override (scheme://host[:port][/path], no trailing '/'; copied) or NULL. *out
+ * owned (abs_keyring_free). 0, ERR_INVALID (no credentials, or neither a key nor a SAS; the
+ * message names the variables, never a value) or ERR_NOMEM. */
+int abs_keyring_new(const StoreConfig *cfg, const char *endpoint, AbsKeyring **out);
+/* Wipes and frees k (NULL-safe). */
+void abs_keyring_free(AbsKeyring *k);
+/* The account name of the credentials (borrowed from k; read it before k is shared between
+ * threads, as a rotation replaces it), for messages. */
+const char *abs_keyring_account(const AbsKeyring *k);
+/* A copy of the current credentials and URL base into *r (clear it with abs_req_creds_clear).
+ * 0, ERR_INVALID (account, key or endpoint longer than the copy holds) or ERR_NOMEM. */
+int abs_keyring_get(AbsKeyring *k, AbsReqCreds *r);
 
 /* The id of block n (1-based) as the Go tool makes it: base64 of "%010d" (16 chars + NUL). */
 void abs_block_id(int n, char out[24]);

@@ -1,8 +1,10 @@
-/* store_gcs: the Google Cloud Storage driver's parts that do not talk to a server, exposed for
- * unit tests and fuzz targets: the service-account credentials as the Go tool accepts them
+/* store_gcs: the contract of the Google Cloud Storage driver's files, exposed for unit tests and
+ * fuzz targets: the service-account credentials as the Go tool accepts them
  * (GOOGLE_APPLICATION_CREDENTIALS, docs/go-tool.md §12), the RS256 JWT exchanged for an OAuth2
- * access token, the objects.list JSON parser, the chunk layout of uploads and the endpoint parsing.
- * The driver itself is store_gcs_driver_new (store_driver.h); docs/stores.md describes it. */
+ * access token and the token source that caches it (store_gcs_auth.c); the objects.list JSON
+ * parser, metadata and error fields, the chunk layout of uploads and the endpoint parsing
+ * (store_gcs_wire.c). The driver itself (store_gcs.c, its writer store_gcs_compose.c) is
+ * store_gcs_driver_new (store_driver.h); docs/stores.md describes it. */
 #ifndef ETCDBR_STORE_GCS_H
 #define ETCDBR_STORE_GCS_H
 
@@ -15,6 +17,12 @@
 #define GCS_MAX_COMPOSE 32
 /* Components of one composite object (a GCS limit), hence chunks of one upload. */
 #define GCS_MAX_COMPONENTS 1024
+/* Longest object name (bytes; a GCS limit). */
+#define GCS_MAX_KEY 1024
+/* Chunk size when --min-chunk-size is not given (bytes; the Go tool's 5 MiB). */
+#define GCS_DEFAULT_CHUNK (5 * 1024 * 1024)
+/* Chunks folded into one intermediate composite (+ the previous one = GCS_MAX_COMPOSE). */
+#define GCS_BATCH 31
 
 /* A service-account key file. Strings owned; NULL when absent. */
 typedef struct GcsCreds {
@@ -55,6 +63,35 @@ int gcs_jwt(const GcsCreds *c, const char *scope, int64_t now, char **out);
  * (secret), *expires_in seconds (3600 when absent). 0 or ERR_CORRUPT (message has the OAuth2
  * "error"/"error_description" if present, never a token). */
 int gcs_token_parse(const char *json, size_t len, char **token, int64_t *expires_in);
+
+/* The driver's token source: the key file at cred_path (re-read when it changes) exchanged for
+ * OAuth2 access tokens, cached until shortly before they expire. Thread-safe; one refresh at a
+ * time. bucket names the store in messages. */
+typedef struct GcsTokens GcsTokens;
+typedef struct ObjHttp ObjHttp;
+
+/* Loads the key (gcs_creds_load; a missing file is ERR_INVALID). *out owned (gcs_tokens_free).
+ * 0, ERR_INVALID, ERR_UNSUPPORTED, ERR_IO or ERR_NOMEM. */
+int gcs_tokens_new(const char *bucket, const char *cred_path, GcsTokens **out);
+/* Wipes the key and the token and frees t (NULL-safe). */
+void gcs_tokens_free(GcsTokens *t);
+/* The key's universe_domain (borrowed; NULL when absent or t is NULL). */
+const char *gcs_tokens_universe(const GcsTokens *t);
+/* "Authorization: Bearer <token>" into *out (owned, secret: objhttp_free_secret), fetching a token
+ * through http when none is cached or it is about to expire; *gen names the token (for
+ * gcs_tokens_invalidate). 0, ERR_INVALID (the token endpoint refused the key: the message names
+ * the account and the key file, never the key), or another ERR_* of the exchange. */
+int gcs_tokens_header(GcsTokens *t, ObjHttp *http, char **out, long *gen);
+/* Drops token gen (refused with 401) unless another thread replaced it already. */
+void gcs_tokens_invalidate(GcsTokens *t, long gen);
+
+/* An integer field of an object's metadata JSON (len bytes; int64 as a JSON string, or a number)
+ * into *out: 0, or ERR_CORRUPT (no such field, or not an integer; no message). */
+int gcs_meta_int(const char *json, size_t len, const char *field, int64_t *out);
+
+/* "reason: message" of a JSON API error document (len bytes) into out (cap bytes, cap > 0; ""
+ * when there is none), for messages. */
+void gcs_api_error(const char *json, size_t len, char *out, size_t cap);
 
 /* Called for each object of a listing page: name (borrowed), size in bytes (-1 if absent) and
  * retentionExpirationTime as Unix seconds (0 if absent or unparseable). Nonzero stops. */

@@ -1,6 +1,7 @@
-/* store_swift: the OpenStack Swift driver (native Swift API, not S3). Exposed here for the unit
- * tests and the fuzz target: credentials, the Keystone v3 request body, the service catalog
- * lookup, the JSON listing parser and the segment layout.
+/* store_swift: the OpenStack Swift driver (native Swift API, not S3). The contract of its files,
+ * exposed here for the unit tests and the fuzz target: credentials, the Keystone v3 request body,
+ * the service catalog lookup and the session (store_swift_auth.c), the JSON listing parser and
+ * the segment layout (store_swift_wire.c); the driver itself is store_swift.c.
  *
  * Layout (the Go tool's, docs/go-tool.md §3.4): an object that fits in one segment is one plain
  * object; a larger one is segments "<key>/%010d" (1-based) and then a zero-byte manifest "<key>"
@@ -67,6 +68,39 @@ char *swift_keystone_body(const SwiftCreds *c);
  * trailing '/'. 0, ERR_NOT_FOUND (no such endpoint; the message lists the regions seen) or
  * ERR_CORRUPT (not a token document). */
 int swift_catalog_lookup(const char *json, size_t len, const char *region, char **url);
+
+/* The driver's session: its credentials and the token and storage URL the last authentication
+ * gave, under its own mutex (any number of threads). container names the store in messages. */
+typedef struct SwiftSession SwiftSession;
+typedef struct ObjHttp ObjHttp;
+
+/* Reads the credentials cfg names (cfg->credentials, else
+ * $OPENSTACK_APPLICATION_CREDENTIALS_JSON, else $OPENSTACK_APPLICATION_CREDENTIALS, else the OS_*
+ * environment) and the region (cfg->region, the credentials' region, else $OS_REGION_NAME);
+ * endpoint: the override (no trailing '/'; copied) or NULL. Does not authenticate. *out owned
+ * (swift_session_free). 0, ERR_INVALID (no or bad credentials; the message names the variables,
+ * never a value) or ERR_NOMEM. */
+int swift_session_new(const StoreConfig *cfg, const char *container, const char *endpoint,
+                      SwiftSession **out);
+/* Wipes the credentials and token and frees s (NULL-safe). */
+void swift_session_free(SwiftSession *s);
+/* Authenticates through http (v1 or Keystone v3 by the auth URL), unless another thread did since
+ * generation seen; the endpoint override then replaces the storage URL's scheme://host[:port]
+ * (or the whole URL when it has a path). 0, ERR_INVALID (401/403: the credentials were
+ * refused), ERR_NOT_FOUND (no object-store endpoint in the catalog), ERR_IO, ERR_CORRUPT or
+ * ERR_NOMEM, with a message naming the auth URL (redacted), never a secret. */
+int swift_session_auth(SwiftSession *s, ObjHttp *http, unsigned seen);
+/* Copies of the "X-Auth-Token: <token>" header line (*header: owned, secret:
+ * objhttp_free_secret) and the storage URL (*storage_url, owned), and the generation they belong
+ * to in *gen. 0, or ERR_NOT_FOUND (no message; both NULL) when not authenticated yet or out of
+ * memory. */
+int swift_session_get(SwiftSession *s, char **header, char **storage_url, unsigned *gen);
+/* The storage URL (borrowed; NULL before the first authentication), for messages: read it only
+ * while no other thread authenticates. */
+const char *swift_session_url(const SwiftSession *s);
+
+/* Size of the first segments when --min-chunk-size is not given (bytes; the Go tool's 5 MiB). */
+#define SWIFT_DEFAULT_SEGMENT ((int64_t)5 << 20)
 
 /* 1 when key is a segment key: it ends in "/" followed by exactly 10 decimal digits. */
 int swift_is_segment(const char *key);

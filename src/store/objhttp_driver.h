@@ -1,0 +1,92 @@
+/* objhttp_driver: what the skeletons of the HTTP store drivers (GCS, ABS, Swift) share beyond the
+ * client of objhttp.h: reading their configuration (container, endpoint override, the client's
+ * TLS and timeout settings, test knobs from the environment), the loop of a paged listing, header
+ * lines of secrets, and the size a HEAD answers. Each driver keeps what differs: its URLs,
+ * headers, signature and field names. */
+#ifndef ETCDBR_OBJHTTP_DRIVER_H
+#define ETCDBR_OBJHTTP_DRIVER_H
+
+#include "objhttp.h"
+#include "store_driver.h"
+
+#include <stdint.h>
+
+/* The state every HTTP driver's own starts with (its first member, so the StoreDriver * the
+ * generic layer holds is one): what its vtable's describe and free share. */
+typedef struct ObjHttpDriver {
+    StoreDriver base;
+    ObjHttp *http;     /* owned (objhttp_driver_client) */
+    char *container;   /* the bucket or container (owned) */
+    char *describe;    /* "<name>:<container>" (owned) */
+    int64_t min_chunk; /* bytes of a part: cfg->min_chunk_size, else the driver's default */
+    int parallel;      /* parts in flight: cfg->max_parallel_chunk_uploads, else its default */
+    int list_page;     /* a listing's page size a test asked for; 0 = the server's */
+} ObjHttpDriver;
+
+/* Fills d (zeroed by the caller) for vt (vt->name names the driver in messages): the container
+ * (objhttp_cfg_container; noun "bucket" or "container"), describe, and the part size and
+ * parallelism of cfg, or chunk and parallel when cfg leaves them unset (<= 0). 0, ERR_INVALID (no
+ * container) or ERR_NOMEM. */
+int objhttp_driver_init(ObjHttpDriver *d, const StoreDriverVt *vt, const StoreConfig *cfg,
+                        const char *noun, int64_t chunk, int parallel);
+/* d->http for cfg (objhttp_cfg_client). Errors as objhttp_new. */
+int objhttp_driver_client(ObjHttpDriver *d, const StoreConfig *cfg);
+/* A StoreDriverVt describe: the describe string of an ObjHttpDriver (borrowed). */
+const char *objhttp_driver_describe(const StoreDriver *drv);
+/* Frees what objhttp_driver_init and objhttp_driver_client set (not d itself). */
+void objhttp_driver_clear(ObjHttpDriver *d);
+
+/* printf into an owned string; NULL on allocation failure (no message set). */
+char *objhttp_strfmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* The bucket or container (noun: "bucket", "container") cfg names: cfg->container, else
+ * $<prefix>STORAGE_CONTAINER (the Go tool's variable, docs/go-tool.md §12). *out borrowed from
+ * cfg or the environment. 0, or ERR_INVALID naming both sources when neither is set. */
+int objhttp_cfg_container(const StoreConfig *cfg, const char *what, const char *noun,
+                          const char **out);
+
+/* cfg->endpoint_override when set: it must start with http:// or https://; trailing '/' dropped.
+ * *out owned (NULL when no override). 0, ERR_INVALID (message quotes the override) or ERR_NOMEM. */
+int objhttp_cfg_endpoint(const StoreConfig *cfg, const char *what, char **out);
+
+/* The driver's client (objhttp_new) with cfg's ca_file, insecure_skip_verify and timeout_ms and
+ * the default retry policy; what and container name it in messages. *out owned (objhttp_free).
+ * Errors as objhttp_new. */
+int objhttp_cfg_client(const StoreConfig *cfg, const char *what, const char *container,
+                       ObjHttp **out);
+
+/* $name (a test knob such as a listing's page size) as a decimal integer in [lo, hi] into *out;
+ * *out unchanged when the variable is unset or empty. 0, or ERR_INVALID naming the variable, its
+ * value and the range. */
+int objhttp_env_int(const char *name, int lo, int hi, int *out);
+
+/* The header line "name: value" (owned; it may hold a secret: free with objhttp_free_secret).
+ * NULL on allocation failure. */
+char *objhttp_header_line(const char *name, const char *value);
+
+/* For an ObjHttpAuthHook: appends line (copied by curl) to the attempt's *headers. 0 or ERR_NOMEM
+ * (what names the driver in the message). */
+int objhttp_hook_header(struct curl_slist **headers, const char *line, const char *what);
+
+/* The Content-Length of a response (a HEAD's object size) into *size: 0, or -1 when it is absent,
+ * not a decimal number or negative (*size then unspecified). */
+int objhttp_response_length(const ObjHttpResponse *r, int64_t *size);
+
+/* The query pairs a listing page adds to the n in names/values (room for n + 2): page_name with
+ * page_size formatted into page (16 bytes) when page_size > 0, and token_name=token when token is
+ * set (both borrowed). Returns the new count. */
+size_t objhttp_list_pairs(const char **names, const char **values, size_t n, const char *page_name,
+                          int page_size, char page[16], const char *token_name, const char *token);
+
+/* One page of a listing, for objhttp_list_pages: requests the page after token (NULL: the first)
+ * and hands its entries to the driver's callback; *next gets the token of the next page (owned;
+ * NULL when this was the last page). 0 or an ERR_* with err_set (a callback's return as is). */
+typedef int (*ObjHttpPageFn)(void *ctx, const char *token, char **next);
+
+/* Every page of a listing of prefix in container, each first checked by objhttp_listing_page
+ * (the page, time, repeated-token and stop bounds of objhttp.h). 0, the first page's error, or
+ * ERR_IO "<what> list: <noun> <container> does not exist" when a page was ERR_NOT_FOUND. */
+int objhttp_list_pages(const char *what, const char *noun, const char *container,
+                       const char *prefix, ObjHttpPageFn page, void *ctx);
+
+#endif
