@@ -266,140 +266,168 @@ static void describe_history(const char *h, const HistoryRecord *rec, char *out,
         snprintf(out, cap, "history %s (no record)", h);
 }
 
+/* The latest set of a listing as a restore takes it (snapname_latest_set): its newest object and
+ * the histories it is made of (its full snapshot's and its deltas'; an untagged full continued by
+ * an adopting history has two, "" and the adopter's). */
+typedef struct {
+    ptrdiff_t last, fi; /* newest object, full snapshot (-1: none) */
+    char line[HISTORY_MAX_ABANDONS][HISTORY_ID_LEN + 1];
+    size_t n_line;
+} LatestLine;
+
+static void latest_line(const Snapshot *snaps, size_t n, LatestLine *l) {
+    memset(l, 0, sizeof *l);
+    l->last = l->fi = -1;
+    size_t nd = 0;
+    size_t *idx = n ? malloc(n * sizeof *idx) : NULL;
+    if (idx) snapname_latest_set(snaps, n, &l->fi, idx, &nd);
+    if (l->fi >= 0) l->last = nd ? (ptrdiff_t)idx[nd - 1] : l->fi;
+    for (size_t i = n; l->last < 0 && i-- > 0;) /* no full snapshot (or no memory): newest */
+        if (!snaps[i].is_chunk && !snaps[i].abandoned) l->last = (ptrdiff_t)i;
+    for (size_t k = 0; l->fi >= 0 && idx && k <= nd; k++) {
+        const char *hk = k == 0 ? snaps[l->fi].history : snaps[idx[k - 1]].history;
+        int seen = 0;
+        for (size_t j = 0; j < l->n_line && !seen; j++)
+            seen = strcmp(l->line[j], hk) == 0;
+        if (!seen && l->n_line < HISTORY_MAX_ABANDONS)
+            snprintf(l->line[l->n_line++], sizeof l->line[0], "%s", hk);
+    }
+    free(idx);
+}
+
+/* What history_decide weighs, gathered once. */
+typedef struct {
+    const Snapshot *snaps;
+    size_t n;
+    const Snapshot *ls; /* the newest object of the latest set */
+    const HistoryRecord *rec;
+    uint64_t cluster_id, member_id;
+    int64_t etcd_revision, now;
+    const HistoryRestoreMark *mark;
+    char who[256]; /* the latest history in words */
+} Decide;
+
+/* A restore mark from the latest line (and not yet forked): etcd's db was restored from it, so
+ * its objects stored before the restore and after the restored revision belong to an abandoned
+ * line. 1 (out set to HISTORY_FORK) when such objects exist or the line cannot continue. */
+static int decide_fork(const Decide *d, const LatestLine *l, HistoryDecision *out) {
+    const HistoryRestoreMark *mark = d->mark;
+    int from_line = 0, new_in_line = 0;
+    for (size_t j = 0; mark && mark->present && j < l->n_line; j++) {
+        from_line |= strcmp(mark->from_history, l->line[j]) == 0;
+        new_in_line |= strcmp(mark->new_history, l->line[j]) == 0;
+    }
+    if (!from_line || new_in_line) return 0;
+    int abandoned_exist = 0;
+    for (size_t i = 0; i < d->n && !abandoned_exist; i++) {
+        const Snapshot *s = &d->snaps[i];
+        if (s->abandoned || s->last_revision <= mark->revision || s->created_on > mark->time_s)
+            continue;
+        for (size_t j = 0; j < l->n_line && !abandoned_exist; j++)
+            abandoned_exist = strcmp(s->history, l->line[j]) == 0;
+    }
+    int other_cluster = d->rec && d->rec->cluster_id && d->rec->cluster_id != d->cluster_id;
+    if (!abandoned_exist && !other_cluster && d->ls->last_revision <= d->etcd_revision) return 0;
+    new_record(out, mark->new_history, d->cluster_id, d->member_id, d->now, "fork");
+    out->action = HISTORY_FORK;
+    for (size_t j = 0; j < l->n_line; j++) {
+        HistoryAbandon *a = &out->record.abandons[out->record.n_abandons++];
+        memcpy(a->history, l->line[j], sizeof a->history);
+        a->after_revision = mark->revision;
+        if (!l->line[j][0]) out->record.adopts_untagged = 1;
+    }
+    snprintf(out->why, sizeof out->why,
+             "etcd was restored from %s at revision %lld; its backups after that revision are "
+             "abandoned (kept, never restored or collected) and new ones go to history %s",
+             d->who, (long long)mark->revision, mark->new_history);
+    return 1;
+}
+
+/* The latest backups are not this etcd's (conflict, in words): take over (every live history
+ * abandoned), refuse, or ask for the db. */
+static void decide_conflict(const Decide *d, const char *conflict, int takeover,
+                            HistoryDecision *out) {
+    if (takeover) {
+        out->action = HISTORY_TAKEOVER;
+        new_record(out, "", d->cluster_id, d->member_id, d->now, "takeover");
+        for (size_t i = 0; i < d->n; i++) { /* every live history: theirs all go */
+            const Snapshot *s = &d->snaps[i];
+            if (s->is_chunk || s->abandoned) continue;
+            int seen = 0;
+            for (size_t k = 0; k < out->record.n_abandons && !seen; k++)
+                seen = strcmp(out->record.abandons[k].history, s->history) == 0;
+            if (seen || out->record.n_abandons == HISTORY_MAX_ABANDONS) continue;
+            HistoryAbandon *a = &out->record.abandons[out->record.n_abandons++];
+            snprintf(a->history, sizeof a->history, "%s", s->history);
+            a->after_revision = 0;
+        }
+        snprintf(out->why, sizeof out->why,
+                 "%s; --abandon-other-histories: a new history starts and every earlier backup "
+                 "in the store is abandoned (kept, never restored or collected)",
+                 conflict);
+        return;
+    }
+    out->action = d->mark ? HISTORY_REFUSE : HISTORY_NEED_DB;
+    if (!d->mark) {
+        snprintf(out->why, sizeof out->why, "%s", conflict);
+        return;
+    }
+    snprintf(out->why, sizeof out->why,
+             "%s. Refusing to write into this store: restores would mix the two. Back up into a "
+             "new --store-prefix, or restart with --abandon-other-histories to keep the other "
+             "backups aside and start a new history (docs/store-history.md)",
+             conflict);
+}
+
 void history_decide(const Snapshot *snaps, size_t n, const HistoryRecord *recs, size_t n_recs,
                     uint64_t cluster_id, uint64_t member_id, int64_t etcd_revision,
                     const HistoryRestoreMark *mark, int takeover, int64_t now,
                     HistoryDecision *out) {
     memset(out, 0, sizeof *out);
-    /* the latest set as a restore takes it (snapname_latest_set): its newest object, and its
-     * history (the full snapshot's; a delta's when the full is untagged and was continued) */
-    ptrdiff_t last = -1, fi = -1;
-    size_t nd = 0;
-    size_t *idx = n ? malloc(n * sizeof *idx) : NULL;
-    if (idx) snapname_latest_set(snaps, n, &fi, idx, &nd);
-    if (fi >= 0) last = nd ? (ptrdiff_t)idx[nd - 1] : fi;
-    for (size_t i = n; last < 0 && i-- > 0;) /* no full snapshot (or no memory): newest object */
-        if (!snaps[i].is_chunk && !snaps[i].abandoned) last = (ptrdiff_t)i;
-    /* the histories the latest set is made of: its full snapshot's and its deltas' (an untagged
-     * full continued by an adopting history has two, "" and the adopter's) */
-    char line[HISTORY_MAX_ABANDONS][HISTORY_ID_LEN + 1];
-    size_t n_line = 0;
-    for (size_t k = 0; fi >= 0 && idx && k <= nd; k++) {
-        const char *hk = k == 0 ? snaps[fi].history : snaps[idx[k - 1]].history;
-        int seen = 0;
-        for (size_t j = 0; j < n_line && !seen; j++)
-            seen = strcmp(line[j], hk) == 0;
-        if (!seen && n_line < HISTORY_MAX_ABANDONS)
-            snprintf(line[n_line++], sizeof line[0], "%s", hk);
-    }
-    free(idx);
-    if (last < 0) {
+    LatestLine l;
+    latest_line(snaps, n, &l);
+    if (l.last < 0) {
         out->action = HISTORY_NEW;
         new_record(out, "", cluster_id, member_id, now, "new");
         snprintf(out->why, sizeof out->why, "the store holds no backups");
         return;
     }
-    const Snapshot *ls = &snaps[last];
-    const char *h = fi >= 0 && snaps[fi].history[0] ? snaps[fi].history : ls->history;
-    const HistoryRecord *rec = history_find(recs, n_recs, h);
+    Decide d = {snaps,         n,   &snaps[l.last], NULL, cluster_id, member_id,
+                etcd_revision, now, mark,           ""};
+    const char *h = l.fi >= 0 && snaps[l.fi].history[0] ? snaps[l.fi].history : d.ls->history;
+    d.rec = history_find(recs, n_recs, h);
     snprintf(out->latest_history, sizeof out->latest_history, "%s", h);
-    out->latest_revision = ls->last_revision;
-    char who[256];
-    describe_history(h, rec, who, sizeof who);
-
-    if (n_line == 0) snprintf(line[n_line++], sizeof line[0], "%s", h);
-    int from_line = 0, new_in_line = 0;
-    for (size_t j = 0; mark && mark->present && j < n_line; j++) {
-        from_line |= strcmp(mark->from_history, line[j]) == 0;
-        new_in_line |= strcmp(mark->new_history, line[j]) == 0;
-    }
-    if (from_line && !new_in_line) {
-        /* etcd's db was restored from this line: its objects stored before the restore and
-         * after the restored revision belong to the abandoned line */
-        int abandoned_exist = 0;
-        for (size_t i = 0; i < n && !abandoned_exist; i++) {
-            if (snaps[i].abandoned || snaps[i].last_revision <= mark->revision ||
-                snaps[i].created_on > mark->time_s)
-                continue;
-            for (size_t j = 0; j < n_line && !abandoned_exist; j++)
-                abandoned_exist = strcmp(snaps[i].history, line[j]) == 0;
-        }
-        int other_cluster = rec && rec->cluster_id && rec->cluster_id != cluster_id;
-        if (abandoned_exist || other_cluster || ls->last_revision > etcd_revision) {
-            new_record(out, mark->new_history, cluster_id, member_id, now, "fork");
-            out->action = HISTORY_FORK;
-            for (size_t j = 0; j < n_line; j++) {
-                HistoryAbandon *a = &out->record.abandons[out->record.n_abandons++];
-                memcpy(a->history, line[j], sizeof a->history);
-                a->after_revision = mark->revision;
-                if (!line[j][0]) out->record.adopts_untagged = 1;
-            }
-            snprintf(out->why, sizeof out->why,
-                     "etcd was restored from %s at revision %lld; its backups after that "
-                     "revision are abandoned (kept, never restored or collected) and new ones go "
-                     "to history %s",
-                     who, (long long)mark->revision, mark->new_history);
-            return;
-        }
-    }
+    out->latest_revision = d.ls->last_revision;
+    describe_history(h, d.rec, d.who, sizeof d.who);
+    if (l.n_line == 0) snprintf(l.line[l.n_line++], sizeof l.line[0], "%s", h);
+    if (decide_fork(&d, &l, out)) return;
     char conflict[512] = "";
-    if (rec && rec->cluster_id && rec->cluster_id != cluster_id)
+    if (d.rec && d.rec->cluster_id && d.rec->cluster_id != cluster_id)
         snprintf(conflict, sizeof conflict,
                  "the store's latest backups (%s, up to revision %lld) belong to another etcd "
                  "cluster than this one (cluster %016llx)",
-                 who, (long long)ls->last_revision, (unsigned long long)cluster_id);
-    else if (ls->last_revision > etcd_revision)
+                 d.who, (long long)d.ls->last_revision, (unsigned long long)cluster_id);
+    else if (d.ls->last_revision > etcd_revision)
         snprintf(conflict, sizeof conflict,
                  "the store's latest backups (%s) end at revision %lld, after etcd's current "
                  "revision %lld (cluster %016llx): etcd is another cluster, an older copy, or "
                  "was restored by a tool that did not record it",
-                 who, (long long)ls->last_revision, (long long)etcd_revision,
+                 d.who, (long long)d.ls->last_revision, (long long)etcd_revision,
                  (unsigned long long)cluster_id);
     if (conflict[0]) {
-        if (takeover) {
-            out->action = HISTORY_TAKEOVER;
-            new_record(out, "", cluster_id, member_id, now, "takeover");
-            /* every live history: theirs all go (after revision 0) */
-            for (size_t i = 0; i < n; i++) {
-                if (snaps[i].is_chunk || snaps[i].abandoned) continue;
-                int seen = 0;
-                for (size_t k = 0; k < out->record.n_abandons && !seen; k++)
-                    seen = strcmp(out->record.abandons[k].history, snaps[i].history) == 0;
-                if (seen || out->record.n_abandons == HISTORY_MAX_ABANDONS) continue;
-                HistoryAbandon *a = &out->record.abandons[out->record.n_abandons++];
-                snprintf(a->history, sizeof a->history, "%s", snaps[i].history);
-                a->after_revision = 0;
-            }
-            snprintf(out->why, sizeof out->why,
-                     "%s; --abandon-other-histories: a new history starts and every earlier "
-                     "backup in the store is abandoned (kept, never restored or collected)",
-                     conflict);
-            return;
-        }
-        out->action = mark ? HISTORY_REFUSE : HISTORY_NEED_DB;
-        if (!mark) {
-            snprintf(out->why, sizeof out->why, "%s", conflict);
-            return;
-        }
-        snprintf(out->why, sizeof out->why,
-                 "%s. Refusing to write into this store: restores would mix the two. Back up "
-                 "into a new --store-prefix, or restart with --abandon-other-histories to keep "
-                 "the other backups aside and start a new history (docs/store-history.md)",
-                 conflict);
-        return;
-    }
-    if (!h[0]) {
+        decide_conflict(&d, conflict, takeover, out);
+    } else if (!h[0]) {
         out->action = HISTORY_ADOPT;
         new_record(out, "", cluster_id, member_id, now, "adopt");
         out->record.adopts_untagged = 1;
         snprintf(out->why, sizeof out->why,
                  "the store's latest backups are untagged (up to revision %lld): a new history "
                  "continues them",
-                 (long long)ls->last_revision);
-        return;
+                 (long long)d.ls->last_revision);
+    } else {
+        out->action = HISTORY_CONTINUE;
+        snprintf(out->history, sizeof out->history, "%s", h);
+        snprintf(out->why, sizeof out->why, "continuing %s (up to revision %lld)", d.who,
+                 (long long)d.ls->last_revision);
     }
-    out->action = HISTORY_CONTINUE;
-    snprintf(out->history, sizeof out->history, "%s", h);
-    snprintf(out->why, sizeof out->why, "continuing %s (up to revision %lld)", who,
-             (long long)ls->last_revision);
 }
