@@ -68,11 +68,45 @@ static int progress_tick(void *ctx, uint64_t n) {
     return t->cancel_on_stop ? stopping() : 0;
 }
 
+/* The sink of an object's filters: passes every byte to the store writer's stream and notes
+ * when that stream (the store) failed, as opposed to the source or a filter. */
+typedef struct {
+    IoWriter base;
+    IoWriter *next;    /* store_writer_io of the object's writer (borrowed) */
+    int *store_failed; /* set to 1 when next fails (borrowed; may be NULL) */
+} StoreSink;
+
+static void note_store_failed(int *store_failed, int rc) {
+    if (rc && store_failed) *store_failed = 1;
+}
+
+static int store_sink_write(IoWriter *w, const void *buf, size_t len) {
+    StoreSink *k = (StoreSink *)w;
+    int rc = io_write(k->next, buf, len);
+    note_store_failed(k->store_failed, rc);
+    return rc;
+}
+
+static int store_sink_finish(IoWriter *w) {
+    StoreSink *k = (StoreSink *)w;
+    int rc = io_finish(k->next);
+    note_store_failed(k->store_failed, rc);
+    return rc;
+}
+
+static void store_sink_free(IoWriter *w) {
+    (void)w; /* embedded in ObjOut */
+}
+
+static const IoWriterVt store_sink_vt = {store_sink_write, store_sink_finish, store_sink_free};
+
 /* An object being written: the store writer and the filters in front of it. */
 typedef struct {
     StoreWriter *sw;
+    StoreSink sink; /* between the filters and the store writer */
     IoFilterGroup *g;
-    IoWriter *in; /* where the snapshot's plain bytes go */
+    IoWriter *in;      /* where the snapshot's plain bytes go */
+    int *store_failed; /* the caller's flag (may be NULL): 1 once a store call failed */
 } ObjOut;
 
 int fullsnap_snapshot_new(const Store *store, SnapKind kind, int64_t start, int64_t last,
@@ -86,15 +120,20 @@ int fullsnap_snapshot_new(const Store *store, SnapKind kind, int64_t start, int6
 
 /* Opens snap's object in store with the compressor and, when snap is encrypted (its name says
  * ".enc", store_name_suffix), the encryption bound to its name in front. ERR_EXISTS when the
- * object exists (nothing opened); on any error nothing is open. */
-static int obj_open(Store *store, const Snapshot *snap, CompressKind compression, ObjOut *o) {
+ * object exists (nothing opened); on any error nothing is open. *store_failed (may be NULL) is
+ * set to 1 whenever a call into the store fails, from here to obj_commit (never cleared). */
+static int obj_open(Store *store, const Snapshot *snap, CompressKind compression, ObjOut *o,
+                    int *store_failed) {
     memset(o, 0, sizeof *o);
+    o->store_failed = store_failed;
     int rc = store_open_write(store, snap->snap_name, &o->sw);
+    if (rc != ERR_EXISTS) note_store_failed(store_failed, rc);
     if (rc) return rc;
+    o->sink = (StoreSink){{&store_sink_vt}, store_writer_io(o->sw), store_failed};
     if (snap->encrypted && !store_keyring(store))
         rc = err_set(ERR_INVALID, "%s: an encrypted name, but the store has no encryption key",
                      snap->snap_name);
-    if (!rc && !(o->g = io_filter_group_new(store_writer_io(o->sw))))
+    if (!rc && !(o->g = io_filter_group_new(&o->sink.base)))
         rc = err_set(ERR_NOMEM, "out of memory");
     if (!rc) rc = io_filter_group_add_compress(o->g, compression);
     char ident[128]; /* the name is bound into every chunk: under another name it fails */
@@ -113,7 +152,7 @@ static int obj_open(Store *store, const Snapshot *snap, CompressKind compression
 /* Finishes the filters and the writer's stream; *stored_bytes (may be NULL) = bytes written. */
 static int obj_finish(ObjOut *o, uint64_t *stored_bytes) {
     int rc = io_filter_group_finish(o->g);
-    if (!rc) rc = io_finish(store_writer_io(o->sw));
+    if (!rc) rc = io_finish(&o->sink.base);
     uint64_t n = 0;
     io_filter_group_count(o->g, "stored", &n);
     if (stored_bytes) *stored_bytes = n;
@@ -127,6 +166,7 @@ static int obj_commit(ObjOut *o, uint64_t *stored_bytes) {
     o->g = NULL;
     int rc = store_writer_commit(o->sw);
     o->sw = NULL;
+    if (rc != ERR_EXISTS) note_store_failed(o->store_failed, rc);
     if (rc == ERR_EXISTS) {
         /* the same revisions in the same second (the name fixes both): stored */
         if (stored_bytes) *stored_bytes = 0;
@@ -145,9 +185,10 @@ static void obj_abort(ObjOut *o) {
 /* fullsnap_store_stream reporting the bytes read from src to progress (may be NULL); with
  * cancel_on_stop, ERR_CANCELED (nothing stored) once the process is stopping. */
 static int store_stream(Store *store, const Snapshot *snap, CompressKind compression, IoReader *src,
-                        uint64_t *stored_bytes, Progress *progress, int cancel_on_stop) {
+                        uint64_t *stored_bytes, Progress *progress, int cancel_on_stop,
+                        int *store_failed) {
     ObjOut o;
-    int rc = obj_open(store, snap, compression, &o);
+    int rc = obj_open(store, snap, compression, &o, store_failed);
     if (rc == ERR_EXISTS) {
         /* the name fixes kind, revisions and the second: an object already stored under it
          * holds the same revisions (e.g. two full snapshots requested in one second) */
@@ -164,9 +205,10 @@ static int store_stream(Store *store, const Snapshot *snap, CompressKind compres
 }
 
 int fullsnap_store_stream(Store *store, const Snapshot *snap, CompressKind compression,
-                          IoReader *src, uint64_t *stored_bytes) {
+                          IoReader *src, uint64_t *stored_bytes, int *store_failed) {
     /* the deltas' path: the last delta is stored while the process stops */
-    return store_stream(store, snap, compression, src, stored_bytes, NULL, 0);
+    if (store_failed) *store_failed = 0;
+    return store_stream(store, snap, compression, src, stored_bytes, NULL, 0, store_failed);
 }
 
 /* The two-pass full snapshot: the stream staged in a file in temp_dir, checked there (every db
@@ -237,7 +279,8 @@ static int take_staged(EtcdClient *c, Store *store, const char *temp_dir, Compre
     snprintf(what, sizeof what, "full snapshot: %s and storing %s",
              store_keyring(store) ? "compressing, encrypting" : "compressing", out->snap.snap_name);
     progress = progress_start(what, *count, 1);
-    rc = store_stream(store, &out->snap, compression, src, &out->stored_bytes, progress, 1);
+    rc = store_stream(store, &out->snap, compression, src, &out->stored_bytes, progress, 1,
+                      &out->store_failed);
 done:
     progress_finish(progress);
     io_reader_free(src);
@@ -288,8 +331,9 @@ typedef struct {
     int exists;   /* another writer stored the name (same revision, same second): staged too */
 } OnePass;
 
-static int onepass_open(OnePass *p, Store *store, const Snapshot *snap, CompressKind compression) {
-    int rc = obj_open(store, snap, compression, &p->o);
+static int onepass_open(OnePass *p, Store *store, const Snapshot *snap, CompressKind compression,
+                        int *store_failed) {
+    int rc = obj_open(store, snap, compression, &p->o, store_failed);
     if (rc == ERR_EXISTS) p->fallback = p->exists = 1; /* the staged path decides that */
     if (rc) return rc;
     rc = bbolt_stream_new(&p->bs);
@@ -358,7 +402,7 @@ static int take_onepass(EtcdClient *c, Store *store, CompressKind compression, i
     HistoryRestoreMark mark;
     Snapshot snap;
     int rc = fullsnap_snapshot_new(store, SNAP_FULL, 0, rev0, compression, is_final, &snap);
-    if (!rc) rc = onepass_open(p, store, &snap, compression);
+    if (!rc) rc = onepass_open(p, store, &snap, compression, &out->store_failed);
     if (rc) return rc;
     /* one line for receiving, checking, compressing and storing: they happen together */
     snprintf(what, sizeof what, "full snapshot: receiving from %s", etcd_client_endpoint(c));
@@ -499,7 +543,7 @@ int fullsnap_store_db_file(Store *store, const char *snap_name, CompressKind com
     Snapshot snap;
     int rc = store_snapshot_for_name(store, snap_name, &snap);
     Progress *p = rc ? NULL : progress_start(what, (uint64_t)st.st_size + SHA256_LEN, 1);
-    if (!rc) rc = store_stream(store, &snap, compression, &d->base, stored_bytes, p, 1);
+    if (!rc) rc = store_stream(store, &snap, compression, &d->base, stored_bytes, p, 1, NULL);
     progress_finish(p);
     io_reader_free(&d->base);
     close(fd);

@@ -16,6 +16,10 @@ typedef struct FullSnapshotResult {
                               revision inside the db (last_revision), creation second */
     uint64_t db_bytes;     /* db size without the trailer */
     uint64_t stored_bytes; /* bytes written to the store (after compression) */
+    int store_failed;      /* on failure, 1 when a call into the store failed (opening, writing,
+                              finishing or committing the object): the store, not etcd, the
+                              checks or the temp dir, is what failed; the hook's own store calls
+                              are the hook's to tell */
 } FullSnapshotResult;
 
 /* The Snapshot of a new object of store (snapname_new): kind, start and last revisions and
@@ -71,9 +75,11 @@ int fullsnap_take(EtcdClient *c, Store *store, const char *temp_dir, CompressKin
  * encrypted name on a store without keys. *stored_bytes may be NULL. An object that
  * already exists under that name counts as stored (*stored_bytes = 0): a name fixes kind,
  * revisions and creation second, so it holds the same revisions. A stopping process (SIGTERM)
- * does not end it: the snapshotter stores its last delta this way while it stops. */
+ * does not end it: the snapshotter stores its last delta this way while it stops.
+ * *store_failed (may be NULL) is 1 after a failure of a call into the store (as
+ * FullSnapshotResult.store_failed), 0 when src, a filter or nothing failed. */
 int fullsnap_store_stream(Store *store, const Snapshot *snap, CompressKind compression,
-                          IoReader *src, uint64_t *stored_bytes);
+                          IoReader *src, uint64_t *stored_bytes, int *store_failed);
 
 /* Stores the bbolt db at db_path as the full snapshot snap_name (a name from snapname_format,
  * described once with store_snapshot_for_name): its bytes then their SHA-256

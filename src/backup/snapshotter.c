@@ -89,6 +89,8 @@ typedef struct {
     atomic_int *stop; /* snapshotter_run's, for the chain proof's wait */
     int failing;      /* an attempt failed and no snapshot has been stored since */
     int fenced;       /* the fence refused a store: the loop stops (still_leader) */
+    int store_failed; /* a store call of the current full or delta attempt failed (listing,
+                         history record or tag); cleared when an attempt begins */
 } RunState;
 
 /* What other threads meet: their requests and the status they read. Everything here is guarded
@@ -255,7 +257,10 @@ static int decide_history(Snapshotter *s, const HistoryRestoreMark *mark, Histor
     size_t n = 0, nr = 0;
     EtcdStatus st;
     int rc = store_list_ex(s->cfg.store, 0, &list, &n, &recs, &nr);
-    if (rc) return err_wrap(rc, "listing the store");
+    if (rc) {
+        s->run.store_failed = 1;
+        return err_wrap(rc, "listing the store");
+    }
     rc = etcd_status(s->etcd.client, &st);
     if (rc) {
         free(list);
@@ -377,12 +382,19 @@ static int full_hook(void *ctx, const HistoryRestoreMark *mark, uint64_t db_byte
     if (!rc && s->chain.chain_rejected) reject_chain_history(&s->chain, &d);
     if (!rc) rc = apply_history(s, &d, recs, nr);
     free(recs);
-    if (!rc) rc = tag_object(&s->chain, s->cfg.store, snap);
+    if (!rc && (rc = tag_object(&s->chain, s->cfg.store, snap))) s->run.store_failed = 1;
     return rc;
+}
+
+/* An attempt of kind of (SNAP_EVENT_FULL, _DELTA, _GC) begins: reported, store_failed cleared. */
+static void begin_attempt(Snapshotter *s, SnapshotterEventKind of) {
+    s->run.store_failed = 0;
+    emit(&s->cfg, &(SnapshotterEvent){.kind = SNAP_EVENT_BEGIN, .ok = 1, .of = of});
 }
 
 static int take_full(Snapshotter *s, int is_final) {
     close_watch(&s->etcd);
+    begin_attempt(s, SNAP_EVENT_FULL);
     int64_t t0 = now_mono_ms();
     FullSnapshotResult res = {0};
     int owed = s->chain.need_full;
@@ -406,8 +418,11 @@ static int take_full(Snapshotter *s, int is_final) {
         if (snap->snap_name[0]) untag_unstored(&s->chain, s->cfg.store, snap);
         if (msg) err_set(rc, "%s", msg);
         free(msg);
-        emit(&s->cfg, &(SnapshotterEvent){
-                          .kind = SNAP_EVENT_FULL, .rc = rc, .seconds = secs, .error = err_msg()});
+        emit(&s->cfg, &(SnapshotterEvent){.kind = SNAP_EVENT_FULL,
+                                          .rc = rc,
+                                          .seconds = secs,
+                                          .error = err_msg(),
+                                          .in_store = res.store_failed || s->run.store_failed});
         return rc;
     }
     log_info("full snapshot %s stored: revision %lld, db %llu bytes, stored %llu bytes, %.3fs",
@@ -539,6 +554,7 @@ static int take_delta(Snapshotter *s, int *stored_out) {
         return 0;
     }
     int rc;
+    begin_attempt(s, SNAP_EVENT_DELTA);
     if (s->due.handover_until_ms && now_mono_ms() < s->due.handover_until_ms) {
         int moved = 0;
         if ((rc = handover_relist(s, &moved)) || moved) return rc;
@@ -554,10 +570,14 @@ static int take_delta(Snapshotter *s, int *stored_out) {
                               delta_writer_last_revision(s->spool.w), s->cfg.compression, 0, &snap);
     if (rc) return rc;
     IoReader *payload = NULL;
+    int in_store = 0; /* the failing step was the store's */
     rc = tag_object(&s->chain, s->cfg.store, &snap);
+    if (rc) in_store = s->chain.history[0] != '\0'; /* not when no history was decided */
     if (!rc) rc = delta_writer_payload(s->spool.w, &payload);
     uint64_t stored = 0;
-    if (!rc) rc = fullsnap_store_stream(s->cfg.store, &snap, s->cfg.compression, payload, &stored);
+    if (!rc)
+        rc = fullsnap_store_stream(s->cfg.store, &snap, s->cfg.compression, payload, &stored,
+                                   &in_store);
     io_reader_free(payload);
     double secs = (double)(now_mono_ms() - t0) / 1000.0;
     if (rc) {
@@ -568,8 +588,11 @@ static int take_delta(Snapshotter *s, int *stored_out) {
         /* the spool was closed for the payload: collected again on the next attempt */
         drop_pending(s);
         err_wrap(rc, "delta snapshot %s", snap.snap_name);
-        emit(&s->cfg, &(SnapshotterEvent){
-                          .kind = SNAP_EVENT_DELTA, .rc = rc, .seconds = secs, .error = err_msg()});
+        emit(&s->cfg, &(SnapshotterEvent){.kind = SNAP_EVENT_DELTA,
+                                          .rc = rc,
+                                          .seconds = secs,
+                                          .error = err_msg(),
+                                          .in_store = in_store});
         return rc;
     }
     log_info("delta snapshot %s stored: %zu events, revisions %lld-%lld, %llu bytes",
@@ -1017,6 +1040,7 @@ static int maybe_gc(Snapshotter *s, int failing) {
     s->due.next_gc_ms = now_mono_ms() + s->cfg.gc_period_ms;
     int rc = fence(s, "garbage collection");
     if (rc) return rc;
+    begin_attempt(s, SNAP_EVENT_GC);
     /* the history check and the GC plan share one listing of the store */
     store_pin_listing(s->cfg.store);
     if (!failing && s->chain.history[0]) {
@@ -1152,7 +1176,8 @@ static int last_delta(Snapshotter *s) {
                    (long long)reached, (long long)(target - reached), (long long)target);
 }
 
-int snapshotter_run(Snapshotter *s, atomic_int *stop, int fail_fast) {
+/* snapshotter_run between its STARTED and STOPPED events. */
+static int run_loop(Snapshotter *s, atomic_int *stop, int fail_fast) {
     s->run.stop = stop;
     s->due.next_gc_ms = now_mono_ms() + s->cfg.gc_period_ms; /* first run after one period */
     if (s->cfg.defrag_schedule)
@@ -1215,4 +1240,11 @@ int snapshotter_run(Snapshotter *s, atomic_int *stop, int fail_fast) {
     set_active(&s->shared, 0);
     if (!started || s->run.fenced) return 0;
     return last_delta(s);
+}
+
+int snapshotter_run(Snapshotter *s, atomic_int *stop, int fail_fast) {
+    emit(&s->cfg, &(SnapshotterEvent){.kind = SNAP_EVENT_STARTED, .ok = 1});
+    int rc = run_loop(s, stop, fail_fast);
+    emit(&s->cfg, &(SnapshotterEvent){.kind = SNAP_EVENT_STOPPED, .ok = rc == 0, .rc = rc});
+    return rc;
 }

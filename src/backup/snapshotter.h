@@ -32,6 +32,12 @@ typedef enum {
     SNAP_EVENT_CHAIN_REJECTED,
     SNAP_EVENT_FINAL_SHORT, /* on stop, the last delta ended short of etcd's revision at the
                                stop: start_revision = the revision reached, revision = etcd's */
+    /* an attempt begins: `of` is SNAP_EVENT_FULL, SNAP_EVENT_DELTA or SNAP_EVENT_GC; its end is
+     * reported by an event of that kind (a delta that finds a handover's objects, or is fenced,
+     * may end without one) */
+    SNAP_EVENT_BEGIN,
+    SNAP_EVENT_STARTED, /* snapshotter_run began (before its first store call) */
+    SNAP_EVENT_STOPPED, /* snapshotter_run is about to return: nothing more is stored */
 } SnapshotterEventKind;
 
 /* What the loop reports to its observer (metrics); pointers valid during the call only. */
@@ -50,6 +56,11 @@ typedef struct SnapshotterEvent {
     const char *endpoint;             /* DEFRAG: the member's client URL */
     const char *reason;               /* CHAIN_REJECTED: "mismatch", "compacted", ... */
     const GcStats *gc;                /* GC */
+    int in_store;                     /* FULL, DELTA failed: 1 when the step that failed was a
+                                         call into the store (listing it, writing the history
+                                         tag or the object), 0 when etcd, the checks, the spool
+                                         or the temp dir failed */
+    SnapshotterEventKind of;          /* BEGIN: the attempt's kind */
 } SnapshotterEvent;
 
 typedef struct SnapshotterConfig {

@@ -1261,6 +1261,13 @@ void etcdbr_metrics_record_error(EtcdbrOperation op, const char *error_class) {
                             (const char *[]){error_class ? error_class : METRICS_OTHER});
 }
 
+void etcdbr_metrics_stamp_error(EtcdbrOperation op) {
+    const char *name = etcdbr_operation_name(op);
+    if (!name) return;
+    metrics_gauge_set(etcdbr_metric(ETCDBR_M_LAST_ERROR_TIMESTAMP_SECONDS), (const char *[]){name},
+                      now_unix_seconds());
+}
+
 void etcdbr_metrics_snapshot_saved(int is_delta, int64_t start_revision, int64_t last_revision,
                                    int64_t created_on) {
     const char *kind = is_delta ? "Incr" : "Full";

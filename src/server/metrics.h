@@ -230,6 +230,11 @@ const char *etcdbr_metrics_error_class(int err_code);
  * "other"). Thread-safe; never fails. */
 void etcdbr_metrics_record_error(EtcdbrOperation op, const char *error_class);
 
+/* last_error_timestamp_seconds{operation} := now (wall clock, Unix s), and nothing else: a
+ * failure seen on the way (a store request that is retried) before the operation itself ends.
+ * Thread-safe; never fails. */
+void etcdbr_metrics_stamp_error(EtcdbrOperation op);
+
 /* Set points after a successful snapshot upload (docs/go-tool.md §11). Full (is_delta = 0):
  * latest_revision/latest_timestamp{Full}, deltas gauges := 0, required{*} := 0. Delta:
  * latest_revision/latest_timestamp{Incr}, deltas_total += 1, deltas_revisions_total +=

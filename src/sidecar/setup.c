@@ -1,12 +1,14 @@
 /* setup: see setup.h. */
 #include "setup.h"
 #include "etcd_config.h"
+#include "rpo.h"
 #include "../backup/delta.h"
 #include "../common/err.h"
 #include "../common/exitcode.h"
 #include "../common/log.h"
 #include "../common/timeutil.h"
 #include "../server/metrics.h"
+#include "../store/objhttp.h"
 #include "../store/snapobj.h"
 
 #include <errno.h>
@@ -84,9 +86,24 @@ static double snapshot_age(void *arg) {
     return t ? (double)(now_unix_s() - t) : NAN;
 }
 
+/* The leader's recovery point (rpo.h): etcdbr_snapshot_rpo_seconds. */
+static Rpo rpo;
+
+static double rpo_metric(void *arg) {
+    (void)arg;
+    return rpo_seconds(&rpo, now_mono_ms());
+}
+
 void server_register_age_metrics(void) {
     static int done;
     if (done++) return;
+    metrics_register_func(metrics_default(), METRIC_GAUGE, "etcdbr_snapshot_rpo_seconds",
+                          "Seconds since the store last held everything etcd had (reset when a "
+                          "full or delta snapshot is stored, from the moment its revision was "
+                          "read, and when a delta period ends with nothing to store); counted "
+                          "from the start of the snapshotter until its first success; NaN "
+                          "where no snapshotter runs (followers, no store).",
+                          rpo_metric, NULL, NULL);
     metrics_register_func(metrics_default(), METRIC_GAUGE, "etcdbr_full_snapshot_age_seconds",
                           "Seconds since the last successful full snapshot (NaN: none yet).",
                           snapshot_age, (void *)(intptr_t)0, NULL);
@@ -138,37 +155,115 @@ static void set_store_conflict(int conflict) {
     metrics_gauge_set(m, NULL, conflict);
 }
 
-void server_on_snapshotter_event(void *ctx, const SnapshotterEvent *ev) {
-    if (ctx) lease_renewer_on_event(((ServerSetup *)ctx)->leases, ev);
+/* ---------- store request failures ---------- */
+
+/* The EtcdbrOperation the leader's snapshotter is in (its BEGIN events), -1 where none runs: a
+ * failed store request stamps it at once (store_request_failed). */
+static atomic_int snapshot_op = -1;
+
+/* Classes of objhttp_failure_class, pre-initialised for the configured provider. */
+static const char *const STORE_FAILURE_CLASSES[] = {
+    "connect", "timeout", "tls", "network", "throttled", "http_5xx", "http_4xx", "other", NULL};
+
+static Metric *store_failures;
+
+/* The objhttp failure hook: any thread (part uploads run on pool threads); metrics calls only. */
+static void store_request_failed(void *ctx, const ObjHttpFailure *f) {
+    (void)ctx;
+    metrics_counter_inc(store_failures, (const char *[]){f->provider, f->cls});
+    int op = atomic_load(&snapshot_op);
+    if (op >= 0) etcdbr_metrics_stamp_error((EtcdbrOperation)op);
+}
+
+void server_register_store_failure_metric(const Store *store) {
+    if (!store_failures) {
+        static const char *const labels[] = {"provider", "class", NULL};
+        MetricOpts mo = {.name = "etcdbr_store_request_failures_total",
+                         .help = "Store requests that failed in a passing way (no answer, "
+                                 "timeout, HTTP 5xx or 429), every try counted as it fails "
+                                 "(before the retry), by provider and class.",
+                         .labels = labels};
+        if (metrics_register(metrics_default(), METRIC_COUNTER, &mo, &store_failures)) return;
+    }
+    /* pre-initialise the provider's classes, so that increase() sees the first failure: the
+     * provider is the first word of an object store's description ("S3:bucket/prefix") */
+    char provider[32] = "";
+    const char *d = store ? store_describe(store) : NULL;
+    const char *colon = d ? strchr(d, ':') : NULL;
+    if (colon && colon > d && (size_t)(colon - d) < sizeof provider && d[0] != '/')
+        snprintf(provider, sizeof provider, "%.*s", (int)(colon - d), d);
+    if (provider[0] && strcmp(provider, "Local") != 0) {
+        const char *const prov[] = {provider, NULL};
+        metrics_touch_all(store_failures,
+                          (const char *const *const[]){prov, STORE_FAILURE_CLASSES});
+    }
+    objhttp_set_failure_hook(store_request_failed, NULL);
+}
+
+/* A full or delta snapshot attempt ended (ev->kind FULL or DELTA). */
+static void on_snapshot_event(const SnapshotterEvent *ev) {
     const char *kind = ev->kind == SNAP_EVENT_FULL ? "Full" : "Incr";
+    atomic_store(&snapshot_op, ETCDBR_OP_DELTA_SNAPSHOT); /* the loop's default activity */
+    if (ev->ok) /* the store held everything etcd had when this snapshot's revision was read */
+        rpo_caught_up(&rpo, now_mono_ms() - (int64_t)(ev->seconds * 1000.0));
+    if (ev->skipped) { /* the newest full is current: a success, but nothing new stored */
+        etcdbr_metrics_snapshot_saved(0, 0, ev->revision, ev->created_on);
+        return;
+    }
+    const char *lv[] = {kind, TRUE_FALSE[ev->ok != 0]};
+    metrics_histogram_observe(etcdbr_metric(ETCDBR_M_SNAPSHOT_DURATION_SECONDS), lv, ev->seconds);
+    if (ev->ok) last_ok_s[ev->kind == SNAP_EVENT_DELTA] = now_unix_s();
+    if (ev->ok)
+        etcdbr_metrics_snapshot_saved(ev->kind == SNAP_EVENT_DELTA, ev->start_revision,
+                                      ev->revision, ev->created_on);
+    else
+        etcdbr_metrics_record_error(ev->kind == SNAP_EVENT_FULL ? ETCDBR_OP_FULL_SNAPSHOT
+                                                                : ETCDBR_OP_DELTA_SNAPSHOT,
+                                    ev->in_store ? "store" : etcdbr_metrics_error_class(ev->rc));
+    if (ev->ok || ev->rc == ERR_CONFLICT) set_store_conflict(ev->rc == ERR_CONFLICT);
+}
+
+/* BEGIN, STARTED, STOPPED: what the snapshotter is doing, for the RPO and the failure hook. */
+static void on_loop_event(const SnapshotterEvent *ev) {
     switch (ev->kind) {
-    case SNAP_EVENT_FULL:
-    case SNAP_EVENT_DELTA: {
-        if (ev->skipped) { /* the newest full is current: a success, but nothing new stored */
-            etcdbr_metrics_snapshot_saved(0, 0, ev->revision, ev->created_on);
-            break;
-        }
-        const char *lv[] = {kind, TRUE_FALSE[ev->ok != 0]};
-        metrics_histogram_observe(etcdbr_metric(ETCDBR_M_SNAPSHOT_DURATION_SECONDS), lv,
-                                  ev->seconds);
-        if (ev->ok) last_ok_s[ev->kind == SNAP_EVENT_DELTA] = now_unix_s();
-        if (ev->ok)
-            etcdbr_metrics_snapshot_saved(ev->kind == SNAP_EVENT_DELTA, ev->start_revision,
-                                          ev->revision, ev->created_on);
-        else
-            etcdbr_metrics_record_error(ev->kind == SNAP_EVENT_FULL ? ETCDBR_OP_FULL_SNAPSHOT
-                                                                    : ETCDBR_OP_DELTA_SNAPSHOT,
-                                        etcdbr_metrics_error_class(ev->rc));
-        if (ev->ok || ev->rc == ERR_CONFLICT) set_store_conflict(ev->rc == ERR_CONFLICT);
+    case SNAP_EVENT_STARTED:
+        rpo_started(&rpo, now_mono_ms());
+        atomic_store(&snapshot_op, ETCDBR_OP_DELTA_SNAPSHOT);
+        break;
+    case SNAP_EVENT_STOPPED:
+        rpo_stopped(&rpo);
+        atomic_store(&snapshot_op, -1);
+        break;
+    case SNAP_EVENT_BEGIN:
+        atomic_store(&snapshot_op, ev->of == SNAP_EVENT_FULL ? ETCDBR_OP_FULL_SNAPSHOT
+                                   : ev->of == SNAP_EVENT_GC ? ETCDBR_OP_GC
+                                                             : ETCDBR_OP_DELTA_SNAPSHOT);
+        break;
+    default:
         break;
     }
+}
+
+void server_on_snapshotter_event(void *ctx, const SnapshotterEvent *ev) {
+    if (ctx) lease_renewer_on_event(((ServerSetup *)ctx)->leases, ev);
+    switch (ev->kind) {
+    case SNAP_EVENT_FULL:
+    case SNAP_EVENT_DELTA:
+        on_snapshot_event(ev);
+        break;
+    case SNAP_EVENT_BEGIN:
+    case SNAP_EVENT_STARTED:
+    case SNAP_EVENT_STOPPED:
+        on_loop_event(ev);
+        break;
     case SNAP_EVENT_EVENTS: {
         const char *full[] = {"Full"}, *incr[] = {"Incr"};
         metrics_gauge_set(etcdbr_metric(ETCDBR_M_SNAPSHOT_REQUIRED), full, 1);
         metrics_gauge_set(etcdbr_metric(ETCDBR_M_SNAPSHOT_REQUIRED), incr, 1);
         break;
     }
-    case SNAP_EVENT_IDLE:
+    case SNAP_EVENT_IDLE: /* caught up: nothing etcd has is missing from the store */
+        rpo_caught_up(&rpo, now_mono_ms());
         break;
     case SNAP_EVENT_CHAIN_REJECTED:
         metrics_counter_inc(etcdbr_metric(ETCDBR_M_SNAPSHOT_CHAIN_REJECTED_TOTAL),
@@ -178,6 +273,7 @@ void server_on_snapshotter_event(void *ctx, const SnapshotterEvent *ev) {
         set_final_delta_short(ev->revision - ev->start_revision);
         break;
     case SNAP_EVENT_GC:
+        atomic_store(&snapshot_op, ETCDBR_OP_DELTA_SNAPSHOT);
         if (ev->gc) {
             const char *fo[] = {"Full", "true"}, *io[] = {"Incr", "true"};
             const char *ff[] = {"Full", "false"}, *iff[] = {"Incr", "false"};

@@ -43,8 +43,17 @@ int server_start_leases(ServerSetup *s);
  * queues the snapshot Lease updates; ctx is the ServerSetup (or NULL: metrics only). */
 void server_on_snapshotter_event(void *ctx, const SnapshotterEvent *ev);
 /* Registers etcdbr_full_snapshot_age_seconds and etcdbr_delta_snapshot_age_seconds (gauges,
- * seconds since the last successful snapshot of this process, NaN before the first). */
+ * seconds since the last successful snapshot of this process, NaN before the first) and
+ * etcdbr_snapshot_rpo_seconds (gauge, rpo.h: seconds since the store last held everything etcd
+ * had, NaN where no snapshotter runs). */
 void server_register_age_metrics(void);
+/* Registers etcdbr_store_request_failures_total{provider, class} (counter; its classes
+ * pre-initialised for store's provider when it is an object store; store may be NULL) and
+ * installs the store layer's failure hook (objhttp_set_failure_hook), which counts every failed
+ * try of a store request as it fails and stamps etcdbr_last_error_timestamp_seconds of the
+ * operation the snapshotter is in (full_snapshot, gc, else delta_snapshot; nothing where no
+ * snapshotter runs). Once per process. */
+void server_register_store_failure_metric(const Store *store);
 /* Registers etcdbr_snapshotter_store_configured (gauge): 1 when a snapshot store is configured,
  * 0 when none is and so no backups are taken. */
 void server_register_store_metric(int configured);

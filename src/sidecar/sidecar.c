@@ -730,6 +730,7 @@ int sidecar_run(ServerSetup *setup, const SidecarOptions *so, char **etcd_argv) 
     etcdbr_metrics_init();
     server_register_age_metrics();
     server_register_store_metric(sv.setup->has_store);
+    server_register_store_failure_metric(sv.setup->store);
     if (sv.setup->secondary) secondary_sync_register_metrics();
     if ((code = server_verify_start(&so->verify, sv.setup, &sv.verify)) != EXIT_OK) {
         server_teardown(sv.setup);

@@ -628,8 +628,62 @@ void objhttp_body_excerpt(const char *body, char *out, size_t cap) {
     out[o] = '\0';
 }
 
-/* Message and code for a finished attempt that failed; sets *retryable. */
-static int attempt_error(ObjHttp *h, Xfer *x, CURLcode cc, const char *curl_err, int *retryable) {
+/* The failure hook (objhttp_set_failure_hook): ctx is stored before fn, read after it. */
+static _Atomic(ObjHttpFailureHook) failure_fn;
+static _Atomic(void *) failure_ctx;
+
+void objhttp_set_failure_hook(ObjHttpFailureHook fn, void *ctx) {
+    atomic_store(&failure_ctx, ctx);
+    atomic_store(&failure_fn, fn);
+}
+
+const char *objhttp_failure_class(long status, int curl_code) {
+    switch ((CURLcode)curl_code) {
+    case CURLE_OK:
+        break;
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_RESOLVE_PROXY:
+    case CURLE_COULDNT_CONNECT:
+        return "connect";
+    case CURLE_OPERATION_TIMEDOUT:
+        return "timeout";
+    case CURLE_SSL_CONNECT_ERROR:
+        return "tls";
+    case CURLE_SEND_ERROR:
+    case CURLE_RECV_ERROR:
+    case CURLE_GOT_NOTHING:
+    case CURLE_PARTIAL_FILE:
+    case CURLE_HTTP2:
+    case CURLE_HTTP2_STREAM:
+    case CURLE_HTTP3:
+        return "network";
+    default:
+        return "other";
+    }
+    if (status == 429) return "throttled";
+    if (status >= 500 && status <= 599) return "http_5xx";
+    if (status >= 400 && status <= 499) return "http_4xx";
+    return "other";
+}
+
+/* Tells the failure hook, if any, of a passing failure (rc) of one attempt of r. */
+static void report_failure(const ObjHttp *h, const ObjHttpRequest *r, long status, CURLcode cc,
+                           int rc, int will_retry) {
+    ObjHttpFailureHook fn = atomic_load(&failure_fn);
+    if (!fn) return;
+    ObjHttpFailure f = {.provider = h->what,
+                        .cls = objhttp_failure_class(status, (int)cc),
+                        .method = r->method,
+                        .status = status,
+                        .rc = rc,
+                        .will_retry = will_retry};
+    fn(atomic_load(&failure_ctx), &f);
+}
+
+/* Message and code for a finished attempt that failed; sets *retryable (tried again) and
+ * *transient (a passing failure, whether or not this request can be tried again). */
+static int attempt_error(ObjHttp *h, Xfer *x, CURLcode cc, const char *curl_err, int *retryable,
+                         int *transient) {
     const ObjHttpRequest *r = x->req;
     char *url = objhttp_redact_url(r->url);
     const char *u = url ? url : "(url)";
@@ -637,6 +691,7 @@ static int attempt_error(ObjHttp *h, Xfer *x, CURLcode cc, const char *curl_err,
     RetryVerdict v = RETRY_DEFAULT;
     if (h->classify) v = h->classify(h->classify_ctx, x->status, (int)cc, body);
     if (v == RETRY_DEFAULT) v = retry_classify_http(x->status, (int)cc);
+    *transient = v == RETRY_YES;
     *retryable = v == RETRY_YES && !r->body_reader && !r->no_retry;
     int rc;
     if (cc == CURLE_OUT_OF_MEMORY && !x->headers_done && !x->hdr_bad && !x->stopped)
@@ -644,12 +699,12 @@ static int attempt_error(ObjHttp *h, Xfer *x, CURLcode cc, const char *curl_err,
          * callback sees it, with this code */
         x->hdr_bad = "a header line is longer than libcurl accepts (100 KiB), or memory ran out";
     if (x->stopped) {
-        *retryable = 0;
+        *retryable = *transient = 0;
         rc = err_set(ERR_CANCELED,
                      "%s %s %s: stopping (SIGTERM/SIGINT): aborted, no answer for %d ms", h->what,
                      r->method, u, STOP_STALL_MS);
     } else if (x->hdr_bad) { /* our bound, not a network failure: trying again gets the same */
-        *retryable = 0;
+        *retryable = *transient = 0;
         rc = err_set(ERR_IO, "%s %s %s: response refused: %s", h->what, r->method, u, x->hdr_bad);
     } else if (cc != CURLE_OK) {
         rc = cc == CURLE_OPERATION_TIMEDOUT ? ERR_TIMEOUT : ERR_IO;
@@ -737,7 +792,7 @@ int objhttp_do(ObjHttp *h, const ObjHttpRequest *req, ObjHttpResponse *resp) {
         curl_slist_free_all(hl);
         pool_put(h, &pe);
         x.curl = NULL;
-        int retryable = 0;
+        int retryable = 0, transient = 0;
         if (x.consumer_rc != 0) {
             rc = x.consumer_rc;
         } else if (x.reader_failed) {
@@ -750,11 +805,14 @@ int objhttp_do(ObjHttp *h, const ObjHttpRequest *req, ObjHttpResponse *resp) {
                          url ? url : "(url)", x.body.max);
             free(url);
         } else {
-            rc = attempt_error(h, &x, cc, curl_err, &retryable);
+            rc = attempt_error(h, &x, cc, curl_err, &retryable, &transient);
         }
+        long status = x.status;
         fill_response(&x, resp);
         xfer_release(&x);
-        if (rc == 0 || !retryable || attempt >= h->retry.attempts) return rc;
+        int again = rc != 0 && retryable && attempt < h->retry.attempts;
+        if (transient) report_failure(h, req, status, cc, rc, again);
+        if (!again) return rc;
         int64_t delay = retry_delay_ms(&h->retry, attempt, retry_random());
         log_retry(h, req, attempt, delay);
         if (retry_wait(h, req, delay, &stopping_tries)) return ERR_CANCELED;
@@ -870,12 +928,14 @@ int objhttp_stream_open(ObjHttp *h, const ObjHttpRequest *req, ObjHttpResponse *
         s->req.headers = NULL;
         s->req.n_headers = 0;
         if (rc == 0) rc = stream_pump(s, until_headers);
-        int retryable = 0;
+        int retryable = 0, transient = 0;
+        CURLcode cc = CURLE_OK;
         if (rc == 0) {
             if (s->done && s->result != CURLE_OK) {
-                rc = attempt_error(h, &s->x, s->result, s->curl_err, &retryable);
+                cc = s->result;
+                rc = attempt_error(h, &s->x, cc, s->curl_err, &retryable, &transient);
             } else if (s->x.status < 200 || s->x.status >= 300) {
-                rc = attempt_error(h, &s->x, CURLE_OK, s->curl_err, &retryable);
+                rc = attempt_error(h, &s->x, CURLE_OK, s->curl_err, &retryable, &transient);
             }
         }
         if (resp) {
@@ -886,8 +946,11 @@ int objhttp_stream_open(ObjHttp *h, const ObjHttpRequest *req, ObjHttpResponse *
             resp->body_len = resp->body ? strlen(resp->body) : 0;
         }
         if (rc == 0) break;
+        long status = s->x.status;
         stream_release(s);
-        if (!retryable || attempt >= h->retry.attempts || req->no_retry) {
+        int again = retryable && attempt < h->retry.attempts && !req->no_retry;
+        if (transient) report_failure(h, req, status, cc, rc, again);
+        if (!again) {
             free(s->url);
             free(s);
             return rc;
@@ -924,8 +987,8 @@ int objhttp_stream_read(ObjHttpStream *s, void *buf, size_t cap, size_t *got) {
         return 0;
     }
     if (s->result != CURLE_OK) {
-        int retryable;
-        return attempt_error(s->h, &s->x, s->result, s->curl_err, &retryable);
+        int retryable, transient;
+        return attempt_error(s->h, &s->x, s->result, s->curl_err, &retryable, &transient);
     }
     return 0; /* done, nothing buffered: end of body */
 }

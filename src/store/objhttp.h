@@ -144,6 +144,35 @@ void objhttp_listing_end(ObjHttpListing *l);
  * = none. Listings end soon after it is set (above). */
 void objhttp_set_stop(const atomic_int *stop);
 
+/* One failed attempt of a store request whose failure is a passing one (the kind objhttp
+ * retries: no answer, a timeout, HTTP 5xx, 429, 408, or what the driver's classify hook calls
+ * retryable), as the failure hook sees it. Pointers are valid during the call only. */
+typedef struct ObjHttpFailure {
+    const char *provider; /* ObjHttpConfig.what ("S3", "ABS", ...) */
+    const char *cls;      /* objhttp_failure_class of the attempt (static) */
+    const char *method;   /* "GET", "PUT", ... */
+    long status;          /* HTTP status, 0 = no answer */
+    int rc;               /* the attempt's ERR_* (ERR_IO, ERR_TIMEOUT) */
+    int will_retry;       /* 1: this request is tried again after a backoff; 0: it fails now (its
+                             last try, or a streamed body that cannot be replayed) */
+} ObjHttpFailure;
+
+typedef void (*ObjHttpFailureHook)(void *ctx, const ObjHttpFailure *f);
+
+/* Installs the process-wide failure hook (fn NULL: none), called on the thread of the failing
+ * attempt (drivers' part uploads run on pool threads) at once, before the retry's backoff: what
+ * lets a store outage show within seconds rather than when the request gives up. fn must be
+ * thread-safe and quick (no I/O, no store call). ctx is borrowed for as long as fn is installed.
+ * Meant to be set once at start, before store requests; a change while requests run is seen by
+ * later attempts. Failures that are answers (403, 404, a refused body) do not call it. */
+void objhttp_set_failure_hook(ObjHttpFailureHook fn, void *ctx);
+
+/* Bounded class of a failed attempt, for metrics: "connect" (refused, unresolved), "timeout",
+ * "tls" (handshake), "network" (send/receive broken, empty answer, HTTP/2 or /3 error),
+ * "throttled" (HTTP 429), "http_5xx", "http_4xx" (another status, e.g. 408), else "other".
+ * curl_code is a CURLcode, status the HTTP status (0 = none). Static storage. */
+const char *objhttp_failure_class(long status, int curl_code);
+
 /* "<Code>: <Message>" of an XML error document (S3, ABS, OSS), or the start of any other body
  * (GCS and Swift's JSON or text), squeezed onto one line: into out (cap bytes, cap > 0, always
  * NUL-terminated, truncated). body is NUL-terminated; NULL or "" gives "". For error messages. */

@@ -104,6 +104,20 @@ hasnt default "kind: Secret"
 alerts=$(grep -c '^      - alert: ' "$CHART/files/etcdbr-alerts.yaml")
 [ "$alerts" -gt 0 ] || fail "no alerts in the rules file"
 [ "$(grep -c -- '- alert: Etcdbr' "$WORK/s3.yaml")" = "$alerts" ] || fail "the PrometheusRule does not carry the $alerts alerts"
+# the RPO alert's threshold follows the delta period: 2 x period + 60 s, or the value given
+rpo_rule() { # NAME: the threshold EtcdbrBackupRPOHigh has in the rendering NAME
+    grep -o 'etcdbr_snapshot_rpo_seconds) > [0-9]*' "$WORK/$1.yaml" | awk '{ print $NF }'
+}
+has s3 "- alert: EtcdbrBackupRPOHigh"
+[ "$(rpo_rule s3)" = 100 ] || fail "s3 (deltaSnapshotPeriod 20s): RPO threshold $(rpo_rule s3), not 100"
+[ "$(rpo_rule abs)" = 180 ] || fail "abs (ConfigMap, the 60s default): RPO threshold $(rpo_rule abs), not 180"
+render rpo-period -f "$CHART/ci/s3-values.yaml" --set backup.deltaSnapshotPeriod=1m30s
+[ "$(rpo_rule rpo-period)" = 240 ] || fail "deltaSnapshotPeriod 1m30s: RPO threshold $(rpo_rule rpo-period), not 240"
+render rpo-given -f "$CHART/ci/s3-values.yaml" --set prometheusRules.rpoThresholdSeconds=600
+[ "$(rpo_rule rpo-given)" = 600 ] || fail "rpoThresholdSeconds 600: RPO threshold $(rpo_rule rpo-given)"
+if "$HELM" template "$REL" "$CHART" -f "$CHART/ci/s3-values.yaml" --set backup.deltaSnapshotPeriod=soon \
+    >/dev/null 2>"$WORK/rpo-bad.err"; then fail "deltaSnapshotPeriod 'soon' rendered"; fi
+grep -q 'deltaSnapshotPeriod "soon"' "$WORK/rpo-bad.err" || fail "bad deltaSnapshotPeriod: $(cat "$WORK/rpo-bad.err")"
 
 # 4. TLS for etcd client and peer traffic and for the sidecar's server, with real certificates
 T=$WORK/tls

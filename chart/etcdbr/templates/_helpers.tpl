@@ -88,3 +88,25 @@ helm.sh/chart: {{ .Chart.Name }}-{{ .Chart.Version | replace "+" "_" }}
 {{- end -}}
 {{ join "," $entries }}
 {{- end }}
+
+{{/* Seconds of EtcdbrBackupRPOHigh's threshold: prometheusRules.rpoThresholdSeconds, or, when 0,
+2 x backup.deltaSnapshotPeriod (a Go duration: "60s", "1m30s", "500ms") + 60 s, rounded up. */}}
+{{- define "etcdbr.rpoThreshold" -}}
+{{- $given := int (.Values.prometheusRules.rpoThresholdSeconds | default 0) -}}
+{{- if gt $given 0 -}}
+{{ $given }}
+{{- else -}}
+{{- $d := toString .Values.backup.deltaSnapshotPeriod -}}
+{{- if not (regexMatch "^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$" $d) -}}
+{{- fail (printf "backup.deltaSnapshotPeriod %q: use a duration such as 60s or 1m30s" $d) -}}
+{{- end -}}
+{{- $secs := 0.0 -}}
+{{- range regexFindAll "[0-9.]+(ms|s|m|h)" $d -1 -}}
+{{- $n := float64 (regexFind "^[0-9.]+" .) -}}
+{{- $u := trimPrefix (regexFind "^[0-9.]+" .) . -}}
+{{- $f := get (dict "ms" 0.001 "s" 1.0 "m" 60.0 "h" 3600.0) $u -}}
+{{- $secs = addf $secs (mulf $n $f) -}}
+{{- end -}}
+{{ addf (mulf 2 $secs) 60 | ceil | int }}
+{{- end -}}
+{{- end }}
