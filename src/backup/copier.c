@@ -405,13 +405,17 @@ int copier_run(const CopierConfig *cfg, CopierResult *out) {
     if (rc) goto done;
     res.selected = n_order;
     uint64_t total = 0;
+    size_t unsized = 0; /* objects the source listed without a size */
     for (size_t k = 0; k < n_order; k++) {
         if (!need[k]) {
             res.present++;
             continue;
         }
         jobs[run.n_jobs++] = order[k];
-        if (src[order[k]].size > 0) total += (uint64_t)src[order[k]].size;
+        if (src[order[k]].size >= 0)
+            total += (uint64_t)src[order[k]].size;
+        else
+            unsized++;
     }
     log_info("copy from %s to %s: %zu backups, %zu objects, %zu already there, %zu to copy "
              "(%.1f MiB)",
@@ -425,7 +429,11 @@ int copier_run(const CopierConfig *cfg, CopierResult *out) {
     run.jobs = jobs;
     atomic_init(&run.bytes, 0);
     if (cfg->progress) {
-        run.progress = progress_start("copying", total, 1);
+        ProgressOptions po = {.what = "copying",
+                              .total = total,
+                              .total_kind = unsized ? PROGRESS_TOTAL_UNKNOWN : PROGRESS_TOTAL_EXACT,
+                              .counts_bytes = 1};
+        run.progress = progress_start_opts(&po);
         progress_set_items(run.progress, 0, run.n_jobs);
     }
     size_t nw = (size_t)cfg->workers < run.n_jobs ? (size_t)cfg->workers : run.n_jobs;

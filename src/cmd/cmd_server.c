@@ -39,9 +39,21 @@ static int server_auth_setup(const Opts *o, AuthToken **token) {
     return EXIT_OK;
 }
 
+/* The programs the sidecar will run, before it starts anything: etcd (run), the etcd of the
+ * scheduled restore test (--verify-restore-test with --verify-schedule). */
+static int check_programs(const Opts *o, char **etcd_argv) {
+    if (etcd_argv && setup_check_program("run: the etcd command after --", etcd_argv[0]))
+        return EXIT_USAGE;
+    if (opts_values(o)->verify_restore_test && *opts_values(o)->verify_schedule)
+        return setup_check_restore_test_etcd(o);
+    return EXIT_OK;
+}
+
 static int server_main(const Opts *o, char **etcd_argv) {
     AuthToken *token = NULL;
-    int code = server_auth_setup(o, &token);
+    int code = check_programs(o, etcd_argv);
+    if (code != EXIT_OK) return code;
+    code = server_auth_setup(o, &token);
     if (code != EXIT_OK) return code;
     ServerSetup setup;
     code = server_setup(o, &setup);

@@ -23,6 +23,11 @@ int cmd_verify(const Opts *o) {
     int restore_test = opts_values(o)->restore_test;
     int code = EXIT_OK;
     if (restore_test && (code = setup_etcd_config(o, &live))) return code;
+    /* the programs a restore test runs, before anything is read from the store */
+    if (restore_test && (code = setup_check_restore_test_etcd(o))) return code;
+    if (restore_test && *opts_values(o)->etcdutl_bin &&
+        (code = setup_check_program("--etcdutl-bin", opts_values(o)->etcdutl_bin)))
+        return code;
     opts_log_effective(o, "verify");
     if ((code = setup_store(o, 0, &store))) goto done;
     VerifyConfig cfg = {

@@ -136,6 +136,8 @@ int setup_restore_config(const Opts *o, RestoreConfig *rc, char **peer_urls_owne
             return EXIT_USAGE;
         }
     }
+    const char *etcdutl = opts_values(o)->etcdutl_bin;
+    if (*etcdutl && setup_check_program("--etcdutl-bin", etcdutl)) return EXIT_USAGE;
     size_t n_urls = opts_values(o)->initial_advertise_peer_urls.n;
     const char *const *urls = opts_values(o)->initial_advertise_peer_urls.v;
     size_t len = 1;
@@ -166,6 +168,27 @@ int setup_restore_config(const Opts *o, RestoreConfig *rc, char **peer_urls_owne
         .quota_bytes = opts_values(o)->embedded_etcd_quota_bytes,
     };
     return EXIT_OK;
+}
+
+int setup_check_program(const char *flag, const char *bin) {
+    if (fs_check_executable(bin) == 0) return EXIT_OK;
+    log_error("%s: %s (the program must exist and be executable; checked before anything is "
+              "downloaded or started)",
+              flag, err_msg());
+    return EXIT_USAGE;
+}
+
+int setup_check_restore_test_etcd(const Opts *o) {
+    const char *bin = opts_values(o)->restore_test_etcd_bin;
+    if (*bin) return setup_check_program("--restore-test-etcd-bin", bin);
+    const char *env = getenv("ETCDBR_ETCD_BIN");
+    if (env && *env)
+        return setup_check_program("etcd of the restore test (ETCDBR_ETCD_BIN; "
+                                   "--restore-test-etcd-bin sets another)",
+                                   env);
+    return setup_check_program("etcd of the restore test (etcd from $PATH; "
+                               "--restore-test-etcd-bin sets another)",
+                               "etcd");
 }
 
 #define KEYS_ENV "ETCDBR_ENCRYPTION_KEYS"

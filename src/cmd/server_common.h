@@ -15,6 +15,17 @@
 int setup_etcd_config(const Opts *o, EtcdConfig *out);
 int setup_snapshotter_config(const Opts *o, SnapshotterConfig *out, CronSchedule *defrag);
 int setup_restore_config(const Opts *o, RestoreConfig *out, char **peer_urls_owned);
+
+/* An external program a command will run, checked before the command does anything else (a
+ * missing tool found only after a download is an hour lost): bin as execvp finds it
+ * (fs_check_executable). EXIT_OK, or EXIT_USAGE with an error line naming `flag` (how the
+ * operator gave it, e.g. "--etcdutl-bin") and why. */
+int setup_check_program(const char *flag, const char *bin);
+
+/* The etcd binary of a restore test (verify --restore-test, the server's --verify-restore-test):
+ * --restore-test-etcd-bin, else $ETCDBR_ETCD_BIN, else etcd from $PATH, as etcd_proc runs it;
+ * setup_check_program's result. */
+int setup_check_restore_test_etcd(const Opts *o);
 /* The member flags of o for member_ctl_new, into *out (borrowing from o and peer_urls, the
  * comma-joined --initial-advertise-peer-urls of setup_restore_config); returns out. */
 const MemberFlags *setup_member_flags(const Opts *o, const char *peer_urls, MemberFlags *out);

@@ -537,3 +537,33 @@ int fs_space_guard_check(FsSpaceGuard *g, uint64_t written) {
     g->next_check = written + FS_GUARD_EVERY;
     return fs_check_free_reserve(g->dir, FS_GUARD_EVERY);
 }
+
+/* 0 when path is a regular file we may execute, else the error (err_set) naming it. */
+static int check_exec_path(const char *path) {
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return err_set(errno == ENOENT || errno == ENOTDIR ? ERR_NOT_FOUND : ERR_INVALID, "%s: %s",
+                       path, strerror(errno));
+    if (!S_ISREG(st.st_mode)) return err_set(ERR_INVALID, "%s: not a regular file", path);
+    if (access(path, X_OK) != 0)
+        return err_set(ERR_INVALID, "%s: not executable (%s)", path, strerror(errno));
+    return 0;
+}
+
+int fs_check_executable(const char *bin) {
+    if (!bin || !*bin) return err_set(ERR_INVALID, "an empty program name");
+    if (strchr(bin, '/')) return check_exec_path(bin);
+    const char *path = getenv("PATH");
+    if (!path || !*path) path = "/usr/local/bin:/usr/bin:/bin";
+    for (const char *p = path;;) {
+        const char *end = strchr(p, ':');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        char full[4096];
+        /* an empty element is the current directory, as execvp takes it */
+        int n = snprintf(full, sizeof full, "%.*s%s%s", (int)len, p, len ? "/" : "", bin);
+        if (n > 0 && (size_t)n < sizeof full && check_exec_path(full) == 0) return 0;
+        if (!end) break;
+        p = end + 1;
+    }
+    return err_set(ERR_NOT_FOUND, "%s: not found in $PATH (%s)", bin, path);
+}

@@ -140,6 +140,12 @@ void fs_scratch_temp_dir_release(const char *temp_dir, int made_temp_dir);
 /* Directory part of path as a new string (owned). */
 char *fs_dirname(const char *path);
 
+/* Whether bin can be executed as execvp(3) would run it: a name with a '/' as that path, else
+ * the first match in $PATH (default "/usr/local/bin:/usr/bin:/bin"). 0 when it is a regular file
+ * we may execute; ERR_NOT_FOUND (no such file, none in $PATH) or ERR_INVALID (not a regular
+ * file, not executable, an empty name), the message naming the path or $PATH. */
+int fs_check_executable(const char *bin);
+
 /* Size of a file in bytes, or a negative ERR_*. */
 int64_t fs_file_size(const char *path);
 

@@ -17,6 +17,7 @@
 static LogLevel log_level = LOG_INFO;
 static int log_json;
 static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
+static int status_drawn; /* a status line is on the terminal (log_mu) */
 
 void log_setup(LogLevel level, int json) {
     log_level = level;
@@ -162,6 +163,29 @@ void log_msg(LogLevel level, const char *fmt, ...) {
 
     pthread_mutex_lock(&log_mu);
     fflush(stderr);
+    if (status_drawn) { /* the log line takes the status line's place */
+        write_stderr("\r\033[K", 4);
+        status_drawn = 0;
+    }
     write_stderr(line, len);
+    pthread_mutex_unlock(&log_mu);
+}
+
+void log_status(const char *text) {
+    char line[1024];
+    int n = snprintf(line, sizeof line, "\r%s\033[K", text);
+    if (n < 0) return;
+    if ((size_t)n >= sizeof line) n = (int)sizeof line - 1;
+    pthread_mutex_lock(&log_mu);
+    fflush(stderr);
+    write_stderr(line, (size_t)n);
+    status_drawn = 1;
+    pthread_mutex_unlock(&log_mu);
+}
+
+void log_status_clear(void) {
+    pthread_mutex_lock(&log_mu);
+    if (status_drawn) write_stderr("\r\033[K", 4);
+    status_drawn = 0;
     pthread_mutex_unlock(&log_mu);
 }

@@ -16,6 +16,13 @@ int log_parse_level(const char *s, LogLevel *out);
 
 void log_msg(LogLevel level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* A terminal status line (progress.h): writes "\r<text>\033[K" to stderr under the log's lock, so
+ * that it never splices into a log line; the next log line erases it first (it is redrawn by its
+ * owner at its next tick). log_status_clear erases it now (nothing when none is drawn). Call
+ * them only when stderr is a terminal. */
+void log_status(const char *text);
+void log_status_clear(void);
+
 #define log_error(...) log_msg(LOG_ERROR, __VA_ARGS__)
 #define log_warn(...) log_msg(LOG_WARN, __VA_ARGS__)
 #define log_info(...) log_msg(LOG_INFO, __VA_ARGS__)

@@ -36,12 +36,20 @@ struct RestoreFetch {
     size_t n_threads;
 };
 
+/* One more object of the set is local: the download ends with the last one. */
+static void fetched_one(const RestoreFetchConfig *c) {
+    if (c->progress && progress_item_done(c->progress) == c->n_objects) progress_end(c->progress);
+}
+
 static int open_delta(const RestoreFetchConfig *c, const Snapshot *snap, DeltaReader **out) {
     SnapObjReader *r = NULL;
-    int rc = snapobj_open_read(c->store, snap, &r);
+    int rc = snapobj_open_read_progress(c->store, snap, c->progress, &r);
     if (rc) return rc;
     rc = delta_reader_open(snapobj_reader(r), c->scratch, out);
-    if (rc) err_wrap(rc, "delta %s", snap->key);
+    if (rc)
+        err_wrap(rc, "delta %s", snap->key);
+    else
+        fetched_one(c);
     snapobj_close(r);
     return rc;
 }
@@ -75,10 +83,9 @@ static void *fetcher_main(void *arg) {
 
 typedef struct {
     const RestoreFetchConfig *c;
-    const char *what;
-    int64_t next_log_ms;
-    int64_t start_ms;
     FsSpaceGuard space; /* the downloaded file's free-space reserve */
+    Progress *count;    /* a file read where it lies: its bytes are counted here, else NULL */
+    uint64_t counted;   /* bytes already added to count */
 } FetchTick;
 
 static int fetch_tick(void *ctx, uint64_t n) {
@@ -86,13 +93,8 @@ static int fetch_tick(void *ctx, uint64_t n) {
     int rc = restore_stopped(t->c->stop);
     if (rc) return rc;
     if ((rc = fs_space_guard_check(&t->space, n))) return rc;
-    int64_t now = now_mono_ms();
-    if (now >= t->next_log_ms) {
-        double secs = (double)(now - t->start_ms) / 1000.0;
-        log_info("downloading %s: %.1f MiB so far, %.1f MiB/s", t->what, (double)n / 1048576.0,
-                 secs > 0 ? (double)n / 1048576.0 / secs : 0.0);
-        t->next_log_ms = now + restore_progress_every_ms();
-    }
+    progress_add(t->count, n - t->counted);
+    t->counted = n;
     return 0;
 }
 
@@ -108,7 +110,7 @@ static int fetch_full(const RestoreFetchConfig *cfg, const Snapshot *snap, const
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd < 0) return err_set(ERR_IO, "create %s: %s", path, strerror(errno));
     /* store bytes -> decoded (snapobj) -> the SHA-256 trailer checked */
-    int rc = snapobj_open_read(cfg->store, snap, &r);
+    int rc = snapobj_open_read_progress(cfg->store, snap, cfg->progress, &r);
     if (rc) goto done;
     fdw = io_fd_writer_new(fd);
     checker = fdw ? trailer_checker_new(fdw, 0) : NULL;
@@ -116,8 +118,7 @@ static int fetch_full(const RestoreFetchConfig *cfg, const Snapshot *snap, const
         rc = err_set(ERR_NOMEM, "out of memory");
         goto done;
     }
-    FetchTick tick = {
-        cfg, snap->key, now_mono_ms() + restore_progress_every_ms(), now_mono_ms(), {dir, 0}};
+    FetchTick tick = {cfg, {dir, 0}, NULL, 0};
     rc = fs_check_free_reserve(dir, 0);
     if (!rc) rc = io_copy_tick(snapobj_reader(r), checker, NULL, fetch_tick, &tick);
     if (!rc) rc = snapobj_counts(r, &stored, &count);
@@ -158,11 +159,8 @@ static int use_local_full(const RestoreFetchConfig *cfg, const Snapshot *snap, i
         rc = err_set(ERR_NOMEM, "out of memory");
     } else {
         log_info("full snapshot %s: a plain file in the store, read where it lies", snap->key);
-        FetchTick tick = {cfg,
-                          snap->key,
-                          now_mono_ms() + restore_progress_every_ms(),
-                          now_mono_ms(),
-                          {NULL, UINT64_MAX}}; /* nothing written: no free-space check */
+        /* nothing written: no free-space check */
+        FetchTick tick = {cfg, {NULL, UINT64_MAX}, cfg->progress, 0};
         rc = io_copy_tick(r, checker, &count, fetch_tick, &tick);
         if (!rc)
             rc = snapshot_file_verify(proc_path, checker, count, cfg->skip_hash_check, 0, db_len,
@@ -219,6 +217,7 @@ int restore_fetch_full(const RestoreFetchConfig *c, const Snapshot *full, int64_
         rc = fetch_full(c, full, c->scratch, out->path, &out->db_len, &out->revision);
     }
     if (!rc) rc = check_full_revision(target_revision, full, out->revision);
+    if (!rc) fetched_one(c);
     return rc;
 }
 

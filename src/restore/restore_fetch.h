@@ -9,6 +9,7 @@
 #define ETCDBR_RESTORE_FETCH_H
 
 #include "../backup/delta.h"
+#include "../common/progress.h"
 #include "../store/snapname.h"
 #include "../store/store.h"
 
@@ -22,6 +23,10 @@ typedef struct RestoreFetchConfig {
     int max_fetchers;    /* threads, >= 1; also how far they may run ahead */
     int skip_hash_check; /* a full snapshot without its SHA-256 trailer is accepted */
     atomic_int *stop;    /* borrowed, may be NULL: set to stop (ERR_CANCELED) */
+    Progress *progress;  /* borrowed, may be NULL: the download's, fed with every byte read from
+                            the store (snapobj_open_read_progress) and every object fetched; ended
+                            (progress_end) when the n_objects-th is */
+    uint64_t n_objects;  /* objects of the set: the full snapshot and its deltas */
 } RestoreFetchConfig;
 
 /* The full snapshot's db, local. */

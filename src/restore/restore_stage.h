@@ -7,8 +7,9 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-/* Milliseconds between progress lines: 5000, or ETCDBR_PROGRESS_EVERY_MS (10-600000) for
- * operators who want them more or less often, and for tests. Read once. */
+/* Milliseconds between progress lines: progress_log_every_ms() (5000, or
+ * ETCDBR_PROGRESS_EVERY_MS, 10-600000, for operators who want them more or less often, and for
+ * tests). */
 int64_t restore_progress_every_ms(void);
 
 /* ERR_CANCELED ("restore stopped by a signal") when *stop is set (stop borrowed, may be NULL:

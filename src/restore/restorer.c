@@ -15,6 +15,7 @@
 #include "../common/err.h"
 #include "../common/fsutil.h"
 #include "../common/log.h"
+#include "../common/progress.h"
 #include "../common/timeutil.h"
 #include "../format/bbolt.h"
 
@@ -53,6 +54,7 @@ typedef struct {
     RestoreFetchConfig fetch_cfg;
     RestoreFullDb full;
     RestoreFetch *fetch;
+    Progress *progress; /* the download's (stage_fetch) */
     int64_t final_rev;
 } RestoreRun;
 
@@ -133,12 +135,42 @@ static int stage_prepare(RestoreRun *r) {
     return 0;
 }
 
+/* The download's progress (progress.h): bytes read from the store of the set's total as the
+ * listing gives it (stored bytes: compressed, encrypted), or an unknown total when the listing
+ * lacks an object's size. */
+static Progress *download_progress(const RestorePlan *p) {
+    uint64_t total = p->full->size >= 0 ? (uint64_t)p->full->size : 0;
+    size_t unknown = p->full->size < 0;
+    for (size_t i = 0; i < p->n_deltas; i++) {
+        if (p->deltas[i].size < 0)
+            unknown++;
+        else
+            total += (uint64_t)p->deltas[i].size;
+    }
+    char what[128];
+    snprintf(what, sizeof what, "downloading the backup set (full snapshot and %zu deltas)",
+             p->n_deltas);
+    if (unknown)
+        log_info("the store listed no size for %zu of the set's %zu objects: the download's "
+                 "total is unknown",
+                 unknown, p->n_deltas + 1);
+    ProgressOptions o = {.what = what,
+                         .total = total,
+                         .total_kind = unknown ? PROGRESS_TOTAL_UNKNOWN : PROGRESS_TOTAL_EXACT,
+                         .counts_bytes = 1};
+    Progress *pr = progress_start_opts(&o);
+    progress_set_items(pr, 0, p->n_deltas + 1);
+    return pr;
+}
+
 /* Stage 4, the fetch: the full snapshot made local and checked, then up to --max-fetchers
- * threads fetching the deltas ahead of the build. */
+ * threads fetching the deltas ahead of the build; one progress for the whole download. */
 static int stage_fetch(RestoreRun *r) {
     const RestoreConfig *cfg = r->cfg;
-    r->fetch_cfg = (RestoreFetchConfig){cfg->store, r->scratch, cfg->max_fetchers,
-                                        cfg->skip_hash_check, cfg->stop};
+    r->progress = download_progress(&r->plan);
+    r->fetch_cfg =
+        (RestoreFetchConfig){cfg->store, r->scratch,  cfg->max_fetchers,   cfg->skip_hash_check,
+                             cfg->stop,  r->progress, r->plan.n_deltas + 1};
     int rc = restore_fetch_full(&r->fetch_cfg, r->plan.full, cfg->target_revision, &r->full);
     r->out->base_revision = r->full.revision; /* also when it does not match the name */
     if (rc) return rc;
@@ -192,6 +224,7 @@ static int stage_member_dirs_and_swap(RestoreRun *r) {
  * this restore made and says which data dirs were already committed (restore_swap_abort). */
 static void run_finish(RestoreRun *r, int rc) {
     restore_fetch_stop(r->fetch);
+    progress_finish(r->progress); /* after the fetchers, who feed it */
     restore_swap_abort(&r->swap, rc);
     if (r->scratch && (rc == 0 || !getenv("ETCDBR_KEEP_TEMP")) &&
         fs_remove_marked_tree(r->scratch, FS_SCRATCH_MARKER) == 0)

@@ -304,15 +304,14 @@ int verify_plan(const Snapshot *snaps, size_t n, int all, VerifyPlanSet **sets, 
 /* ---------- object checks ---------- */
 
 /* Reads from the object's plain stream, remembering its first error (a decoding or store error,
- * as opposed to what the consumer finds in good bytes), counting and publishing progress. */
+ * as opposed to what the consumer finds in good bytes), counting. (The progress counts the
+ * store's bytes: snapobj_open_read_progress.) */
 typedef struct {
     IoReader base;
     IoReader *src;
     int err;
     char msg[1024];
     uint64_t n;
-    Progress *progress;
-    uint64_t before; /* added to n for the progress: plain bytes of the objects before */
     atomic_int *stop;
 } TapReader;
 
@@ -328,7 +327,6 @@ static int tap_read(IoReader *rd, void *buf, size_t cap, size_t *got) {
         return rc;
     }
     t->n += *got;
-    progress_set(t->progress, t->before + t->n);
     return 0;
 }
 
@@ -342,11 +340,10 @@ typedef struct {
     const VerifyConfig *cfg;
     VerifyReport *r;
     const char *scratch;
-    Progress *progress;  /* one for the whole run, or NULL */
-    uint64_t plain_done; /* plain bytes of the objects checked before this one */
-    KeyState *ks;        /* the keyspace of the set being checked (keystate.h) */
-    long ks_set;         /* the plan set ks belongs to, -1 = none */
-    long cur_set;        /* the plan set of the object being checked, -1 = none */
+    Progress *progress; /* one for the whole run (bytes read from the store), or NULL */
+    KeyState *ks;       /* the keyspace of the set being checked (keystate.h) */
+    long ks_set;        /* the plan set ks belongs to, -1 = none */
+    long cur_set;       /* the plan set of the object being checked, -1 = none */
 } Checker;
 
 /* Records why reading the object failed: the store's error or a decoding error. */
@@ -547,26 +544,43 @@ done:
     return rc;
 }
 
+/* The run's progress: bytes read from the store of the in-scope objects' listed sizes (an
+ * unknown total when the listing lacks one). */
+static Progress *verify_progress(const VerifyReport *out, const Snapshot *list, size_t n,
+                                 const uint8_t *in_scope) {
+    uint64_t total = 0;
+    int unknown = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!in_scope[i]) continue;
+        if (list[i].size < 0)
+            unknown = 1;
+        else
+            total += (uint64_t)list[i].size;
+    }
+    char what[1300];
+    snprintf(what, sizeof what, "verify %s", out->store);
+    ProgressOptions o = {.what = what,
+                         .total = total,
+                         .total_kind = unknown ? PROGRESS_TOTAL_UNKNOWN : PROGRESS_TOTAL_EXACT,
+                         .counts_bytes = 1};
+    return progress_start_opts(&o);
+}
+
 /* Checks one object; a fault found is added to the report (0 returned). An error return means
  * the verification itself cannot go on (out of memory, scratch disk, canceled). */
 static int check_object(Checker *c, const Snapshot *s, size_t ordinal, size_t total) {
     SnapObjReader *obj = NULL;
     size_t errors_before = c->r->n_errors;
-    int rc = snapobj_open_read(c->cfg->store, s, &obj);
+    int rc = snapobj_open_read_progress(c->cfg->store, s, c->progress, &obj);
     if (rc) {
         char msg[1024];
         snprintf(msg, sizeof msg, "%s", err_msg());
         return read_fault(c, s, rc, msg);
     }
     progress_set_items(c->progress, ordinal - 1, total);
-    TapReader tap = {.base = {&tap_vt},
-                     .src = snapobj_reader(obj),
-                     .progress = c->progress,
-                     .before = c->plain_done,
-                     .stop = c->cfg->stop};
+    TapReader tap = {.base = {&tap_vt}, .src = snapobj_reader(obj), .stop = c->cfg->stop};
     rc = s->kind == SNAP_FULL ? check_full(c, s, &tap) : check_delta(c, s, &tap);
     if (c->r->n_errors != errors_before) keystate_invalidate(c->ks); /* no cascade of faults */
-    c->plain_done += tap.n;
     progress_set_items(c->progress, ordinal, total);
     uint64_t stored = 0, plain = 0;
     if (!rc && c->r->n_errors == errors_before && snapobj_counts(obj, &stored, &plain) == 0) {
@@ -848,13 +862,11 @@ int verify_run(const VerifyConfig *cfg, VerifyReport *out) {
             set_of[ps[i].deltas[k]] = (long)i;
     }
     if ((rc = make_scratch(cfg->temp_dir, &scratch, &lock_fd, &made_temp_dir))) goto done;
-    Checker c = {cfg, out, scratch, NULL, 0, ks, -1, -1};
-    /* one status line for the run: plain bytes read, objects done of how many */
-    if (cfg->show_progress && out->objects_in_scope) {
-        char what[1300];
-        snprintf(what, sizeof what, "verify %s", out->store);
-        c.progress = progress_start(what, 0, 1);
-    }
+    Checker c = {cfg, out, scratch, NULL, ks, -1, -1};
+    /* one status line for the run: bytes read from the store of the listed total, objects done
+     * of how many */
+    if (cfg->show_progress && out->objects_in_scope)
+        c.progress = verify_progress(out, list, n, in_scope);
     size_t ordinal = 0;
     for (size_t i = 0; i < n && !rc; i++) {
         if (!in_scope[i]) continue;

@@ -17,12 +17,38 @@ void snapobj_set_limits(uint64_t max_delta, uint64_t max_full) {
     atomic_store(&max_full_bytes, max_full ? max_full : SNAPOBJ_MAX_FULL_DEFAULT);
 }
 
+/* The store's bytes as they are read, added to a progress. */
+typedef struct {
+    IoReader base;
+    IoReader *src; /* borrowed */
+    Progress *progress;
+} CountingReader;
+
+static int counting_read(IoReader *rd, void *buf, size_t cap, size_t *got) {
+    CountingReader *c = (CountingReader *)rd;
+    int rc = io_read(c->src, buf, cap, got);
+    if (!rc) progress_add(c->progress, *got);
+    return rc;
+}
+
+static void counting_free(IoReader *rd) {
+    (void)rd; /* inside SnapObjReader */
+}
+
+static const IoReaderVt counting_vt = {counting_read, counting_free};
+
 struct SnapObjReader {
     IoReader *raw;
+    CountingReader counting;
     IoFilterGroup *g;
 };
 
 int snapobj_open_read(Store *s, const Snapshot *snap, SnapObjReader **out) {
+    return snapobj_open_read_progress(s, snap, NULL, out);
+}
+
+int snapobj_open_read_progress(Store *s, const Snapshot *snap, Progress *progress,
+                               SnapObjReader **out) {
     *out = NULL;
     CompressKind kind;
     if (compress_from_suffix(snap->compression_suffix, &kind))
@@ -42,7 +68,8 @@ int snapobj_open_read(Store *s, const Snapshot *snap, SnapObjReader **out) {
         free(r);
         return err_wrap(rc, "%s", snap->key);
     }
-    r->g = io_filter_group_new_reader(r->raw);
+    r->counting = (CountingReader){{&counting_vt}, r->raw, progress};
+    r->g = io_filter_group_new_reader(progress ? &r->counting.base : r->raw);
     rc = r->g ? 0 : err_set(ERR_NOMEM, "out of memory");
     if (!rc) rc = io_filter_group_add_count(r->g, "stored-bytes");
     char ident[128];

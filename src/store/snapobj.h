@@ -15,6 +15,7 @@
 #define ETCDBR_SNAPOBJ_H
 
 #include "../codec/io.h"
+#include "../common/progress.h"
 #include "store.h"
 
 #include <stdint.h>
@@ -39,6 +40,12 @@ void snapobj_set_limits(uint64_t max_delta, uint64_t max_full);
  * the object's key. Decryption errors (a wrong or unknown key, altered, truncated, reordered or
  * dropped chunks; crypt.h) come out of the reads. *out owned (snapobj_close). */
 int snapobj_open_read(Store *s, const Snapshot *snap, SnapObjReader **out);
+
+/* snapobj_open_read that also adds every byte read from the store (the stored, compressed and
+ * encrypted bytes, as a listing's size counts them) to progress (borrowed, may be NULL) as it
+ * is read: several readers, on several threads, may add to one. */
+int snapobj_open_read_progress(Store *s, const Snapshot *snap, Progress *progress,
+                               SnapObjReader **out);
 
 /* The plain bytes (borrowed; valid until snapobj_close). Corrupt or truncated input is an error
  * of its reads (ERR_CORRUPT), never a short stream; so is an object inflating past the limit of

@@ -24,8 +24,8 @@ stall_stream() {
     sleep "$secs"
     kill -CONT "$ETCD_PID"
 }
-num='[0-9]+\.[0-9]'
-line_re="full snapshot: receiving from $ETCD_EP: $num MiB of ~$num MiB \([0-9]+%\), $num MiB/s, ETA [0-9hms]+"
+num='[0-9]+(\.[0-9])? (B|KiB|MiB|GiB)' # binary units, one decimal (progress.h)
+line_re="full snapshot: receiving from $ETCD_EP: $num of ~$num \([0-9]+%\), $num/s, ETA [0-9hms]+"
 
 # not a terminal: log lines every 5 s. A stop that lands after the stream (the snapshot took
 # less than 5 s) proves nothing: then again, at most 3 times.

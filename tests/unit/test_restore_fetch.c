@@ -27,7 +27,7 @@
 #define T0 1700000000LL
 
 static RestoreFetchConfig config(const RfStore *s, int fetchers) {
-    return (RestoreFetchConfig){s->store, s->scratch, fetchers, 0, NULL};
+    return (RestoreFetchConfig){s->store, s->scratch, fetchers, 0, NULL, NULL, 0};
 }
 
 /* The store's object named name, looked up in a fresh listing. */
@@ -168,6 +168,77 @@ static void test_fetch_pool_hands_over_deltas_in_order(void **state) {
     }
 }
 
+typedef struct {
+    int n;
+    char last[512];
+} Lines;
+
+static int64_t fixed_clock(void *ctx) {
+    (void)ctx;
+    return 1000;
+}
+
+static void keep_line(void *ctx, const char *line, int tty) {
+    (void)tty;
+    Lines *l = ctx;
+    l->n++;
+    snprintf(l->last, sizeof l->last, "%s", line);
+}
+
+/* The download's progress gets every byte read from the store (the listed, stored sizes: the
+ * whole compressed object, or the plain file read where it lies) and its summary once, when the
+ * last of the set's objects is in. */
+static void test_fetch_feeds_the_download_progress(void **state) {
+    (void)state;
+    const char *suffixes[] = {"", ".gz"};
+    for (int i = 0; i < 2; i++) {
+        RfStore s;
+        rf_open(&s);
+        char name[256], names[3][256];
+        rf_put_full(&s, 5, 5, T0, suffixes[i], NULL, name, sizeof name);
+        Snapshot full = object(&s, name), d[3];
+        put_three_deltas(&s, d, names);
+        /* the sizes a listing gives (store_snapshot_for_name leaves them unknown) */
+        assert_int_equal(store_snapshot_stat(s.store, &full, &full.size), 0);
+        uint64_t total = (uint64_t)full.size;
+        for (int k = 0; k < 3; k++) {
+            assert_int_equal(store_snapshot_stat(s.store, &d[k], &d[k].size), 0);
+            total += (uint64_t)d[k].size;
+        }
+        Lines lines = {0};
+        ProgressOptions o = {.what = "downloading",
+                             .total = total,
+                             .total_kind = PROGRESS_TOTAL_EXACT,
+                             .counts_bytes = 1,
+                             .now_ms = fixed_clock,
+                             .emit = keep_line,
+                             .emit_ctx = &lines};
+        Progress *p = progress_start_opts(&o);
+        progress_set_items(p, 0, 4);
+        RestoreFetchConfig c = config(&s, 2);
+        c.progress = p;
+        c.n_objects = 4;
+        RestoreFullDb db;
+        if (restore_fetch_full(&c, &full, 0, &db)) fail_msg("fetch: %s", err_msg());
+        assert_int_equal(lines.n, 0); /* 1 of 4 objects: not done */
+        RestoreFetch *f = NULL;
+        assert_int_equal(restore_fetch_start(&c, d, 3, &f), 0);
+        int rc = 0;
+        assert_int_equal(take_all(f, d, 3, &rc), -1);
+        restore_fetch_stop(f);
+        restore_full_db_release(&db);
+        assert_int_equal(lines.n, 1);
+        char amount[64], want[160];
+        progress_format_bytes(amount, sizeof amount, total);
+        snprintf(want, sizeof want, "downloading: done, %s of %s in 0s", amount, amount);
+        if (strncmp(lines.last, want, strlen(want)) != 0 || !strstr(lines.last, "4 of 4 objects"))
+            fail_msg("%s: summary \"%s\", want \"%s...4 of 4 objects\"", suffixes[i], lines.last,
+                     want);
+        progress_finish(p);
+        rf_close(&s);
+    }
+}
+
 static void test_fetch_damaged_delta_fails_naming_it(void **state) {
     (void)state;
     RfStore s;
@@ -217,6 +288,7 @@ static void test_fetch_take_ends_when_stopped(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fetch_plain_full_read_in_place),
+        cmocka_unit_test(test_fetch_feeds_the_download_progress),
         cmocka_unit_test(test_fetch_compressed_full_copied_and_removed),
         cmocka_unit_test(test_fetch_truncated_full_fails_naming_it),
         cmocka_unit_test(test_fetch_full_whose_db_is_not_its_name_refused),
