@@ -6,6 +6,7 @@
 #define ETCDBR_FULLSNAP_H
 
 #include "../codec/compress.h"
+#include "../common/phase.h"
 #include "../etcd/etcd_client.h"
 #include "../store/store.h"
 
@@ -16,6 +17,15 @@ typedef struct FullSnapshotResult {
                               revision inside the db (last_revision), creation second */
     uint64_t db_bytes;     /* db size without the trailer */
     uint64_t stored_bytes; /* bytes written to the store (after compression) */
+    /* Where the time went, begun when fullsnap_take was called (not ended: the caller ends it,
+     * phase_timer_end); on failure too. The thread's time in each stage of the stream:
+     * "prepare" (etcd's Status, naming, opening the object), "etcd_read" (waiting for etcd's
+     * stream), "check" (SHA-256 trailer and db checks), "compress_encrypt", "upload" (the
+     * store's writes, finish and commit; parts sent by uploader threads count while the stream
+     * waits for them), "history" (the hook), and on the staged path "read_staged". Stages of a
+     * stream overlap; each counts the time the thread spent in it. Retried attempts add to the
+     * same phases. */
+    PhaseTimer phases;
 } FullSnapshotResult;
 
 /* The Snapshot of a new object of store (snapname_new): kind, start and last revisions and
@@ -74,6 +84,13 @@ int fullsnap_take(EtcdClient *c, Store *store, const char *temp_dir, CompressKin
  * does not end it: the snapshotter stores its last delta this way while it stops. */
 int fullsnap_store_stream(Store *store, const Snapshot *snap, CompressKind compression,
                           IoReader *src, uint64_t *stored_bytes);
+
+/* fullsnap_store_stream, adding its time to pt (may be NULL): reading src to src_phase (NULL:
+ * "read_source"), the filters to "compress_encrypt", the store's open, writes, finish and commit
+ * to "upload". */
+int fullsnap_store_stream_timed(Store *store, const Snapshot *snap, CompressKind compression,
+                                IoReader *src, uint64_t *stored_bytes, PhaseTimer *pt,
+                                const char *src_phase);
 
 /* Stores the bbolt db at db_path as the full snapshot snap_name (a name from snapname_format,
  * described once with store_snapshot_for_name): its bytes then their SHA-256
