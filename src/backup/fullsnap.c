@@ -6,6 +6,7 @@
 #include "../common/err.h"
 #include "../common/fsutil.h"
 #include "../common/log.h"
+#include "../common/phase.h"
 #include "../common/progress.h"
 #include "../common/timeutil.h"
 #include "../format/bbolt.h"
@@ -39,6 +40,7 @@ typedef struct {
     IoWriter *checker;
     const uint64_t *count; /* bytes through the checker */
     Progress *progress;
+    int64_t ns; /* monotonic ns spent in the checker and everything under it */
 } SinkCtx;
 
 /* ERR_CANCELED once the process is stopping (SIGTERM/SIGINT): a full snapshot, however large,
@@ -52,7 +54,9 @@ static int snapshot_sink(void *ctx, const void *buf, size_t len) {
     SinkCtx *s = ctx;
     int rc = stopping();
     if (rc) return rc;
+    int64_t t0 = phase_now_ns();
     rc = io_write(s->checker, buf, len);
+    s->ns += phase_now_ns() - t0;
     progress_set(s->progress, *s->count);
     return rc;
 }
@@ -100,14 +104,34 @@ static void store_sink_free(IoWriter *w) {
 
 static const IoWriterVt store_sink_vt = {store_sink_write, store_sink_finish, store_sink_free};
 
-/* An object being written: the store writer and the filters in front of it. */
+/* An object being written: the store writer and the filters in front of it, and where its time
+ * went (monotonic ns, added to pt's "compress_encrypt" and "upload" when it is committed or
+ * aborted). */
 typedef struct {
     StoreWriter *sw;
     StoreSink sink; /* between the filters and the store writer */
     IoFilterGroup *g;
-    IoWriter *in;      /* where the snapshot's plain bytes go */
+    IoWriter *in;                   /* where the snapshot's plain bytes go (timed_in) */
+    IoWriter *timed_in, *timed_out; /* owned: timers before the filters and before the store */
+    int64_t in_ns;  /* in the filters' writes and finish, the store's writes under them included */
+    int64_t out_ns; /* in the store's writes under the filters */
+    int64_t store_ns;  /* in the store outside the filters: open, finish, commit, abort */
+    PhaseTimer *pt;    /* borrowed, may be NULL */
     int *store_failed; /* the caller's flag (may be NULL): 1 once a store call failed */
 } ObjOut;
+
+/* Adds o's times to its timer and zeroes them. */
+static void obj_flush_times(ObjOut *o) {
+    phase_add(o->pt, "compress_encrypt", o->in_ns - o->out_ns);
+    phase_add(o->pt, "upload", o->out_ns + o->store_ns);
+    o->in_ns = o->out_ns = o->store_ns = 0;
+}
+
+static void obj_free_timers(ObjOut *o) {
+    io_writer_free(o->timed_in);
+    io_writer_free(o->timed_out);
+    o->timed_in = o->timed_out = o->in = NULL;
+}
 
 int fullsnap_snapshot_new(const Store *store, SnapKind kind, int64_t start, int64_t last,
                           CompressKind compression, int is_final, Snapshot *out) {
@@ -122,28 +146,36 @@ int fullsnap_snapshot_new(const Store *store, SnapKind kind, int64_t start, int6
  * ".enc", store_name_suffix), the encryption bound to its name in front. ERR_EXISTS when the
  * object exists (nothing opened); on any error nothing is open. *store_failed (may be NULL) is
  * set to 1 whenever a call into the store fails, from here to obj_commit (never cleared). */
-static int obj_open(Store *store, const Snapshot *snap, CompressKind compression, ObjOut *o,
-                    int *store_failed) {
+static int obj_open(Store *store, const Snapshot *snap, CompressKind compression, PhaseTimer *pt,
+                    ObjOut *o, int *store_failed) {
     memset(o, 0, sizeof *o);
     o->store_failed = store_failed;
+    int64_t t0 = phase_now_ns();
     int rc = store_open_write(store, snap->snap_name, &o->sw);
+    phase_add(pt, "upload", phase_now_ns() - t0);
     if (rc != ERR_EXISTS) note_store_failed(store_failed, rc);
     if (rc) return rc;
+    o->pt = pt;
     o->sink = (StoreSink){{&store_sink_vt}, store_writer_io(o->sw), store_failed};
     if (snap->encrypted && !store_keyring(store))
         rc = err_set(ERR_INVALID, "%s: an encrypted name, but the store has no encryption key",
                      snap->snap_name);
-    if (!rc && !(o->g = io_filter_group_new(&o->sink.base)))
+    if (!rc && !(o->timed_out = io_timer_new(&o->sink.base, &o->out_ns))) rc = ERR_NOMEM;
+    if (!rc && !(o->g = io_filter_group_new(o->timed_out)))
         rc = err_set(ERR_NOMEM, "out of memory");
     if (!rc) rc = io_filter_group_add_compress(o->g, compression);
     char ident[128]; /* the name is bound into every chunk: under another name it fails */
     if (!rc && snap->encrypted && !(rc = snapname_identity(snap, ident, sizeof ident)))
         rc = io_filter_group_add_encrypt_bound(o->g, store_keyring(store), ident);
     if (!rc) rc = io_filter_group_add_count(o->g, "stored");
-    if (!rc && !(o->in = io_filter_group_io(o->g))) rc = err_set(ERR_NOMEM, "out of memory");
+    IoWriter *front = rc ? NULL : io_filter_group_io(o->g);
+    if (!rc && !front) rc = err_set(ERR_NOMEM, "out of memory");
+    if (!rc && !(o->timed_in = io_timer_new(front, &o->in_ns))) rc = ERR_NOMEM;
+    o->in = o->timed_in;
     if (rc) {
         io_filter_group_free(o->g);
         store_writer_abort(o->sw);
+        obj_free_timers(o);
         memset(o, 0, sizeof *o);
     }
     return rc;
@@ -151,8 +183,12 @@ static int obj_open(Store *store, const Snapshot *snap, CompressKind compression
 
 /* Finishes the filters and the writer's stream; *stored_bytes (may be NULL) = bytes written. */
 static int obj_finish(ObjOut *o, uint64_t *stored_bytes) {
+    int64_t t0 = phase_now_ns();
     int rc = io_filter_group_finish(o->g);
+    int64_t t1 = phase_now_ns();
+    o->in_ns += t1 - t0;
     if (!rc) rc = io_finish(&o->sink.base);
+    o->store_ns += phase_now_ns() - t1;
     uint64_t n = 0;
     io_filter_group_count(o->g, "stored", &n);
     if (stored_bytes) *stored_bytes = n;
@@ -164,7 +200,11 @@ static int obj_finish(ObjOut *o, uint64_t *stored_bytes) {
 static int obj_commit(ObjOut *o, uint64_t *stored_bytes) {
     io_filter_group_free(o->g);
     o->g = NULL;
+    obj_free_timers(o);
+    int64_t t0 = phase_now_ns();
     int rc = store_writer_commit(o->sw);
+    o->store_ns += phase_now_ns() - t0;
+    obj_flush_times(o);
     o->sw = NULL;
     if (rc != ERR_EXISTS) note_store_failed(o->store_failed, rc);
     if (rc == ERR_EXISTS) {
@@ -178,17 +218,22 @@ static int obj_commit(ObjOut *o, uint64_t *stored_bytes) {
 /* Discards whatever o holds (nothing becomes visible). NULL members are fine. */
 static void obj_abort(ObjOut *o) {
     io_filter_group_free(o->g);
+    obj_free_timers(o);
+    int64_t t0 = phase_now_ns();
     if (o->sw) store_writer_abort(o->sw);
+    o->store_ns += phase_now_ns() - t0;
+    obj_flush_times(o);
     memset(o, 0, sizeof *o);
 }
 
 /* fullsnap_store_stream reporting the bytes read from src to progress (may be NULL); with
- * cancel_on_stop, ERR_CANCELED (nothing stored) once the process is stopping. */
+ * cancel_on_stop, ERR_CANCELED (nothing stored) once the process is stopping. Its time goes to pt
+ * (may be NULL): reading src to the phase src_phase, the rest as obj_flush_times says. */
 static int store_stream(Store *store, const Snapshot *snap, CompressKind compression, IoReader *src,
                         uint64_t *stored_bytes, Progress *progress, int cancel_on_stop,
-                        int *store_failed) {
+                        PhaseTimer *pt, const char *src_phase, int *store_failed) {
     ObjOut o;
-    int rc = obj_open(store, snap, compression, &o, store_failed);
+    int rc = obj_open(store, snap, compression, pt, &o, store_failed);
     if (rc == ERR_EXISTS) {
         /* the name fixes kind, revisions and the second: an object already stored under it
          * holds the same revisions (e.g. two full snapshots requested in one second) */
@@ -197,7 +242,9 @@ static int store_stream(Store *store, const Snapshot *snap, CompressKind compres
     }
     if (rc) return rc;
     TickCtx tick = {progress, cancel_on_stop};
+    int64_t t0 = phase_now_ns();
     rc = io_copy_tick(src, o.in, NULL, progress_tick, &tick);
+    phase_add(pt, src_phase, phase_now_ns() - t0 - o.in_ns);
     if (!rc) rc = obj_finish(&o, stored_bytes);
     if (!rc) return obj_commit(&o, stored_bytes);
     obj_abort(&o);
@@ -206,9 +253,17 @@ static int store_stream(Store *store, const Snapshot *snap, CompressKind compres
 
 int fullsnap_store_stream(Store *store, const Snapshot *snap, CompressKind compression,
                           IoReader *src, uint64_t *stored_bytes, int *store_failed) {
+    return fullsnap_store_stream_timed(store, snap, compression, src, stored_bytes, NULL, NULL,
+                                       store_failed);
+}
+
+int fullsnap_store_stream_timed(Store *store, const Snapshot *snap, CompressKind compression,
+                                IoReader *src, uint64_t *stored_bytes, PhaseTimer *pt,
+                                const char *src_phase, int *store_failed) {
     /* the deltas' path: the last delta is stored while the process stops */
     if (store_failed) *store_failed = 0;
-    return store_stream(store, snap, compression, src, stored_bytes, NULL, 0, store_failed);
+    return store_stream(store, snap, compression, src, stored_bytes, NULL, 0, pt,
+                        src_phase ? src_phase : "read_source", store_failed);
 }
 
 /* The two-pass full snapshot: the stream staged in a file in temp_dir, checked there (every db
@@ -217,7 +272,7 @@ int fullsnap_store_stream(Store *store, const Snapshot *snap, CompressKind compr
  * dbSize for the progress (0 = unknown). */
 static int take_staged(EtcdClient *c, Store *store, const char *temp_dir, CompressKind compression,
                        int is_final, FullSnapshotHook before_store, void *hook_ctx, uint64_t expect,
-                       FullSnapshotResult *out) {
+                       PhaseTimer *pt, FullSnapshotResult *out) {
     char *path = NULL;
     IoWriter *fdw = NULL, *checker = NULL;
     IoReader *src = NULL;
@@ -241,8 +296,10 @@ static int take_staged(EtcdClient *c, Store *store, const char *temp_dir, Compre
     }
     snprintf(what, sizeof what, "full snapshot: receiving from %s", etcd_client_endpoint(c));
     progress = progress_start(what, expect, 1);
-    SinkCtx ctx = {checker, count, progress};
+    SinkCtx ctx = {checker, count, progress, 0};
+    int64_t tm = phase_now_ns();
     rc = etcd_snapshot(c, snapshot_sink, &ctx);
+    phase_lap(pt, "etcd_read", &tm);
     progress_finish(progress);
     progress = NULL;
     if (rc) goto done;
@@ -251,6 +308,7 @@ static int take_staged(EtcdClient *c, Store *store, const char *temp_dir, Compre
     progress = progress_start("full snapshot: checking every db page", 0, 0);
     int64_t revision = 0;
     rc = snapshot_file_verify(path, checker, *count, 0, 1, &payload_len, &revision);
+    phase_lap(pt, "check", &tm);
     progress_finish(progress);
     progress = NULL;
     if (rc) {
@@ -262,9 +320,11 @@ static int take_staged(EtcdClient *c, Store *store, const char *temp_dir, Compre
     if (rc) goto done;
     if (before_store) {
         HistoryRestoreMark mark;
+        int64_t h0 = phase_now_ns();
         rc = history_mark_read_db(path, payload_len, &mark);
         if (rc) rc = err_wrap(rc, "reading the restore mark of the snapshot");
         if (!rc) rc = before_store(hook_ctx, &mark, payload_len, &out->snap);
+        phase_lap(pt, "history", &h0);
         if (rc) goto done;
     }
     if (lseek(fd, 0, SEEK_SET) != 0) {
@@ -279,8 +339,8 @@ static int take_staged(EtcdClient *c, Store *store, const char *temp_dir, Compre
     snprintf(what, sizeof what, "full snapshot: %s and storing %s",
              store_keyring(store) ? "compressing, encrypting" : "compressing", out->snap.snap_name);
     progress = progress_start(what, *count, 1);
-    rc = store_stream(store, &out->snap, compression, src, &out->stored_bytes, progress, 1,
-                      &out->store_failed);
+    rc = store_stream(store, &out->snap, compression, src, &out->stored_bytes, progress, 1, pt,
+                      "read_staged", &out->store_failed);
 done:
     progress_finish(progress);
     io_reader_free(src);
@@ -332,8 +392,8 @@ typedef struct {
 } OnePass;
 
 static int onepass_open(OnePass *p, Store *store, const Snapshot *snap, CompressKind compression,
-                        int *store_failed) {
-    int rc = obj_open(store, snap, compression, &p->o, store_failed);
+                        PhaseTimer *pt, int *store_failed) {
+    int rc = obj_open(store, snap, compression, pt, &p->o, store_failed);
     if (rc == ERR_EXISTS) p->fallback = p->exists = 1; /* the staged path decides that */
     if (rc) return rc;
     rc = bbolt_stream_new(&p->bs);
@@ -394,30 +454,47 @@ static int onepass_check(OnePass *p, int64_t rev0, uint64_t *db_len, HistoryRest
 /* One attempt: etcd's stream through the checks into the store object named with rev0 (etcd's
  * revision just before the stream), committed only once the trailer, the db checks and the
  * db's revision == rev0 pass and the hook agreed; aborted otherwise. */
+/* pt's phases of the stream itself: stream_ns in etcd_snapshot, of which sink_ns in the sink;
+ * of that, what did not reach the filters (p->o.in_ns, counted by the object) is the checks. */
+static void onepass_stream_times(PhaseTimer *pt, const OnePass *p, int64_t stream_ns,
+                                 int64_t sink_ns) {
+    phase_add(pt, "etcd_read", stream_ns - sink_ns);
+    phase_add(pt, "check", sink_ns - p->o.in_ns);
+}
+
 static int take_onepass(EtcdClient *c, Store *store, CompressKind compression, int is_final,
                         FullSnapshotHook before_store, void *hook_ctx, int64_t rev0,
-                        uint64_t expect, OnePass *p, FullSnapshotResult *out) {
+                        uint64_t expect, OnePass *p, PhaseTimer *pt, FullSnapshotResult *out) {
     char what[320];
     uint64_t db_len = 0;
     HistoryRestoreMark mark;
     Snapshot snap;
+    int64_t t = phase_now_ns();
     int rc = fullsnap_snapshot_new(store, SNAP_FULL, 0, rev0, compression, is_final, &snap);
-    if (!rc) rc = onepass_open(p, store, &snap, compression, &out->store_failed);
+    if (!rc) rc = onepass_open(p, store, &snap, compression, pt, &out->store_failed);
+    phase_lap(pt, "prepare", &t);
     if (rc) return rc;
     /* one line for receiving, checking, compressing and storing: they happen together */
     snprintf(what, sizeof what, "full snapshot: receiving from %s", etcd_client_endpoint(c));
     Progress *progress = progress_start(what, expect, 1);
-    SinkCtx ctx = {p->checker, p->count, progress};
+    SinkCtx ctx = {p->checker, p->count, progress, 0};
     rc = etcd_snapshot(c, snapshot_sink, &ctx);
     progress_finish(progress);
+    int64_t now = phase_now_ns();
+    onepass_stream_times(pt, p, now - t, ctx.ns);
+    t = now;
     if (!rc) rc = onepass_check(p, rev0, &db_len, &mark);
+    phase_lap(pt, "check", &t);
     if (rc) return err_wrap(rc, "full snapshot from %s", etcd_client_endpoint(c));
     rc = obj_finish(&p->o, &out->stored_bytes);
     if (rc) return rc;
     out->snap = snap;
     out->db_bytes = db_len;
     /* the hook (history, tag) runs before the object becomes visible, as in the staged path */
-    if (before_store && (rc = before_store(hook_ctx, &mark, db_len, &out->snap))) return rc;
+    t = phase_now_ns();
+    if (before_store) rc = before_store(hook_ctx, &mark, db_len, &out->snap);
+    phase_lap(pt, "history", &t);
+    if (rc) return rc;
     return obj_commit(&p->o, &out->stored_bytes);
 }
 
@@ -426,10 +503,10 @@ static int take_onepass(EtcdClient *c, Store *store, CompressKind compression, i
  * that fast gets the staged path, which names the object after reading the db. */
 #define ONEPASS_TRIES 3
 
-int fullsnap_take(EtcdClient *c, Store *store, const char *temp_dir, CompressKind compression,
-                  int is_final, FullSnapshotHook before_store, void *hook_ctx,
-                  FullSnapshotResult *out) {
-    memset(out, 0, sizeof *out);
+static int take(EtcdClient *c, Store *store, const char *temp_dir, CompressKind compression,
+                int is_final, FullSnapshotHook before_store, void *hook_ctx, PhaseTimer *pt,
+                FullSnapshotResult *out) {
+    int64_t t = phase_now_ns();
     int rc = fs_mkdir_p(temp_dir, 0700);
     if (rc) return rc;
     fullsnap_cleanup_stale(temp_dir);
@@ -438,6 +515,7 @@ int fullsnap_take(EtcdClient *c, Store *store, const char *temp_dir, CompressKin
          * it); dbSize is for the ETA (approximate: the stream adds the 32-byte trailer) */
         EtcdStatus st;
         int have = etcd_status(c, &st) == 0 && st.revision > 0;
+        phase_lap(pt, "prepare", &t);
         uint64_t expect = have && st.db_size > 0 ? (uint64_t)st.db_size : 0;
         /* ETCDBR_FULL_SNAPSHOT_STAGED=1: the staged path always (benchmarks compare the two,
          * tests cover the fallback) */
@@ -451,14 +529,15 @@ int fullsnap_take(EtcdClient *c, Store *store, const char *temp_dir, CompressKin
         if (why) {
             log_info("full snapshot: %s: staging it in %s", why, temp_dir);
             return take_staged(c, store, temp_dir, compression, is_final, before_store, hook_ctx,
-                               expect, out);
+                               expect, pt, out);
         }
         OnePass p;
         memset(&p, 0, sizeof p);
         memset(out, 0, sizeof *out);
         rc = take_onepass(c, store, compression, is_final, before_store, hook_ctx, st.revision,
-                          expect, &p, out);
+                          expect, &p, pt, out);
         onepass_free(&p);
+        t = phase_now_ns();
         if (p.fallback) {
             if (p.exists) /* not an error: two snapshotters took one revision in one second */
                 log_info("full snapshot: another snapshotter stored revision %lld this second: "
@@ -467,12 +546,27 @@ int fullsnap_take(EtcdClient *c, Store *store, const char *temp_dir, CompressKin
             else
                 log_info("full snapshot: %s: staging it in %s instead", err_msg(), temp_dir);
             return take_staged(c, store, temp_dir, compression, is_final, before_store, hook_ctx,
-                               expect, out);
+                               expect, pt, out);
         }
         if (!p.retry) return rc;
         memset(out, 0, sizeof *out);
         log_info("full snapshot: nothing stored, taken again: %s", err_msg());
     }
+}
+
+int fullsnap_take(EtcdClient *c, Store *store, const char *temp_dir, CompressKind compression,
+                  int is_final, FullSnapshotHook before_store, void *hook_ctx,
+                  FullSnapshotResult *out) {
+    memset(out, 0, sizeof *out);
+    PhaseTimer pt;
+    phase_timer_begin(&pt);
+    static const char *const order[] = {"prepare",          "etcd_read", "check",
+                                        "compress_encrypt", "upload",    "history"};
+    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) /* listed in this order */
+        phase_add(&pt, order[i], 0);
+    int rc = take(c, store, temp_dir, compression, is_final, before_store, hook_ctx, &pt, out);
+    out->phases = pt;
+    return rc;
 }
 
 /* ---------- a db file as a full snapshot (compact) ---------- */
@@ -543,7 +637,9 @@ int fullsnap_store_db_file(Store *store, const char *snap_name, CompressKind com
     Snapshot snap;
     int rc = store_snapshot_for_name(store, snap_name, &snap);
     Progress *p = rc ? NULL : progress_start(what, (uint64_t)st.st_size + SHA256_LEN, 1);
-    if (!rc) rc = store_stream(store, &snap, compression, &d->base, stored_bytes, p, 1, NULL);
+    if (!rc)
+        rc =
+            store_stream(store, &snap, compression, &d->base, stored_bytes, p, 1, NULL, NULL, NULL);
     progress_finish(p);
     io_reader_free(&d->base);
     close(fd);

@@ -6,6 +6,7 @@
 #define ETCDBR_FULLSNAP_H
 
 #include "../codec/compress.h"
+#include "../common/phase.h"
 #include "../etcd/etcd_client.h"
 #include "../store/store.h"
 
@@ -20,6 +21,15 @@ typedef struct FullSnapshotResult {
                               finishing or committing the object): the store, not etcd, the
                               checks or the temp dir, is what failed; the hook's own store calls
                               are the hook's to tell */
+    /* Where the time went, begun when fullsnap_take was called (not ended: the caller ends it,
+     * phase_timer_end); on failure too. The thread's time in each stage of the stream:
+     * "prepare" (etcd's Status, naming, opening the object), "etcd_read" (waiting for etcd's
+     * stream), "check" (SHA-256 trailer and db checks), "compress_encrypt", "upload" (the
+     * store's writes, finish and commit; parts sent by uploader threads count while the stream
+     * waits for them), "history" (the hook), and on the staged path "read_staged". Stages of a
+     * stream overlap; each counts the time the thread spent in it. Retried attempts add to the
+     * same phases. */
+    PhaseTimer phases;
 } FullSnapshotResult;
 
 /* The Snapshot of a new object of store (snapname_new): kind, start and last revisions and
@@ -80,6 +90,13 @@ int fullsnap_take(EtcdClient *c, Store *store, const char *temp_dir, CompressKin
  * FullSnapshotResult.store_failed), 0 when src, a filter or nothing failed. */
 int fullsnap_store_stream(Store *store, const Snapshot *snap, CompressKind compression,
                           IoReader *src, uint64_t *stored_bytes, int *store_failed);
+
+/* fullsnap_store_stream, adding its time to pt (may be NULL): reading src to src_phase (NULL:
+ * "read_source"), the filters to "compress_encrypt", the store's open, writes, finish and commit
+ * to "upload"; *store_failed as fullsnap_store_stream's. */
+int fullsnap_store_stream_timed(Store *store, const Snapshot *snap, CompressKind compression,
+                                IoReader *src, uint64_t *stored_bytes, PhaseTimer *pt,
+                                const char *src_phase, int *store_failed);
 
 /* Stores the bbolt db at db_path as the full snapshot snap_name (a name from snapname_format,
  * described once with store_snapshot_for_name): its bytes then their SHA-256

@@ -403,6 +403,8 @@ static int take_full(Snapshotter *s, int is_final) {
                            is_final, full_hook, s, &res);
     const Snapshot *snap = &res.snap; /* named (snap_name set) once the db was read */
     double secs = (double)(now_mono_ms() - t0) / 1000.0;
+    phase_timer_end(&res.phases, rc == 0, snap->snap_name);
+    phase_last_set(PHASE_LAST_FULL, &res.phases);
     if (rc && s->run.fenced) return rc; /* not a failure: the hook stored nothing */
     if (rc == ERR_CANCELED && ((s->run.stop && *s->run.stop) || atomic_load(process_stop_flag()))) {
         /* stopped by a signal, nothing stored: the chain stands as it was, so the last delta
@@ -564,6 +566,14 @@ static int take_delta(Snapshotter *s, int *stored_out) {
         return rc;
     }
     int64_t t0 = now_mono_ms();
+    PhaseTimer pt; /* "prepare" (name, tag), "collect" (the spool closed and read back),
+                      "compress_encrypt", "upload" */
+    phase_timer_begin(&pt);
+    phase_add(&pt, "prepare", 0); /* listed in this order */
+    phase_add(&pt, "collect", 0);
+    phase_add(&pt, "compress_encrypt", 0);
+    phase_add(&pt, "upload", 0);
+    int64_t lap = pt.start_ns;
     Snapshot snap; /* named once; the writer, the tag, last_stored and the event take it */
     rc =
         fullsnap_snapshot_new(s->cfg.store, SNAP_INCR, s->chain.prev_rev + 1,
@@ -573,13 +583,17 @@ static int take_delta(Snapshotter *s, int *stored_out) {
     int in_store = 0; /* the failing step was the store's */
     rc = tag_object(&s->chain, s->cfg.store, &snap);
     if (rc) in_store = s->chain.history[0] != '\0'; /* not when no history was decided */
+    phase_lap(&pt, "prepare", &lap);
     if (!rc) rc = delta_writer_payload(s->spool.w, &payload);
+    phase_lap(&pt, "collect", &lap);
     uint64_t stored = 0;
     if (!rc)
-        rc = fullsnap_store_stream(s->cfg.store, &snap, s->cfg.compression, payload, &stored,
-                                   &in_store);
+        rc = fullsnap_store_stream_timed(s->cfg.store, &snap, s->cfg.compression, payload, &stored,
+                                         &pt, "collect", &in_store);
     io_reader_free(payload);
     double secs = (double)(now_mono_ms() - t0) / 1000.0;
+    phase_timer_end(&pt, rc == 0, snap.snap_name);
+    phase_last_set(PHASE_LAST_DELTA, &pt);
     if (rc) {
         char *msg = strdup(err_msg());
         untag_unstored(&s->chain, s->cfg.store, &snap);

@@ -77,6 +77,7 @@ static int server_main(const Opts *o, char **etcd_argv) {
         .server_client_ca = opts_values(o)->server_client_ca_file,
         .server_token = token,
         .use_etcd_wrapper = opts_values(o)->use_etcd_wrapper,
+        .enable_profiling = opts_values(o)->enable_profiling,
         .verify = {.schedule = opts_values(o)->verify_schedule,
                    .restore_test = opts_values(o)->verify_restore_test,
                    .etcd_bin = opts_values(o)->restore_test_etcd_bin},

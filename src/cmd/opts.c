@@ -788,6 +788,7 @@ void opts_write_markdown(FILE *f) {
         "## Ignored on purpose\n\nThe Go tool's settings that have no meaning here.\n\n"};
     for (size_t k = 0; k < 2; k++) {
         fprintf(f, "\n%s", titles[k]);
+        size_t listed = 0;
         for (size_t i = 0; i < N_OPTS; i++) {
             const OptDef *d = &opt_table[i];
             char cmds[128];
@@ -795,13 +796,16 @@ void opts_write_markdown(FILE *f) {
             if (kinds[k] == OPT_IGNORED && d->support != OPT_IGNORED && d->ignored_in) {
                 commands_text(d->ignored_in, cmds, sizeof cmds);
                 fprintf(f, "- `--%s` (%s): %s\n", d->name, cmds, d->ignored_in_why);
+                listed++;
                 continue;
             }
             if (d->support != kinds[k] || !cmds[0]) continue;
             fprintf(f, "- `--%s` (%s)", d->name, cmds);
             if (d->support == OPT_IGNORED) fprintf(f, ": %s", d->ignored);
             fputs("\n", f);
+            listed++;
         }
+        if (!listed) fputs("None.\n", f);
     }
 }
 

@@ -294,7 +294,11 @@ OPT(server_address, OPT_STRING,
      ACTIVE})
 OPT(enable_profiling, OPT_BOOL,
     {"enable-profiling", 0, OPT_BOOL, "false", NULL, CMD_SERVER, 0,
-     "serve profiling handlers under /debug/pprof/", UNIMPLEMENTED})
+     "serve profiling documents under /debug/pprof/ (JSON, or text with ?format=text): memory "
+     "and heap, threads and their states, open fds, store requests in flight, time per phase "
+     "of the last snapshots and restore; they need the token or client certificate when "
+     "--server-auth-token-file or --server-client-ca-file asks for one",
+     ACTIVE})
 OPT(server_cert, OPT_STRING,
     {"server-cert", 0, OPT_STRING, "", NULL, CMD_SERVER, 0,
      "TLS certificate of the HTTP server; with --server-key the server speaks HTTPS", ACTIVE})

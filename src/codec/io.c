@@ -1,6 +1,7 @@
 /* io: basic streams over fds and memory; see io.h. */
 #include "io.h"
 #include "../common/err.h"
+#include "../common/phase.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -177,4 +178,27 @@ IoWriter *io_counter_new(IoWriter *next, uint64_t **count_out) {
     c->next = next;
     if (count_out) *count_out = &c->count;
     return &c->base;
+}
+
+typedef struct {
+    IoWriter base;
+    IoWriter *next;
+    int64_t *ns;
+} IoTimer;
+
+static int tim_write(IoWriter *w, const void *buf, size_t len) {
+    IoTimer *t = (IoTimer *)w;
+    int64_t t0 = phase_now_ns();
+    int rc = io_write(t->next, buf, len);
+    *t->ns += phase_now_ns() - t0;
+    return rc;
+}
+static const IoWriterVt tim_vt = {tim_write, cnt_finish, fdw_free};
+
+IoWriter *io_timer_new(IoWriter *next, int64_t *ns) {
+    IoTimer *t = io_writer_alloc(sizeof *t, &tim_vt, "stream timer");
+    if (!t) return NULL;
+    t->next = next;
+    t->ns = ns;
+    return &t->base;
 }

@@ -80,4 +80,10 @@ IoReader *io_mem_reader_new(const void *buf, size_t len);
 typedef struct IoCounter IoCounter;
 IoWriter *io_counter_new(IoWriter *next, uint64_t **count_out);
 
+/* Writer that passes every write on to next (borrowed) and adds the monotonic nanoseconds each
+ * took (next's own work and everything under it) to *ns (borrowed, must outlive the writer;
+ * never reset here): where a stream's time went (phase.h). Its finish does nothing (the owner
+ * finishes next, as with every filter). NULL with ERR_NOMEM set. */
+IoWriter *io_timer_new(IoWriter *next, int64_t *ns);
+
 #endif

@@ -2,6 +2,7 @@
 #include "thread.h"
 
 #include <signal.h>
+#include <stdio.h>
 #include <time.h>
 
 int thread_start_quiet(pthread_t *t, void *(*fn)(void *), void *arg) {
@@ -22,4 +23,10 @@ int cond_init_monotonic(pthread_cond_t *cv) {
     int rc = pthread_cond_init(cv, &ca);
     pthread_condattr_destroy(&ca);
     return rc;
+}
+
+void thread_name_self(const char *name) {
+    char cut[16];
+    snprintf(cut, sizeof cut, "%s", name);
+    pthread_setname_np(pthread_self(), cut);
 }

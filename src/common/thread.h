@@ -15,4 +15,8 @@ int thread_start_quiet(pthread_t *t, void *(*fn)(void *), void *arg);
  * CLOCK_MONOTONIC times. Returns pthread_cond_init's result. */
 int cond_init_monotonic(pthread_cond_t *cv);
 
+/* Names the calling thread (its /proc comm, what the profiling endpoints and `top -H` show),
+ * cut to the 15 bytes Linux keeps. Best effort: a failure is ignored. */
+void thread_name_self(const char *name);
+
 #endif

@@ -195,6 +195,7 @@ static int restore_beside(const InitConfig *cfg, InitResult *out, const Validati
     int64_t t0 = now_mono_ms();
     rc = restorer_run(&rcfg, &rr);
     out->restore_seconds = (double)(now_mono_ms() - t0) / 1000.0;
+    out->restore_phases = rr.phases;
     if (rc) {
         /* nothing was moved: a backup whose contents do not match its name (or any failed
          * restore) never replaces the data dir */

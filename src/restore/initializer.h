@@ -49,8 +49,9 @@ typedef struct InitResult {
     int joined_as_learner; /* added to the cluster as a learner: etcd must start with an empty
                               data dir and --initial-cluster-state=existing */
     double validation_seconds, restore_seconds;
-    int64_t revision;  /* data dir revision after initialization, 0 if unknown */
-    char summary[768]; /* what happened, for logs */
+    PhaseTimer restore_phases; /* the restore's (RestoreResult.phases); n == 0 with no restore */
+    int64_t revision;          /* data dir revision after initialization, 0 if unknown */
+    char summary[768];         /* what happened, for logs */
 } InitResult;
 
 /* 0 when the data dir is ready for etcd (valid, restored, or absent with nothing to restore);

@@ -15,6 +15,7 @@
 #include "../common/err.h"
 #include "../common/fsutil.h"
 #include "../common/log.h"
+#include "../common/phase.h"
 #include "../common/progress.h"
 #include "../common/timeutil.h"
 #include "../format/bbolt.h"
@@ -210,12 +211,15 @@ static int stage_build(RestoreRun *r) {
 
 /* Stage 6, the member dirs around the db (restore_write_members), then the swap: every
  * "<data-dir>.part" renamed into place once all are written (restore_swap_commit). */
-static int stage_member_dirs_and_swap(RestoreRun *r) {
+static int stage_member_dirs_and_swap(RestoreRun *r, int64_t *lap) {
     int rc = restore_write_members(r->cfg, r->ms, r->nm, r->swap.parts, r->swap.part_data, &r->ic,
                                    r->db_path, r->tool_log);
+    if (!rc && !r->own_dirs) unlink(r->db_path);
+    phase_lap(&r->out->phases, "member_dirs", lap);
     if (rc) return rc;
-    if (!r->own_dirs) unlink(r->db_path);
-    if ((rc = restore_swap_commit(&r->swap))) return rc;
+    rc = restore_swap_commit(&r->swap);
+    phase_lap(&r->out->phases, "swap", lap);
+    if (rc) return rc;
     r->out->revision = r->final_rev;
     return 0;
 }
@@ -240,23 +244,37 @@ static void run_finish(RestoreRun *r, int rc) {
     restore_plan_free(&r->plan);
 }
 
+/* Runs stage (one of the above) unless rc already failed, adding its time to the phase name. */
+static int timed_stage(RestoreRun *r, int rc, int (*stage)(RestoreRun *), const char *name,
+                       int64_t *lap) {
+    if (rc) return rc;
+    rc = stage(r);
+    phase_lap(&r->out->phases, name, lap);
+    return rc;
+}
+
 int restorer_run(const RestoreConfig *cfg, RestoreResult *out) {
     int64_t t0 = now_mono_ms();
     RestoreRun r;
     run_init(&r, cfg, out);
-    int rc = stage_targets(&r);
-    if (!rc) rc = stage_plan(&r);
-    if (!rc) rc = stage_prepare(&r);
-    if (!rc) rc = stage_fetch(&r);
-    if (!rc) rc = stage_build(&r);
+    phase_timer_begin(&out->phases);
+    int64_t lap = out->phases.start_ns;
+    int rc = timed_stage(&r, 0, stage_targets, "plan", &lap);
+    rc = timed_stage(&r, rc, stage_plan, "plan", &lap);
+    rc = timed_stage(&r, rc, stage_prepare, "prepare", &lap);
+    rc = timed_stage(&r, rc, stage_fetch, "fetch", &lap);
+    rc = timed_stage(&r, rc, stage_build, "build", &lap);
     if (!rc && cfg->db_sink) { /* compact: the db goes to the sink, no member dirs */
         out->revision = r.final_rev;
         if ((rc = restore_stopped(cfg->stop)) == 0)
             rc = cfg->db_sink(cfg->db_sink_ctx, r.db_path, r.plan.full, out);
+        phase_lap(&out->phases, "sink", &lap);
     } else if (!rc) {
-        rc = stage_member_dirs_and_swap(&r);
+        rc = stage_member_dirs_and_swap(&r, &lap);
     }
     run_finish(&r, rc);
+    phase_lap(&out->phases, "cleanup", &lap);
     out->seconds_total = (double)(now_mono_ms() - t0) / 1000.0;
+    phase_timer_end(&out->phases, rc == 0, cfg->n_members ? NULL : cfg->data_dir);
     return rc;
 }

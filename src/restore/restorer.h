@@ -11,6 +11,7 @@
 #ifndef ETCDBR_RESTORER_H
 #define ETCDBR_RESTORER_H
 
+#include "../common/phase.h"
 #include "../store/store.h"
 
 #include <stdatomic.h>
@@ -87,6 +88,12 @@ struct RestoreResult {
     int target_refused; /* the error is about the requested target or bump (a usage error) */
     int64_t last_delta_revision; /* last revision of the last delta applied (0 if none) */
     char last_delta_suffix[16];  /* compression suffix of that delta ("" if none) */
+    /* Where the time went, ended (phase.h), on failure too, the stages run so far: "plan" (the
+     * targets checked and locked, the set chosen), "prepare" (work dirs), "fetch" (the full
+     * snapshot made local and checked; the deltas' fetchers started), "build" (the db; it waits
+     * for deltas the fetchers have not brought yet), "member_dirs", "swap", or "sink" (a
+     * db_sink), then "cleanup". Label: the data dir (none for several members). */
+    PhaseTimer phases;
 };
 
 /* Restores. Errors: ERR_EXISTS (non-empty data dir, or another restore holds its parent),

@@ -264,6 +264,7 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
  * fd is still open and ours under track_mu (CLOSED takes the lock before it is closed). */
 static void *sweeper_main(void *arg) {
     HttpServer *s = arg;
+    thread_name_self("http-sweeper");
     pthread_mutex_lock(&s->track_mu);
     while (!s->sweep_stop) {
         int64_t now = now_mono_ms();
@@ -296,6 +297,7 @@ static void *sweeper_main(void *arg) {
 
 static void *worker_main(void *arg) {
     HttpServer *s = arg;
+    thread_name_self("http-worker");
     pthread_mutex_lock(&s->pool_mu);
     for (;;) {
         while (!s->q_head && !s->stopping) {

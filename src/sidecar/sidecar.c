@@ -12,6 +12,7 @@
 #include "leader_proxy.h"
 #include "member.h"
 #include "peer_url.h"
+#include "profiling.h"
 #include "secondary_sync.h"
 #include "server_verify.h"
 #include "../backup/fullsnap.h"
@@ -20,6 +21,7 @@
 #include "../common/exitcode.h"
 #include "../common/goparse.h"
 #include "../common/log.h"
+#include "../common/phase.h"
 #include "../common/timeutil.h"
 #include "../restore/initializer.h"
 #include "../server/http.h"
@@ -84,6 +86,7 @@ static void observe_init(const InitResult *res, int rc) {
     etcdbr_metrics_initialization(res->validation_ok || ok, res->validation_seconds,
                                   res->restored || (!ok && !res->validation_ok), ok,
                                   res->restore_seconds);
+    if (res->restore_phases.n) phase_last_set(PHASE_LAST_RESTORE, &res->restore_phases);
 }
 
 /* Before validating the data dir. An etcd that answers on this member's endpoint runs on the data
@@ -113,6 +116,7 @@ static int init_precheck(Server *sv) {
 
 static void *init_main(void *arg) {
     Server *sv = arg;
+    thread_name_self("initializer");
     int64_t t0 = now_mono_ms();
     InitConfig ic = {.restore = sv->setup->restore,
                      .full_mode = strcmp(sv->init_mode, "sanity") != 0,
@@ -192,6 +196,7 @@ static int still_leader(void *ctx) {
 
 static void *snap_main(void *arg) {
     Server *sv = arg;
+    thread_name_self("snapshotter");
     snapshotter_run(sv->snap_owned, &sv->snap_stop, 0);
     return NULL;
 }
@@ -422,6 +427,7 @@ static void respond_built(HttpResponse *resp, int rc, const char *type, char *te
 static void handle(void *ctx, const HttpRequest *req, HttpResponse *resp) {
     Server *sv = ctx;
     const char *path = http_request_path(req);
+    if (sv->so->enable_profiling && profiling_handle(req, resp)) return;
     if (!strcmp(path, "/healthz")) {
         if (!is_get(req)) return method_not_allowed(resp, "GET, HEAD");
         int ok = healthy(sv);
@@ -484,7 +490,8 @@ static int answers_at_once(void *ctx, const HttpRequest *req) {
     const char *path = http_request_path(req);
     for (size_t i = 0; i < sizeof slow / sizeof slow[0]; i++)
         if (!strcmp(path, slow[i])) return 0;
-    return 1;
+    /* the profiling documents read hundreds of small /proc files: a worker's job */
+    return strncmp(path, "/debug/pprof", 12) != 0;
 }
 
 /* Answered without client certificate or token (docs/server.md, "Production setting"): probes
@@ -502,6 +509,11 @@ static void log_serving(const SidecarOptions *so, const HttpServer *http) {
              so->server_token ? "; bearer token required" : "");
     if (*so->server_client_ca || so->server_token)
         log_info("HTTP paths open without credentials: /healthz, /metrics");
+    if (so->enable_profiling)
+        log_info("profiling documents served under %s (--enable-profiling)%s", PROFILING_PREFIX,
+                 *so->server_client_ca || so->server_token ? ", with the same credentials as "
+                                                             "every closed path"
+                                                           : "");
 }
 
 /* ---------- leader check ---------- */

@@ -27,6 +27,7 @@ typedef struct SidecarOptions {
     const char *server_client_ca; /* --server-client-ca-file ("": no client certificates) */
     AuthToken *server_token;      /* --server-auth-token-file, NULL: none (borrowed) */
     int use_etcd_wrapper;         /* --use-etcd-wrapper */
+    int enable_profiling;         /* --enable-profiling: /debug/pprof/ (profiling.h) */
     MemberFlags member;           /* this member's flags (member.h) */
     ServerVerifyConfig verify;    /* --verify-schedule and its restore test */
     atomic_int *stop;             /* set by SIGTERM/SIGINT: the run ends cleanly */

@@ -145,6 +145,7 @@ static void pool_put(ObjHttp *h, PoolEnt *e) {
  * result. */
 static CURLcode perform(ObjHttp *h, const ObjHttpRequest *r, PoolEnt *e) {
     if (curl_multi_add_handle(e->multi, e->easy) != CURLM_OK) return CURLE_OUT_OF_MEMORY;
+    int inflight = objhttp_inflight_begin(h->what, r->method); /* the profiling endpoints' */
     CURLcode cc = CURLE_OK;
     WaitNote note;
     wait_note_start(&note);
@@ -174,6 +175,7 @@ static CURLcode perform(ObjHttp *h, const ObjHttpRequest *r, PoolEnt *e) {
         }
     }
     curl_multi_remove_handle(e->multi, e->easy);
+    objhttp_inflight_end(inflight);
     return cc;
 }
 
@@ -831,9 +833,12 @@ struct ObjHttpStream {
     char curl_err[CURL_ERROR_SIZE];
     int done;
     CURLcode result;
+    int inflight; /* objhttp_inflight_begin's token while started, else 0 */
 };
 
 static void stream_release(ObjHttpStream *s) {
+    objhttp_inflight_end(s->inflight);
+    s->inflight = 0;
     if (s->multi) {
         if (s->x.curl) curl_multi_remove_handle(s->multi, s->x.curl);
         curl_multi_cleanup(s->multi);
@@ -891,6 +896,7 @@ static int stream_start(ObjHttpStream *s) {
     s->x.sbuf.max = STREAM_BUF;
     s->x.curl = curl_easy_init();
     s->multi = curl_multi_init();
+    s->inflight = objhttp_inflight_begin(s->h->what, s->req.method);
     if (!s->x.curl || !s->multi) return err_set(ERR_NOMEM, "%s: curl init failed", s->h->what);
     int rc = setup(s->h, &s->x, &s->hl);
     if (rc != 0) return rc;

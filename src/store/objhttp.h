@@ -393,4 +393,30 @@ char *objhttp_xml_text_pct(const char *s, size_t n, int pct);
 /* The first opening tag "<tag" followed by '>', ' ' or '/' in [p, end), or NULL. */
 const char *objhttp_xml_open(const char *p, const char *end, const char *tag);
 
+/* ---- requests in flight (objhttp_inflight.c), for the profiling endpoints ----
+ * Process-wide: every request objhttp sends (one attempt of objhttp_do; a stream from its start
+ * to its release) is counted from its start to its end, and the first OBJHTTP_INFLIGHT_SLOTS at
+ * once are kept with their provider, method and start time. Thread-safe (one mutex, held for a
+ * few stores). */
+#define OBJHTTP_INFLIGHT_SLOTS 64
+
+typedef struct ObjHttpInflight {
+    char provider[16]; /* ObjHttpConfig.what, cut to fit */
+    char method[8];
+    int64_t age_ms; /* since the request started (monotonic) */
+} ObjHttpInflight;
+
+typedef struct ObjHttpInflightStats {
+    uint64_t started, finished; /* requests since the process started */
+    uint64_t in_flight;         /* started and not finished */
+    size_t n;                   /* entries copied out (at most in_flight, at most cap) */
+} ObjHttpInflightStats;
+
+/* A request starts: its token for objhttp_inflight_end (> 0). */
+int objhttp_inflight_begin(const char *provider, const char *method);
+/* The request of token ends (token 0: nothing; each token ends once). */
+void objhttp_inflight_end(int token);
+/* The requests in flight now: up to cap of them into out (oldest first), and the counters. */
+void objhttp_inflight_list(ObjHttpInflight *out, size_t cap, ObjHttpInflightStats *st);
+
 #endif
