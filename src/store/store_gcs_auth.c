@@ -310,8 +310,9 @@ static int cred_file_load(const char *path, GcsCreds *sa, GcsExtCreds *ext, enum
     char *b = objhttp_read_small_file(path);
     if (!b) {
         FILE *f = fopen(path, "rb");
+        int exists = f != NULL;
         if (f) fclose(f);
-        return err_set(f ? ERR_INVALID : ERR_NOT_FOUND,
+        return err_set(exists ? ERR_INVALID : ERR_NOT_FOUND,
                        "GCS credentials %s: cannot be read (or larger than 1 MiB)", path);
     }
     json_t *root = json_loads(b, 0, NULL);
