@@ -1,10 +1,13 @@
-/* fuzz_gcs_list: libFuzzer target for the GCS objects.list JSON parser (gcs_list_parse) and the
- * token response parser (gcs_token_parse) on the same bytes. Any input must give 0 or a project
- * error, never crash or read out of bounds (the input is not NUL-terminated); every reported name
- * and the page token are NUL-terminated strings no longer than the input, sizes are -1 or more.
- * Seeds in fuzz/corpus/gcs_list/: fake-gcs-server-shaped pages (escapes, sizes as strings,
- * retention times, nextPageToken, the last page), a token response and an error document. */
+/* fuzz_gcs_list: libFuzzer target for the GCS objects.list JSON parser (gcs_list_parse), the
+ * token response parser (gcs_token_parse), the impersonation answer (oauth2_answer_parse with an
+ * RFC 3339 expireTime) and the external_account file (gcs_ext_parse) on the same bytes. Any input
+ * must give 0 or a project error, never crash or read out of bounds (the input is not
+ * NUL-terminated); every reported name and the page token are NUL-terminated strings no longer than
+ * the input, sizes are -1 or more. Seeds in fuzz/corpus/gcs_list/: fake-gcs-server-shaped pages
+ * (escapes, sizes as strings, retention times, nextPageToken, the last page), a token response and
+ * an error document. */
 #include "common/err.h"
+#include "store/oauth2.h"
 #include "store/store_gcs.h"
 
 #include <stdint.h>
@@ -35,6 +38,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     rc = gcs_token_parse(copy, size, &tok, &ex);
     if (rc == 0 && (!tok || strlen(tok) > size || ex <= 0)) abort();
     free(tok);
+    tok = NULL;
+    rc = oauth2_answer_parse(copy, size, "accessToken", NULL, "expireTime", 1700000000, &tok, &ex);
+    if (rc == 0 && (!tok || strlen(tok) > size || ex <= 0 || ex > OAUTH2_MAX_LIFETIME)) abort();
+    if (rc != 0 && tok) abort();
+    free(tok);
+    GcsExtCreds ec;
+    if (gcs_ext_parse(copy, size, "fuzz", &ec) == 0 && (!ec.token_file || !ec.token_url)) abort();
+    gcs_ext_clear(&ec);
     free(copy);
     return 0;
 }

@@ -33,9 +33,24 @@ typedef struct SignCtx {
     AbsSignReq req;
 } SignCtx;
 
+/* x-ms-date and the bearer line of a workload identity request (x-ms-version, sent with every
+ * request, is 2017-11-09 or later, as bearer tokens need). */
+static int bearer_headers(const AbsReqCreds *c, struct curl_slist **headers) {
+    char date_h[80], date[64];
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(date, sizeof date, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+    snprintf(date_h, sizeof date_h, "x-ms-date: %s", date);
+    int rc = objhttp_hook_header(headers, date_h, "ABS");
+    if (rc == 0) rc = objhttp_hook_header(headers, c->bearer, "ABS");
+    return rc;
+}
+
 static int sign_hook(void *ctx, CURL *curl, struct curl_slist **headers) {
     (void)curl;
     SignCtx *s = ctx;
+    if (s->rc->bearer) return bearer_headers(s->rc, headers);
     if (!s->rc->key_len) return 0; /* SAS in the URL */
     char date_h[80], auth[512];
     int rc = abs_sign_headers(s->rc, &s->req, time(NULL), date_h, sizeof date_h, auth, sizeof auth);
@@ -61,10 +76,12 @@ typedef struct AbsCall {
     size_t max_body;
 } AbsCall;
 
-static int abs_do(AbsDriver *d, const AbsCall *c, ObjHttpResponse *resp, ObjHttpStream **stream) {
+static int abs_do_once(AbsDriver *d, const AbsCall *c, ObjHttpResponse *resp,
+                       ObjHttpStream **stream, long *gen) {
     AbsReqCreds rcs;
-    int rc = abs_keyring_get(d->keys, &rcs);
+    int rc = abs_keyring_get(d->keys, d->o.http, &rcs);
     if (rc) return rc;
+    *gen = rcs.bearer ? rcs.gen : -1;
     char *ekey = NULL, *query = NULL, *url = NULL, *path = NULL;
     const char **hdrs = calloc(c->nh + 1, sizeof *hdrs);
     if (!hdrs) goto nomem;
@@ -118,6 +135,22 @@ done:
     return rc;
 }
 
+/* abs_do_once; a 401 to a request with a workload identity token drops the token and the request
+ * is sent once more with a new one (a token revoked before its expiry). */
+static int abs_do(AbsDriver *d, const AbsCall *c, ObjHttpResponse *resp, ObjHttpStream **stream) {
+    ObjHttpResponse local = {0};
+    if (!resp) resp = &local;
+    long gen = -1;
+    int rc = abs_do_once(d, c, resp, stream, &gen);
+    if (rc != 0 && resp->status == 401 && gen >= 0) {
+        abs_keyring_invalidate(d->keys, gen);
+        objhttp_response_clear(resp);
+        rc = abs_do_once(d, c, resp, stream, &gen);
+    }
+    objhttp_response_clear(&local);
+    return rc;
+}
+
 static const char *resp_code(const ObjHttpResponse *r, char *buf, size_t cap) {
     const char *v = objhttp_response_header(r, "x-ms-error-code", buf, cap);
     return v ? v : "";
@@ -126,10 +159,12 @@ static const char *resp_code(const ObjHttpResponse *r, char *buf, size_t cap) {
 /* Adds a hint to a 403 message: the account or key is wrong (the signature is not shown). */
 static int explain(int rc, const ObjHttpResponse *r, const AbsDriver *d) {
     if (rc != 0 && r->status == 403)
-        return err_wrap(rc,
-                        "ABS container %s: access denied (HTTP 403): check storageAccount, "
-                        "storageKey or the SAS token",
-                        d->o.container);
+        return err_wrap(
+            rc,
+            "ABS container %s: access denied (HTTP 403): check storageAccount, "
+            "storageKey or the SAS token%s",
+            d->o.container,
+            abs_keyring_bearer(d->keys) ? ", or the workload identity's role on the account" : "");
     return rc;
 }
 

@@ -56,14 +56,16 @@ int abs_sign(const unsigned char *key, size_t key_len, const char *sts, char *ou
  * lock is held while it is sent. Holds secrets: abs_req_creds_clear wipes it. */
 typedef struct AbsReqCreds {
     char account[256];
-    unsigned char key[128]; /* decoded storage key; key_len 0: a SAS instead */
+    unsigned char key[128]; /* decoded storage key; key_len 0: a SAS or a bearer token instead */
     size_t key_len;
     char *sas;           /* owned; NULL with a key */
+    char *bearer;        /* "Authorization: Bearer <token>" (owned); workload identity only */
+    long gen;            /* names the bearer token (abs_keyring_invalidate) */
     char base[1024];     /* scheme://host[:port][/path] */
     size_t base_pathoff; /* where the path of base starts (its length if none) */
 } AbsReqCreds;
 
-/* Wipes r and frees its SAS. */
+/* Wipes r and frees its SAS and bearer line. */
 void abs_req_creds_clear(AbsReqCreds *r);
 
 /* A request as SharedKey signs it: headers are "Name: value" lines (x-ms-version included, not
@@ -86,24 +88,55 @@ typedef struct AbsSignReq {
 int abs_sign_headers(const AbsReqCreds *c, const AbsSignReq *s, time_t now, char *date_h,
                      size_t date_cap, char *auth, size_t auth_cap);
 
+/* Azure workload identity (Microsoft Entra ID federated credentials, as the Azure Workload
+ * Identity webhook sets them up): $AZURE_FEDERATED_TOKEN_FILE (a projected token, re-read at each
+ * exchange), $AZURE_CLIENT_ID, $AZURE_TENANT_ID and $AZURE_AUTHORITY_HOST (default
+ * https://login.microsoftonline.com/). */
+typedef struct AbsWid AbsWid;
+typedef struct ObjHttp ObjHttp;
+
+/* *out from the environment, or NULL (and 0) when one of the three required variables is unset.
+ * 0, ERR_INVALID (a tenant id that is not [A-Za-z0-9.-]{1,128}, a client id longer than 128
+ * bytes, an authority host that is not an http(s) URL) or ERR_NOMEM. */
+int abs_wid_from_env(AbsWid **out);
+/* Frees w (NULL-safe). */
+void abs_wid_free(AbsWid *w);
+/* The token endpoint: <authority>/<tenant>/oauth2/v2.0/token (borrowed). */
+const char *abs_wid_token_url(const AbsWid *w);
+/* An access token for Blob storage: the client-credentials grant with the token file as a JWT
+ * client assertion (Microsoft identity platform: client_id, scope
+ * https://storage.azure.com/.default, grant_type client_credentials, client_assertion_type
+ * urn:ietf:params:oauth:client-assertion-type:jwt-bearer, client_assertion). *token owned
+ * (secret), *expires_in seconds. Errors as oauth2_fetch (a refusal names the endpoint and
+ * Entra's error, never a token) or oauth2_read_token_file. */
+int abs_wid_token(const AbsWid *w, ObjHttp *http, char **token, int64_t *expires_in);
+
 /* The driver's credentials: read once from what cfg names (cfg->credentials, else
  * $AZURE_APPLICATION_CREDENTIALS_JSON, else $AZURE_APPLICATION_CREDENTIALS, else
  * $AZURE_STORAGE_CONNECTION_STRING; $AZURE_STORAGE_SAS_TOKEN when they carry no SAS) and re-read
- * when their files change. Thread-safe. */
+ * when their files change. With neither a key nor a SAS, workload identity (abs_wid_from_env)
+ * supplies bearer tokens; the account then comes from those credentials, else from
+ * $AZURE_STORAGE_ACCOUNT. Thread-safe. */
 typedef struct AbsKeyring AbsKeyring;
 
 /* endpoint: the override (scheme://host[:port][/path], no trailing '/'; copied) or NULL. *out
- * owned (abs_keyring_free). 0, ERR_INVALID (no credentials, or neither a key nor a SAS; the
- * message names the variables, never a value) or ERR_NOMEM. */
+ * owned (abs_keyring_free). 0, ERR_INVALID (no credentials, or neither a key nor a SAS nor
+ * workload identity; the message names the variables, never a value) or ERR_NOMEM. */
 int abs_keyring_new(const StoreConfig *cfg, const char *endpoint, AbsKeyring **out);
 /* Wipes and frees k (NULL-safe). */
 void abs_keyring_free(AbsKeyring *k);
 /* The account name of the credentials (borrowed from k; read it before k is shared between
  * threads, as a rotation replaces it), for messages. */
 const char *abs_keyring_account(const AbsKeyring *k);
-/* A copy of the current credentials and URL base into *r (clear it with abs_req_creds_clear).
- * 0, ERR_INVALID (account, key or endpoint longer than the copy holds) or ERR_NOMEM. */
-int abs_keyring_get(AbsKeyring *k, AbsReqCreds *r);
+/* 1 when requests carry workload identity bearer tokens. */
+int abs_keyring_bearer(AbsKeyring *k);
+/* A copy of the current credentials and URL base into *r (clear it with abs_req_creds_clear);
+ * with workload identity, r->bearer, fetched through http when none is cached or it is about to
+ * expire (one fetch at a time). 0, ERR_INVALID (account, key or endpoint longer than the copy
+ * holds; the token endpoint refused), ERR_NOMEM or another ERR_* of the token fetch. */
+int abs_keyring_get(AbsKeyring *k, ObjHttp *http, AbsReqCreds *r);
+/* Drops bearer token gen (refused with 401) unless another thread replaced it already. */
+void abs_keyring_invalidate(AbsKeyring *k, long gen);
 
 /* The id of block n (1-based) as the Go tool makes it: base64 of "%010d" (16 chars + NUL). */
 void abs_block_id(int n, char out[24]);

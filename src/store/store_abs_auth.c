@@ -8,6 +8,8 @@
 #include "../common/log.h"
 #include "../common/strbuf.h"
 #include "objhttp.h"
+#include "objhttp_driver.h"
+#include "oauth2.h"
 #include "store_abs.h"
 
 #include <openssl/crypto.h>
@@ -331,16 +333,18 @@ int abs_sign_headers(const AbsReqCreds *c, const AbsSignReq *s, time_t now, char
 
 /* ---- the keyring ---- */
 
-enum CredSource { CRED_FILE, CRED_CONNSTR };
+enum CredSource { CRED_FILE, CRED_CONNSTR, CRED_ACCOUNT_ONLY };
 
 struct AbsKeyring {
     pthread_mutex_t mu; /* guards creds and the stamp */
     AbsCreds creds;
     enum CredSource source;
-    char *cred_path; /* file or directory the credentials came from */
-    char *env_sas;   /* $AZURE_STORAGE_SAS_TOKEN */
-    char *endpoint;  /* override: scheme://host[:port][/path], no trailing '/'; NULL = Azure */
-    char stamp[256]; /* mtimes of what was read, to notice rotation */
+    char *cred_path;  /* file or directory the credentials came from */
+    char *env_sas;    /* $AZURE_STORAGE_SAS_TOKEN */
+    char *endpoint;   /* override: scheme://host[:port][/path], no trailing '/'; NULL = Azure */
+    char stamp[256];  /* mtimes of what was read, to notice rotation */
+    AbsWid *wid;      /* workload identity from the environment; NULL when not set up */
+    Oauth2Cached tok; /* its access token */
 };
 
 void abs_keyring_free(AbsKeyring *k) {
@@ -350,7 +354,25 @@ void abs_keyring_free(AbsKeyring *k) {
     free(k->cred_path);
     free(k->endpoint);
     objhttp_free_secret(k->env_sas);
+    abs_wid_free(k->wid);
+    oauth2_cached_clear(&k->tok);
     free(k);
+}
+
+/* The account alone ($AZURE_STORAGE_ACCOUNT) when workload identity has no credentials file. */
+static int account_only(AbsKeyring *k, const StoreConfig *cfg) {
+    const char *ep = store_env_prefix(cfg);
+    const char *acct = store_env(cfg, "AZURE_STORAGE_ACCOUNT");
+    if (!acct)
+        return err_set(ERR_INVALID,
+                       "ABS: workload identity (AZURE_FEDERATED_TOKEN_FILE, AZURE_CLIENT_ID, "
+                       "AZURE_TENANT_ID) needs the storage account: set %sAZURE_STORAGE_ACCOUNT "
+                       "or storageAccount in %sAZURE_APPLICATION_CREDENTIALS_JSON",
+                       ep, ep);
+    k->source = CRED_ACCOUNT_ONLY;
+    char *a = strdup(acct);
+    if (!a) return err_set(ERR_NOMEM, "ABS: out of memory");
+    return creds_fill(&k->creds, a, NULL, NULL, NULL, "AZURE_STORAGE_ACCOUNT");
 }
 
 /* Reads the credentials cfg names into k. */
@@ -359,6 +381,7 @@ static int keyring_load(AbsKeyring *k, const StoreConfig *cfg) {
     if (!path) path = store_env(cfg, "AZURE_APPLICATION_CREDENTIALS_JSON");
     if (!path) path = store_env(cfg, "AZURE_APPLICATION_CREDENTIALS");
     const char *cs = store_env(cfg, "AZURE_STORAGE_CONNECTION_STRING");
+    const char *ep = store_env_prefix(cfg);
     int rc;
     if (path) {
         k->source = CRED_FILE;
@@ -370,18 +393,22 @@ static int keyring_load(AbsKeyring *k, const StoreConfig *cfg) {
     } else if (cs) {
         k->source = CRED_CONNSTR;
         rc = abs_creds_from_connection_string(cs, &k->creds);
+    } else if (k->wid) {
+        rc = account_only(k, cfg);
     } else {
-        const char *ep = store_env_prefix(cfg);
         rc = err_set(ERR_INVALID,
                      "ABS: no credentials: set %sAZURE_APPLICATION_CREDENTIALS_JSON, "
-                     "%sAZURE_APPLICATION_CREDENTIALS or %sAZURE_STORAGE_CONNECTION_STRING",
+                     "%sAZURE_APPLICATION_CREDENTIALS or %sAZURE_STORAGE_CONNECTION_STRING, or "
+                     "workload identity (AZURE_FEDERATED_TOKEN_FILE, AZURE_CLIENT_ID, "
+                     "AZURE_TENANT_ID)",
                      ep, ep, ep);
     }
-    if (rc == 0 && !k->creds.key && !k->creds.sas && !k->env_sas)
+    if (rc == 0 && !k->creds.key && !k->creds.sas && !k->env_sas && !k->wid)
         rc = err_set(ERR_INVALID,
                      "ABS: the credentials have neither storageKey nor sasToken, "
-                     "and %sAZURE_STORAGE_SAS_TOKEN is not set",
-                     store_env_prefix(cfg));
+                     "%sAZURE_STORAGE_SAS_TOKEN is not set, and no workload identity "
+                     "(AZURE_FEDERATED_TOKEN_FILE, AZURE_CLIENT_ID, AZURE_TENANT_ID) is",
+                     ep);
     return rc;
 }
 
@@ -395,7 +422,8 @@ int abs_keyring_new(const StoreConfig *cfg, const char *endpoint, AbsKeyring **o
     if (endpoint) k->endpoint = strdup(endpoint);
     int rc = (sas && !k->env_sas) || (endpoint && !k->endpoint)
                  ? err_set(ERR_NOMEM, "ABS: out of memory")
-                 : keyring_load(k, cfg);
+                 : abs_wid_from_env(&k->wid);
+    if (rc == 0) rc = keyring_load(k, cfg);
     if (rc) {
         abs_keyring_free(k);
         return rc;
@@ -408,8 +436,16 @@ const char *abs_keyring_account(const AbsKeyring *k) {
     return k->creds.account;
 }
 
+int abs_keyring_bearer(AbsKeyring *k) {
+    pthread_mutex_lock(&k->mu);
+    int b = k->wid && !k->creds.key && !k->creds.sas && !k->env_sas;
+    pthread_mutex_unlock(&k->mu);
+    return b;
+}
+
 void abs_req_creds_clear(AbsReqCreds *r) {
     objhttp_free_secret(r->sas);
+    objhttp_free_secret(r->bearer);
     OPENSSL_cleanse(r, sizeof *r);
 }
 
@@ -455,7 +491,23 @@ static int req_base(const AbsKeyring *k, const AbsCreds *c, AbsReqCreds *r) {
     return 0;
 }
 
-int abs_keyring_get(AbsKeyring *k, AbsReqCreds *r) {
+/* r->bearer from the cached token, fetched first when due; caller holds mu. */
+static int bearer_locked(AbsKeyring *k, ObjHttp *http, AbsReqCreds *r) {
+    if (!oauth2_cached_fresh(&k->tok)) {
+        char *tok = NULL;
+        int64_t ex = 0;
+        int rc = abs_wid_token(k->wid, http, &tok, &ex);
+        if (rc) return err_wrap(rc, "ABS account %s", k->creds.account);
+        oauth2_cached_set(&k->tok, tok, ex);
+        log_debug("ABS: workload identity access token obtained (expires in %lld s, fetch %ld)",
+                  (long long)ex, k->tok.gen);
+    }
+    r->bearer = objhttp_strfmt("Authorization: Bearer %s", k->tok.token);
+    r->gen = k->tok.gen;
+    return r->bearer ? 0 : err_set(ERR_NOMEM, "ABS: out of memory");
+}
+
+int abs_keyring_get(AbsKeyring *k, ObjHttp *http, AbsReqCreds *r) {
     memset(r, 0, sizeof *r);
     int rc = 0;
     pthread_mutex_lock(&k->mu);
@@ -472,11 +524,18 @@ int abs_keyring_get(AbsKeyring *k, AbsReqCreds *r) {
     if (!c->key && sas) {
         r->sas = strdup(sas);
         if (!r->sas) rc = err_set(ERR_NOMEM, "ABS: out of memory");
+    } else if (!c->key && k->wid) {
+        rc = bearer_locked(k, http, r);
     }
-    int brc = req_base(k, c, r);
-    if (brc) rc = brc;
+    if (rc == 0) rc = req_base(k, c, r);
 done:
     pthread_mutex_unlock(&k->mu);
     if (rc) abs_req_creds_clear(r);
     return rc;
+}
+
+void abs_keyring_invalidate(AbsKeyring *k, long gen) {
+    pthread_mutex_lock(&k->mu);
+    oauth2_cached_drop(&k->tok, gen);
+    pthread_mutex_unlock(&k->mu);
 }

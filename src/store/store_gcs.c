@@ -1,7 +1,8 @@
 /* store_gcs: the Google Cloud Storage driver, on the JSON API (storage/v1) through objhttp: the
- * requests, the operations, open and free. Authentication: a service-account key
- * (GOOGLE_APPLICATION_CREDENTIALS) whose token source (store_gcs_auth.c) hands out OAuth2 access
- * tokens; an http:// endpoint is an emulator and gets no token, as in the Go tool. Writes are
+ * requests, the operations, open and free. Authentication: a service-account key or a workload
+ * identity (external_account) file (GOOGLE_APPLICATION_CREDENTIALS), else the metadata server,
+ * whose token source (store_gcs_auth.c, store_gcs_ext.c) hands out OAuth2 access tokens; an
+ * http:// endpoint is an emulator and gets no token, as in the Go tool. Writes are
  * chunked and composed (store_gcs_compose.c); chunk-shaped keys are never listed. The parsers
  * are store_gcs_wire.c. Tokens and keys never reach messages or logs. */
 #include "../common/err.h"
@@ -75,7 +76,7 @@ int gcs_request(GcsDriver *d, const char *method, const char *url, const char *c
         if (resp->status == 401 || resp->status == 403)
             rc = err_wrap(rc,
                           "GCS bucket %s: access denied (HTTP %ld%s%s): check the service "
-                          "account and its permissions on the bucket",
+                          "account (or workload identity) and its permissions on the bucket",
                           d->o.container, resp->status, ex[0] ? ", " : "", ex);
     }
     objhttp_response_clear(&local);
@@ -432,13 +433,15 @@ static int gcs_setup(GcsDriver *d, const StoreConfig *cfg) {
      * STORAGE_EMULATOR_HOST); ETCDBR_GCS_HTTP_AUTH=1 keeps it (tests with a fake token server) */
     const char *ha = objhttp_env("ETCDBR_GCS_HTTP_AUTH");
     if (!emulator || (ha && strcmp(ha, "1") == 0)) {
+        /* no credentials file: the metadata server (GCE, GKE), as Google's default
+         * credentials chain that the Go tool uses */
         if (!path)
-            return err_set(ERR_INVALID,
-                           "GCS: no credentials: set %sGOOGLE_APPLICATION_CREDENTIALS to a "
-                           "service-account key file (metadata-server credentials are not "
-                           "supported)",
-                           store_env_prefix(cfg));
-        if ((rc = gcs_tokens_new(d->o.container, path, &d->tokens))) return rc;
+            log_info("GCS: %sGOOGLE_APPLICATION_CREDENTIALS is not set: access tokens come from "
+                     "the metadata server",
+                     store_env_prefix(cfg));
+        char var[96];
+        snprintf(var, sizeof var, "%sGOOGLE_APPLICATION_CREDENTIALS", store_env_prefix(cfg));
+        if ((rc = gcs_tokens_new(d->o.container, path, var, &d->tokens))) return rc;
     }
     if (!d->api) {
         const char *ud = gcs_tokens_universe(d->tokens);

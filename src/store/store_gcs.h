@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+typedef struct ObjHttp ObjHttp;
+
 /* The OAuth2 scope requested (the Go SDK's default, devstorage.full_control). */
 #define GCS_SCOPE "https://www.googleapis.com/auth/devstorage.full_control"
 /* Sources of one compose call (a GCS limit). */
@@ -39,15 +41,71 @@ void gcs_creds_clear(GcsCreds *c);
 
 /* Parses and validates a credentials JSON document (len bytes, need not be NUL-terminated) the
  * way the Go tool does: "type" must be "service_account" (an "external_account" file, workload
- * identity, gives ERR_UNSUPPORTED), every field must be one of type, project_id, client_email,
- * universe_domain, auth_uri, auth_provider_x509_cert_url, client_x509_cert_url, client_id,
- * private_key_id, private_key, token_uri (strings), project_id must match
+ * identity, gives ERR_UNSUPPORTED: gcs_ext_parse reads those), every field must be one of type,
+ * project_id, client_email, universe_domain, auth_uri, auth_provider_x509_cert_url,
+ * client_x509_cert_url, client_id, private_key_id, private_key, token_uri (strings), project_id
+ * must match
  * ^[a-z][a-z0-9-]{4,28}[a-z0-9]$, and client_email and private_key must be present. where names
  * the source in messages (never a value). 0, ERR_INVALID, ERR_UNSUPPORTED or ERR_NOMEM. */
 int gcs_creds_parse(const char *json, size_t len, const char *where, GcsCreds *out);
 
 /* gcs_creds_parse of the file at path (at most 1 MiB). ERR_NOT_FOUND if it does not exist. */
 int gcs_creds_load(const char *path, GcsCreds *out);
+
+/* An external account (workload identity federation) credentials file, the file-sourced kind
+ * (Google's AIP-4117 "external_account"). Strings owned; NULL when absent. */
+typedef struct GcsExtCreds {
+    char *audience;           /* the workload identity provider, sent as the STS audience */
+    char *subject_token_type; /* e.g. urn:ietf:params:oauth:token-type:jwt */
+    char *token_url;          /* the STS token endpoint (https://sts.googleapis.com/v1/token) */
+    char *token_file;         /* credential_source.file: re-read at every exchange */
+    char *token_field;        /* credential_source.format.subject_token_field_name (json); NULL:
+                                 the file is the token itself (format text) */
+    char *impersonation_url;  /* service_account_impersonation_url; NULL: use the STS token */
+    char *universe_domain;    /* NULL: googleapis.com */
+    int64_t lifetime;         /* service_account_impersonation.token_lifetime_seconds; 3600 */
+} GcsExtCreds;
+
+/* Frees every field and zeroes c (NULL-safe). */
+void gcs_ext_clear(GcsExtCreds *c);
+
+/* Parses an external_account credentials document (len bytes): "type" must be
+ * "external_account"; audience, subject_token_type, token_url (http or https) and
+ * credential_source.file are required strings; credential_source.format, when present, is
+ * {"type":"text"} or {"type":"json","subject_token_field_name":...}; a credential_source.url,
+ * .executable or .environment_id (URL, executable and AWS sources) is ERR_UNSUPPORTED;
+ * service_account_impersonation_url (http or https) and
+ * service_account_impersonation.token_lifetime_seconds (600..43200) are optional; other fields
+ * (client_id, quota_project_id, ...) are ignored, as Google's libraries ignore unknown ones.
+ * where names the source in messages. 0, ERR_INVALID, ERR_UNSUPPORTED or ERR_NOMEM. */
+int gcs_ext_parse(const char *json, size_t len, const char *where, GcsExtCreds *out);
+
+/* The subject token of c: credential_source.file read now (oauth2_read_token_file, at most
+ * OAUTH2_TOKEN_FILE_MAX bytes), or its field token_field when the format is json. *out owned
+ * (secret). 0, ERR_IO, ERR_INVALID (too large, empty, not JSON or no such string field) or
+ * ERR_NOMEM. */
+int gcs_ext_subject_token(const GcsExtCreds *c, char **out);
+
+/* An access token for c: the subject token exchanged at token_url (RFC 8693 token exchange, as
+ * Google's STS takes it: grant_type token-exchange, audience, scope, requested_token_type
+ * access_token, subject_token, subject_token_type), then, with impersonation_url, that token
+ * exchanged there for the service account's (POST {"scope":[scope],"lifetime":"<n>s"} with
+ * "Authorization: Bearer"). The STS scope is cloud-platform when impersonating, else scope.
+ * *token owned (secret), *expires_in seconds. Errors as oauth2_fetch (a refusal names the
+ * endpoint, never a token) or gcs_ext_subject_token. */
+int gcs_ext_token(const GcsExtCreds *c, ObjHttp *http, const char *scope, char **token,
+                  int64_t *expires_in);
+
+/* The metadata server's host ($GCE_METADATA_HOST, which Google's client libraries honour, else
+ * metadata.google.internal) into out (cap bytes). 0 or ERR_INVALID (a host with '/', blanks or
+ * longer than the buffer). */
+int gcs_metadata_host(char *out, size_t cap);
+
+/* An access token of the instance's (or GKE workload's) default service account: GET
+ * http://<gcs_metadata_host>/computeMetadata/v1/instance/service-accounts/default/token with
+ * "Metadata-Flavor: Google". *token owned (secret), *expires_in seconds. Errors as
+ * oauth2_fetch. */
+int gcs_metadata_token(ObjHttp *http, char **token, int64_t *expires_in);
 
 /* base64url without padding (RFC 7515) of len bytes; owned, NULL on allocation failure. */
 char *gcs_b64url(const void *data, size_t len);
@@ -59,23 +117,29 @@ char *gcs_b64url(const void *data, size_t len);
  * ERR_NOMEM. */
 int gcs_jwt(const GcsCreds *c, const char *scope, int64_t now, char **out);
 
-/* Parses a token endpoint response: {"access_token":..., "expires_in":N, ...}. *token owned
- * (secret), *expires_in seconds (3600 when absent). 0 or ERR_CORRUPT (message has the OAuth2
- * "error"/"error_description" if present, never a token). */
+/* Parses a token endpoint response: {"access_token":..., "expires_in":N, ...}
+ * (oauth2_token_parse). *token owned (secret), *expires_in seconds (3600 when absent, at most a
+ * day). 0 or ERR_CORRUPT (message has the OAuth2 "error"/"error_description" if present, never
+ * a token; a lifetime that is not a positive integer). */
 int gcs_token_parse(const char *json, size_t len, char **token, int64_t *expires_in);
 
-/* The driver's token source: the key file at cred_path (re-read when it changes) exchanged for
- * OAuth2 access tokens, cached until shortly before they expire. Thread-safe; one refresh at a
+/* The driver's token source: the credentials file at cred_path (re-read when it changes): a
+ * service-account key whose JWT is exchanged for OAuth2 access tokens, or an external_account
+ * file (gcs_ext_token); cred_path NULL: the metadata server (gcs_metadata_token). Tokens are
+ * cached until shortly before they expire (oauth2_cached_set). Thread-safe; one refresh at a
  * time. bucket names the store in messages. */
 typedef struct GcsTokens GcsTokens;
-typedef struct ObjHttp ObjHttp;
 
-/* Loads the key (gcs_creds_load; a missing file is ERR_INVALID). *out owned (gcs_tokens_free).
- * 0, ERR_INVALID, ERR_UNSUPPORTED, ERR_IO or ERR_NOMEM. */
-int gcs_tokens_new(const char *bucket, const char *cred_path, GcsTokens **out);
+/* Loads the credentials file (gcs_creds_parse or gcs_ext_parse, by its "type"; a missing file is
+ * ERR_INVALID); cred_path NULL: the metadata server, nothing read yet. cred_var names the
+ * variable that would have given the file ("SECONDARY_GOOGLE_APPLICATION_CREDENTIALS"), for the
+ * metadata server's messages. *out owned
+ * (gcs_tokens_free). 0, ERR_INVALID, ERR_UNSUPPORTED, ERR_IO or ERR_NOMEM. */
+int gcs_tokens_new(const char *bucket, const char *cred_path, const char *cred_var,
+                   GcsTokens **out);
 /* Wipes the key and the token and frees t (NULL-safe). */
 void gcs_tokens_free(GcsTokens *t);
-/* The key's universe_domain (borrowed; NULL when absent or t is NULL). */
+/* The credentials' universe_domain (borrowed; NULL when absent or t is NULL). */
 const char *gcs_tokens_universe(const GcsTokens *t);
 /* "Authorization: Bearer <token>" into *out (owned, secret: objhttp_free_secret), fetching a token
  * through http when none is cached or it is about to expire; *gen names the token (for

@@ -8,6 +8,7 @@
 #include "../common/log.h"
 #include "objhttp.h"
 #include "objhttp_driver.h"
+#include "oauth2.h"
 #include "store_gcs.h"
 
 #include <errno.h>
@@ -23,8 +24,6 @@
 #include <time.h>
 
 #define GCS_DEFAULT_TOKEN_URI "https://oauth2.googleapis.com/token"
-/* Longest OAuth2 access token accepted (Google's are about 200 to 2,000 bytes). */
-#define GCS_TOKEN_MAX 16384
 
 /* ---- credentials ---- */
 
@@ -99,8 +98,8 @@ int gcs_creds_parse(const char *json, size_t len, const char *where, GcsCreds *o
     }
     if (strcmp(type, "external_account") == 0) {
         rc = err_set(ERR_UNSUPPORTED,
-                     "GCS credentials %s: type external_account (workload identity federation) "
-                     "is not supported by etcdbr yet; use a service_account key",
+                     "GCS credentials %s: type external_account is a workload identity file, "
+                     "not a service_account key (gcs_ext_parse reads it)",
                      where);
         goto done;
     }
@@ -281,66 +280,81 @@ done:
 }
 
 int gcs_token_parse(const char *json, size_t len, char **token, int64_t *expires_in) {
-    *token = NULL;
-    *expires_in = 3600;
-    json_t *root = json_loadb(json, len, 0, NULL);
-    int rc = 0;
-    const char *t = root ? json_string_value(json_object_get(root, "access_token")) : NULL;
-    if (!t || !t[0]) {
-        const char *e = root ? json_string_value(json_object_get(root, "error")) : NULL;
-        const char *ed =
-            root ? json_string_value(json_object_get(root, "error_description")) : NULL;
-        if (e)
-            rc =
-                err_set(ERR_CORRUPT, "OAuth2 error %.80s%s%.200s", e, ed ? ": " : "", ed ? ed : "");
-        else
-            rc = err_set(ERR_CORRUPT, "no access_token in the token response");
-        goto done;
-    }
-    if (strlen(t) > GCS_TOKEN_MAX) {
-        rc = err_set(ERR_CORRUPT,
-                     "the access_token in the token response has %zu bytes, more "
-                     "than the %d accepted",
-                     strlen(t), GCS_TOKEN_MAX);
-        goto done;
-    }
-    json_t *ex = json_object_get(root, "expires_in");
-    if (json_is_integer(ex) && json_integer_value(ex) > 0) *expires_in = json_integer_value(ex);
-    if (*expires_in > 86400) *expires_in = 86400; /* no overflow in the refresh time; a day */
-    *token = strdup(t);
-    if (!*token) rc = err_set(ERR_NOMEM, "GCS: out of memory");
-done:
-    if (root) wipe_json_strings(root);
-    json_decref(root);
-    return rc;
+    return oauth2_token_parse(json, len, "access_token", "expires_in", token, expires_in);
 }
 
 /* ---- listing JSON ---- */
 
 /* ---- the token source ---- */
 
+enum GcsSource { GCS_SRC_KEY, GCS_SRC_EXTERNAL, GCS_SRC_METADATA };
+
 struct GcsTokens {
     char *bucket;       /* for messages */
-    char *cred_path;    /* GOOGLE_APPLICATION_CREDENTIALS */
-    pthread_mutex_t mu; /* guards creds, the token and the stamp; held during a token refresh */
-    GcsCreds creds;
-    char stamp[128];          /* the credentials file's mtime/size, to notice rotation */
-    char *token;              /* secret */
-    int64_t token_refresh_at; /* CLOCK_MONOTONIC seconds after which the token is refreshed */
-    long token_fetches;       /* for logs and tests */
+    char *cred_path;    /* GOOGLE_APPLICATION_CREDENTIALS; NULL: the metadata server */
+    char *cred_var;     /* the variable's name with the store's prefix, for messages */
+    pthread_mutex_t mu; /* guards the credentials, the token and the stamp; held while fetching */
+    enum GcsSource src;
+    GcsCreds creds;  /* GCS_SRC_KEY */
+    GcsExtCreds ext; /* GCS_SRC_EXTERNAL */
+    char stamp[128]; /* the credentials file's mtime/size, to notice rotation */
+    Oauth2Cached tok;
+    ObjHttp *md_http; /* GCS_SRC_METADATA: a client that gives up in seconds off GCE */
 };
 
-int gcs_tokens_new(const char *bucket, const char *cred_path, GcsTokens **out) {
+/* Reads the credentials file at path: a service_account key into *sa or an external_account
+ * file into *ext (*src says which). Errors as gcs_creds_load. */
+static int cred_file_load(const char *path, GcsCreds *sa, GcsExtCreds *ext, enum GcsSource *src) {
+    memset(sa, 0, sizeof *sa);
+    memset(ext, 0, sizeof *ext);
+    char *b = objhttp_read_small_file(path);
+    if (!b) {
+        FILE *f = fopen(path, "rb");
+        int exists = f != NULL;
+        if (f) fclose(f);
+        return err_set(exists ? ERR_INVALID : ERR_NOT_FOUND,
+                       "GCS credentials %s: cannot be read (or larger than 1 MiB)", path);
+    }
+    json_t *root = json_loads(b, 0, NULL);
+    const char *type = json_string_value(json_object_get(root, "type"));
+    int ext_kind = type && strcmp(type, "external_account") == 0;
+    if (root) wipe_json_strings(root);
+    json_decref(root);
+    int rc;
+    if (ext_kind) {
+        *src = GCS_SRC_EXTERNAL;
+        rc = gcs_ext_parse(b, strlen(b), path, ext);
+    } else {
+        *src = GCS_SRC_KEY;
+        rc = gcs_creds_parse(b, strlen(b), path, sa);
+    }
+    objhttp_free_secret(b);
+    return rc;
+}
+
+int gcs_tokens_new(const char *bucket, const char *cred_path, const char *cred_var,
+                   GcsTokens **out) {
     *out = NULL;
     GcsTokens *t = calloc(1, sizeof *t);
     if (!t) return err_set(ERR_NOMEM, "GCS: out of memory");
     pthread_mutex_init(&t->mu, NULL);
-    if (!(t->bucket = strdup(bucket)) || !(t->cred_path = strdup(cred_path))) {
+    if (!(t->bucket = strdup(bucket)) || !(t->cred_var = strdup(cred_var)) ||
+        (cred_path && !(t->cred_path = strdup(cred_path)))) {
         gcs_tokens_free(t);
         return err_set(ERR_NOMEM, "GCS: out of memory");
     }
-    objhttp_creds_stamp(cred_path, t->stamp, sizeof t->stamp);
-    int rc = gcs_creds_load(cred_path, &t->creds);
+    int rc = 0;
+    t->src = GCS_SRC_METADATA;
+    if (!cred_path) {
+        /* off GCE the metadata host does not resolve: three tries within seconds, not six */
+        ObjHttpConfig hc = {
+            .what = "GCS metadata server", .container = bucket, .timeout_ms = 10000};
+        hc.retry = (RetryPolicy){3, 500, 2000};
+        rc = objhttp_new(&hc, &t->md_http);
+    } else {
+        objhttp_creds_stamp(cred_path, t->stamp, sizeof t->stamp);
+        rc = cred_file_load(cred_path, &t->creds, &t->ext, &t->src);
+    }
     if (rc == ERR_NOT_FOUND) rc = ERR_INVALID;
     if (rc) {
         gcs_tokens_free(t);
@@ -353,40 +367,43 @@ int gcs_tokens_new(const char *bucket, const char *cred_path, GcsTokens **out) {
 void gcs_tokens_free(GcsTokens *t) {
     if (!t) return;
     gcs_creds_clear(&t->creds);
-    objhttp_free_secret(t->token);
+    gcs_ext_clear(&t->ext);
+    oauth2_cached_clear(&t->tok);
+    objhttp_free(t->md_http);
     pthread_mutex_destroy(&t->mu);
     free(t->bucket);
     free(t->cred_path);
+    free(t->cred_var);
     free(t);
 }
 
 const char *gcs_tokens_universe(const GcsTokens *t) {
-    return t ? t->creds.universe_domain : NULL;
-}
-
-static int64_t mono_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec;
+    if (!t) return NULL;
+    return t->src == GCS_SRC_EXTERNAL ? t->ext.universe_domain : t->creds.universe_domain;
 }
 
 /* Re-reads the credentials file when it changed (a rotated secret); caller holds mu. */
 static void creds_refresh_locked(GcsTokens *t) {
+    if (!t->cred_path) return;
     char st[128];
     objhttp_creds_stamp(t->cred_path, st, sizeof st);
     if (strcmp(st, t->stamp) == 0) return;
     GcsCreds nc;
-    if (gcs_creds_load(t->cred_path, &nc) != 0) {
+    GcsExtCreds ne;
+    enum GcsSource ns;
+    if (cred_file_load(t->cred_path, &nc, &ne, &ns) != 0) {
         log_warn("GCS: credentials %s changed but cannot be read (%s); keeping the previous ones",
                  t->cred_path, err_msg());
         snprintf(t->stamp, sizeof t->stamp, "%s", st);
         return;
     }
     gcs_creds_clear(&t->creds);
+    gcs_ext_clear(&t->ext);
     t->creds = nc;
+    t->ext = ne;
+    t->src = ns;
     snprintf(t->stamp, sizeof t->stamp, "%s", st);
-    objhttp_free_secret(t->token);
-    t->token = NULL;
+    oauth2_cached_clear(&t->tok);
     log_info("GCS: credentials re-read from %s (changed)", t->cred_path);
 }
 
@@ -429,7 +446,7 @@ static int token_refused(GcsTokens *t, int rc, const ObjHttpResponse *r) {
 }
 
 /* Exchanges a fresh JWT for an access token; caller holds mu. */
-static int token_fetch_locked(GcsTokens *t, ObjHttp *http) {
+static int key_fetch_locked(GcsTokens *t, ObjHttp *http, char **tok, int64_t *ex) {
     char *body = NULL;
     int rc = grant_body(t, &body);
     if (rc) return rc;
@@ -449,20 +466,40 @@ static int token_fetch_locked(GcsTokens *t, ObjHttp *http) {
         objhttp_response_clear(&r);
         return rc;
     }
-    char *tok = NULL;
-    int64_t ex = 0;
-    rc = gcs_token_parse(r.body, r.body_len, &tok, &ex);
+    rc = gcs_token_parse(r.body, r.body_len, tok, ex);
     if (r.body) OPENSSL_cleanse(r.body, r.body_len);
     objhttp_response_clear(&r);
     if (rc) return err_wrap(rc, "GCS: token endpoint %s", t->creds.token_uri);
-    objhttp_free_secret(t->token);
-    t->token = tok;
-    /* refresh a minute early (a quarter of the lifetime for short-lived tokens) */
-    int64_t margin = ex >= 240 ? 60 : ex / 4;
-    t->token_refresh_at = mono_s() + ex - margin;
-    t->token_fetches++;
-    log_debug("GCS: access token for %s obtained (expires in %lld s, fetch %ld)",
-              t->creds.client_email, (long long)ex, t->token_fetches);
+    return 0;
+}
+
+/* A new access token from the source of t into its cache; caller holds mu. */
+static int token_fetch_locked(GcsTokens *t, ObjHttp *http) {
+    char *tok = NULL;
+    int64_t ex = 0;
+    int rc;
+    const char *who;
+    if (t->src == GCS_SRC_KEY) {
+        rc = key_fetch_locked(t, http, &tok, &ex);
+        who = t->creds.client_email;
+    } else if (t->src == GCS_SRC_EXTERNAL) {
+        rc = gcs_ext_token(&t->ext, http, GCS_SCOPE, &tok, &ex);
+        who = "the external account";
+    } else {
+        rc = gcs_metadata_token(t->md_http ? t->md_http : http, &tok, &ex);
+        who = "the metadata server's default service account";
+    }
+    if (rc && t->src == GCS_SRC_EXTERNAL)
+        return err_wrap(rc, "GCS bucket %s (workload identity file %s)", t->bucket, t->cred_path);
+    if (rc && t->src == GCS_SRC_METADATA)
+        return err_wrap(rc,
+                        "GCS bucket %s: %s is not set and the metadata server gave no token (not "
+                        "on GCE or GKE?)",
+                        t->bucket, t->cred_var);
+    if (rc) return rc;
+    oauth2_cached_set(&t->tok, tok, ex);
+    log_debug("GCS: access token for %s obtained (expires in %lld s, fetch %ld)", who,
+              (long long)ex, t->tok.gen);
     return 0;
 }
 
@@ -471,10 +508,10 @@ int gcs_tokens_header(GcsTokens *t, ObjHttp *http, char **out, long *gen) {
     pthread_mutex_lock(&t->mu);
     creds_refresh_locked(t);
     int rc = 0;
-    if (!t->token || mono_s() >= t->token_refresh_at) rc = token_fetch_locked(t, http);
+    if (!oauth2_cached_fresh(&t->tok)) rc = token_fetch_locked(t, http);
     if (rc == 0) {
-        *out = objhttp_strfmt("Authorization: Bearer %s", t->token);
-        *gen = t->token_fetches;
+        *out = objhttp_strfmt("Authorization: Bearer %s", t->tok.token);
+        *gen = t->tok.gen;
         if (!*out) rc = err_set(ERR_NOMEM, "GCS: out of memory");
     }
     pthread_mutex_unlock(&t->mu);
@@ -483,9 +520,6 @@ int gcs_tokens_header(GcsTokens *t, ObjHttp *http, char **out, long *gen) {
 
 void gcs_tokens_invalidate(GcsTokens *t, long gen) {
     pthread_mutex_lock(&t->mu);
-    if (t->token_fetches == gen) {
-        objhttp_free_secret(t->token);
-        t->token = NULL;
-    }
+    oauth2_cached_drop(&t->tok, gen);
     pthread_mutex_unlock(&t->mu);
 }

@@ -6,8 +6,8 @@
 # composite (ETCDBR_GCS_COMPOSE_BATCH=1, the path of objects over 31 chunks); the GCS checks of
 # tests/tools/gcs_contract.c (no replace, chunk-shaped keys, abort in flight); no chunk object is
 # left in the bucket afterwards; chunk-shaped objects of a killed upload are never listed; a
-# missing bucket is a clear error from etcdbrctl; an external_account key is refused as
-# unsupported; the endpoint from the deprecated storageAPIEndpoint file next to the key; chunk
+# missing bucket is a clear error from etcdbrctl; an external_account file with a URL source is
+# refused as unsupported; the endpoint from the deprecated storageAPIEndpoint file next to the key; chunk
 # objects of a finished upload are deleted by a listing.
 source "$(dirname "$0")/lib.sh"
 BUILD=${ETCDBR_BUILD_DIR:-$(dirname "$ETCDBR_BIN")}
@@ -105,15 +105,16 @@ set -e
 grep -q "bucket no-such-bucket does not exist" "$WORK/missing.log" || { cat "$WORK/missing.log"; fail "no clear message for a missing bucket"; }
 echo "ok missing bucket: $(grep -o 'GCS: bucket no-such-bucket does not exist[^"]*' "$WORK/missing.log" | head -1)"
 
-# workload identity (external_account) is refused as not supported, with https (auth on)
-printf '{"type":"external_account","audience":"x","subject_token_type":"urn:ietf:params:oauth:token-type:jwt","token_url":"https://sts.googleapis.com/v1/token","credential_source":{"file":"%s/token"}}' "$WORK" >"$WORK/ext.json"
+# workload identity with a URL-sourced subject token (only token files are read) is refused as
+# not supported before any request, with https (auth on)
+printf '{"type":"external_account","audience":"x","subject_token_type":"urn:ietf:params:oauth:token-type:jwt","token_url":"https://sts.googleapis.com/v1/token","credential_source":{"url":"http://169.254.169.254/token"}}' >"$WORK/ext.json"
 set +e
 GOOGLE_APPLICATION_CREDENTIALS=$WORK/ext.json "$ETCDBR_BIN" restore --storage-provider=GCS \
     --store-container="$GCS_BUCKET" --data-dir="$WORK/e.etcd" \
     --restoration-temp-snapshots-dir="$WORK/e.tmp" >"$WORK/ext.log" 2>&1
 rc=$?
 set -e
-[ "$rc" != 0 ] || fail "an external_account key was accepted"
-grep -q "external_account.*not supported" "$WORK/ext.log" || { cat "$WORK/ext.log"; fail "no clear message for external_account"; }
-echo "ok external_account refused: not supported"
+[ "$rc" != 0 ] || fail "an external_account file with a URL source was accepted"
+grep -q "credential_source.url is not supported" "$WORK/ext.log" || { cat "$WORK/ext.log"; fail "no clear message for a URL-sourced external_account"; }
+echo "ok external_account with credential_source.url refused: not supported"
 echo "PASS: store contract on GCS (fake-gcs-server)"

@@ -229,6 +229,46 @@ static void test_credentials_from_directory_json_and_connection_string(void **st
     assert_int_equal(fs_remove_tree(dir), 0);
 }
 
+/* Workload identity from the environment: all three variables or nothing; the token URL from
+ * the authority host and tenant; hostile values refused. */
+static void test_workload_identity_environment(void **state) {
+    (void)state;
+    unsetenv("AZURE_FEDERATED_TOKEN_FILE");
+    unsetenv("AZURE_AUTHORITY_HOST");
+    setenv("AZURE_CLIENT_ID", "cid", 1);
+    setenv("AZURE_TENANT_ID", "72f988bf-86f1-41af-91ab-2d7cd011db47", 1);
+    AbsWid *w = NULL;
+    assert_int_equal(abs_wid_from_env(&w), 0);
+    assert_null(w); /* no token file: not set up */
+    setenv("AZURE_FEDERATED_TOKEN_FILE", "/var/run/secrets/azure/tokens/azure-identity-token", 1);
+    assert_int_equal(abs_wid_from_env(&w), 0);
+    assert_non_null(w);
+    assert_string_equal(abs_wid_token_url(w), "https://login.microsoftonline.com/"
+                                              "72f988bf-86f1-41af-91ab-2d7cd011db47/oauth2/v2.0/"
+                                              "token");
+    abs_wid_free(w);
+    setenv("AZURE_AUTHORITY_HOST", "https://login.microsoftonline.us", 1); /* no trailing '/' */
+    assert_int_equal(abs_wid_from_env(&w), 0);
+    assert_string_equal(abs_wid_token_url(w), "https://login.microsoftonline.us/"
+                                              "72f988bf-86f1-41af-91ab-2d7cd011db47/oauth2/v2.0/"
+                                              "token");
+    abs_wid_free(w);
+    setenv("AZURE_AUTHORITY_HOST", "file:///etc/passwd", 1);
+    assert_int_equal(abs_wid_from_env(&w), ERR_INVALID);
+    unsetenv("AZURE_AUTHORITY_HOST");
+    const char *tenants[] = {"../../evil", "a/b", "a?b", "t#x", ""};
+    for (size_t i = 0; i < sizeof tenants / sizeof tenants[0]; i++) {
+        setenv("AZURE_TENANT_ID", tenants[i], 1);
+        w = NULL;
+        int rc = abs_wid_from_env(&w);
+        assert_null(w);
+        assert_true(rc == ERR_INVALID || (rc == 0 && !tenants[i][0]));
+    }
+    unsetenv("AZURE_FEDERATED_TOKEN_FILE");
+    unsetenv("AZURE_CLIENT_ID");
+    unsetenv("AZURE_TENANT_ID");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_string_to_sign_orders_headers_and_query_as_azure),
@@ -237,6 +277,7 @@ int main(void) {
         cmocka_unit_test(test_list_xml_decodes_names_sizes_and_marker),
         cmocka_unit_test(test_list_xml_rejects_malformed_documents),
         cmocka_unit_test(test_credentials_from_directory_json_and_connection_string),
+        cmocka_unit_test(test_workload_identity_environment),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

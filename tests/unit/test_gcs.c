@@ -1,7 +1,8 @@
 /* test_gcs: the pure parts of the GCS driver: base64url, the RS256 JWT of the service-account
  * flow (decoded and its signature verified with the public half of a key generated here),
  * credentials validation as the Go tool does it (type, allowed fields, project_id pattern,
- * external_account refused as unsupported), the token response, the objects.list JSON parser,
+ * external_account refused as a key), the workload identity (external_account) file and its
+ * subject token, the token response, the objects.list JSON parser,
  * the chunk sizes and chunk-key shape, and endpoint parsing (emulator = http://). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -21,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* A fresh RSA-2048 private key as PKCS#8 PEM (owned) and its EVP_PKEY (owned). */
 static char *new_key_pem(EVP_PKEY **key) {
@@ -177,7 +179,7 @@ static void test_credentials_validated_like_the_go_tool(void **st) {
                            &c),
                      0);
     gcs_creds_clear(&c);
-    /* workload identity: unsupported, not invalid */
+    /* workload identity: not a key (gcs_ext_parse reads it) */
     assert_int_equal(parse("{\"type\":\"external_account\",\"audience\":\"a\"}", &c),
                      ERR_UNSUPPORTED);
     assert_non_null(strstr(err_msg(), "external_account"));
@@ -222,6 +224,112 @@ static void test_token_response_parse(void **st) {
     assert_null(t);
     assert_non_null(strstr(err_msg(), "OAuth2 error invalid_grant: Invalid JWT Signature."));
     assert_int_equal(gcs_token_parse("nope", 4, &t, &ex), ERR_CORRUPT);
+}
+
+static int ext(const char *json, GcsExtCreds *c) {
+    return gcs_ext_parse(json, strlen(json), "test.json", c);
+}
+
+#define EXT_HEAD                                                                                   \
+    "{\"type\":\"external_account\",\"audience\":\"//iam.googleapis.com/projects/1/locations/"     \
+    "global/workloadIdentityPools/p/providers/k\",\"subject_token_type\":\"urn:ietf:params:"       \
+    "oauth:token-type:jwt\",\"token_url\":\"https://sts.googleapis.com/v1/token\""
+
+/* The external_account file: required fields, the token file's formats, impersonation, what is
+ * unsupported (URL, executable and AWS sources) and malformed values. */
+static void test_external_account_parse(void **st) {
+    (void)st;
+    GcsExtCreds c;
+    assert_int_equal(ext(EXT_HEAD ",\"credential_source\":{\"file\":\"/var/run/t\"},"
+                                  "\"quota_project_id\":\"q\",\"client_id\":\"ignored\"}",
+                         &c),
+                     0);
+    assert_string_equal(c.token_file, "/var/run/t");
+    assert_null(c.token_field);
+    assert_null(c.impersonation_url);
+    assert_string_equal(c.token_url, "https://sts.googleapis.com/v1/token");
+    gcs_ext_clear(&c);
+    assert_int_equal(
+        ext(EXT_HEAD
+            ",\"credential_source\":{\"file\":\"/t\",\"format\":{\"type\":\"json\","
+            "\"subject_token_field_name\":\"id_token\"}},"
+            "\"service_account_impersonation_url\":\"https://iamcredentials.googleapis.com/"
+            "v1/projects/-/serviceAccounts/sa@p.iam.gserviceaccount.com:"
+            "generateAccessToken\",\"service_account_impersonation\":{"
+            "\"token_lifetime_seconds\":1800}}",
+            &c),
+        0);
+    assert_string_equal(c.token_field, "id_token");
+    assert_non_null(c.impersonation_url);
+    assert_int_equal(c.lifetime, 1800);
+    gcs_ext_clear(&c);
+    /* unsupported sources: named */
+    assert_int_equal(
+        ext(EXT_HEAD ",\"credential_source\":{\"url\":\"http://169.254.169.254/t\"}}", &c),
+        ERR_UNSUPPORTED);
+    assert_non_null(strstr(err_msg(), "credential_source.url"));
+    assert_int_equal(ext(EXT_HEAD ",\"credential_source\":{\"environment_id\":\"aws1\"}}", &c),
+                     ERR_UNSUPPORTED);
+    assert_int_equal(ext(EXT_HEAD ",\"credential_source\":{\"executable\":{}}}", &c),
+                     ERR_UNSUPPORTED);
+    /* malformed */
+    const char *bad[] = {
+        EXT_HEAD "}",
+        EXT_HEAD ",\"credential_source\":\"/t\"}",
+        EXT_HEAD ",\"credential_source\":{\"file\":\"\"}}",
+        EXT_HEAD ",\"credential_source\":{\"file\":7}}",
+        EXT_HEAD ",\"credential_source\":{\"file\":\"/t\",\"format\":{\"type\":\"xml\"}}}",
+        EXT_HEAD ",\"credential_source\":{\"file\":\"/t\",\"format\":{\"type\":\"json\"}}}",
+        EXT_HEAD ",\"credential_source\":{\"file\":\"/t\"},\"service_account_impersonation_url\":"
+                 "\"ftp://x\"}",
+        EXT_HEAD ",\"credential_source\":{\"file\":\"/t\"},\"service_account_impersonation\":{"
+                 "\"token_lifetime_seconds\":99999999999}}",
+        EXT_HEAD ",\"credential_source\":{\"file\":\"/t\"},\"universe_domain\":5}",
+        "{\"type\":\"external_account\",\"audience\":\"a\",\"subject_token_type\":\"t\","
+        "\"token_url\":\"file:///x\",\"credential_source\":{\"file\":\"/t\"}}",
+        "{\"type\":\"external_account\",\"subject_token_type\":\"t\",\"token_url\":\"https://x\","
+        "\"credential_source\":{\"file\":\"/t\"}}",
+        "{\"type\":\"service_account\"}",
+        "[]",
+        "{\"type\":\"external_account\"",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(ext(bad[i], &c), ERR_INVALID);
+        assert_null(c.audience);
+    }
+}
+
+/* The subject token: the file as is, or one field of it as JSON; read anew each time. */
+static void test_external_account_subject_token(void **st) {
+    (void)st;
+    char dir[] = "/tmp/test_gcs_ext.XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[64];
+    snprintf(path, sizeof path, "%s/token", dir);
+    GcsExtCreds c = {.token_file = path};
+    FILE *f = fopen(path, "w");
+    fputs("eyJ.subject.one\n", f);
+    fclose(f);
+    char *t = NULL;
+    assert_int_equal(gcs_ext_subject_token(&c, &t), 0);
+    assert_string_equal(t, "eyJ.subject.one");
+    free(t);
+    c.token_field = "id_token";
+    assert_int_equal(gcs_ext_subject_token(&c, &t), ERR_INVALID); /* not JSON */
+    f = fopen(path, "w");
+    fputs("{\"id_token\":\"eyJ.subject.two\"}", f);
+    fclose(f);
+    assert_int_equal(gcs_ext_subject_token(&c, &t), 0);
+    assert_string_equal(t, "eyJ.subject.two");
+    free(t);
+    f = fopen(path, "w");
+    fputs("{\"id_token\":5}", f);
+    fclose(f);
+    assert_int_equal(gcs_ext_subject_token(&c, &t), ERR_INVALID);
+    assert_null(strstr(err_msg(), "eyJ"));
+    unlink(path);
+    assert_int_equal(gcs_ext_subject_token(&c, &t), ERR_IO);
+    rmdir(dir);
 }
 
 typedef struct {
@@ -339,6 +447,8 @@ int main(void) {
         cmocka_unit_test(test_jwt_claims_and_rs256_signature_verify),
         cmocka_unit_test(test_credentials_validated_like_the_go_tool),
         cmocka_unit_test(test_token_response_parse),
+        cmocka_unit_test(test_external_account_parse),
+        cmocka_unit_test(test_external_account_subject_token),
         cmocka_unit_test(test_list_json_items_sizes_retention_and_page_token),
         cmocka_unit_test(test_chunk_sizes_and_chunk_keys),
         cmocka_unit_test(test_endpoint_forms),
