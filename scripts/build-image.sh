@@ -241,7 +241,9 @@ podman build --quiet --no-cache -f "$WORKD/Dockerfile" -t "$IMAGE" \
 # it runs as its user, and every symbol etcdbrctl and its libraries use resolves at start
 out=$(podman run --rm --network=none -e LD_BIND_NOW=1 "$IMAGE" --version) ||
     die "$IMAGE does not run etcdbrctl --version"
-[ "$out" = "etcdbrctl version $VERSION" ] || die "$IMAGE --version says: $out"
+# the first line is the version (the Go tool's shape); commit, build date, compiler and the
+# libraries' versions follow
+[ "$(head -1 <<<"$out")" = "etcdbrctl version $VERSION" ] || die "$IMAGE --version says: $out"
 user=$(podman image inspect --format '{{.Config.User}}' "$IMAGE")
 [ "$user" = "$UID_NONROOT:$UID_NONROOT" ] || die "$IMAGE runs as '$user'"
 size=$(podman image inspect --format '{{.Size}}' "$IMAGE")

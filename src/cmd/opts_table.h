@@ -9,7 +9,7 @@
  * on purpose. */
 /* logging */
 OPT(log_level, OPT_STRING,
-    {"log-level", 0, OPT_STRING, "info", NULL, ALL, 0,
+    {"log-level", 0, OPT_STRING, "info", "ETCDBR_LOG_LEVEL", ALL, 0,
      "log level (logrus numbers: 2 error, 3 warn, 4 info, 5 debug, 6 trace)", ACTIVE,
      ONE_OF(LOG_LEVELS), .choices_nocase = 1})
 OPT(log_format, OPT_STRING,

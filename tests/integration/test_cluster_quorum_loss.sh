@@ -175,19 +175,21 @@ quorum_run() {
         { cat "$WORK/refuse-token.log"; fail "the old cluster token: exit $rc"; }
     ls "$RESTORE_DIR" 2>/dev/null | grep '\.etcd' >/dev/null && fail "a refused restore wrote a data dir"
 
-    run_block restore-all
+    # the new history the restore records is logged at debug level (ETCDBR_LOG_LEVEL, the flag's
+    # variable, so the runbook's commands run as written)
+    ETCDBR_LOG_LEVEL=debug run_block restore-all
     echo "[$((SECONDS - t_start)) s] restored"
     # runbook: each member's data dir to its host (here: its place on this machine); m3 instead
     # restores itself (the runbook's Kubernetes variant), pinned to the same revision
     for i in 1 2; do
         mv "$RESTORE_DIR/m$i.etcd" "${MEMBER_DIR[i]}"
     done
-    NAME=m3 DATA_DIR=${MEMBER_DIR[3]} run_block restore-one
+    ETCDBR_LOG_LEVEL=debug NAME=m3 DATA_DIR=${MEMBER_DIR[3]} run_block restore-one
     # one restore mark for the cluster: the per-member run forks into the same new history as the
     # one-run restore (a sidecar on any member continues one history)
     local mark_all mark_one
-    mark_all=$(sed -n 's/.*backs up as history \([0-9a-f]*\).*/\1/p' "$WORK/block-restore-all.log" | sort -u)
-    mark_one=$(sed -n 's/.*backs up as history \([0-9a-f]*\).*/\1/p' "$WORK/block-restore-one.log" | sort -u)
+    mark_all=$(sed -n 's/.*or backs up as history \([0-9a-f]*\).*/\1/p' "$WORK/block-restore-all.log" | sort -u)
+    mark_one=$(sed -n 's/.*or backs up as history \([0-9a-f]*\).*/\1/p' "$WORK/block-restore-one.log" | sort -u)
     [ -n "$mark_all" ] && [ "$mark_all" = "$mark_one" ] ||
         fail "restore marks differ: --all-members '$mark_all', per-member '$mark_one'"
     echo "restore mark: new history $mark_all on every member"

@@ -46,7 +46,7 @@ echo "image: $IMAGE"
 label() { podman image inspect --format "{{index .Labels \"$1\"}}" "$IMAGE"; }
 user=$(podman image inspect --format '{{.Config.User}}' "$IMAGE")
 [ "$user" = "$UID_IMAGE:$UID_IMAGE" ] || fail "the image's user is '$user', not $UID_IMAGE:$UID_IMAGE"
-version=$(podman run --rm --network=none "$IMAGE" --version)
+version=$(podman run --rm --network=none "$IMAGE" --version | head -1)
 [ "$version" = "etcdbrctl version $(label org.opencontainers.image.version)" ] ||
     fail "--version says '$version', the label $(label org.opencontainers.image.version)"
 [[ "$(label org.opencontainers.image.revision)" =~ ^[0-9a-f]{40}(-dirty)?$ ]] ||
