@@ -90,6 +90,17 @@ for p in local s3 abs gcs; do
     echo "$p: $n objects accepted and stored: $(awk '{ print $1 }' "$WORK/$p.objects" | sort | uniq -c | awk '{ printf "%s%s %s", s, $1, $2; s = ", " }')"
 done
 
+# the checks can fail: an unknown field in the StatefulSet's pod template, and one in a
+# PrometheusRule rule (the CRD's schema), are refused by the same strict validation
+sed 's/^      serviceAccountName: /      serviceAccountNam: /' "$WORK/s3.yaml" >"$WORK/bad-sts.yaml"
+sed '0,/^    - alert: /s//    - alertName: /' "$WORK/s3.yaml" >"$WORK/bad-rule.yaml"
+for b in bad-sts:serviceAccountNam bad-rule:alertName; do
+    ! kctl create --dry-run=server --validate=strict -n chart-s3 -f "$WORK/${b%%:*}.yaml" >"$WORK/${b%%:*}.out" 2>&1 ||
+        fail "${b%%:*}: strict validation accepted an unknown field"
+    grep -q "unknown field.*${b#*:}" "$WORK/${b%%:*}.out" || { cat "$WORK/${b%%:*}.out" >&2; fail "${b%%:*}: refused, but not for the unknown field ${b#*:}"; }
+done
+echo "strict validation refuses an unknown field in the StatefulSet and in a PrometheusRule rule"
+
 # RBAC as the API server applies it. S3 (Leases on): the Role grants get/patch/update on leases
 # and get on statefulsets, bound to the chart's ServiceAccount, and nothing more.
 ns=chart-s3
