@@ -68,6 +68,7 @@ for p in local s3 abs gcs; do
     [ "$("$HELM" status "$rel" -n "$ns" -o json | jq -r .info.status)" = deployed ] || fail "$p: release not deployed"
     "$HELM" get manifest "$rel" -n "$ns" >"$WORK/$p.installed.yaml"
     objects "$WORK/$p.installed.yaml" | sort >"$WORK/$p.objects"
+    objects "$WORK/$p.yaml" | sort | cmp -s - "$WORK/$p.objects" || fail "$p: the release's objects differ from helm template's"
     n=0
     while read -r kind name; do
         got=$(kctl get -n "$ns" "$kind" "$name" -o jsonpath='{.kind}/{.metadata.name}' 2>&1) ||
@@ -244,7 +245,12 @@ echo "delta-snapshot Lease follows the deltas: $got (etcd at revision $rev)"
 # 3. the Role without the Lease verbs: the API server answers 403, the sidecar says what is missing
 kctl patch role "$N" -n "$NS" --type=json -p '[{"op":"replace","path":"/rules/0/verbs","value":["list"]}]' >/dev/null ||
     fail "patching the Role"
-[ "$(can_i "$NS" "$N" get leases)" = no ] || fail "the patched Role still grants get leases"
+# the authorizer reads Roles from its watch cache: until it has the change
+end=$((SECONDS + 30))
+until [ "$(can_i "$NS" "$N" get leases)" = no ]; do
+    [ "$SECONDS" -lt "$end" ] || fail "the patched Role still grants get leases"
+    sleep 0.2
+done
 # the log line is logfmt: msg="...", its quotes escaped
 forbidden() { # LEASE: the sidecar's words for the API server's 403 on GET of that Lease
     echo "Lease $1 in namespace $NS: Kubernetes API GET /apis/coordination.k8s.io/v1/namespaces/$NS/leases/$1: HTTP 403 Forbidden: leases.coordination.k8s.io \\\"$1\\\" is forbidden: User \\\"system:serviceaccount:$NS:$N\\\" cannot get resource \\\"leases\\\" in API group \\\"coordination.k8s.io\\\" in the namespace \\\"$NS\\\" (the service account lacks RBAC permission)"
