@@ -15,7 +15,9 @@ cd "$(dirname "$0")/.."
 # - fake-gcs-server (the GCS emulator of the test_gcs_* tests) into ~/.cache/etcdbr/fake-gcs
 #   (about 4-5 min cold on 2 cores, seconds cached);
 # - helm and the chart validator (test_helm_chart*) into ~/.cache/etcdbr/helm (docs/deploy.md
-#   has the measured times); it shares Go's build cache with the builds above.
+#   has the measured times); it shares Go's build cache with the builds above;
+# - kube-apiserver (test_chart_apiserver: the chart on a real API server) into
+#   ~/.cache/etcdbr/kube (docs/deploy.md has the measured times; seconds cached).
 declare -A bg_pid bg_log
 have_go() { command -v go >/dev/null || [ -x /usr/local/go/bin/go ]; }
 # bg_start NAME SCRIPT: runs SCRIPT in the background, its output in a temporary log.
@@ -53,6 +55,7 @@ fi
 if have_go; then
     bg_start fake-gcs-server ./scripts/build-fake-gcs.sh
     bg_start helm ./scripts/build-helm.sh
+    bg_start kube-apiserver ./scripts/build-kube-apiserver.sh
 fi
 
 echo "== clang-format check"
@@ -109,10 +112,11 @@ run_ctest() {
     mapfile -t -O "${#skipped[@]}" skipped < <(sed -n 's/^[[:space:]]*[0-9]* - \(.*\) (Skipped)$/\1/p' "$log")
     rm -f "$log"
 }
-# every other test but the chart's while helm still builds (its cold build is ~500 CPU-seconds:
-# it overlaps the tests instead of delaying them), then the chart's tests once it is done
+# every other test but the chart's while helm and kube-apiserver still build (each cold build is
+# ~500 CPU-seconds: they overlap the tests instead of delaying them), then the chart's tests once
+# they are done
 run_ctest build-asan "ASan+UBSan ctest" --output-on-failure -j2 --timeout 900 \
-    -E '^integration\.(test_helm_chart.*|test_store_outage)$'
+    -E '^integration\.(test_helm_chart.*|test_chart_apiserver|test_store_outage)$'
 echo "== integration.test_store_outage (ran beside the others)"
 outage_rc=0
 wait "$outage_pid" || outage_rc=$?
@@ -130,7 +134,8 @@ case "$outage_rc" in
     ;;
 esac
 bg_wait helm
-run_ctest build-asan "chart tests" --output-on-failure -j2 --timeout 900 -R '^integration\.test_helm_chart'
+bg_wait kube-apiserver
+run_ctest build-asan "chart tests" --output-on-failure -j2 --timeout 900 -R '^integration\.test_(helm_chart.*|chart_apiserver)$'
 
 # The server's threads (HTTP connections, snapshotter, initialization, leader check, Leases, the
 # leader fence and forwarding to the leader in test_cluster_handover) under

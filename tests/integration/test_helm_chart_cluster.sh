@@ -4,8 +4,8 @@
 # with the rendered etcd config, bootstrap.sh, the sidecar's exact args and env, and the store
 # Secret written out as the kubelet mounts it (the S3 credentials directory). Only paths, host
 # names, $(POD_NAME) and the sidecars' ports (one port per machine here, one per pod in a
-# cluster) differ; the Kubernetes API is tests/servers/fake_k8s_apiserver.py (a fake: there is no
-# API server here) holding the Lease objects the chart renders. The three etcd members form one
+# cluster) differ; the Kubernetes API is tests/servers/fake_k8s_apiserver.py (a fake, light enough
+# for three pods; test_chart_apiserver.sh runs a sidecar against a real kube-apiserver) holding the Lease objects the chart renders. The three etcd members form one
 # cluster under the chart's member names; the
 # chart's readiness probe for several members (etcd's /health on the metrics port) turns 200 on
 # each; writes reach the store through the backup leader's sidecar; the sidecars renew the
@@ -21,8 +21,8 @@ chart_tools
 V=$(etcd_versions | tail -1)
 use_etcd "$V"
 start_s3rver etcd-backups
-# the Kubernetes API for the Leases: the fake API server of the Lease tests (there is no real one
-# here), with the Lease objects the chart renders created in it
+# the Kubernetes API for the Leases: the fake API server of the Lease tests, with the Lease
+# objects the chart renders created in it
 command -v openssl >/dev/null || fail "openssl not found"
 SA=$WORK/sa
 mkdir -p "$SA"

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Kubernetes Lease updates (docs/go-tool.md §10.6, docs/kubernetes.md) against a scripted FAKE API
-# server (tests/servers/fake_k8s_apiserver.py over TLS: there is no real API server here), with a
+# server (tests/servers/fake_k8s_apiserver.py over TLS: it answers 409, 500 or 401 to chosen
+# requests, which a real API server cannot be made to do; test_chart_apiserver.sh runs the sidecar
+# against a real kube-apiserver), with a
 # real etcd and a real `etcdbrctl server`:
 # - the full-snapshot Lease holds the full snapshot's last revision and its creation time as
 #   renewTime; a first PATCH answered 409 (another writer came first) is re-read and retried;
