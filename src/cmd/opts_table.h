@@ -306,16 +306,16 @@ OPT(server_key, OPT_STRING,
     {"server-key", 0, OPT_STRING, "", NULL, CMD_SERVER, 0, "TLS key of the HTTP server", ACTIVE})
 OPT(server_client_ca_file, OPT_STRING,
     {"server-client-ca-file", 0, OPT_STRING, "", NULL, CMD_SERVER, 0,
-     "PEM bundle of CAs: every path but /healthz and /metrics then needs a client certificate "
-     "signed by one of them (403 without); needs --server-cert/--server-key, which a follower "
-     "presents to the leader, whose certificate it verifies against this bundle "
+     "PEM bundle of CAs: every path but /healthz, /livez and /metrics then needs a client "
+     "certificate signed by one of them (403 without); needs --server-cert/--server-key, which a "
+     "follower presents to the leader, whose certificate it verifies against this bundle "
      "(docs/server.md, \"Production setting\")",
      ACTIVE})
 OPT(server_auth_token_file, OPT_STRING,
     {"server-auth-token-file", 0, OPT_STRING, "", NULL, CMD_SERVER, 0,
      "file holding a bearer token (at most 4 KiB, surrounding whitespace ignored): every path "
-     "but /healthz and /metrics then needs Authorization: Bearer <token> (401 without); re-read "
-     "when the file changes; a follower sends it to the leader",
+     "but /healthz, /livez and /metrics then needs Authorization: Bearer <token> (401 "
+     "without); re-read when the file changes; a follower sends it to the leader",
      ACTIVE})
 OPT(use_etcd_wrapper, OPT_BOOL,
     {"use-etcd-wrapper", 0, OPT_BOOL, "false", NULL, CMD_SERVER, 0,
@@ -324,6 +324,11 @@ OPT(use_etcd_wrapper, OPT_BOOL,
      "restart etcd: POST <scheme>://<host of --endpoints[0]>:9095/stop, https with --cacert "
      "when the server has --server-cert; no effect under run (docs/cluster.md)",
      ACTIVE})
+OPT(etcd_process_name, OPT_STRING,
+    {"etcd-process-name", 0, OPT_STRING, "", NULL, CMD_SERVER, 0,
+     "the name of etcd's process, passed by older etcd-druid releases (docs/druid.md)",
+     IGNORED("etcdbrctl never looks for etcd by its process name: with --use-etcd-wrapper it "
+             "asks etcd-wrapper to restart etcd")})
 /* HEALTH (docs/go-tool.md §1.7; lease flags also for compact, §1.10) */
 OPT(enable_snapshot_lease_renewal, OPT_BOOL,
     {"enable-snapshot-lease-renewal", 0, OPT_BOOL, "false", NULL, CMD_SERVER | CMD_COMPACT, 0,

@@ -433,6 +433,11 @@ static void handle(void *ctx, const HttpRequest *req, HttpResponse *resp) {
         int ok = healthy(sv);
         http_respond(resp, ok ? 200 : 503, "application/json",
                      ok ? "{\"health\":true}" : "{\"health\":false}");
+    } else if (!strcmp(path, "/livez")) {
+        /* liveness (docs/server.md): 200 on every member, leader or follower, whenever the HTTP
+         * event loop answers; ours, the Go tool has no such path */
+        if (!is_get(req)) return method_not_allowed(resp, "GET, HEAD");
+        http_respond(resp, 200, NULL, "ok\n");
     } else if (!strcmp(path, "/initialization/start")) {
         if (!is_get_or_post(req)) return method_not_allowed(resp, "GET, POST");
         init_start(sv, http_request_query(req, "mode"));
@@ -496,7 +501,7 @@ static int answers_at_once(void *ctx, const HttpRequest *req) {
 
 /* Answered without client certificate or token (docs/server.md, "Production setting"): probes
  * and scrapers seldom have either, and these tell only health and counters. */
-static const char *const open_paths[] = {"/healthz", "/metrics", NULL};
+static const char *const open_paths[] = {"/healthz", "/livez", "/metrics", NULL};
 
 /* The start line: scheme, port, address, and what a request must bring (never the token). */
 static void log_serving(const SidecarOptions *so, const HttpServer *http) {
@@ -508,7 +513,7 @@ static void log_serving(const SidecarOptions *so, const HttpServer *http) {
              *so->server_client_ca ? "; client certificates required" : "",
              so->server_token ? "; bearer token required" : "");
     if (*so->server_client_ca || so->server_token)
-        log_info("HTTP paths open without credentials: /healthz, /metrics");
+        log_info("HTTP paths open without credentials: /healthz, /livez, /metrics");
     if (so->enable_profiling)
         log_info("profiling documents served under %s (--enable-profiling)%s", PROFILING_PREFIX,
                  *so->server_client_ca || so->server_token ? ", with the same credentials as "

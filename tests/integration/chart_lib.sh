@@ -25,6 +25,13 @@ chart_sidecar_args() {
          a { exit }' "$1"
 }
 
+# chart_container MANIFEST NAME: the block of the (init) container NAME of the StatefulSet, from
+# its "- name:" line to the next container or the pod's volumes
+chart_container() {
+    awk -v c="      - name: $2" '$0 == c { in_c = 1; print; next }
+        in_c && (/^      - name: / || /^      [a-zA-Z]/ || /^  [a-zA-Z]/) { exit } in_c { print }' "$1"
+}
+
 # chart_block MANIFEST KEY: a config map's block scalar "  KEY: |-" (its lines indented by 4)
 chart_block() {
     awk -v k="  $2: |-" '$0 == k { b = 1; next } b && /^    / { print substr($0, 5); next }

@@ -5,7 +5,11 @@
 # rendered document as its k8s.io/api type (strict: unknown fields are errors) with resolved
 # references, every flag the sidecar is given is one `etcdbrctl server` accepts (from the
 # binary's `__flags-md`), and the rendering says what the values ask (provider credentials,
-# readiness probe per member count, leases, alert rules). The chart's copy of the alert rules
+# readiness probe per member count, leases, alert rules); the sidecar's liveness (/livez) and
+# readiness probes per member count and TLS; every container's securityContext and writable
+# volumes; the Local init container's chown -R under exactly its capabilities (as root with
+# setpriv; CHOWN alone must fail); images by tag and by digest; no rendering without
+# images.etcd.repository; the PodDisruptionBudget for 1, 3, 5 members. The chart's copy of the alert rules
 # equals deploy/prometheus/etcdbr-alerts.yaml. Broken values (tests/helm-fixtures/broken-*.yaml)
 # and broken manifests must be rejected: the checks can fail.
 # helm and the validator come from scripts/build-helm.sh: missing, the test is skipped (77),
@@ -63,7 +67,9 @@ for v in "$CHART"/ci/*-values.yaml; do
     n=$((n + 1))
 done
 [ "$n" -ge 6 ] || fail "only $n values files in chart/etcdbr/ci"
-render default
+# the defaults, with the one value that has none (the etcd container's image)
+ETCD_IMG=(--set images.etcd.repository=registry.example.com/etcd-custom-image --set images.etcd.tag=v3.5.13)
+render default "${ETCD_IMG[@]}"
 
 # what each rendering must say
 has local "--storage-provider=Local"
@@ -119,6 +125,116 @@ if "$HELM" template "$REL" "$CHART" -f "$CHART/ci/s3-values.yaml" --set backup.d
     >/dev/null 2>"$WORK/rpo-bad.err"; then fail "deltaSnapshotPeriod 'soon' rendered"; fi
 grep -q 'deltaSnapshotPeriod "soon"' "$WORK/rpo-bad.err" || fail "bad deltaSnapshotPeriod: $(cat "$WORK/rpo-bad.err")"
 
+# 3a. the sidecar's probes (docs/server.md: /healthz is 503 on followers, /livez 200 on every
+# member): liveness /livez always; readiness /healthz with one member, /livez with several
+# probe FILE CONTAINER KIND: "SCHEME PATH" of the container's livenessProbe or readinessProbe
+probe() {
+    chart_container "$WORK/$1.yaml" "$2" | awk -v k="        $3:" '$0 == k { p = 1; next }
+        p && /^        [a-zA-Z]/ { exit } p && $1 == "scheme:" { sc = $2 } p && $1 == "path:" { pa = $2 }
+        END { print sc, pa }'
+}
+expect_probe() { # FILE CONTAINER KIND WANT
+    [ "$(probe "$1" "$2" "$3")" = "$4" ] || fail "$1: $2 $3: '$(probe "$1" "$2" "$3")', want '$4'"
+}
+for f in local default gcs ecs nobackup; do
+    expect_probe "$f" backup-restore livenessProbe "HTTP /livez"
+    expect_probe "$f" backup-restore readinessProbe "HTTP /healthz"
+    expect_probe "$f" etcd readinessProbe "HTTP /healthz"
+done
+for f in s3 abs swift oss; do
+    expect_probe "$f" backup-restore livenessProbe "HTTP /livez"
+    expect_probe "$f" backup-restore readinessProbe "HTTP /livez"
+    expect_probe "$f" etcd readinessProbe "HTTP /health"
+    chart_container "$WORK/$f.yaml" backup-restore | grep -q "path: /healthz" && fail "$f: a sidecar probe on /healthz with several members"
+done
+echo "probes: sidecar liveness /livez; readiness /healthz (1 member) or /livez (3)"
+
+# 3b. security: the pod's seccomp profile; every container and init container non-root (the
+# init container excepted), without privilege escalation, with a read-only root filesystem and
+# no capabilities but the init container's CHOWN and DAC_READ_SEARCH; the writable emptyDirs
+has local "type: RuntimeDefault"
+for c in etcd backup-restore change-backup-bucket-permissions; do
+    blk=$(chart_container "$WORK/local.yaml" "$c")
+    [ -n "$blk" ] || fail "local: no container $c"
+    for want in "allowPrivilegeEscalation: false" "readOnlyRootFilesystem: true" "- ALL"; do
+        grep -qF -- "$want" <<<"$blk" || fail "local: container $c lacks $want"
+    done
+    case $c in
+    change-backup-bucket-permissions)
+        [ "$(awk '/^            add:$/ { a = 1; next } a && /^            - / { print $2; next } a { exit }' <<<"$blk" | tr '\n' ' ')" = "CHOWN DAC_READ_SEARCH " ] ||
+            fail "local: the init container's capabilities: $(grep -A3 'add:' <<<"$blk")" ;;
+    *) grep -qF "runAsNonRoot: true" <<<"$blk" || fail "local: container $c lacks runAsNonRoot"
+        ! grep -q "add:" <<<"$blk" || fail "local: container $c adds capabilities" ;;
+    esac
+done
+for m in "backup-restore:/home/nonroot" "backup-restore:/tmp" "etcd:/tmp" "etcd:/var/etcd/run/"; do
+    chart_container "$WORK/local.yaml" "${m%%:*}" | grep -qx "          mountPath: ${m#*:}" || fail "local: ${m%%:*} has no volume at ${m#*:}"
+done
+# the init container's command with its capabilities only (as root, setpriv's bounding set),
+# on a bucket as the sidecar leaves it (0700 directories of uid 65532) and a root-owned file:
+# the chown must succeed, and fail without DAC_READ_SEARCH (so the check can fail)
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+    caps=$(chart_container "$WORK/local.yaml" change-backup-bucket-permissions |
+        awk '/^            add:$/ { a = 1; next } a && /^            - / { printf ",+%s", tolower($2); next } a { exit }')
+    mkbucket() {
+        rm -rf "$WORK/bucket"
+        mkdir -p "$WORK/bucket/etcd/v2"
+        echo x >"$WORK/bucket/etcd/v2/Full-1"
+        chown -R 65532:65532 "$WORK/bucket/etcd"
+        chmod 700 "$WORK/bucket/etcd" "$WORK/bucket/etcd/v2"
+        touch "$WORK/bucket/from-root"
+    }
+    mkbucket
+    setpriv --bounding-set=-all"$caps" --inh-caps=-all chown -R 65532:65532 "$WORK/bucket" ||
+        fail "the init container's chown fails with its capabilities ($caps)"
+    [ "$(stat -c %u "$WORK/bucket/from-root")" = 65532 ] || fail "the init container's chown left a root-owned file"
+    mkbucket
+    if setpriv --bounding-set=-all,+chown --inh-caps=-all chown -R 65532:65532 "$WORK/bucket" 2>/dev/null; then
+        fail "chown -R succeeded with CHOWN alone: the capability check proves nothing"
+    fi
+    echo "init container: chown -R with${caps//,+/ } only succeeds; with chown alone it fails"
+else
+    [ "${ETCDBR_REQUIRE_TOOLS:-0}" = 1 ] && fail "the init container's capabilities need root and setpriv"
+    echo "NOT CHECKED: the init container's chown with its capabilities (needs root and setpriv)"
+fi
+
+# 3c. image references: repository:tag, or repository@digest (tag ignored) when a digest is set;
+# the etcd container's image is required, with a message naming what it must hold
+has default "image: etcdbr:0.1.0"
+has default "image: registry.example.com/etcd-custom-image:v3.5.13"
+D1=sha256:$(printf a | sha256sum | cut -d' ' -f1)
+D2=sha256:$(printf b | sha256sum | cut -d' ' -f1)
+render digest -f "$CHART/ci/local-values.yaml" --set images.etcdbr.digest="$D1" --set images.etcd.digest="$D2"
+has digest "image: etcdbr@$D1"
+has digest "image: registry.example.com/etcd-custom-image@$D2"
+hasnt digest "image: etcdbr:"
+hasnt digest ":v3.5.13"
+[ "$(grep -c "image: registry.example.com/etcd-custom-image@$D2" "$WORK/digest.yaml")" = 2 ] || fail "digest: the etcd and init containers do not both use the etcd image's digest"
+if "$HELM" template "$REL" "$CHART" "${ETCD_IMG[@]}" --set images.etcdbr.digest=sha256:abc >/dev/null 2>"$WORK/digest-bad.err"; then
+    fail "a malformed digest rendered"
+fi
+grep -q 'images.etcdbr.digest "sha256:abc"' "$WORK/digest-bad.err" || fail "malformed digest: $(cat "$WORK/digest-bad.err")"
+for v in "" "-f $CHART/ci/local-values.yaml --set images.etcd.repository="; do
+    # shellcheck disable=SC2086
+    if "$HELM" template "$REL" "$CHART" $v >/dev/null 2>"$WORK/noetcd.err"; then
+        fail "rendered without images.etcd.repository ($v)"
+    fi
+    grep -q "images.etcd.repository is required: an image with sh, curl and etcd" "$WORK/noetcd.err" ||
+        fail "without images.etcd.repository, another error: $(cat "$WORK/noetcd.err")"
+done
+if "$HELM" lint --strict "$CHART" >"$WORK/noetcd.lint" 2>&1; then fail "helm lint passed without images.etcd.repository"; fi
+echo "images: tag, digest (@sha256:, both images), malformed digest and missing etcd image refused"
+
+# 3d. the PodDisruptionBudget: quorum kept (3 members: minAvailable 2, 5: 3); none for one
+# member, none when disabled
+hasnt local "kind: PodDisruptionBudget"
+hasnt default "kind: PodDisruptionBudget"
+render five -f "$CHART/ci/s3-values.yaml" --set replicas=5
+has five "kind: PodDisruptionBudget"
+has five "minAvailable: 3"
+render nopdb -f "$CHART/ci/s3-values.yaml" --set podDisruptionBudget.enabled=false
+hasnt nopdb "kind: PodDisruptionBudget"
+
 # 4. TLS for etcd client and peer traffic and for the sidecar's server, with real certificates
 T=$WORK/tls
 mkdir -p "$T"
@@ -154,6 +270,14 @@ has tls "initial-cluster: $REL-etcd-0=https://"
 has tls "peer-transport-security:"
 has tls "value: https://$REL-etcd-local:8080"
 has tls "type: kubernetes.io/tls"
+# the probes of the sidecar follow its TLS
+expect_probe tls backup-restore livenessProbe "HTTPS /livez"
+expect_probe tls backup-restore readinessProbe "HTTPS /livez"
+render tls1 -f "$CHART/ci/local-values.yaml" --set-file tls.etcdBackupRestore.ca="$T/br-ca.crt" \
+    --set-file tls.etcdBackupRestore.server.crt="$T/br.crt" --set-file tls.etcdBackupRestore.server.key="$T/br.key"
+expect_probe tls1 backup-restore livenessProbe "HTTPS /livez"
+expect_probe tls1 backup-restore readinessProbe "HTTPS /healthz"
+expect_probe tls1 etcd readinessProbe "HTTPS /healthz"
 # the secrets carry the certificates given, byte for byte
 crt=$(awk -v n="$REL-etcdbr-server-tls" '$1 == "name:" && $2 == n { s = 1 } s && $1 == "tls.crt:" { print $2; exit }' "$WORK/tls.yaml")
 [ "$(base64 -d <<<"$crt")" = "$(cat "$T/br.crt")" ] || fail "tls: $REL-etcdbr-server-tls does not carry the sidecar's certificate"

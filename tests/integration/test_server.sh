@@ -61,6 +61,10 @@ cmp -s <(echo "$BODY") "$WORK/home/etcd.conf.yaml" || fail "/config not written 
 expect 404 "$H/nope"
 expect 405 -X DELETE "$H/snapshot/full"
 expect 405 -X POST "$H/healthz"
+# /livez: 200 whatever the health (the liveness probe's path), GET only
+expect 200 "$H/livez"
+[ "$BODY" = ok ] || fail "livez body $BODY"
+expect 405 -X POST "$H/livez"
 expect 405 -X PUT "$H/metrics"
 
 # on-demand snapshots

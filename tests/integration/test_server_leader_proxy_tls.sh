@@ -3,7 +3,8 @@
 # §2 "Not-leader handling", issue 10): a 3-member cluster, one `etcdbrctl server` sidecar per
 # member on its member's loopback address, all with --server-cert/--server-key and --cacert as
 # the root for the leader's certificate (openssl, self-signed for 127.0.0.1-3). Checks: /healthz
-# 200 on the leader only; both paths through each follower answer 200 with the leader's snapshot
+# 200 on the leader only, /livez 200 on every member (also without certificate or token when
+# those are required); both paths through each follower answer 200 with the leader's snapshot
 # JSON (query passed on); /snapshot/latest on a follower answers from the store; a follower whose
 # --cacert does not sign the leader's certificate answers 405 (the TLS check is real); a request
 # already forwarded once is not forwarded again (405); a follower without a store answers 405.
@@ -67,7 +68,9 @@ done
 wait_for_log "$WORK/sidecar$L.log" "full snapshot .* stored" 30
 wait_code "$L" /healthz 200
 for i in 1 2 3; do [ "$i" = "$L" ] || wait_code "$i" /healthz 503; done
-echo "HTTPS /healthz: leader m$L 200, followers 503"
+# the liveness path: 200 on every member, followers included
+for i in 1 2 3; do wait_code "$i" /livez 200; done
+echo "HTTPS /healthz: leader m$L 200, followers 503; /livez 200 on all three"
 
 n=0
 for f in 1 2 3; do
@@ -129,6 +132,8 @@ AUTH=(--cert "$WORK/tls.crt" --key "$WORK/tls.key" -H "Authorization: Bearer $TO
 wait_code "$L" /healthz 200
 F=$((L % 3 + 1))
 wait_code "$F" /healthz 503
+# /livez stays open (no certificate, no token), as a kubelet probe needs
+wait_code "$F" /livez 200
 out=$(req "$F" '/snapshot/full?final=false' --cert "$WORK/tls.crt" --key "$WORK/tls.key")
 [ "$(code_of "$out")" = 401 ] || fail "follower $F without a token: $out, want 401"
 out=$(req "$F" '/snapshot/full?final=false' -H "Authorization: Bearer $TOKEN")

@@ -4,12 +4,12 @@
 # client certificate, one of another CA, one without the TLS client key purpose):
 #   1. --server-cert/--server-key: HTTPS answers, plain HTTP does not;
 #   2. + --server-client-ca-file: /snapshot/latest without a client certificate, with another
-#      CA's or with a server-only one is 403, with the CA's is 200; /healthz and /metrics answer
-#      without one;
+#      CA's or with a server-only one is 403, with the CA's is 200; /healthz, /livez and /metrics
+#      answer without one;
 #   3. + --server-auth-token-file: no token, a wrong one, another scheme: 401 with
-#      WWW-Authenticate; the right one: 200; /healthz and /metrics open; the file rewritten (a
-#      new token takes over, the old one stops), replaced by rename, emptied (nothing accepted)
-#      and filled again; the token never appears in the log;
+#      WWW-Authenticate; the right one: 200; /healthz, /livez and /metrics open; the file
+#      rewritten (a new token takes over, the old one stops), replaced by rename, emptied
+#      (nothing accepted) and filled again; the token never appears in the log;
 #   4. refusals at start: a client CA without --server-cert, a token file missing, empty or over
 #      4 KiB, a client CA file without a certificate.
 source "$(dirname "$0")/lib.sh"
@@ -98,6 +98,7 @@ server "$WORK/s2.log" --server-client-ca-file="$WORK/ca.crt"
 wait_status 200 /healthz
 grep -q "client certificates required" "$LOG" || fail "start line does not say client certificates are required"
 expect 200 /metrics
+expect 200 /livez
 expect 403 /snapshot/latest
 grep -q "client certificate" "$WORK/body" || fail "403 without a reason: $(cat "$WORK/body")"
 expect 403 /snapshot/latest --cert "$WORK/rogue.crt" --key "$WORK/rogue.key"
@@ -107,7 +108,7 @@ expect 200 /snapshot/latest "${CLIENT[@]}"
 expect 200 /healthz "${CLIENT[@]}"
 # the server's own certificate (serverAuth and clientAuth) is what a follower presents
 expect 200 /snapshot/latest --cert "$WORK/server.crt" --key "$WORK/server.key"
-echo "2. client CA: none/other CA/server-only purpose 403, the CA's client certificate 200, /healthz and /metrics open"
+echo "2. client CA: none/other CA/server-only purpose 403, the CA's client certificate 200, /healthz, /livez and /metrics open"
 stop_pid "$SERVER_PID"
 
 # ---- 3. bearer token ----
@@ -118,6 +119,7 @@ server "$WORK/s3.log" --server-client-ca-file="$WORK/ca.crt" --server-auth-token
 wait_status 200 /healthz
 grep -q "bearer token required" "$LOG" || fail "start line does not say a token is required"
 expect 200 /metrics
+expect 200 /livez
 expect 401 /snapshot/latest "${CLIENT[@]}"
 grep -qi '^www-authenticate: Bearer realm="etcdbr"' "$WORK/headers" || fail "401 without WWW-Authenticate: $(cat "$WORK/headers")"
 expect 401 /snapshot/latest "${CLIENT[@]}" -H "Authorization: Bearer wrong-$TOKEN1"

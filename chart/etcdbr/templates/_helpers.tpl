@@ -13,16 +13,44 @@ app.kubernetes.io/part-of: etcdbr
 helm.sh/chart: {{ .Chart.Name }}-{{ .Chart.Version | replace "+" "_" }}
 {{- end }}
 
-{{/* The etcdbr image; the etcd container's image (defaults to the etcdbr image). */}}
-{{- define "etcdbr.image" -}}
-{{ .Values.images.etcdbr.repository }}:{{ .Values.images.etcdbr.tag | default .Chart.AppVersion }}
-{{- end }}
-{{- define "etcdbr.etcdImage" -}}
-{{- if .Values.images.etcd.repository -}}
-{{ .Values.images.etcd.repository }}:{{ required "images.etcd.tag is required with images.etcd.repository" .Values.images.etcd.tag }}
+{{/* An image reference from images.<x> (repository, tag, digest): repository@digest when digest
+is set (the tag is then ignored), else repository:tag. A digest must be sha256:<64 hex>. */}}
+{{- define "etcdbr.imageRef" -}}
+{{- $img := index . 0 -}}
+{{- $what := index . 1 -}}
+{{- $tag := index . 2 -}}
+{{- if $img.digest -}}
+{{- if not (regexMatch "^sha256:[0-9a-f]{64}$" (toString $img.digest)) -}}
+{{- fail (printf "%s.digest %q: use sha256:<64 lower-case hex digits>" $what (toString $img.digest)) -}}
+{{- end -}}
+{{ $img.repository }}@{{ $img.digest }}
 {{- else -}}
-{{ include "etcdbr.image" . }}
+{{ $img.repository }}:{{ required (printf "%s.tag (or %s.digest) is required" $what $what) $tag }}
+{{- end -}}
 {{- end }}
+
+{{/* The etcdbr image (the sidecar). */}}
+{{- define "etcdbr.image" -}}
+{{ include "etcdbr.imageRef" (list .Values.images.etcdbr "images.etcdbr" (.Values.images.etcdbr.tag | default .Chart.AppVersion)) }}
+{{- end }}
+
+{{/* The etcd container's image (and the Local store's init container's): it must have sh, curl
+and etcd, which the etcdbr image has not; so no default. */}}
+{{- define "etcdbr.etcdImage" -}}
+{{- $msg := "images.etcd.repository is required: an image with sh, curl and etcd for the etcd container (it runs the chart's bootstrap script with them), e.g. Gardener's etcd-custom-image; the etcdbr image has none of them" -}}
+{{- $_ := required $msg .Values.images.etcd.repository -}}
+{{ include "etcdbr.imageRef" (list .Values.images.etcd "images.etcd" .Values.images.etcd.tag) }}
+{{- end }}
+
+{{/* Every long-running container's securityContext: non-root, no privilege escalation, no
+capabilities, read-only root filesystem (emptyDir volumes for what is written). */}}
+{{- define "etcdbr.containerSecurityContext" -}}
+runAsNonRoot: true
+allowPrivilegeEscalation: false
+readOnlyRootFilesystem: true
+capabilities:
+  drop:
+  - ALL
 {{- end }}
 
 {{/* URL schemes */}}
