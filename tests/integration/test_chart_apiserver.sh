@@ -126,6 +126,20 @@ done
 [ "$(can_i chart-abs $sa get leases)" = no ] || fail "abs: the ServiceAccount may get leases without a Role"
 echo "RBAC: the s3 release's ServiceAccount may get/patch/update leases and get statefulsets, nothing else checked; abs has no Role"
 
+# 1b. etcd-druid's shape (docs/druid.md): the StatefulSet, Services, RBAC and Leases druid
+# generates, with etcdbr's image in the backup-restore container, are accepted by the API server
+# as they are (strict validation, then created)
+DRUID=$ETCDBR_SOURCE_DIR/tests/integration/data/druid-etcd-main.yaml
+dns=$(awk '/^  namespace: / { print $2; exit }' "$DRUID")
+kctl create namespace "$dns" >/dev/null || fail "druid: namespace $dns"
+kctl create --dry-run=server --validate=strict -f "$DRUID" >"$WORK/druid.dry" 2>&1 ||
+    { cat "$WORK/druid.dry" >&2; fail "druid: the API server's strict validation refused the manifest"; }
+kctl create -f "$DRUID" >"$WORK/druid.create" 2>&1 || { cat "$WORK/druid.create" >&2; fail "druid: create"; }
+img=$(kctl get statefulset -n "$dns" -o json |
+    jq -r '.items[0].spec.template.spec.containers[] | select(.name == "backup-restore") | .image')
+case "$img" in *etcdbr*) ;; *) fail "druid: the backup-restore container's image is '$img', not etcdbr's" ;; esac
+echo "ok 1b: druid's manifest with etcdbr's container accepted and created ($(grep -c '^kind:' "$DRUID") objects)"
+
 # 2. the sidecar with the chart's ServiceAccount, on the real API server
 REL=lease
 NS=etcd-lease
