@@ -230,10 +230,16 @@ static void test_memory_live(void **state) {
         memset(big[i], 1, 4096);
     }
     proc_heap(&h1);
-    assert_true(h1.in_use >= h0.in_use + 16 * 4096);
-    assert_true(h1.arena > 0 && h1.free >= 0 && h1.mmapped >= 0);
     for (int i = 0; i < 16; i++)
         free(big[i]);
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    /* a sanitizer's allocator replaces glibc's: mallinfo2 sees none of its blocks, so only the
+     * shape of the answer is checked in these builds (the plain build checks the counts) */
+    assert_true(h1.free >= 0 && h1.mmapped >= 0);
+#else
+    assert_true(h1.in_use >= h0.in_use + 16 * 4096);
+    assert_true(h1.arena > 0 && h1.free >= 0 && h1.mmapped >= 0);
+#endif
 }
 
 int main(void) {
