@@ -12,18 +12,6 @@
 #include <string.h>
 #include <time.h>
 
-/* Wipes every string value of an object (jansson holds its own copies of the tokens). */
-static void wipe_strings(json_t *root) {
-    const char *k;
-    json_t *v;
-    json_object_foreach(root, k, v) {
-        if (json_is_string(v)) {
-            char *s = (char *)json_string_value(v);
-            OPENSSL_cleanse(s, strlen(s));
-        }
-    }
-}
-
 void oauth2_error_text(const char *json, size_t len, char *out, size_t cap) {
     out[0] = '\0';
     json_t *root = json && len ? json_loadb(json, len, 0, NULL) : NULL;
@@ -40,7 +28,7 @@ void oauth2_error_text(const char *json, size_t len, char *out, size_t cap) {
         const char *m = json_string_value(json_object_get(e, "message"));
         snprintf(out, cap, "%.80s%s%.300s", st ? st : "", st && m ? ": " : "", m ? m : "");
     }
-    wipe_strings(root);
+    objhttp_json_wipe_strings(root);
     json_decref(root);
 }
 
@@ -96,7 +84,7 @@ int oauth2_token_parse(const char *json, size_t len, const char *token_field,
     *token = strdup(t);
     if (!*token) rc = err_set(ERR_NOMEM, "token answer: out of memory");
 done:
-    if (json_is_object(root)) wipe_strings(root);
+    if (json_is_object(root)) objhttp_json_wipe_strings(root);
     json_decref(root);
     return rc;
 }
@@ -219,7 +207,7 @@ int oauth2_answer_parse(const char *json, size_t len, const char *token_field,
                      expire_time_field, s);
     else
         *expires_in = at - now > OAUTH2_MAX_LIFETIME ? OAUTH2_MAX_LIFETIME : at - now;
-    if (json_is_object(root)) wipe_strings(root);
+    if (json_is_object(root)) objhttp_json_wipe_strings(root);
     json_decref(root);
     if (rc) {
         objhttp_free_secret(*token);

@@ -231,6 +231,10 @@ char *objhttp_read_small_file(const char *path);
 char *objhttp_dir_first_json(const char *dir);
 /* Wipes (OPENSSL_cleanse) and frees a NUL-terminated secret (NULL-safe). */
 void objhttp_free_secret(char *s);
+struct json_t;
+/* Wipes (OPENSSL_cleanse) every string value of the JSON object root, whose copies jansson keeps
+ * (credentials, tokens), before it is freed. Not recursive; a non-object is left alone. */
+void objhttp_json_wipe_strings(struct json_t *root);
 /* $name when set and not empty (borrowed from the environment), else NULL. */
 const char *objhttp_env(const char *name);
 

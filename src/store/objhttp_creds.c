@@ -109,15 +109,7 @@ static int creds_json(const char *path, const char *what, const char *const *fie
         values[i] = strdup(json_string_value(v));
         if (!values[i]) rc = err_set(ERR_NOMEM, "%s credentials: out of memory", what);
     }
-    /* jansson keeps its own copies of the values: wipe them before the object goes */
-    const char *k;
-    json_t *v;
-    if (json_is_object(root)) {
-        json_object_foreach(root, k, v) {
-            if (json_is_string(v))
-                OPENSSL_cleanse((char *)json_string_value(v), json_string_length(v));
-        }
-    }
+    objhttp_json_wipe_strings(root); /* jansson keeps its own copies of the values */
     json_decref(root);
     return rc;
 }
@@ -193,4 +185,13 @@ void objhttp_creds_stamp(const char *path, char *out, size_t cap) {
         stamp_add(p, out, cap, &o);
     }
     closedir(d);
+}
+
+void objhttp_json_wipe_strings(json_t *root) {
+    const char *k;
+    json_t *v;
+    if (!json_is_object(root)) return;
+    json_object_foreach(root, k, v) {
+        if (json_is_string(v)) OPENSSL_cleanse((char *)json_string_value(v), json_string_length(v));
+    }
 }

@@ -58,18 +58,6 @@ static int dup_field(json_t *root, const char *name, char **out) {
     return *out ? 0 : err_set(ERR_NOMEM, "GCS credentials: out of memory");
 }
 
-/* Wipes the string values of root (jansson holds its own copy of the private key). */
-static void wipe_json_strings(json_t *root) {
-    const char *k;
-    json_t *v;
-    json_object_foreach(root, k, v) {
-        if (json_is_string(v)) {
-            char *s = (char *)json_string_value(v);
-            OPENSSL_cleanse(s, strlen(s));
-        }
-    }
-}
-
 int gcs_creds_parse(const char *json, size_t len, const char *where, GcsCreds *out) {
     static const char *const allowed[] = {"type",
                                           "project_id",
@@ -159,7 +147,7 @@ int gcs_creds_parse(const char *json, size_t len, const char *where, GcsCreds *o
         rc = err_set(ERR_INVALID, "GCS credentials %s: token_uri must be an http(s) URL", where);
     }
 done:
-    if (root) wipe_json_strings(root);
+    if (root) objhttp_json_wipe_strings(root);
     json_decref(root);
     if (rc) gcs_creds_clear(out);
     return rc;
@@ -318,7 +306,7 @@ static int cred_file_load(const char *path, GcsCreds *sa, GcsExtCreds *ext, enum
     json_t *root = json_loads(b, 0, NULL);
     const char *type = json_string_value(json_object_get(root, "type"));
     int ext_kind = type && strcmp(type, "external_account") == 0;
-    if (root) wipe_json_strings(root);
+    if (root) objhttp_json_wipe_strings(root);
     json_decref(root);
     int rc;
     if (ext_kind) {
