@@ -12,6 +12,7 @@
 #include "../common/strbuf.h"
 #include "../common/log.h"
 #include "objhttp.h"
+#include "objhttp_driver.h"
 #include "objhttp_mpu.h"
 #include "store_s3.h" /* s3_part_size, s3_creds_mtime: OSS has S3's 10 000-part limit */
 
@@ -33,14 +34,8 @@
 /* ---- the driver ---- */
 
 typedef struct OssDriver {
-    StoreDriver base;
-    ObjHttp *http;
-    char *bucket;
-    char *base_url; /* scheme://bucket.host[:port] or scheme://ip[:port]/bucket */
-    char *describe;
-    int64_t part_min;
-    int parallel;
-    int list_page;
+    ObjHttpDriver h;    /* first: bucket (container), describe, part size, parallelism, client */
+    char *base_url;     /* scheme://bucket.host[:port] or scheme://ip[:port]/bucket */
     pthread_mutex_t mu; /* guards the keys and cred_mtime */
     char *access_key, *secret;
     char *cred_path;
@@ -151,7 +146,7 @@ static int oss_do(OssDriver *d, const OssCall *c, ObjHttpResponse *resp, ObjHttp
         free(u.d);
         return err_set(ERR_NOMEM, "OSS %s: out of memory", c->method);
     }
-    SignCtx sc = {c, d->bucket, NULL, NULL};
+    SignCtx sc = {c, d->h.container, NULL, NULL};
     pthread_mutex_lock(&d->mu);
     sc.id = strdup(d->access_key);
     sc.secret = strdup(d->secret);
@@ -172,9 +167,9 @@ static int oss_do(OssDriver *d, const OssCall *c, ObjHttpResponse *resp, ObjHttp
             .auth_ctx = &sc,
         };
         if (stream)
-            rc = objhttp_stream_open(d->http, &req, resp, stream);
+            rc = objhttp_stream_open(d->h.http, &req, resp, stream);
         else
-            rc = objhttp_do(d->http, &req, resp);
+            rc = objhttp_do(d->h.http, &req, resp);
     }
     objhttp_free_secret(sc.id);
     objhttp_free_secret(sc.secret);
@@ -195,11 +190,11 @@ static int explain(int rc, const ObjHttpResponse *r, const OssDriver *d) {
         return err_wrap(rc,
                         "OSS bucket %s: the request time is more than 15 minutes off the "
                         "server's: check this machine's clock",
-                        d->bucket);
+                        d->h.container);
     return err_wrap(rc,
                     "OSS bucket %s: access denied (%s): check accessKeyID and accessKeySecret "
                     "in %s",
-                    d->bucket, code[0] ? code : "HTTP 403", d->cred_path);
+                    d->h.container, code[0] ? code : "HTTP 403", d->cred_path);
 }
 
 static int key_ok(const char *key, const char *op) {
@@ -224,12 +219,12 @@ static int oss_list(StoreDriver *drv, const char *key_prefix, StoreDriverListCb 
     OssDriver *d = (OssDriver *)drv;
     creds_refresh(d);
     char page[16];
-    snprintf(page, sizeof page, "%d", d->list_page);
+    snprintf(page, sizeof page, "%d", d->h.list_page);
     char *marker = NULL;
     int rc = 0, truncated = 0, pages = 0;
     ListCtx lc = {key_prefix, cb, ctx};
     ObjHttpListing lg;
-    objhttp_listing_begin(&lg, "OSS", d->bucket, key_prefix);
+    objhttp_listing_begin(&lg, "OSS", d->h.container, key_prefix);
     do {
         rc = objhttp_listing_page(&lg, marker);
         if (rc != 0) break;
@@ -245,7 +240,7 @@ static int oss_list(StoreDriver *drv, const char *key_prefix, StoreDriverListCb 
         pages++;
         char *next = NULL;
         if (rc == ERR_NOT_FOUND)
-            rc = err_wrap(ERR_IO, "OSS list %s: bucket %s not found", key_prefix, d->bucket);
+            rc = err_wrap(ERR_IO, "OSS list %s: bucket %s not found", key_prefix, d->h.container);
         if (rc == 0) {
             rc = oss_parse_list(r.body, r.body_len, list_entry, &lc, &truncated, &next);
             if (rc == ERR_CORRUPT)
@@ -282,7 +277,7 @@ static int oss_stat(StoreDriver *drv, const char *key, int64_t *size) {
         else
             *size = n;
     } else if (rc == ERR_NOT_FOUND) {
-        rc = err_set(ERR_NOT_FOUND, "OSS stat %s: not found in bucket %s", key, d->bucket);
+        rc = err_set(ERR_NOT_FOUND, "OSS stat %s: not found in bucket %s", key, d->h.container);
     }
     objhttp_response_clear(&r);
     return rc;
@@ -340,7 +335,8 @@ static int reader_open(ObjHttpResumable *res) {
         rc = 0; /* at or past the end: an empty stream */
         res->s = NULL;
     } else if (rc == ERR_NOT_FOUND) {
-        rc = err_set(ERR_NOT_FOUND, "OSS read %s: not found in bucket %s", res->key, r->d->bucket);
+        rc = err_set(ERR_NOT_FOUND, "OSS read %s: not found in bucket %s", res->key,
+                     r->d->h.container);
     } else {
         rc = explain(rc, &resp, r->d);
     }
@@ -392,7 +388,7 @@ static int completed_before(OssDriver *d, const ObjHttpMpuCall *c, const ObjHttp
     char msg[1024];
     snprintf(msg, sizeof msg, "%s", err_msg());
     int64_t size = -1;
-    if (oss_stat(&d->base, c->key, &size) == 0 && size == (int64_t)c->total) {
+    if (oss_stat(&d->h.base, c->key, &size) == 0 && size == (int64_t)c->total) {
         log_warn("OSS write %s: complete answered NoSuchUpload, but the object is there with all "
                  "%lld bytes (an earlier try succeeded)",
                  c->key, (long long)size);
@@ -448,7 +444,7 @@ static int oss_mpu_send(void *drv, const ObjHttpMpuCall *c, ObjHttpResponse *res
 }
 
 static size_t oss_mpu_part_size(void *drv, int num) {
-    return (size_t)s3_part_size(((OssDriver *)drv)->part_min, -1, num);
+    return (size_t)s3_part_size(((OssDriver *)drv)->h.min_chunk, -1, num);
 }
 
 static const ObjHttpMpuOps oss_mpu = {.what = "OSS",
@@ -463,22 +459,16 @@ static int oss_open_write(StoreDriver *drv, const char *key, StoreDriverWriter *
     int rc = key_ok(key, "write");
     if (rc) return rc;
     creds_refresh(d);
-    return objhttp_mpu_open(&oss_mpu, d, d->parallel, key, out);
+    return objhttp_mpu_open(&oss_mpu, d, d->h.parallel, key, out);
 }
 
 /* ---- open, free ---- */
 
-static const char *oss_describe(const StoreDriver *drv) {
-    return ((const OssDriver *)drv)->describe;
-}
-
 static void oss_free(StoreDriver *drv) {
     OssDriver *d = (OssDriver *)drv;
     if (!d) return;
-    objhttp_free(d->http);
-    free(d->bucket);
+    objhttp_driver_clear(&d->h);
     free(d->base_url);
-    free(d->describe);
     objhttp_free_secret(d->access_key);
     objhttp_free_secret(d->secret);
     free(d->cred_path);
@@ -495,17 +485,12 @@ static const StoreDriverVt oss_vt = {
     .remove = oss_remove,
     .stat = oss_stat,
     .remove_dir = NULL,
-    .describe = oss_describe,
+    .describe = objhttp_driver_describe,
     .free = oss_free,
 };
 
-int store_oss_driver_new(const StoreConfig *cfg, StoreDriver **out) {
-    *out = NULL;
-    const char *bucket =
-        cfg->container && cfg->container[0] ? cfg->container : store_env(cfg, "STORAGE_CONTAINER");
-    if (!bucket)
-        return err_set(ERR_INVALID, "OSS: no bucket (--store-container or %sSTORAGE_CONTAINER)",
-                       store_env_prefix(cfg));
+/* The bucket cfg names: OSS allows lower-case letters, digits and '-'. */
+static int oss_bucket_ok(const char *bucket) {
     for (const char *c = bucket; *c; c++) {
         if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '-'))
             return err_set(ERR_INVALID,
@@ -513,44 +498,44 @@ int store_oss_driver_new(const StoreConfig *cfg, StoreDriver **out) {
                            "allowed",
                            bucket);
     }
-    const char *path = cfg->credentials && cfg->credentials[0] ? cfg->credentials : NULL;
-    if (!path) path = store_env(cfg, "ALICLOUD_APPLICATION_CREDENTIALS_JSON");
-    if (!path) path = store_env(cfg, "ALICLOUD_APPLICATION_CREDENTIALS");
-    if (!path)
+    return 0;
+}
+
+/* The credentials file or directory cfg names (--store-credentials, else the Go tool's
+ * variables), borrowed. 0 or ERR_INVALID naming the variables. */
+static int oss_creds_path(const StoreConfig *cfg, const char **path) {
+    *path = cfg->credentials && cfg->credentials[0] ? cfg->credentials : NULL;
+    if (!*path) *path = store_env(cfg, "ALICLOUD_APPLICATION_CREDENTIALS_JSON");
+    if (!*path) *path = store_env(cfg, "ALICLOUD_APPLICATION_CREDENTIALS");
+    if (!*path)
         return err_set(ERR_INVALID,
                        "OSS: no credentials: set %sALICLOUD_APPLICATION_CREDENTIALS_JSON "
                        "(a JSON file) or %sALICLOUD_APPLICATION_CREDENTIALS (a "
                        "directory)",
                        store_env_prefix(cfg), store_env_prefix(cfg));
-    OssCreds c;
-    int rc = oss_creds_load(path, &c);
-    if (rc == ERR_NOT_FOUND) rc = ERR_INVALID;
-    if (rc) return rc;
+    return 0;
+}
+
+int store_oss_driver_new(const StoreConfig *cfg, StoreDriver **out) {
+    *out = NULL;
+    const char *path;
+    OssCreds c = {0};
     OssDriver *d = calloc(1, sizeof *d);
-    if (!d) {
-        oss_creds_clear(&c);
-        return err_set(ERR_NOMEM, "OSS: out of memory");
-    }
-    d->base.vt = &oss_vt;
+    if (!d) return err_set(ERR_NOMEM, "OSS: out of memory");
     pthread_mutex_init(&d->mu, NULL);
-    d->bucket = strdup(bucket);
+    int rc = objhttp_driver_init(&d->h, &oss_vt, cfg, "bucket", (int64_t)5 << 20, 5);
+    if (!rc) rc = oss_bucket_ok(d->h.container);
+    if (!rc) rc = oss_creds_path(cfg, &path);
+    if (!rc && (rc = oss_creds_load(path, &c)) == ERR_NOT_FOUND) rc = ERR_INVALID;
+    if (rc) goto done;
     d->cred_path = strdup(path);
     d->access_key = c.access_key;
     d->secret = c.secret;
     c.access_key = c.secret = NULL;
     d->cred_mtime = s3_creds_mtime(path);
-    d->part_min = cfg->min_chunk_size > 0 ? cfg->min_chunk_size : (int64_t)5 << 20;
-    d->parallel = cfg->max_parallel_chunk_uploads > 0 ? cfg->max_parallel_chunk_uploads : 5;
-    d->list_page = 1000;
-    const char *pg = objhttp_env("ETCDBR_OSS_LIST_PAGE_SIZE");
-    if (pg) {
-        d->list_page = atoi(pg);
-        if (d->list_page < 1 || d->list_page > 1000) {
-            rc = err_set(ERR_INVALID, "ETCDBR_OSS_LIST_PAGE_SIZE=%s: must be 1 to 1000", pg);
-            goto done;
-        }
-    }
-    if (!d->bucket || !d->cred_path) {
+    d->h.list_page = 1000;
+    if ((rc = objhttp_env_int("ETCDBR_OSS_LIST_PAGE_SIZE", 1, 1000, &d->h.list_page))) goto done;
+    if (!d->cred_path) {
         rc = err_set(ERR_NOMEM, "OSS: out of memory");
         goto done;
     }
@@ -558,29 +543,14 @@ int store_oss_driver_new(const StoreConfig *cfg, StoreDriver **out) {
         log_warn("OSS: --store-endpoint-override=%s is ignored: as in the Go tool, the endpoint "
                  "is storageEndpoint from the credentials (%s)",
                  cfg->endpoint_override, c.endpoint);
-    rc = oss_base_url(c.endpoint, d->bucket, &d->base_url);
-    if (rc) goto done;
-    size_t n = strlen(d->bucket) + 8;
-    d->describe = malloc(n);
-    if (!d->describe) {
-        rc = err_set(ERR_NOMEM, "OSS: out of memory");
-        goto done;
-    }
-    snprintf(d->describe, n, "OSS:%s", d->bucket);
-    ObjHttpConfig hc = {
-        .what = "OSS",
-        .container = d->bucket,
-        .ca_file = cfg->ca_file,
-        .insecure_skip_verify = cfg->insecure_skip_verify,
-        .timeout_ms = cfg->timeout_ms,
-    };
-    rc = objhttp_new(&hc, &d->http);
+    rc = oss_base_url(c.endpoint, d->h.container, &d->base_url);
+    if (!rc) rc = objhttp_driver_client(&d->h, cfg);
 done:
     oss_creds_clear(&c);
     if (rc) {
-        oss_free(&d->base);
+        oss_free(&d->h.base);
         return rc;
     }
-    *out = &d->base;
+    *out = &d->h.base;
     return 0;
 }
