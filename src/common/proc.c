@@ -87,8 +87,26 @@ int64_t proc_peak_rss_kib(void) {
     return st.vm_hwm_kib;
 }
 
+/* A sanitizer's allocator replaces glibc's malloc: mallinfo2 then sees none of its blocks. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define HEAP_UNSEEN 1
+#else
+#define HEAP_UNSEEN 0
+#endif
+
+const char *proc_heap_source(void) {
+#if HEAP_UNSEEN
+    return "sanitizer allocator (not visible to mallinfo2)";
+#elif defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
+    return "glibc mallinfo2";
+#else
+    return "unavailable";
+#endif
+}
+
 void proc_heap(ProcHeap *out) {
-#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
+#if !HEAP_UNSEEN && defined(__GLIBC__) &&                                                          \
+    (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
     struct mallinfo2 mi = mallinfo2();
     out->arena = (int64_t)mi.arena;
     out->in_use = (int64_t)(mi.uordblks + mi.hblkhd);

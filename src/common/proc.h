@@ -39,6 +39,9 @@ typedef struct ProcHeap {
     int64_t releasable; /* free bytes at the top that malloc_trim could give back (keepcost) */
 } ProcHeap;
 void proc_heap(ProcHeap *out);
+/* Where proc_heap's figures come from: "glibc mallinfo2", or why they are -1 (a sanitizer's
+ * allocator, which mallinfo2 does not see; no glibc 2.33). Static. */
+const char *proc_heap_source(void);
 
 /* The state letter of a thread from len bytes of /proc/<pid>/task/<tid>/stat text: the first
  * field after the last ')' (the name in parentheses may hold any byte, ')' included). One of

@@ -28,13 +28,13 @@ static json_t *doc_memory(void) {
     ProcHeap h;
     proc_status_read(&st);
     proc_heap(&h);
-    return json_pack("{s:o, s:o, s:o, s:o, s:{s:o, s:o, s:o, s:o, s:o}}", "rss_bytes",
+    return json_pack("{s:o, s:o, s:o, s:o, s:{s:s, s:o, s:o, s:o, s:o, s:o}}", "rss_bytes",
                      kib_bytes(st.vm_rss_kib), "rss_peak_bytes", kib_bytes(st.vm_hwm_kib),
                      "vm_size_bytes", kib_bytes(st.vm_size_kib), "threads",
-                     st.threads < 0 ? json_null() : json_integer(st.threads), "heap", "arena_bytes",
-                     bytes_or_null(h.arena), "in_use_bytes", bytes_or_null(h.in_use), "free_bytes",
-                     bytes_or_null(h.free), "mmapped_bytes", bytes_or_null(h.mmapped),
-                     "releasable_bytes", bytes_or_null(h.releasable));
+                     st.threads < 0 ? json_null() : json_integer(st.threads), "heap", "source",
+                     proc_heap_source(), "arena_bytes", bytes_or_null(h.arena), "in_use_bytes",
+                     bytes_or_null(h.in_use), "free_bytes", bytes_or_null(h.free), "mmapped_bytes",
+                     bytes_or_null(h.mmapped), "releasable_bytes", bytes_or_null(h.releasable));
 }
 
 static json_t *doc_threads(void) {
