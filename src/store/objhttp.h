@@ -210,6 +210,14 @@ char *objhttp_pct_encode(const char *s, int keep_slash);
  * way. Owned result ("" for n == 0), NULL on allocation failure. */
 char *objhttp_query(const char *const *names, const char *const *values, size_t n);
 struct StrBuf;
+/* The value of header name (case-insensitive) among n "Name: value" lines h, spaces and tabs
+ * around it trimmed: borrowed from h, *len bytes (not NUL-terminated at *len). NULL if absent. */
+const char *objhttp_header_value(const char *const *h, size_t n, const char *name, size_t *len);
+/* Appends to b the canonicalized headers of the S3-era signatures (Azure SharedKey, OSS V1): every
+ * line of h whose name starts with prefix ("x-ms-", "x-oss-"; case-insensitive) as
+ * "name:value\n", the name lower-cased, the value trimmed, sorted by byte order of the line.
+ * Sets b->oom on allocation failure. */
+void objhttp_canon_headers(struct StrBuf *b, const char *const *h, size_t n, const char *prefix);
 /* Appends the n pairs to b in the order given (not sorted: for stores that sign a query of their
  * own order), each "name" or, when values and values[i] are not NULL, "name=value", both
  * percent-encoded (RFC 3986, '/' encoded too); '?' before the first when *first (then cleared),

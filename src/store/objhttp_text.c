@@ -322,3 +322,61 @@ void objhttp_query_append(StrBuf *b, const char *const *names, const char *const
         free(ev);
     }
 }
+
+const char *objhttp_header_value(const char *const *h, size_t n, const char *name, size_t *len) {
+    size_t nl = strlen(name);
+    for (size_t i = 0; i < n; i++) {
+        if (strncasecmp(h[i], name, nl) != 0 || h[i][nl] != ':') continue;
+        const char *v = h[i] + nl + 1;
+        while (*v == ' ' || *v == '\t')
+            v++;
+        size_t l = strlen(v);
+        while (l > 0 && (v[l - 1] == ' ' || v[l - 1] == '\t'))
+            l--;
+        *len = l;
+        return v;
+    }
+    return NULL;
+}
+
+static int canon_cmp(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+void objhttp_canon_headers(StrBuf *b, const char *const *h, size_t n, const char *prefix) {
+    size_t pl = strlen(prefix), nx = 0;
+    char **x = calloc(n + 1, sizeof *x);
+    if (!x) {
+        b->oom = 1;
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const char *colon = strchr(h[i], ':');
+        if (!colon || strncasecmp(h[i], prefix, pl) != 0) continue;
+        size_t nl = (size_t)(colon - h[i]), vl;
+        const char *v = colon + 1;
+        while (*v == ' ' || *v == '\t')
+            v++;
+        vl = strlen(v);
+        while (vl > 0 && (v[vl - 1] == ' ' || v[vl - 1] == '\t'))
+            vl--;
+        char *e = malloc(nl + vl + 2);
+        if (!e) {
+            b->oom = 1;
+            break;
+        }
+        for (size_t k = 0; k < nl; k++)
+            e[k] = (char)tolower((unsigned char)h[i][k]);
+        e[nl] = ':';
+        memcpy(e + nl + 1, v, vl);
+        e[nl + 1 + vl] = '\0';
+        x[nx++] = e;
+    }
+    qsort(x, nx, sizeof *x, canon_cmp);
+    for (size_t i = 0; i < nx; i++) {
+        strbuf_str(b, x[i]);
+        strbuf_str(b, "\n");
+        free(x[i]);
+    }
+    free(x);
+}

@@ -152,23 +152,6 @@ static int hdr_cmp(const void *a, const void *b) {
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* The value of header name among "Name: value" lines (trimmed, borrowed up to *len), NULL. */
-static const char *hdr_find(const char *const *h, size_t n, const char *name, size_t *len) {
-    size_t nl = strlen(name);
-    for (size_t i = 0; i < n; i++) {
-        if (strncasecmp(h[i], name, nl) != 0 || h[i][nl] != ':') continue;
-        const char *v = h[i] + nl + 1;
-        while (*v == ' ' || *v == '\t')
-            v++;
-        size_t l = strlen(v);
-        while (l > 0 && (v[l - 1] == ' ' || v[l - 1] == '\t'))
-            l--;
-        *len = l;
-        return v;
-    }
-    return NULL;
-}
-
 static char *lower_dup(const char *s, size_t n) {
     char *o = malloc(n + 1);
     if (!o) return NULL;
@@ -193,10 +176,8 @@ char *abs_string_to_sign(const char *method, uint64_t content_length, const char
                                               "If-Unmodified-Since",
                                               "Range"};
     StrBuf b = {0};
-    char **xms = calloc(n_headers + 1, sizeof *xms);
     char **qs = calloc(nq + 1, sizeof *qs);
-    size_t nx = 0;
-    if (!xms || !qs) goto fail;
+    if (!qs) goto fail;
     strbuf_str(&b, method);
     strbuf_str(&b, "\n");
     for (size_t i = 0; i < sizeof std_headers / sizeof std_headers[0]; i++) {
@@ -208,39 +189,12 @@ char *abs_string_to_sign(const char *method, uint64_t content_length, const char
             }
         } else {
             size_t l;
-            const char *v = hdr_find(headers, n_headers, std_headers[i], &l);
+            const char *v = objhttp_header_value(headers, n_headers, std_headers[i], &l);
             if (v) strbuf_add(&b, v, l);
         }
         strbuf_str(&b, "\n");
     }
-    /* canonicalized headers: x-ms-*, names lower-cased, sorted, "name:value\n" */
-    for (size_t i = 0; i < n_headers; i++) {
-        const char *colon = strchr(headers[i], ':');
-        if (!colon || strncasecmp(headers[i], "x-ms-", 5) != 0) continue;
-        size_t nl = (size_t)(colon - headers[i]);
-        const char *v = colon + 1;
-        while (*v == ' ' || *v == '\t')
-            v++;
-        size_t vl = strlen(v);
-        while (vl > 0 && (v[vl - 1] == ' ' || v[vl - 1] == '\t'))
-            vl--;
-        char *name = lower_dup(headers[i], nl);
-        if (!name) goto fail;
-        size_t n = nl + vl + 2;
-        xms[nx] = malloc(n);
-        if (!xms[nx]) {
-            free(name);
-            goto fail;
-        }
-        snprintf(xms[nx], n, "%s:%.*s", name, (int)vl, v);
-        free(name);
-        nx++;
-    }
-    qsort(xms, nx, sizeof *xms, hdr_cmp);
-    for (size_t i = 0; i < nx; i++) {
-        strbuf_str(&b, xms[i]);
-        strbuf_str(&b, "\n");
-    }
+    objhttp_canon_headers(&b, headers, n_headers, "x-ms-");
     /* canonicalized resource: /account/path, then "\nname:value" sorted by lower-cased name */
     strbuf_str(&b, "/");
     strbuf_str(&b, account);
@@ -263,11 +217,8 @@ char *abs_string_to_sign(const char *method, uint64_t content_length, const char
         strbuf_str(&b, "\n");
         strbuf_str(&b, qs[i]);
     }
-    for (size_t i = 0; i < nx; i++)
-        free(xms[i]);
     for (size_t i = 0; i < nq; i++)
         free(qs[i]);
-    free(xms);
     free(qs);
     if (b.oom) {
         free(b.d);
@@ -275,13 +226,9 @@ char *abs_string_to_sign(const char *method, uint64_t content_length, const char
     }
     return b.d;
 fail:
-    if (xms)
-        for (size_t i = 0; i < nx; i++)
-            free(xms[i]);
     if (qs)
         for (size_t i = 0; i < nq; i++)
             free(qs[i]);
-    free(xms);
     free(qs);
     free(b.d);
     return NULL;

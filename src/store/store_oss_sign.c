@@ -58,27 +58,6 @@ int oss_creds_load(const char *path, OssCreds *out) {
 
 /* ---- signing ---- */
 
-/* The trimmed value of header name among "Name: value" lines (borrowed, *len), NULL if absent. */
-static const char *hdr_value(const char *const *h, size_t n, const char *name, size_t *len) {
-    size_t nl = strlen(name);
-    for (size_t i = 0; i < n; i++) {
-        if (strncasecmp(h[i], name, nl) != 0 || h[i][nl] != ':') continue;
-        const char *v = h[i] + nl + 1;
-        while (*v == ' ' || *v == '\t')
-            v++;
-        size_t l = strlen(v);
-        while (l > 0 && (v[l - 1] == ' ' || v[l - 1] == '\t'))
-            l--;
-        *len = l;
-        return v;
-    }
-    return NULL;
-}
-
-static int str_cmp(const void *a, const void *b) {
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 typedef struct {
     const char *name, *value;
 } SubRes;
@@ -91,45 +70,18 @@ char *oss_string_to_sign(const char *method, const char *const *headers, size_t 
                          const char *bucket, const char *key, const char *const *sub_names,
                          const char *const *sub_values, size_t n_sub) {
     StrBuf b = {0};
-    char **xo = calloc(n_headers + 1, sizeof *xo);
     SubRes *sr = calloc(n_sub + 1, sizeof *sr);
-    size_t nx = 0;
-    if (!xo || !sr) goto fail;
+    if (!sr) goto fail;
     strbuf_str(&b, method);
     strbuf_str(&b, "\n");
     static const char *const std[] = {"Content-MD5", "Content-Type", "Date"};
     for (size_t i = 0; i < 3; i++) {
         size_t l;
-        const char *v = hdr_value(headers, n_headers, std[i], &l);
+        const char *v = objhttp_header_value(headers, n_headers, std[i], &l);
         if (v) strbuf_add(&b, v, l);
         strbuf_str(&b, "\n");
     }
-    for (size_t i = 0; i < n_headers; i++) {
-        const char *colon = strchr(headers[i], ':');
-        if (!colon || strncasecmp(headers[i], "x-oss-", 6) != 0) continue;
-        size_t nl = (size_t)(colon - headers[i]);
-        const char *v = colon + 1;
-        while (*v == ' ' || *v == '\t')
-            v++;
-        size_t vl = strlen(v);
-        while (vl > 0 && (v[vl - 1] == ' ' || v[vl - 1] == '\t'))
-            vl--;
-        xo[nx] = malloc(nl + vl + 2);
-        if (!xo[nx]) goto fail;
-        for (size_t k = 0; k < nl; k++) {
-            char c = headers[i][k];
-            xo[nx][k] = (c >= 'A' && c <= 'Z') ? (char)(c - 'A' + 'a') : c;
-        }
-        xo[nx][nl] = ':';
-        memcpy(xo[nx] + nl + 1, v, vl);
-        xo[nx][nl + 1 + vl] = '\0';
-        nx++;
-    }
-    qsort(xo, nx, sizeof *xo, str_cmp);
-    for (size_t i = 0; i < nx; i++) {
-        strbuf_str(&b, xo[i]);
-        strbuf_str(&b, "\n");
-    }
+    objhttp_canon_headers(&b, headers, n_headers, "x-oss-");
     strbuf_str(&b, "/");
     strbuf_str(&b, bucket);
     strbuf_str(&b, "/");
@@ -147,9 +99,6 @@ char *oss_string_to_sign(const char *method, const char *const *headers, size_t 
             strbuf_str(&b, sr[i].value);
         }
     }
-    for (size_t i = 0; i < nx; i++)
-        free(xo[i]);
-    free(xo);
     free(sr);
     if (b.oom) {
         free(b.d);
@@ -157,10 +106,6 @@ char *oss_string_to_sign(const char *method, const char *const *headers, size_t 
     }
     return b.d;
 fail:
-    if (xo)
-        for (size_t i = 0; i < nx; i++)
-            free(xo[i]);
-    free(xo);
     free(sr);
     free(b.d);
     return NULL;
