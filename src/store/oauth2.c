@@ -2,6 +2,7 @@
  * (oauth2.h). Tokens never reach messages or logs and are wiped when freed. */
 #include "oauth2.h"
 #include "../common/err.h"
+#include "../common/timeutil.h"
 #include "objhttp.h"
 
 #include <errno.h>
@@ -248,9 +249,7 @@ int oauth2_fetch(ObjHttp *http, const Oauth2Call *c, char **token, int64_t *expi
 }
 
 int64_t oauth2_mono_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec;
+    return now_mono_ms() / 1000;
 }
 
 void oauth2_cached_set(Oauth2Cached *c, char *token, int64_t expires_in) {

@@ -49,9 +49,6 @@ void gcs_creds_clear(GcsCreds *c);
  * the source in messages (never a value). 0, ERR_INVALID, ERR_UNSUPPORTED or ERR_NOMEM. */
 int gcs_creds_parse(const char *json, size_t len, const char *where, GcsCreds *out);
 
-/* gcs_creds_parse of the file at path (at most 1 MiB). ERR_NOT_FOUND if it does not exist. */
-int gcs_creds_load(const char *path, GcsCreds *out);
-
 /* An external account (workload identity federation) credentials file, the file-sourced kind
  * (Google's AIP-4117 "external_account"). Strings owned; NULL when absent. */
 typedef struct GcsExtCreds {

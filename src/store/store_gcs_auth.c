@@ -153,33 +153,6 @@ done:
     return rc;
 }
 
-int gcs_creds_load(const char *path, GcsCreds *out) {
-    memset(out, 0, sizeof *out);
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return err_set(errno == ENOENT ? ERR_NOT_FOUND : ERR_IO, "GCS credentials %s: %s", path,
-                       strerror(errno));
-    size_t cap = 1u << 20, n = 0;
-    char *b = malloc(cap + 1);
-    if (!b) {
-        fclose(f);
-        return err_set(ERR_NOMEM, "GCS credentials: out of memory");
-    }
-    n = fread(b, 1, cap + 1, f);
-    int bad = ferror(f);
-    fclose(f);
-    int rc;
-    if (bad)
-        rc = err_set(ERR_IO, "GCS credentials %s: read error", path);
-    else if (n > cap)
-        rc = err_set(ERR_INVALID, "GCS credentials %s: larger than 1 MiB", path);
-    else
-        rc = gcs_creds_parse(b, n, path, out);
-    OPENSSL_cleanse(b, n < cap + 1 ? n : cap + 1);
-    free(b);
-    return rc;
-}
-
 /* ---- JWT ---- */
 
 char *gcs_b64url(const void *data, size_t len) {
@@ -291,7 +264,8 @@ struct GcsTokens {
 };
 
 /* Reads the credentials file at path: a service_account key into *sa or an external_account
- * file into *ext (*src says which). Errors as gcs_creds_load. */
+ * file into *ext (*src says which). 0, ERR_NOT_FOUND (no file), ERR_IO, ERR_INVALID (as
+ * gcs_creds_parse / gcs_ext_parse), ERR_UNSUPPORTED or ERR_NOMEM. */
 static int cred_file_load(const char *path, GcsCreds *sa, GcsExtCreds *ext, enum GcsSource *src) {
     memset(sa, 0, sizeof *sa);
     memset(ext, 0, sizeof *ext);

@@ -267,16 +267,9 @@ static int oss_stat(StoreDriver *drv, const char *key, int64_t *size) {
     OssCall c = {.method = "HEAD", .key = key};
     ObjHttpResponse r = {0};
     rc = explain(oss_do(d, &c, &r, NULL), &r, d);
-    if (rc == 0) {
-        char v[32];
-        char *ep = NULL;
-        long long n = -1;
-        if (objhttp_response_header(&r, "Content-Length", v, sizeof v)) n = strtoll(v, &ep, 10);
-        if (!ep || *ep || n < 0)
-            rc = err_set(ERR_IO, "OSS stat %s: no Content-Length in the answer", key);
-        else
-            *size = n;
-    } else if (rc == ERR_NOT_FOUND) {
+    if (rc == 0 && objhttp_response_length(&r, size) != 0)
+        rc = err_set(ERR_IO, "OSS stat %s: no Content-Length in the answer", key);
+    else if (rc == ERR_NOT_FOUND) {
         rc = err_set(ERR_NOT_FOUND, "OSS stat %s: not found in bucket %s", key, d->h.container);
     }
     objhttp_response_clear(&r);

@@ -14,6 +14,7 @@
 #include "../common/strbuf.h"
 #include "../common/timeutil.h"
 #include "objhttp.h"
+#include "objhttp_driver.h"
 #include "objhttp_mpu.h"
 #include "store_s3_keys.h"
 #include "store_driver.h"
@@ -207,16 +208,8 @@ static int s3_stat(StoreDriver *drv, const char *key, int64_t *size) {
     S3Driver *d = (S3Driver *)drv;
     ObjHttpResponse resp = {0};
     int rc = s3_call(d, "HEAD", key, NULL, 1, NULL, 0, NULL, 0, &resp, 0);
-    if (rc == 0) {
-        char v[32];
-        char *e = NULL;
-        const char *cl = objhttp_response_header(&resp, "content-length", v, sizeof v);
-        long long n = cl ? strtoll(cl, &e, 10) : -1;
-        if (!cl || *e || n < 0)
-            rc = err_set(ERR_IO, "%s stat %s: no Content-Length in the answer", d->provider, key);
-        else
-            *size = n;
-    }
+    if (rc == 0 && objhttp_response_length(&resp, size) != 0)
+        rc = err_set(ERR_IO, "%s stat %s: no Content-Length in the answer", d->provider, key);
     objhttp_response_clear(&resp);
     return rc;
 }
@@ -522,15 +515,7 @@ int store_s3_driver_new(const StoreConfig *cfg, StoreDriver **out) {
                              .send = s3_mpu_send,
                              .parse_upload_id = s3_parse_upload_id,
                              .part_size = s3_mpu_part_size};
-    const char *ps = getenv("ETCDBR_S3_LIST_PAGE_SIZE");
-    if (ps && ps[0]) {
-        int v = atoi(ps);
-        if (v < 1 || v > 1000) {
-            rc = err_set(ERR_INVALID, "ETCDBR_S3_LIST_PAGE_SIZE=%s: not in 1..1000", ps);
-            goto done;
-        }
-        d->list_page = v;
-    }
+    if ((rc = objhttp_env_int("ETCDBR_S3_LIST_PAGE_SIZE", 1, 1000, &d->list_page))) goto done;
     if (!d->provider || !d->region) {
         rc = err_set(ERR_NOMEM, "%s: out of memory", prov);
         goto done;

@@ -116,43 +116,6 @@ done:
     return rc;
 }
 
-static int read_whole(const char *path, char **out, size_t *len) {
-    *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f) return err_set(ERR_IO, "credentials %s: %s", path, strerror(errno));
-    size_t cap = 256, n = 0;
-    char *b = malloc(cap);
-    int rc = 0;
-    while (b) {
-        if (n == cap) {
-            if (cap > (1u << 20)) {
-                rc = err_set(ERR_INVALID, "credentials %s: larger than 1 MiB", path);
-                break;
-            }
-            char *g = realloc(b, cap * 2);
-            if (!g) break;
-            b = g;
-            cap *= 2;
-        }
-        size_t r = fread(b + n, 1, cap - n, f);
-        n += r;
-        if (r == 0) break;
-    }
-    if (!b)
-        rc = err_set(ERR_NOMEM, "credentials %s: out of memory", path);
-    else if (rc == 0 && ferror(f))
-        rc = err_set(ERR_IO, "credentials %s: read error", path);
-    fclose(f);
-    if (rc != 0) {
-        if (b) memset(b, 0, cap);
-        free(b);
-        return rc;
-    }
-    *out = b;
-    *len = n;
-    return 0;
-}
-
 static int creds_from_dir(const char *dir, S3Creds *c) {
     DIR *d = opendir(dir);
     if (!d) return err_set(ERR_IO, "credentials %s: %s", dir, strerror(errno));
@@ -173,12 +136,12 @@ static int creds_from_dir(const char *dir, S3Creds *c) {
         snprintf(path, sizeof path, "%s/%s", dir, fields[i].name);
         struct stat st;
         if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) continue;
-        char *buf = NULL;
-        size_t len = 0;
-        rc = read_whole(path, &buf, &len);
-        if (rc == 0) rc = set_field(c, i, buf, len, path);
-        if (buf) memset(buf, 0, len);
-        free(buf);
+        char *buf = objhttp_read_small_file(path); /* bounded at 1 MiB, wiped when freed */
+        if (!buf)
+            rc = err_set(ERR_IO, "credentials %s: cannot read it (or larger than 1 MiB)", path);
+        else
+            rc = set_field(c, i, buf, strlen(buf), path);
+        objhttp_free_secret(buf);
     }
     /* the web-identity form of a directory: the token is its file "token" (as the Go tool) */
     if (rc == 0 && c->role_arn && !c->token_path) {

@@ -1,5 +1,7 @@
 /* store_s3_keys: the keys that sign the S3 driver's requests (store_s3_keys.h). */
 #include "store_s3_keys.h"
+#include "objhttp_driver.h"
+#include "oauth2.h"
 #include "../common/err.h"
 #include "../common/log.h"
 #include "../common/timeutil.h"
@@ -71,14 +73,11 @@ int s3_auth_hook(void *ctx, CURL *curl, struct curl_slist **headers) {
     curl_easy_setopt(curl, CURLOPT_USERNAME, a->user);
     curl_easy_setopt(curl, CURLOPT_PASSWORD, a->pass);
     if (a->token) {
-        size_t n = strlen(a->token) + 32;
-        char *h = malloc(n);
-        if (!h) return err_set(ERR_NOMEM, "S3: out of memory");
-        snprintf(h, n, "x-amz-security-token: %s", a->token);
-        struct curl_slist *t = curl_slist_append(*headers, h);
+        char *h = objhttp_header_line("x-amz-security-token", a->token);
+        int rc =
+            h ? objhttp_hook_header(headers, h, "S3") : err_set(ERR_NOMEM, "S3: out of memory");
         objhttp_free_secret(h);
-        if (!t) return err_set(ERR_NOMEM, "S3: out of memory");
-        *headers = t;
+        if (rc) return rc;
     }
     return 0;
 }
@@ -89,17 +88,11 @@ int s3_auth_hook(void *ctx, CURL *curl, struct curl_slist **headers) {
 /* One AssumeRoleWithWebIdentity call (AWS STS API reference): the token file read now (projected
  * service-account tokens rotate), unsigned form POST to k->sts_url. */
 static int sts_assume(S3Keys *k, S3StsCreds *out) {
-    char *tok = objhttp_read_small_file(k->token_path);
-    if (!tok)
-        return err_set(ERR_IO,
-                       "%s web identity: cannot read the token file %s (or it is larger "
-                       "than 1 MiB)",
-                       k->provider, k->token_path);
-    size_t tl = strlen(tok);
-    while (tl > 0 && (tok[tl - 1] == '\n' || tok[tl - 1] == '\r' || tok[tl - 1] == ' '))
-        tl--;
-    tok[tl] = '\0';
-    int rc;
+    char what[64];
+    snprintf(what, sizeof what, "%s web identity", k->provider);
+    char *tok = NULL; /* trimmed, bounded, refused when empty */
+    int rc = oauth2_read_token_file(k->token_path, what, &tok);
+    if (rc) return rc;
     char *e_role = objhttp_pct_encode(k->role_arn, 0);
     char *e_name = objhttp_pct_encode(k->session_name, 0);
     char *e_tok = objhttp_pct_encode(tok, 0);
@@ -115,11 +108,6 @@ static int sts_assume(S3Keys *k, S3StsCreds *out) {
     free(e_role);
     free(e_name);
     if (!body) return err_set(ERR_NOMEM, "%s web identity: out of memory", k->provider);
-    if (tl == 0) {
-        objhttp_free_secret(body);
-        return err_set(ERR_INVALID, "%s web identity: token file %s is empty", k->provider,
-                       k->token_path);
-    }
     const char *hdrs[] = {"Content-Type: application/x-www-form-urlencoded; charset=utf-8",
                           "Accept: application/xml"};
     ObjHttpRequest req = {.method = "POST",
