@@ -160,7 +160,8 @@ static int obj_open(Store *store, const Snapshot *snap, CompressKind compression
     if (snap->encrypted && !store_keyring(store))
         rc = err_set(ERR_INVALID, "%s: an encrypted name, but the store has no encryption key",
                      snap->snap_name);
-    if (!rc && !(o->timed_out = io_timer_new(&o->sink.base, &o->out_ns))) rc = ERR_NOMEM;
+    if (!rc && !(o->timed_out = io_timer_new(&o->sink.base, &o->out_ns)))
+        rc = err_set(ERR_NOMEM, "out of memory");
     if (!rc && !(o->g = io_filter_group_new(o->timed_out)))
         rc = err_set(ERR_NOMEM, "out of memory");
     if (!rc) rc = io_filter_group_add_compress(o->g, compression);
@@ -170,7 +171,8 @@ static int obj_open(Store *store, const Snapshot *snap, CompressKind compression
     if (!rc) rc = io_filter_group_add_count(o->g, "stored");
     IoWriter *front = rc ? NULL : io_filter_group_io(o->g);
     if (!rc && !front) rc = err_set(ERR_NOMEM, "out of memory");
-    if (!rc && !(o->timed_in = io_timer_new(front, &o->in_ns))) rc = ERR_NOMEM;
+    if (!rc && !(o->timed_in = io_timer_new(front, &o->in_ns)))
+        rc = err_set(ERR_NOMEM, "out of memory");
     o->in = o->timed_in;
     if (rc) {
         io_filter_group_free(o->g);

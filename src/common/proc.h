@@ -38,6 +38,9 @@ typedef struct ProcHeap {
     int64_t mmapped;    /* bytes in large blocks mmap'ed one each (hblkhd) */
     int64_t releasable; /* free bytes at the top that malloc_trim could give back (keepcost) */
 } ProcHeap;
+/* The calling process's heap as glibc's mallinfo2 counts it, in bytes, into *out. Never fails:
+ * every field is -1 when the figures are unknown (no mallinfo2, or a sanitizer's allocator that
+ * it does not see; proc_heap_source says which). */
 void proc_heap(ProcHeap *out);
 /* Where proc_heap's figures come from: "glibc mallinfo2", or why they are -1 (a sanitizer's
  * allocator, which mallinfo2 does not see; no glibc 2.33). Static. */
