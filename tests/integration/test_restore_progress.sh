@@ -36,6 +36,8 @@ num='[0-9]+(\.[0-9])? (B|KiB|MiB|GiB)'
 grep -E "$what_re: $num of $human \([0-9]+%\), $num/s, ETA [0-9hms]+, [0-9]+ of $((n_deltas + 1)) objects" \
     "$WORK/restore.log" >"$WORK/lines" ||
     { grep -i download "$WORK/restore.log" | head -5; fail "no download progress line with bytes of the total $human, rate and ETA"; }
+[ "$(wc -l <"$WORK/lines")" -ge 2 ] ||
+    fail "one download progress line with ETCDBR_PROGRESS_EVERY_MS=10; want several: $(cat "$WORK/lines")"
 grep -E "$what_re: done, $human of $human in [0-9hms]+, $num/s, $((n_deltas + 1)) of $((n_deltas + 1)) objects" \
     "$WORK/restore.log" >/dev/null ||
     { grep -i download "$WORK/restore.log" | tail -3; fail "no summary line with all $total bytes ($human) downloaded"; }
