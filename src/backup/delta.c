@@ -259,8 +259,7 @@ static int sc_field_bytes(DeltaWriter *w, int *first, const char *name, const ui
     return rc ? rc : sc_base64(w, p, n);
 }
 
-/* Go's time.RFC3339Nano in UTC: fraction with trailing zeros trimmed, none when zero. */
-static int format_time(int64_t ns, char out[48]) {
+int delta_format_time(int64_t ns, char out[48]) {
     int64_t sec = ns / 1000000000, frac = ns % 1000000000;
     if (frac < 0) {
         frac += 1000000000;
@@ -446,7 +445,7 @@ int delta_writer_append(DeltaWriter *w, const EtcdEvent *ev, int64_t received_ns
 int delta_writer_append_lease(DeltaWriter *w, const EtcdEvent *ev, int64_t received_ns,
                               int64_t lease_ttl) {
     char t[48];
-    int rc = format_time(received_ns, t);
+    int rc = delta_format_time(received_ns, t);
     return rc ? rc : writer_append(w, ev, t, lease_ttl);
 }
 

@@ -122,4 +122,9 @@ void delta_reader_close(DeltaReader *r);
  * the text). */
 int delta_parse_time(const char *text, int64_t *ns_out);
 
+/* Formats Unix nanoseconds as a delta's "time": Go's time.RFC3339Nano in UTC, the fraction's
+ * trailing zeros trimmed (none when zero), into out (NUL-terminated). 0, or ERR_INVALID for a
+ * time gmtime cannot represent. */
+int delta_format_time(int64_t ns, char out[48]);
+
 #endif

@@ -21,6 +21,12 @@ static const CmdInfo commands[] = {
      "check the latest set's objects (every set with --all-sets), hashes and contiguity without "
      "etcd; --restore-test also restores it and compares HashKV with the live cluster"},
     {"list", CMD_LIST, cmd_list, "[flags]", "list the store's backup sets (-o json for JSON)"},
+    {"get", CMD_GET, cmd_get, "KEY [RANGE_END] [flags]",
+     "print keys of the backups at a revision or time, without restoring (as etcdctl get)"},
+    {"diff", CMD_DIFF, cmd_diff, "[KEY [RANGE_END]] [flags]",
+     "list the keys created, changed or deleted between two revisions or times of the backups"},
+    {"history", CMD_HISTORY, cmd_history, "KEY [flags]",
+     "list every put and delete of one key that the backups hold"},
     {"run", CMD_SERVER, NULL, "[flags] -- etcd [etcd flags]",
      "supervise etcd: initialize, start `-- etcd ...` as a child, back it up, restart it"},
     {"help", 0, NULL, "[command]", "help about any command"},

@@ -21,11 +21,13 @@
 #include <string.h>
 #include <strings.h>
 
+/* the commands that read a backup without restoring it (get, diff, history; docs/inspect.md) */
+#define INSPECT (CMD_GET | CMD_DIFF | CMD_HISTORY)
 /* verify talks to etcd only for --restore-test */
 #define ETCD (CMD_SNAPSHOT | CMD_SERVER | CMD_INITIALIZE | CMD_VERIFY)
 #define STORE                                                                                      \
     (CMD_SNAPSHOT | CMD_RESTORE | CMD_SERVER | CMD_INITIALIZE | CMD_COMPACT | CMD_COPY |           \
-     CMD_VERIFY | CMD_LIST)
+     CMD_VERIFY | CMD_LIST | INSPECT)
 #define SNAP (CMD_SNAPSHOT | CMD_SERVER)
 #define RESTORE (CMD_RESTORE | CMD_SERVER | CMD_INITIALIZE | CMD_COMPACT)
 #define ALL (STORE | ETCD | RESTORE)
@@ -62,6 +64,7 @@ static const char *const GZIP_MODES[] = {"parallel", "single", NULL};
 static const char *const COMPACTION_MODES[] = {"periodic", "revision", NULL};
 static const char *const VALIDATION_MODES[] = {"full", "sanity", NULL};
 static const char *const OUTPUT_FORMATS[] = {"text", "json", NULL};
+static const char *const INSPECT_FORMATS[] = {"simple", "json", "table", NULL};
 
 static const OptDef opt_table[] = {
 #define OPT(field, type, ...) __VA_ARGS__,
@@ -85,6 +88,8 @@ struct Opts {
     OptValue v[N_OPTS];
     OptValues vals; /* typed, filled from v by fill_values */
     OptGiven given;
+    const char *args[OPTS_MAX_ARGS]; /* positional arguments, borrowed from argv */
+    size_t n_args;
 };
 
 #define OPT_OFFSET_OPT_STRING(f) offsetof(OptValues, f)
@@ -162,9 +167,17 @@ static const struct {
     unsigned bit;
     const char *names;
 } cmd_names[] = {
-    {CMD_SNAPSHOT, "snapshot"},     {CMD_RESTORE, "restore"}, {CMD_SERVER, "server, run"},
-    {CMD_INITIALIZE, "initialize"}, {CMD_COMPACT, "compact"}, {CMD_COPY, "copy"},
-    {CMD_VERIFY, "verify"},         {CMD_LIST, "list"},
+    {CMD_SNAPSHOT, "snapshot"},
+    {CMD_RESTORE, "restore"},
+    {CMD_SERVER, "server, run"},
+    {CMD_INITIALIZE, "initialize"},
+    {CMD_COMPACT, "compact"},
+    {CMD_COPY, "copy"},
+    {CMD_VERIFY, "verify"},
+    {CMD_LIST, "list"},
+    {CMD_GET, "get"},
+    {CMD_DIFF, "diff"},
+    {CMD_HISTORY, "history"},
 };
 
 /* "snapshot, server, run" for the commands in mask; "" if none. */
@@ -414,6 +427,19 @@ static int unknown_flag(const char *name, size_t len, unsigned cmd) {
 
 /* ---------- parsing ---------- */
 
+/* Keeps a positional argument of an OPTS_ARGS_CMDS command; ERR_INVALID otherwise. */
+static int take_arg(Opts *o, const char *a) {
+    if (!(o->cmd & OPTS_ARGS_CMDS) || a[0] == '-')
+        return err_set(ERR_INVALID, "unexpected argument \"%s\"", a);
+    if (o->n_args == OPTS_MAX_ARGS)
+        return err_set(ERR_INVALID,
+                       "unexpected argument \"%s\": at most %d arguments (KEY "
+                       "[RANGE_END])",
+                       a, OPTS_MAX_ARGS);
+    o->args[o->n_args++] = a;
+    return 0;
+}
+
 int opts_parse(unsigned cmd, int argc, char **argv, Opts **out, int *help_requested) {
     Opts *o = calloc(1, sizeof *o);
     if (!o) return err_set(ERR_NOMEM, "out of memory");
@@ -428,6 +454,12 @@ int opts_parse(unsigned cmd, int argc, char **argv, Opts **out, int *help_reques
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             *help_requested = 1;
             continue;
+        }
+        if (!strcmp(a, "--") && (cmd & OPTS_ARGS_CMDS)) { /* the rest are arguments */
+            while (!rc && ++i < argc)
+                rc = take_arg(o, argv[i]);
+            if (rc) goto done;
+            break;
         }
         if (a[0] == '-' && a[1] == '-') {
             const char *eq = strchr(a + 2, '=');
@@ -452,8 +484,8 @@ int opts_parse(unsigned cmd, int argc, char **argv, Opts **out, int *help_reques
             }
             val = a + 3;
         } else {
-            rc = err_set(ERR_INVALID, "unexpected argument \"%s\"", a);
-            goto done;
+            if ((rc = take_arg(o, a))) goto done;
+            continue;
         }
         if (!val) {
             if (d->type == OPT_BOOL) {
@@ -581,6 +613,11 @@ void opts_free(Opts *o) {
         free(o->v[i].items);
     }
     free(o);
+}
+
+const char *const *opts_args(const Opts *o, size_t *n) {
+    *n = o->n_args;
+    return o->args;
 }
 
 static size_t lookup(const Opts *o, const char *name) {

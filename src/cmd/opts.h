@@ -20,9 +20,16 @@ enum {
     CMD_INITIALIZE = 1 << 3,
     CMD_COMPACT = 1 << 4,
     CMD_COPY = 1 << 5,
-    CMD_VERIFY = 1 << 6, /* ours: checks a store without etcd */
-    CMD_LIST = 1 << 7,   /* ours: the store's backup sets */
+    CMD_VERIFY = 1 << 6,   /* ours: checks a store without etcd */
+    CMD_LIST = 1 << 7,     /* ours: the store's backup sets */
+    CMD_GET = 1 << 8,      /* ours: keys of a backup at a revision, without restoring */
+    CMD_DIFF = 1 << 9,     /* ours: keys changed between two revisions of the backups */
+    CMD_HISTORY = 1 << 10, /* ours: every put and delete of one key the backups hold */
 };
+
+/* The commands that take positional arguments (KEY [RANGE_END]) and how many at most. */
+#define OPTS_ARGS_CMDS (CMD_GET | CMD_DIFF | CMD_HISTORY)
+#define OPTS_MAX_ARGS 2
 
 /* Whether a flag does what its help says. Anything but OPT_ACTIVE is shown in --help and the
  * docs, and opts_finish warns when such a flag is given (whatever the value). */
@@ -86,7 +93,9 @@ typedef struct OptGiven {
 } OptGiven;
 
 /* Parses argv (after the command name) for command cmd, then the environment variables of the
- * flags not given. Positional arguments are refused. "--help"/"-h" sets *help_requested.
+ * flags not given. Positional arguments are refused, except for the commands of OPTS_ARGS_CMDS,
+ * which take up to OPTS_MAX_ARGS of them anywhere among the flags (and every argument after
+ * "--", e.g. a key that starts with '-'): opts_args. "--help"/"-h" sets *help_requested.
  * Returns 0 or ERR_INVALID: unknown flag (the message suggests the nearest flag of cmd, or names
  * the commands that take it), missing or malformed value, value outside the table's range or
  * allowed values (the message names the flag and the range or values). *out owned (opts_free). */
@@ -103,6 +112,10 @@ void opts_free(Opts *o);
 /* The typed values and given-flags of o (borrowed from o, current after each opts_parse and
  * opts_set_from_config). Use sites read fields: opts_values(o)->store_prefix. */
 const OptValues *opts_values(const Opts *o);
+
+/* The positional arguments in order (borrowed from the argv given to opts_parse, which must
+ * outlive o); *n set (0 for the commands outside OPTS_ARGS_CMDS). */
+const char *const *opts_args(const Opts *o, size_t *n);
 const OptGiven *opts_given(const Opts *o);
 
 /* Accessors; the name must be in the table for this command (else abort(): a programming

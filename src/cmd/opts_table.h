@@ -190,25 +190,25 @@ OPT(skip_hash_check, OPT_BOOL,
     {"skip-hash-check", 0, OPT_BOOL, "false", NULL, RESTORE, 0,
      "accept a full snapshot without its sha256 trailer", ACTIVE})
 OPT(max_fetchers, OPT_INT,
-    {"max-fetchers", 0, OPT_INT, "6", NULL, RESTORE | CMD_VERIFY, 0, "parallel delta downloads",
-     ACTIVE, BETWEEN(1, MAX_PARALLEL)})
+    {"max-fetchers", 0, OPT_INT, "6", NULL, RESTORE | CMD_VERIFY | INSPECT, 0,
+     "parallel delta downloads", ACTIVE, BETWEEN(1, MAX_PARALLEL)})
 /* etcdbr's bounds on what a snapshot object may make us write (docs/restore.md) */
 OPT(max_delta_size, OPT_INT,
-    {"max-delta-size", 0, OPT_INT, "1073741824", NULL, RESTORE | CMD_VERIFY, 0,
+    {"max-delta-size", 0, OPT_INT, "1073741824", NULL, RESTORE | CMD_VERIFY | INSPECT, 0,
      "largest a delta snapshot may decompress to, in bytes; a larger one (a decompression bomb) "
      "is refused, naming it",
      ACTIVE, AT_LEAST(1)})
 OPT(max_full_size, OPT_INT,
-    {"max-full-size", 0, OPT_INT, "68719476736", NULL, RESTORE | CMD_VERIFY, 0,
+    {"max-full-size", 0, OPT_INT, "68719476736", NULL, RESTORE | CMD_VERIFY | INSPECT, 0,
      "largest a full snapshot may decompress to, in bytes (db plus its 32-byte hash)", ACTIVE,
      AT_LEAST(1)})
 OPT(min_free_disk_bytes, OPT_INT,
-    {"min-free-disk-bytes", 0, OPT_INT, "1073741824", NULL, RESTORE | CMD_VERIFY, 0,
+    {"min-free-disk-bytes", 0, OPT_INT, "1073741824", NULL, RESTORE | CMD_VERIFY | INSPECT, 0,
      "free bytes that spool, download and restored db files must leave on their file system "
      "(the larger of this and --min-free-disk-percent; both 0: no reserve)",
      ACTIVE, AT_LEAST(0)})
 OPT(min_free_disk_percent, OPT_INT,
-    {"min-free-disk-percent", 0, OPT_INT, "5", NULL, RESTORE | CMD_VERIFY, 0,
+    {"min-free-disk-percent", 0, OPT_INT, "5", NULL, RESTORE | CMD_VERIFY | INSPECT, 0,
      "percent of the file system's size that spool, download and restored db files must leave "
      "free (see --min-free-disk-bytes)",
      ACTIVE, BETWEEN(0, 50)})
@@ -249,13 +249,14 @@ OPT(etcdutl_bin, OPT_STRING,
      ACTIVE, IGNORED_IN(CMD_COMPACT, NO_MEMBER)})
 /* point in time and revision bump (restore and initialize; docs/restore.md) */
 OPT(revision, OPT_INT,
-    {"revision", 0, OPT_INT, "0", NULL, CMD_RESTORE | CMD_INITIALIZE, 0,
-     "restore exactly the state at this revision (newest full snapshot at or before it plus the "
-     "deltas up to it); 0 = the latest revision in the store",
+    {"revision", 0, OPT_INT, "0", NULL, CMD_RESTORE | CMD_INITIALIZE | CMD_GET | CMD_HISTORY, 0,
+     "the state at this exact revision (restore, initialize, get: the newest full snapshot at or "
+     "before it plus the deltas up to it; history: the set that holds it); 0 = the latest "
+     "revision in the store",
      ACTIVE, AT_LEAST(0)})
 OPT(time, OPT_STRING,
-    {"time", 0, OPT_STRING, "", NULL, CMD_RESTORE | CMD_INITIALIZE, 0,
-     "restore the last revision whose events were recorded at or before this RFC 3339 time "
+    {"time", 0, OPT_STRING, "", NULL, CMD_RESTORE | CMD_INITIALIZE | CMD_GET | CMD_HISTORY, 0,
+     "the last revision whose events were recorded at or before this RFC 3339 time "
      "(e.g. 2026-12-01T14:30:00Z); excludes --revision",
      ACTIVE})
 OPT(bump_revision, OPT_INT,
@@ -491,6 +492,46 @@ OPT(verify_restore_test, OPT_BOOL,
     {"verify-restore-test", 0, OPT_BOOL, "false", NULL, CMD_SERVER, 0,
      "the scheduled verification also restores the latest set and compares HashKV with etcd "
      "(as verify --restore-test)",
+     ACTIVE})
+/* get, diff, history: reading a backup without restoring it (ours; docs/inspect.md) */
+OPT(inspect_output, OPT_STRING,
+    {"output", 'o', OPT_STRING, "simple", NULL, INSPECT, 0,
+     "output format: simple (etcdctl's lines), json (get: etcdctl's get -w json; diff, history: "
+     "docs/inspect.md) or table (get: key, revisions, size and a Kubernetes object's "
+     "apiVersion/kind)",
+     ACTIVE, ONE_OF(INSPECT_FORMATS)})
+OPT(prefix, OPT_BOOL,
+    {"prefix", 0, OPT_BOOL, "false", NULL, INSPECT & ~CMD_HISTORY, 0,
+     "every key that starts with KEY (KEY \"\" = every key)", ACTIVE})
+OPT(from_key, OPT_BOOL,
+    {"from-key", 0, OPT_BOOL, "false", NULL, INSPECT & ~CMD_HISTORY, 0,
+     "every key at or after KEY in byte order", ACTIVE})
+OPT(keys_only, OPT_BOOL,
+    {"keys-only", 0, OPT_BOOL, "false", NULL, CMD_GET, 0, "keys without their values", ACTIVE})
+OPT(limit, OPT_INT,
+    {"limit", 0, OPT_INT, "0", NULL, CMD_GET, 0,
+     "print at most this many keys (0 = all); count still gives every key", ACTIVE, AT_LEAST(0)})
+OPT(from_revision, OPT_INT,
+    {"from-revision", 0, OPT_INT, "0", NULL, CMD_DIFF, 0,
+     "the older revision of the comparison (or --from-time)", ACTIVE, AT_LEAST(0)})
+OPT(to_revision, OPT_INT,
+    {"to-revision", 0, OPT_INT, "0", NULL, CMD_DIFF, 0,
+     "the newer revision of the comparison (or --to-time; neither = the latest)", ACTIVE,
+     AT_LEAST(0)})
+OPT(from_time, OPT_STRING,
+    {"from-time", 0, OPT_STRING, "", NULL, CMD_DIFF, 0,
+     "the older point of the comparison: the last revision recorded at or before this RFC 3339 "
+     "time",
+     ACTIVE})
+OPT(to_time, OPT_STRING,
+    {"to-time", 0, OPT_STRING, "", NULL, CMD_DIFF, 0,
+     "the newer point of the comparison: the last revision recorded at or before this RFC 3339 "
+     "time",
+     ACTIVE})
+OPT(cache_dir, OPT_STRING,
+    {"cache-dir", 0, OPT_STRING, "", NULL, INSPECT, 0,
+     "keep the downloaded, checked objects in this directory for the next command (empty = a "
+     "scratch dir removed at exit)",
      ACTIVE})
 /* initialize (docs/go-tool.md §1.11) */
 OPT(validation_mode, OPT_STRING,

@@ -1,0 +1,351 @@
+/* inspect_read: see inspect_read.h. */
+#include "inspect_read.h"
+#include "../backup/delta.h"
+#include "../common/err.h"
+#include "../common/log.h"
+#include "../format/bbolt.h"
+#include "../format/mvcc.h"
+#include "../restore/restore_fetch.h"
+#include "../restore/restore_plan.h"
+#include "../restore/restore_stage.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* The state of one pass: a full snapshot and its deltas, for the views of mask. */
+typedef struct Pass {
+    const InspectConfig *c;
+    RecSort *sort;
+    InspectResult *out;
+    const RestorePlan *plan;
+    unsigned mask;                   /* the views this pass serves */
+    int64_t upto[INSPECT_MAX_VIEWS]; /* a view's last revision so far */
+    int done[INSPECT_MAX_VIEWS];     /* the view has all its revisions */
+    int64_t rev, sub;                /* the last revision taken, and the next sub-revision */
+    uint32_t object;                 /* index of the object being read */
+} Pass;
+
+static int add_object(InspectResult *out, const Snapshot *s, uint32_t *idx) {
+    Snapshot *p = realloc(out->objects, (out->n_objects + 1) * sizeof *p);
+    if (!p) return err_set(ERR_NOMEM, "out of memory");
+    out->objects = p;
+    p[out->n_objects] = *s;
+    *idx = (uint32_t)out->n_objects++;
+    return 0;
+}
+
+/* The views a record at revision rev (received at time_ns, 0 = in the full snapshot) belongs
+ * to, moving each view on; a view reaches its end at a revision beyond it or, for a time, at
+ * the first revision received after it. */
+static unsigned views_of(Pass *p, int64_t rev, int64_t time_ns) {
+    unsigned bits = 0;
+    for (size_t v = 0; v < p->c->n_views; v++) {
+        const InspectView *w = &p->c->views[v];
+        if (!(p->mask & (1u << v)) || p->done[v]) continue;
+        if ((w->revision && rev > w->revision) ||
+            (w->time_ns && time_ns && rev > p->upto[v] && time_ns > w->time_ns)) {
+            p->done[v] = 1;
+            continue;
+        }
+        p->upto[v] = rev;
+        bits |= 1u << v;
+    }
+    return bits;
+}
+
+static int add_record(Pass *p, InspectRec *h, const uint8_t *key, const uint8_t *value) {
+    if (!keyrange_has(p->c->range, key, h->key_len)) return 0;
+    h->object = p->object;
+    if (!p->c->keep_values) h->value_len = 0;
+    p->out->records++;
+    return recsort_add(p->sort, h, key, value);
+}
+
+/* The compaction revision of db (etcd's meta bucket: the larger of the finished and the
+ * scheduled one, as etcd takes it when it opens the db), 0 when never compacted. */
+static int db_compacted_at(BboltDb *db, int64_t *out) {
+    const char *names[] = {MVCC_META_FINISHED_COMPACT, MVCC_META_SCHEDULED_COMPACT};
+    *out = 0;
+    for (size_t i = 0; i < 2; i++) {
+        uint8_t v[MVCC_MARK_BYTES];
+        size_t vl = 0;
+        int rc = bbolt_get(db, MVCC_BUCKET_META, names[i], strlen(names[i]), v, sizeof v, &vl);
+        if (rc == ERR_NOT_FOUND) continue;
+        int64_t rev = 0;
+        if (!rc) rc = vl <= sizeof v ? mvcc_rev_parse(v, vl, &rev, NULL, NULL) : ERR_CORRUPT;
+        if (rc) return err_set(ERR_CORRUPT, "the db's %s is not a revision", names[i]);
+        if (rev > *out) *out = rev;
+    }
+    return 0;
+}
+
+/* A view inside the full snapshot (its revision below the db's) needs the db to hold that
+ * revision: etcd answers no revision below its compaction. */
+static int check_compaction(Pass *p, BboltDb *db, int64_t db_rev) {
+    int64_t compacted = 0;
+    int rc = db_compacted_at(db, &compacted);
+    for (size_t v = 0; !rc && v < p->c->n_views; v++) {
+        int64_t r = p->c->views[v].revision;
+        if (!(p->mask & (1u << v)) || !r || r >= db_rev || r >= compacted) continue;
+        p->out->target_refused = 1;
+        return err_set(ERR_INVALID,
+                       "revision %lld is not in the backups: the oldest full snapshot after it, "
+                       "%s, was compacted at revision %lld and holds no state before it",
+                       (long long)r, p->plan->full->key, (long long)compacted);
+    }
+    return rc;
+}
+
+/* Whether every view of the pass has all its revisions. */
+static int pass_done(const Pass *p) {
+    for (size_t v = 0; v < p->c->n_views; v++)
+        if ((p->mask & (1u << v)) && !p->done[v]) return 0;
+    return 1;
+}
+
+/* The full snapshot's "key" bucket in revision order, up to the last revision a view asks. */
+static int read_full_db(Pass *p, const RestoreFullDb *full) {
+    BboltDb *db = NULL;
+    BboltCursor *cur = NULL;
+    int rc = bbolt_open(full->path, full->db_len, &db);
+    if (!rc) rc = check_compaction(p, db, full->revision);
+    BboltName path = {MVCC_BUCKET_KEY, strlen(MVCC_BUCKET_KEY)};
+    if (!rc) rc = bbolt_cursor_open(db, &path, 1, &cur);
+    for (uint64_t n = 0; !rc; n++) {
+        BboltItem it;
+        int got = 0, tomb = 0;
+        if ((rc = bbolt_cursor_next(cur, &it, &got)) || !got) break;
+        if ((n & 0xffff) == 0 && (rc = restore_stopped(p->c->stop))) break;
+        int64_t main_rev = 0, sub = 0;
+        MvccKeyValue kv;
+        if (it.is_bucket) continue;
+        if ((rc = mvcc_rev_parse(it.key, it.key_len, &main_rev, &sub, &tomb))) break;
+        unsigned bits = views_of(p, main_rev, 0);
+        if (!bits && pass_done(p)) break; /* every view is before it: the rest is later still */
+        if (!it.value_len) continue;      /* a bumped revision (etcdutl): no key */
+        if ((rc = mvcc_kv_unmarshal(it.value, it.value_len, &kv))) break;
+        if (!kv.key_len || !bits) continue;
+        InspectRec h = {.main = main_rev,
+                        .sub = sub,
+                        .tombstone = (uint8_t)tomb,
+                        .views = (uint8_t)bits,
+                        .key_len = (uint32_t)kv.key_len};
+        if (!tomb) {
+            h.create_revision = kv.create_revision;
+            h.version = kv.version;
+            h.lease = kv.lease;
+            h.value_size = kv.value_len;
+            h.value_len = (uint32_t)kv.value_len;
+        }
+        rc = add_record(p, &h, kv.key, kv.value);
+    }
+    if (rc && rc != ERR_NOMEM && rc != ERR_CANCELED)
+        err_wrap(rc, "full snapshot %s", p->plan->full->key);
+    bbolt_cursor_close(cur);
+    bbolt_close(db);
+    return rc;
+}
+
+/* One delta event: checked as a restore checks it, taken once per revision. */
+static int read_event(Pass *p, const DeltaEvent *ev, const Snapshot *snap) {
+    int rc = delta_event_check(ev);
+    if (rc) return err_wrap(rc, "%s", snap->key);
+    if (ev->mod_revision != p->rev) p->sub = 0; /* the first event of a revision */
+    p->rev = ev->mod_revision;
+    int64_t sub = p->sub++;
+    unsigned bits = views_of(p, ev->mod_revision, ev->time_ns);
+    if (!bits) return 0;
+    InspectRec h = {.main = ev->mod_revision,
+                    .sub = sub,
+                    .time_ns = ev->time_ns,
+                    .views = (uint8_t)bits,
+                    .key_len = (uint32_t)ev->key_len,
+                    .tombstone = ev->type == ETCD_OP_DELETE};
+    if (!h.tombstone) {
+        h.create_revision = ev->create_revision;
+        h.version = ev->version;
+        h.lease = ev->lease;
+        h.value_size = ev->value_len;
+        h.value_len = (uint32_t)ev->value_len;
+    }
+    return add_record(p, &h, ev->key, ev->value);
+}
+
+/* Every event of one delta (all of it is read and checked, also past the views' ends). */
+static int read_delta(Pass *p, DeltaReader *dr, const Snapshot *snap) {
+    int64_t prev = 0, before = p->rev;
+    for (;;) {
+        DeltaEvent ev;
+        int got = 0;
+        int rc = delta_reader_next(dr, &ev, &got);
+        if (rc) return err_wrap(rc, "%s", snap->key);
+        if (!got) break;
+        if ((rc = delta_check_name_event(snap->key, snap->start_revision, snap->last_revision, prev,
+                                         ev.mod_revision)))
+            return rc;
+        prev = ev.mod_revision;
+        if (ev.mod_revision <= before) continue; /* an earlier delta or the db had it */
+        if ((rc = read_event(p, &ev, snap))) return rc;
+    }
+    return delta_check_name_end(snap->key, snap->last_revision, prev);
+}
+
+static int read_deltas(Pass *p, const RestoreFetchConfig *fc) {
+    const RestorePlan *pl = p->plan;
+    RestoreFetch *f = NULL;
+    int rc = pl->n_deltas ? restore_fetch_start(fc, pl->deltas, pl->n_deltas, &f) : 0;
+    for (size_t j = 0; !rc && j < pl->n_deltas && !pass_done(p); j++) {
+        DeltaReader *dr = NULL;
+        if ((rc = restore_fetch_take(f, j, &dr))) break;
+        if (!(rc = add_object(p->out, &pl->deltas[j], &p->object)))
+            rc = read_delta(p, dr, &pl->deltas[j]);
+        delta_reader_close(dr);
+        restore_fetch_done(f, j);
+    }
+    restore_fetch_stop(f);
+    return rc;
+}
+
+/* The views' revisions once their pass is read; a revision the deltas do not reach is a gap. */
+static int pass_end(Pass *p) {
+    for (size_t v = 0; v < p->c->n_views; v++) {
+        if (!(p->mask & (1u << v))) continue;
+        int64_t want = p->c->views[v].revision;
+        if (want && p->upto[v] < want && p->rev < want)
+            return err_set(ERR_GAP, "the deltas end at revision %lld, before revision %lld",
+                           (long long)p->rev, (long long)want);
+        p->out->revision[v] = want ? want : p->upto[v];
+    }
+    return 0;
+}
+
+/* The cache's name of full (without ".ok"), from the store and the object's key. */
+static void cache_path(const InspectConfig *c, const Snapshot *full, char *out, size_t cap) {
+    const char *d = store_describe(c->store);
+    uint64_t h = bbolt_fnv1a64(d, strlen(d)) ^ bbolt_fnv1a64(full->key, strlen(full->key));
+    snprintf(out, cap, "%s/full-%016llx.db", c->cache_dir, (unsigned long long)h);
+}
+
+/* A cached copy of full: 1 with *db filled when "<path>.ok" names the same object and size. */
+static int cache_get(const InspectConfig *c, const Snapshot *full, RestoreFullDb *db) {
+    char ok[sizeof db->path + 8], want[1400], line[1400];
+    cache_path(c, full, db->path, sizeof db->path);
+    snprintf(ok, sizeof ok, "%s.ok", db->path);
+    FILE *f = fopen(ok, "r");
+    if (!f) return 0;
+    unsigned long long len = 0;
+    long long rev = 0;
+    int hit = fgets(line, sizeof line, f) && fscanf(f, "%llu %lld", &len, &rev) == 2;
+    fclose(f);
+    snprintf(want, sizeof want, "%s %lld\n", full->key, (long long)full->size);
+    if (!hit || strcmp(line, want) || access(db->path, R_OK)) return 0;
+    db->fd = -1;
+    db->copied = 0;
+    db->db_len = len;
+    db->revision = rev;
+    log_info("full snapshot %s: read from the cache %s", full->key, db->path);
+    return 1;
+}
+
+/* Keeps the checked copy of full in the cache (best effort: a failure is a warning). */
+static void cache_put(const InspectConfig *c, const Snapshot *full, RestoreFullDb *db) {
+    char path[sizeof db->path], ok[sizeof db->path + 8];
+    cache_path(c, full, path, sizeof path);
+    snprintf(ok, sizeof ok, "%s.ok", path);
+    FILE *f = NULL;
+    if (rename(db->path, path) == 0) {
+        snprintf(db->path, sizeof db->path, "%s", path);
+        db->copied = 0;
+        f = fopen(ok, "w");
+    }
+    if (!f ||
+        fprintf(f, "%s %lld\n%llu %lld\n", full->key, (long long)full->size,
+                (unsigned long long)db->db_len, (long long)db->revision) < 0 ||
+        fclose(f)) {
+        log_warn("could not keep %s in the cache %s", full->key, c->cache_dir);
+        unlink(ok);
+    }
+}
+
+static int read_pass(const InspectConfig *c, const RestorePlan *plan, unsigned mask, RecSort *sort,
+                     InspectResult *out) {
+    Pass p = {.c = c, .sort = sort, .out = out, .plan = plan, .mask = mask};
+    RestoreFetchConfig fc = {c->store, c->scratch, c->max_fetchers, 0, c->stop, NULL, 0};
+    RestoreFullDb full = {.fd = -1};
+    int rc = 0;
+    if (!c->cache_dir || !cache_get(c, plan->full, &full)) {
+        rc = restore_fetch_full(&fc, plan->full, 0, &full);
+        if (!rc && c->cache_dir && full.copied) cache_put(c, plan->full, &full);
+    }
+    if (!rc) rc = add_object(out, plan->full, &p.object);
+    if (!rc) {
+        for (size_t v = 0; v < c->n_views; v++)
+            p.upto[v] = full.revision; /* the views start at the db's revision at most */
+        rc = read_full_db(&p, &full);
+        for (size_t v = 0; v < c->n_views; v++) { /* each view is at the db's revision or before */
+            int64_t r = c->views[v].revision;
+            p.upto[v] = r && r < full.revision ? r : full.revision;
+        }
+        p.rev = full.revision;
+    }
+    restore_full_db_release(&full);
+    if (!rc) rc = read_deltas(&p, &fc);
+    if (!rc) rc = pass_end(&p);
+    return rc;
+}
+
+/* The plan of view v: a restore's, or for a revision before every full snapshot, the oldest
+ * full snapshot after it (of the newest history), alone. */
+static int plan_view(const InspectConfig *c, const InspectView *w, RestorePlan *pl, int *refused) {
+    RestoreTarget t = {c->store, w->revision, w->time_ns, 0};
+    int rc = restore_plan_make(&t, pl);
+    *refused = pl->target_refused;
+    if (rc != ERR_NOT_FOUND || !w->revision) return rc;
+    const Snapshot *best = NULL;
+    for (size_t i = 0; i < pl->n_list; i++) {
+        const Snapshot *s = &pl->list[i];
+        if (s->kind == SNAP_FULL && !s->is_chunk && s->last_revision >= w->revision &&
+            (!best || s->last_revision < best->last_revision))
+            best = s;
+    }
+    if (!best) return rc;
+    pl->full = best;
+    pl->n_deltas = 0;
+    pl->store_last = best->last_revision;
+    return 0;
+}
+
+int inspect_read(const InspectConfig *c, RecSort *sort, InspectResult *out) {
+    memset(out, 0, sizeof *out);
+    RestorePlan plans[INSPECT_MAX_VIEWS] = {0};
+    int rc = c->n_views < 1 || c->n_views > INSPECT_MAX_VIEWS
+                 ? err_set(ERR_INVALID, "%zu views", c->n_views)
+                 : 0;
+    for (size_t v = 0; !rc && v < c->n_views; v++)
+        rc = plan_view(c, &c->views[v], &plans[v], &out->target_refused);
+    /* views on one full snapshot share a pass, with the plan that reaches furthest */
+    unsigned left = (1u << c->n_views) - 1;
+    for (size_t v = 0; !rc && v < c->n_views; v++) {
+        if (!(left & (1u << v))) continue;
+        unsigned mask = 0;
+        size_t widest = v;
+        for (size_t u = v; u < c->n_views; u++) {
+            if (!(left & (1u << u)) || strcmp(plans[u].full->key, plans[v].full->key)) continue;
+            mask |= 1u << u;
+            if (plans[u].n_deltas > plans[widest].n_deltas) widest = u;
+        }
+        left &= ~mask;
+        rc = read_pass(c, &plans[widest], mask, sort, out);
+    }
+    for (size_t v = 0; v < c->n_views; v++)
+        restore_plan_free(&plans[v]);
+    return rc;
+}
+
+void inspect_result_free(InspectResult *r) {
+    if (!r) return;
+    free(r->objects);
+    memset(r, 0, sizeof *r);
+}
