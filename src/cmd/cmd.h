@@ -22,7 +22,7 @@ int cmd_compact(const Opts *o);
 int cmd_copy(const Opts *o);
 int cmd_verify(const Opts *o);
 int cmd_list(const Opts *o);
-int cmd_get(const Opts *o);     /* cmd_inspect.c: get, diff, history (docs/inspect.md) */
+int cmd_get(const Opts *o); /* cmd_inspect.c: get, diff, history (docs/inspect.md) */
 int cmd_diff(const Opts *o);
 int cmd_history(const Opts *o);
 /* etcd_argv: the etcd command line after "--" (NULL-terminated, borrowed). */

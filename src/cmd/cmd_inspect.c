@@ -65,16 +65,13 @@ static int parse_range(Inspect *in, int optional) {
     return EXIT_OK;
 }
 
-static int parse_format(Inspect *in) {
-    const char *f = opts_values(in->o)->inspect_output;
+static void parse_format(Inspect *in) {
+    const char *f = opts_values(in->o)->output;
     in->fmt = !strcmp(f, "json")    ? INSPECT_JSON
               : !strcmp(f, "table") ? INSPECT_TABLE
                                     : INSPECT_SIMPLE;
-    if (in->fmt == INSPECT_TABLE && strcmp(in->what, "get")) {
-        log_error("-o table is get's; %s prints simple or json", in->what);
-        return EXIT_USAGE;
-    }
-    return EXIT_OK;
+    if (in->fmt == INSPECT_TABLE && strcmp(in->what, "get"))
+        in->fmt = INSPECT_SIMPLE; /* one form */
 }
 
 /* The store, the scratch dir and the sorter; then the records read. */
@@ -83,7 +80,8 @@ static int run_read(Inspect *in) {
     int code = setup_store(in->o, 0, &in->store);
     if (code) return code;
     opts_log_effective(in->o, in->what);
-    in->temp_dir = *v->cache_dir ? v->cache_dir : v->snapstore_temp_directory;
+    const char *cache = *opts_values(in->o)->cache_dir ? opts_values(in->o)->cache_dir : NULL;
+    in->temp_dir = cache ? cache : v->snapstore_temp_directory;
     int rc = fs_scratch_create(in->temp_dir, SCRATCH_PREFIX, in->what, &in->scratch, &in->lock_fd,
                                &in->made_temp);
     if (!rc) rc = recsort_new(in->scratch, 0, &in->sort);
@@ -95,7 +93,7 @@ static int run_read(Inspect *in) {
                        .keep_values = in->keep_values,
                        .views = in->views,
                        .n_views = in->n_views,
-                       .cache_dir = *v->cache_dir ? v->cache_dir : NULL};
+                       .cache_dir = cache};
     if (!rc) rc = inspect_read(&c, in->sort, &in->res);
     if (!rc) rc = recsort_finish(in->sort);
     if (!rc) return EXIT_OK;
@@ -128,35 +126,33 @@ static int finish(Inspect *in, int code, int rc, uint64_t count, const char *cou
 }
 
 int cmd_get(const Opts *o) {
-    const OptValues *v = opts_values(o);
     Inspect in = {.o = o, .what = "get", .n_views = 1, .lock_fd = -1};
     int code = parse_range(&in, 0);
-    if (!code) code = parse_format(&in);
-    if (!code) code = parse_time("time", v->time, &in.views[0].time_ns);
-    if (!code && v->revision && in.views[0].time_ns) {
+    parse_format(&in);
+    if (!code) code = parse_time("time", opts_values(o)->time, &in.views[0].time_ns);
+    if (!code && opts_values(o)->revision && in.views[0].time_ns) {
         log_error("--revision and --time exclude each other");
         code = EXIT_USAGE;
     }
-    in.views[0].revision = v->revision;
-    in.keep_values = !v->keys_only || in.fmt == INSPECT_TABLE;
+    in.views[0].revision = opts_values(o)->revision;
+    in.keep_values = !opts_values(o)->keys_only || in.fmt == INSPECT_TABLE;
     if (!code) code = run_read(&in);
     uint64_t count = 0;
     int rc = 0;
     if (!code)
-        rc = inspect_print_get(in.sort, stdout, in.fmt, v->keys_only, v->limit, in.res.revision[0],
-                               &count);
+        rc = inspect_print_get(in.sort, stdout, in.fmt, opts_values(o)->keys_only,
+                               opts_values(o)->limit, in.res.revision[0], &count);
     return finish(&in, code, rc, count, "keys");
 }
 
 int cmd_diff(const Opts *o) {
-    const OptValues *v = opts_values(o);
     Inspect in = {.o = o, .what = "diff", .n_views = 2, .lock_fd = -1};
     int code = parse_range(&in, 1);
-    if (!code) code = parse_format(&in);
-    if (!code) code = parse_time("from-time", v->from_time, &in.views[0].time_ns);
-    if (!code) code = parse_time("to-time", v->to_time, &in.views[1].time_ns);
-    in.views[0].revision = v->from_revision;
-    in.views[1].revision = v->to_revision;
+    parse_format(&in);
+    if (!code) code = parse_time("from-time", opts_values(o)->from_time, &in.views[0].time_ns);
+    if (!code) code = parse_time("to-time", opts_values(o)->to_time, &in.views[1].time_ns);
+    in.views[0].revision = opts_values(o)->from_revision;
+    in.views[1].revision = opts_values(o)->to_revision;
     if (!code && (!in.views[0].revision == !in.views[0].time_ns ||
                   (in.views[1].revision && in.views[1].time_ns))) {
         log_error("diff: give --from-revision or --from-time, and at most one of --to-revision "
@@ -183,12 +179,11 @@ int cmd_diff(const Opts *o) {
 }
 
 int cmd_history(const Opts *o) {
-    const OptValues *v = opts_values(o);
     Inspect in = {.o = o, .what = "history", .n_views = 1, .lock_fd = -1};
     int code = parse_range(&in, 0);
-    if (!code) code = parse_format(&in);
-    if (!code) code = parse_time("time", v->time, &in.views[0].time_ns);
-    in.views[0].revision = v->revision;
+    parse_format(&in);
+    if (!code) code = parse_time("time", opts_values(o)->time, &in.views[0].time_ns);
+    in.views[0].revision = opts_values(o)->revision;
     if (!code) code = run_read(&in);
     uint64_t count = 0;
     int rc = 0;

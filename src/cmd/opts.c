@@ -63,8 +63,7 @@ static const char *const COMPRESSION_POLICIES[] = {"gzip", "zlib", "lzw", "zstd"
 static const char *const GZIP_MODES[] = {"parallel", "single", NULL};
 static const char *const COMPACTION_MODES[] = {"periodic", "revision", NULL};
 static const char *const VALIDATION_MODES[] = {"full", "sanity", NULL};
-static const char *const OUTPUT_FORMATS[] = {"text", "json", NULL};
-static const char *const INSPECT_FORMATS[] = {"simple", "json", "table", NULL};
+static const char *const OUTPUT_FORMATS[] = {"text", "json", "simple", "table", NULL};
 
 static const OptDef opt_table[] = {
 #define OPT(field, type, ...) __VA_ARGS__,

@@ -467,8 +467,12 @@ OPT(metrics_scrape_wait_duration, OPT_DURATION,
      ACTIVE})
 /* verify and list (ours; docs/verify.md) */
 OPT(output, OPT_STRING,
-    {"output", 'o', OPT_STRING, "text", NULL, CMD_VERIFY | CMD_LIST, 0,
-     "report format: text (a table or report for people) or json", ACTIVE, ONE_OF(OUTPUT_FORMATS)})
+    {"output", 'o', OPT_STRING, "text", NULL, CMD_VERIFY | CMD_LIST | INSPECT, 0,
+     "output format: json (get: etcdctl's get -w json; the others: docs/verify.md and "
+     "docs/inspect.md), or for people: text, simple or table (verify, list, diff, history: their "
+     "one text form; get: text and simple are etcdctl's key and value lines, table one line per "
+     "key with its revisions, size and a Kubernetes object's apiVersion and kind)",
+     ACTIVE, ONE_OF(OUTPUT_FORMATS)})
 OPT(all_sets, OPT_BOOL,
     {"all-sets", 0, OPT_BOOL, "false", NULL, CMD_VERIFY, 0,
      "check every object and every set in the store, not only the latest set", ACTIVE})
@@ -494,12 +498,6 @@ OPT(verify_restore_test, OPT_BOOL,
      "(as verify --restore-test)",
      ACTIVE})
 /* get, diff, history: reading a backup without restoring it (ours; docs/inspect.md) */
-OPT(inspect_output, OPT_STRING,
-    {"output", 'o', OPT_STRING, "simple", NULL, INSPECT, 0,
-     "output format: simple (etcdctl's lines), json (get: etcdctl's get -w json; diff, history: "
-     "docs/inspect.md) or table (get: key, revisions, size and a Kubernetes object's "
-     "apiVersion/kind)",
-     ACTIVE, ONE_OF(INSPECT_FORMATS)})
 OPT(prefix, OPT_BOOL,
     {"prefix", 0, OPT_BOOL, "false", NULL, INSPECT & ~CMD_HISTORY, 0,
      "every key that starts with KEY (KEY \"\" = every key)", ACTIVE})

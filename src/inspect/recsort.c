@@ -70,7 +70,7 @@ void recsort_free(RecSort *s) {
     if (!s) return;
     for (size_t i = 0; i < s->n_runs; i++)
         fclose(s->runs[i]);
-    for (size_t i = 0; i < s->n_srcs; i++)
+    for (size_t i = 0; i < sizeof s->srcs / sizeof s->srcs[0]; i++)
         free(s->srcs[i].buf);
     free(s->arena);
     free(s->offs);

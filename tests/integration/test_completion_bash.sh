@@ -52,7 +52,7 @@ expect "S3 Swift" etcdbrctl restore --storage-provider S
 expect "OCS OSS" etcdbrctl copy --source-storage-provider = O
 expect "--storage-provider=ABS" etcdbrctl snapshot --storage-provider=A
 expect "gzip lzw zlib zstd" etcdbrctl snapshot --compression-policy ""
-expect "json text" etcdbrctl list -o ""
+expect "json simple table text" etcdbrctl list -o ""
 expect "json" etcdbrctl verify --output = j
 expect "false true" etcdbrctl snapshot --compress-snapshots = ""
 # a bool flag takes no value: the next word is a flag again

@@ -169,7 +169,7 @@ static void test_completion_scripts_name_commands_flags_and_values(void **state)
     assert_non_null(strstr(bash, "\ncomplete -F _etcdbrctl etcdbrctl\n"));
     assert_non_null(strstr(bash, "words=\"Local S3 ABS GCS Swift OSS ECS OCS\""));
     assert_non_null(strstr(bash, "words=\"gzip zlib lzw zstd\""));
-    assert_non_null(strstr(bash, "-o|--output)\n            words=\"text json\""));
+    assert_non_null(strstr(bash, "-o|--output)\n            words=\"text json simple table\""));
     CAPTURE(zsh, assert_int_equal(completion_write(f, "zsh"), 0));
     expect_script_names_everything("zsh", zsh);
     assert_true(strncmp(zsh, "#compdef etcdbrctl\n", 19) == 0);
@@ -177,7 +177,7 @@ static void test_completion_scripts_name_commands_flags_and_values(void **state)
                                 "ABS GCS Swift OSS ECS OCS)'"));
     CAPTURE(fish, assert_int_equal(completion_write(f, "fish"), 0));
     expect_script_names_everything("fish", fish);
-    assert_non_null(strstr(fish, "-s o -l output -x -a 'text json'"));
+    assert_non_null(strstr(fish, "-s o -l output -x -a 'text json simple table'"));
     /* the single quotes of descriptions are escaped for each shell */
     assert_non_null(strstr(fish, "'the Go tool\\'s switch"));
     assert_non_null(strstr(zsh, "[the Go tool'\\''s switch"));
