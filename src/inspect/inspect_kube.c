@@ -80,7 +80,12 @@ static int from_json(const uint8_t *v, size_t len, char *out, size_t cap) {
 }
 
 int inspect_kube_type(const uint8_t *value, size_t len, char *out, size_t cap) {
-    if (len >= 4 && memcmp(value, KUBE_MAGIC, 4) == 0) return from_protobuf(value, len, out, cap);
-    if (len && len <= KUBE_JSON_MAX && value[0] == '{') return from_json(value, len, out, cap);
-    return 0;
+    int found = 0;
+    if (len >= 4 && memcmp(value, KUBE_MAGIC, 4) == 0)
+        found = from_protobuf(value, len, out, cap);
+    else if (len && len <= KUBE_JSON_MAX && value[0] == '{')
+        found = from_json(value, len, out, cap);
+    for (char *p = out; found && *p; p++) /* a terminal shows text, not control bytes */
+        if ((unsigned char)*p < 0x20 || (unsigned char)*p > 0x7e) *p = '?';
+    return found;
 }

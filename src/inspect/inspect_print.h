@@ -40,8 +40,9 @@ int inspect_print_history(RecSort *sort, FILE *out, InspectFormat fmt, const uin
 /* The apiVersion and kind of a Kubernetes object stored in etcd: protobuf behind the "k8s\0"
  * magic (runtime.Unknown{typeMeta{apiVersion=1, kind=2}=1, raw=2}, k8s.io/apimachinery
  * pkg/runtime/serializer/protobuf and generated.proto, Kubernetes v1.32) or a JSON object with
- * "apiVersion" and "kind". Writes "apiVersion kind" into out (cap bytes) and returns 1, or 0
- * when the value is neither. Reads at most len bytes; every length is checked. */
+ * "apiVersion" and "kind". Writes "apiVersion kind" into out (cap bytes; bytes outside printable
+ * ASCII as '?') and returns 1, or 0 when the value is neither. Reads at most len bytes; every
+ * length is checked. */
 int inspect_kube_type(const uint8_t *value, size_t len, char *out, size_t cap);
 
 #endif

@@ -8,10 +8,12 @@
 #include "../restore/restore_fetch.h"
 #include "../restore/restore_plan.h"
 #include "../restore/restore_stage.h"
+#include "../common/thread.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* The state of one pass: a full snapshot and its deltas, for the views of mask. */
@@ -269,28 +271,79 @@ static void cache_put(const InspectConfig *c, const Snapshot *full, RestoreFullD
     }
 }
 
+/* The restore's checks of the full snapshot (restore_fetch_full: trailer, db, revision against
+ * the name), run on a thread of their own while the scan reads the same file. */
+typedef struct FullCheck {
+    RestoreFetchConfig fc;
+    const Snapshot *full;
+    RestoreFullDb db;
+    int rc;
+    char msg[1024];
+} FullCheck;
+
+static void *full_check_main(void *arg) {
+    FullCheck *k = arg;
+    thread_name_self("inspect-check");
+    k->rc = restore_fetch_full(&k->fc, k->full, 0, &k->db);
+    if (k->rc) snprintf(k->msg, sizeof k->msg, "%s", err_msg());
+    restore_full_db_release(&k->db);
+    return NULL;
+}
+
+/* A plain full snapshot of a store whose objects are local files (Local), with a SHA-256 trailer
+ * by its size: read where it lies, its key bucket scanned while a thread checks it as a restore
+ * does; nothing is answered unless the check passes (the records only reach the output after
+ * inspect_read returns). *tried = 0 when the object is not such a file (the caller fetches it). */
+static int read_full_in_place(Pass *p, const RestoreFetchConfig *fc, int *tried) {
+    const Snapshot *full = p->plan->full;
+    int fd = -1;
+    struct stat st;
+    *tried = 0;
+    if (full->encrypted || full->compression_suffix[0] || store_open_file(fc->store, full, &fd))
+        return 0;
+    if (fstat(fd, &st) || st.st_size <= 32 || st.st_size % 512 != 32) {
+        close(fd);
+        return 0;
+    }
+    *tried = 1;
+    RestoreFullDb db = {.fd = fd, .db_len = (uint64_t)st.st_size - 32};
+    snprintf(db.path, sizeof db.path, "/proc/self/fd/%d", fd);
+    FullCheck k = {.fc = *fc, .full = full};
+    pthread_t t;
+    int started = thread_start_quiet(&t, full_check_main, &k) == 0;
+    int rc = started ? 0 : err_set(ERR_NOMEM, "cannot start a thread");
+    BboltDb *bdb = NULL;
+    if (!rc && !(rc = bbolt_open(db.path, db.db_len, &bdb)))
+        rc = bbolt_etcd_revision(bdb, &db.revision);
+    bbolt_close(bdb);
+    if (!rc) rc = read_full_db(p, &db);
+    if (started) pthread_join(t, NULL);
+    if (started && k.rc) rc = err_set(k.rc, "%s", k.msg); /* the check's verdict first */
+    if (!rc) p->rev = db.revision;
+    close(fd);
+    return rc;
+}
+
 static int read_pass(const InspectConfig *c, const RestorePlan *plan, unsigned mask, RecSort *sort,
                      InspectResult *out) {
     Pass p = {.c = c, .sort = sort, .out = out, .plan = plan, .mask = mask};
     RestoreFetchConfig fc = {c->store, c->scratch, c->max_fetchers, 0, c->stop, NULL, 0};
     RestoreFullDb full = {.fd = -1};
-    int rc = 0;
-    if (!c->cache_dir || !cache_get(c, plan->full, &full)) {
-        rc = restore_fetch_full(&fc, plan->full, 0, &full);
-        if (!rc && c->cache_dir && full.copied) cache_put(c, plan->full, &full);
-    }
-    if (!rc) rc = add_object(out, plan->full, &p.object);
-    if (!rc) {
-        for (size_t v = 0; v < c->n_views; v++)
-            p.upto[v] = full.revision; /* the views start at the db's revision at most */
-        rc = read_full_db(&p, &full);
-        for (size_t v = 0; v < c->n_views; v++) { /* each view is at the db's revision or before */
-            int64_t r = c->views[v].revision;
-            p.upto[v] = r && r < full.revision ? r : full.revision;
+    int rc = add_object(out, plan->full, &p.object), in_place = 0;
+    if (!rc) rc = read_full_in_place(&p, &fc, &in_place);
+    if (!rc && !in_place) {
+        if (!c->cache_dir || !cache_get(c, plan->full, &full)) {
+            rc = restore_fetch_full(&fc, plan->full, 0, &full);
+            if (!rc && c->cache_dir && full.copied) cache_put(c, plan->full, &full);
         }
+        if (!rc) rc = read_full_db(&p, &full);
         p.rev = full.revision;
+        restore_full_db_release(&full);
     }
-    restore_full_db_release(&full);
+    for (size_t v = 0; !rc && v < c->n_views; v++) { /* at the db's revision or before */
+        int64_t r = c->views[v].revision;
+        p.upto[v] = r && r < p.rev ? r : p.rev;
+    }
     if (!rc) rc = read_deltas(&p, &fc);
     if (!rc) rc = pass_end(&p);
     return rc;
