@@ -16,6 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "support/testutil.h"
+
 #include "common/err.h"
 #include "format/bbolt.h"
 #include "inspect/inspect_print.h"
@@ -184,5 +186,5 @@ int main(void) {
         cmocka_unit_test(test_keyrange),
         cmocka_unit_test(test_kube_type),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return testutil_exit(cmocka_run_group_tests(tests, NULL, NULL));
 }
