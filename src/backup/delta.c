@@ -1045,6 +1045,25 @@ static int fast_decode(DeltaReader *r, EvState *e) {
     return (e->type == ETCD_OP_PUT || e->type == ETCD_OP_DELETE) && e->mod_revision > 0;
 }
 
+int delta_reader_copy_payload(const DeltaReader *r, int fd_out) {
+    uint8_t buf[64 * 1024];
+    uint64_t end = r->json_len + DELTA_HASH_LEN;
+    for (uint64_t off = 0; off < end;) {
+        size_t want = end - off < sizeof buf ? (size_t)(end - off) : sizeof buf;
+        ssize_t n = pread(r->fd, buf, want, (off_t)off);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return err_set(ERR_IO, "read the delta spool: %s", n ? strerror(errno) : "EOF");
+        for (ssize_t w = 0; w < n;) {
+            ssize_t k = write(fd_out, buf + w, (size_t)(n - w));
+            if (k < 0 && errno == EINTR) continue;
+            if (k <= 0) return err_set(ERR_IO, "write a copy of a delta: %s", strerror(errno));
+            w += k;
+        }
+        off += (uint64_t)n;
+    }
+    return 0;
+}
+
 int delta_reader_open(IoReader *src, const char *tmp_dir, DeltaReader **out) {
     int rc = 0;
     DeltaReader *r = NULL;

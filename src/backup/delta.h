@@ -116,6 +116,11 @@ int delta_reader_rewind(DeltaReader *r);
 uint64_t delta_reader_fast_events(const DeltaReader *r);
 void delta_reader_close(DeltaReader *r);
 
+/* Copies the payload delta_reader_open verified (the JSON and its SHA-256 trailer) to fd_out,
+ * written from fd_out's current offset; the reader's position is unchanged. For a cache of
+ * fetched deltas (inspect's --cache-dir). 0 or ERR_IO. */
+int delta_reader_copy_payload(const DeltaReader *r, int fd_out);
+
 /* Parses an RFC 3339 time as Go's time.Time JSON decoding accepts it (the delta "time" field and
  * restore --time) into Unix nanoseconds, saturated to INT64_MIN / INT64_MAX for times before
  * 1677-09-21 or after 2262-04-11 (outside int64 nanoseconds). 0 or ERR_INVALID (message quotes

@@ -5,11 +5,14 @@
 #include "../common/log.h"
 #include "../format/bbolt.h"
 #include "../format/mvcc.h"
+#include "../restore/fetch_cache.h"
 #include "../restore/restore_fetch.h"
 #include "../restore/restore_plan.h"
 #include "../restore/restore_stage.h"
 #include "../common/thread.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -223,77 +226,75 @@ static int pass_end(Pass *p) {
     return 0;
 }
 
-/* The cache's name of full (without ".ok"), from the store and the object's key. */
-static void cache_path(const InspectConfig *c, const Snapshot *full, char *out, size_t cap) {
-    const char *d = store_describe(c->store);
-    uint64_t h = bbolt_fnv1a64(d, strlen(d)) ^ bbolt_fnv1a64(full->key, strlen(full->key));
-    snprintf(out, cap, "%s/full-%016llx.db", c->cache_dir, (unsigned long long)h);
-}
-
-/* A cached copy of full: 1 with *db filled when "<path>.ok" names the same object and size. */
-static int cache_get(const InspectConfig *c, const Snapshot *full, RestoreFullDb *db) {
-    char ok[sizeof db->path + 8], want[1400], line[1400];
-    cache_path(c, full, db->path, sizeof db->path);
-    snprintf(ok, sizeof ok, "%s.ok", db->path);
-    FILE *f = fopen(ok, "r");
-    if (!f) return 0;
-    unsigned long long len = 0;
-    long long rev = 0;
-    int hit = fgets(line, sizeof line, f) && fscanf(f, "%llu %lld", &len, &rev) == 2;
-    fclose(f);
-    snprintf(want, sizeof want, "%s %lld\n", full->key, (long long)full->size);
-    if (!hit || strcmp(line, want) || access(db->path, R_OK)) return 0;
-    db->fd = -1;
-    db->copied = 0;
-    db->db_len = len;
-    db->revision = rev;
-    log_info("full snapshot %s: read from the cache %s", full->key, db->path);
-    return 1;
-}
-
-/* Keeps the checked copy of full in the cache (best effort: a failure is a warning). */
+/* Keeps the checked copy of full (in the scratch dir, on the cache's file system) in the cache. */
 static void cache_put(const InspectConfig *c, const Snapshot *full, RestoreFullDb *db) {
-    char path[sizeof db->path], ok[sizeof db->path + 8];
-    cache_path(c, full, path, sizeof path);
-    snprintf(ok, sizeof ok, "%s.ok", path);
-    FILE *f = NULL;
-    if (rename(db->path, path) == 0) {
-        snprintf(db->path, sizeof db->path, "%s", path);
-        db->copied = 0;
-        f = fopen(ok, "w");
+    char path[sizeof db->path], extra[64];
+    fetch_cache_path(c->cache_dir, c->store, full, path, sizeof path);
+    if (rename(db->path, path) != 0) {
+        log_warn("could not keep %s in the cache %s: %s", full->key, c->cache_dir, strerror(errno));
+        return;
     }
-    if (!f ||
-        fprintf(f, "%s %lld\n%llu %lld\n", full->key, (long long)full->size,
-                (unsigned long long)db->db_len, (long long)db->revision) < 0 ||
-        fclose(f)) {
-        log_warn("could not keep %s in the cache %s", full->key, c->cache_dir);
-        unlink(ok);
-    }
+    snprintf(db->path, sizeof db->path, "%s", path);
+    db->copied = 0;
+    snprintf(extra, sizeof extra, "%llu %lld", (unsigned long long)db->db_len,
+             (long long)db->revision);
+    fetch_cache_commit(path, full, extra);
 }
 
-/* The restore's checks of the full snapshot (restore_fetch_full: trailer, db, revision against
- * the name), run on a thread of their own while the scan reads the same file. */
+/* The checks of a full snapshot file that is already local, run on a thread of their own while
+ * the scan reads the same file: in the store, the restore's (restore_fetch_full: trailer, db,
+ * revision against the name); in the cache, the trailer and db again (restore_full_file_check)
+ * and the sizes the cache recorded. */
 typedef struct FullCheck {
     RestoreFetchConfig fc;
     const Snapshot *full;
-    RestoreFullDb db;
+    const char *cached;  /* the cache's file, or NULL: the store's */
+    uint64_t cached_len; /* what the cache recorded */
+    int64_t cached_rev;
     int rc;
     char msg[1024];
 } FullCheck;
 
 static void *full_check_main(void *arg) {
     FullCheck *k = arg;
+    RestoreFullDb db = {.fd = -1};
     thread_name_self("inspect-check");
-    k->rc = restore_fetch_full(&k->fc, k->full, 0, &k->db);
+    if (!k->cached) {
+        k->rc = restore_fetch_full(&k->fc, k->full, 0, &db);
+        restore_full_db_release(&db);
+    } else {
+        int fd = open(k->cached, O_RDONLY | O_CLOEXEC);
+        k->rc = fd < 0 ? err_set(ERR_IO, "open: %s", strerror(errno))
+                       : restore_full_file_check(&k->fc, fd, k->cached, &db.db_len, &db.revision);
+        if (!k->rc && (db.db_len != k->cached_len || db.revision != k->cached_rev))
+            k->rc = err_set(ERR_CORRUPT, "it differs from what the cache recorded");
+        if (k->rc)
+            err_wrap(k->rc,
+                     "the cache's copy %s of full snapshot %s (removed: the next command "
+                     "fetches it again)",
+                     k->cached, k->full->key);
+        if (k->rc) unlink(k->cached);
+        if (fd >= 0) close(fd);
+    }
     if (k->rc) snprintf(k->msg, sizeof k->msg, "%s", err_msg());
-    restore_full_db_release(&k->db);
     return NULL;
 }
 
-/* A plain full snapshot of a store whose objects are local files (Local), with a SHA-256 trailer
- * by its size: read where it lies, its key bucket scanned while a thread checks it as a restore
- * does; nothing is answered unless the check passes (the records only reach the output after
- * inspect_read returns). *tried = 0 when the object is not such a file (the caller fetches it). */
+/* The full snapshot file at db->path (db_len, revision given), scanned while k checks it;
+ * nothing is answered unless the check passes (records reach the output only after
+ * inspect_read returns). */
+static int scan_checked(Pass *p, FullCheck *k, const RestoreFullDb *db) {
+    pthread_t t;
+    int started = thread_start_quiet(&t, full_check_main, k) == 0;
+    int rc = started ? read_full_db(p, db) : err_set(ERR_NOMEM, "cannot start a thread");
+    if (started) pthread_join(t, NULL);
+    if (started && k->rc) rc = err_set(k->rc, "%s", k->msg); /* the check's verdict first */
+    if (!rc) p->rev = db->revision;
+    return rc;
+}
+
+/* A plain full snapshot of a store whose objects are local files (Local) with a SHA-256 trailer
+ * by its size, read where it lies. *tried = 0 when the object is not such a file. */
 static int read_full_in_place(Pass *p, const RestoreFetchConfig *fc, int *tried) {
     const Snapshot *full = p->plan->full;
     int fd = -1;
@@ -305,37 +306,58 @@ static int read_full_in_place(Pass *p, const RestoreFetchConfig *fc, int *tried)
         close(fd);
         return 0;
     }
-    *tried = 1;
     RestoreFullDb db = {.fd = fd, .db_len = (uint64_t)st.st_size - 32};
     snprintf(db.path, sizeof db.path, "/proc/self/fd/%d", fd);
-    FullCheck k = {.fc = *fc, .full = full};
-    pthread_t t;
-    int started = thread_start_quiet(&t, full_check_main, &k) == 0;
-    int rc = started ? 0 : err_set(ERR_NOMEM, "cannot start a thread");
     BboltDb *bdb = NULL;
-    if (!rc && !(rc = bbolt_open(db.path, db.db_len, &bdb)))
-        rc = bbolt_etcd_revision(bdb, &db.revision);
+    int rc = bbolt_open(db.path, db.db_len, &bdb);
+    if (!rc) rc = bbolt_etcd_revision(bdb, &db.revision);
     bbolt_close(bdb);
-    if (!rc) rc = read_full_db(p, &db);
-    if (started) pthread_join(t, NULL);
-    if (started && k.rc) rc = err_set(k.rc, "%s", k.msg); /* the check's verdict first */
-    if (!rc) p->rev = db.revision;
+    if (rc) { /* not a db where it lies: the restore's own path says why */
+        close(fd);
+        return 0;
+    }
+    *tried = 1;
+    FullCheck k = {.fc = *fc, .full = full};
+    rc = scan_checked(p, &k, &db);
     close(fd);
     return rc;
+}
+
+/* The cache's copy of full (fetch_cache.h), checked again while it is scanned. *tried = 0 when
+ * the cache does not have it. */
+static int read_full_cached(Pass *p, const RestoreFetchConfig *fc, int *tried) {
+    const Snapshot *full = p->plan->full;
+    RestoreFullDb db = {.fd = -1};
+    char extra[64];
+    unsigned long long len = 0;
+    long long rev = 0;
+    fetch_cache_path(p->c->cache_dir, fc->store, full, db.path, sizeof db.path);
+    *tried = fetch_cache_lookup(db.path, full, extra, sizeof extra) &&
+             sscanf(extra, "%llu %lld", &len, &rev) == 2;
+    if (!*tried) return 0;
+    log_info("full snapshot %s: read from the cache %s", full->key, db.path);
+    db.db_len = len;
+    db.revision = rev;
+    FullCheck k = {
+        .fc = *fc, .full = full, .cached = db.path, .cached_len = len, .cached_rev = rev};
+    return scan_checked(p, &k, &db);
 }
 
 static int read_pass(const InspectConfig *c, const RestorePlan *plan, unsigned mask, RecSort *sort,
                      InspectResult *out) {
     Pass p = {.c = c, .sort = sort, .out = out, .plan = plan, .mask = mask};
-    RestoreFetchConfig fc = {c->store, c->scratch, c->max_fetchers, 0, c->stop, NULL, 0};
+    RestoreFetchConfig fc = {.store = c->store,
+                             .scratch = c->scratch,
+                             .max_fetchers = c->max_fetchers,
+                             .stop = c->stop,
+                             .cache_dir = c->cache_dir};
     RestoreFullDb full = {.fd = -1};
-    int rc = add_object(out, plan->full, &p.object), in_place = 0;
-    if (!rc) rc = read_full_in_place(&p, &fc, &in_place);
-    if (!rc && !in_place) {
-        if (!c->cache_dir || !cache_get(c, plan->full, &full)) {
-            rc = restore_fetch_full(&fc, plan->full, 0, &full);
-            if (!rc && c->cache_dir && full.copied) cache_put(c, plan->full, &full);
-        }
+    int rc = add_object(out, plan->full, &p.object), done = 0;
+    if (!rc) rc = read_full_in_place(&p, &fc, &done);
+    if (!rc && !done && c->cache_dir) rc = read_full_cached(&p, &fc, &done);
+    if (!rc && !done) {
+        rc = restore_fetch_full(&fc, plan->full, 0, &full);
+        if (!rc && c->cache_dir && full.copied) cache_put(c, plan->full, &full);
         if (!rc) rc = read_full_db(&p, &full);
         p.rev = full.revision;
         restore_full_db_release(&full);

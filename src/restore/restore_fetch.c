@@ -1,5 +1,6 @@
 /* restore_fetch: see restore_fetch.h. */
 #include "restore_fetch.h"
+#include "fetch_cache.h"
 #include "restore_stage.h"
 #include "../store/snapobj.h"
 #include "../format/snapshot_file.h"
@@ -41,7 +42,50 @@ static void fetched_one(const RestoreFetchConfig *c) {
     if (c->progress && progress_item_done(c->progress) == c->n_objects) progress_end(c->progress);
 }
 
+/* The delta from the cache (fetch_cache.h) into *out: 1, or 0 when it is not there or its copy
+ * fails its hash (then removed: the caller fetches it). */
+static int open_cached_delta(const RestoreFetchConfig *c, const Snapshot *snap, const char *path,
+                             DeltaReader **out) {
+    char extra[8];
+    if (!fetch_cache_lookup(path, snap, extra, sizeof extra)) return 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    IoReader *r = fd >= 0 ? io_fd_reader_new(fd) : NULL;
+    int rc = r ? delta_reader_open(r, c->scratch, out) : ERR_IO;
+    io_reader_free(r);
+    if (fd >= 0) close(fd);
+    if (rc) {
+        log_warn("delta %s: the cache's copy %s is not usable (%s): fetching it again", snap->key,
+                 path, r ? err_msg() : "cannot open it");
+        unlink(path);
+    }
+    return rc == 0;
+}
+
+/* Keeps the verified payload of r in the cache at path (best effort). */
+static void cache_delta(const RestoreFetchConfig *c, const Snapshot *snap, const char *path,
+                        const DeltaReader *r) {
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s/.delta-XXXXXX", c->cache_dir);
+    int fd = mkstemp(tmp);
+    int rc = fd < 0 ? ERR_IO : delta_reader_copy_payload(r, fd);
+    if (fd >= 0 && close(fd)) rc = ERR_IO;
+    if (!rc && rename(tmp, path) == 0) {
+        fetch_cache_commit(path, snap, "");
+        return;
+    }
+    log_warn("could not keep delta %s in the cache %s", snap->key, c->cache_dir);
+    if (fd >= 0) unlink(tmp);
+}
+
 static int open_delta(const RestoreFetchConfig *c, const Snapshot *snap, DeltaReader **out) {
+    char cached[4200];
+    if (c->cache_dir) {
+        fetch_cache_path(c->cache_dir, c->store, snap, cached, sizeof cached);
+        if (open_cached_delta(c, snap, cached, out)) {
+            fetched_one(c);
+            return 0;
+        }
+    }
     SnapObjReader *r = NULL;
     int rc = snapobj_open_read_progress(c->store, snap, c->progress, &r);
     if (rc) return rc;
@@ -51,6 +95,7 @@ static int open_delta(const RestoreFetchConfig *c, const Snapshot *snap, DeltaRe
     else
         fetched_one(c);
     snapobj_close(r);
+    if (!rc && c->cache_dir) cache_delta(c, snap, cached, *out);
     return rc;
 }
 
@@ -141,6 +186,29 @@ done:
  * whatever happens to its name meanwhile) instead of a copy in the scratch dir. That saves
  * writing the whole db once more (docs/restore.md). ERR_UNSUPPORTED when the object is not such
  * a file (the caller copies it as before); otherwise fetch_full's results and errors. */
+int restore_full_file_check(const RestoreFetchConfig *cfg, int fd, const char *path,
+                            uint64_t *db_len, int64_t *revision) {
+    IoReader *r = io_fd_reader_new(fd);
+    IoWriter *sink = io_counter_new(NULL, NULL);
+    IoWriter *checker = sink ? trailer_checker_new(sink, 0) : NULL;
+    uint64_t count = 0;
+    int rc = 0;
+    if (!r || !checker) {
+        rc = err_set(ERR_NOMEM, "out of memory");
+    } else {
+        /* nothing written: no free-space check */
+        FetchTick tick = {cfg, {NULL, UINT64_MAX}, cfg->progress, 0};
+        rc = io_copy_tick(r, checker, &count, fetch_tick, &tick);
+        if (!rc)
+            rc = snapshot_file_verify(path, checker, count, cfg->skip_hash_check, 0, db_len,
+                                      revision);
+    }
+    io_writer_free(checker);
+    io_writer_free(sink);
+    io_reader_free(r);
+    return rc;
+}
+
 static int use_local_full(const RestoreFetchConfig *cfg, const Snapshot *snap, int *fd,
                           char *proc_path, size_t cap, uint64_t *db_len, int64_t *revision) {
     *fd = -1;
@@ -149,27 +217,13 @@ static int use_local_full(const RestoreFetchConfig *cfg, const Snapshot *snap, i
     int rc = store_open_file(cfg->store, snap, fd);
     if (rc) return rc == ERR_NOT_FOUND ? err_wrap(rc, "full snapshot %s", snap->key) : rc;
     snprintf(proc_path, cap, "/proc/self/fd/%d", *fd);
-    IoReader *r = io_fd_reader_new(*fd);
-    IoWriter *sink = io_counter_new(NULL, NULL);
-    IoWriter *checker = sink ? trailer_checker_new(sink, 0) : NULL;
-    uint64_t count = 0;
     if (access(proc_path, R_OK) != 0) { /* no /proc: copy instead */
         rc = err_set(ERR_UNSUPPORTED, "%s: %s", proc_path, strerror(errno));
-    } else if (!r || !checker) {
-        rc = err_set(ERR_NOMEM, "out of memory");
     } else {
         log_info("full snapshot %s: a plain file in the store, read where it lies", snap->key);
-        /* nothing written: no free-space check */
-        FetchTick tick = {cfg, {NULL, UINT64_MAX}, cfg->progress, 0};
-        rc = io_copy_tick(r, checker, &count, fetch_tick, &tick);
-        if (!rc)
-            rc = snapshot_file_verify(proc_path, checker, count, cfg->skip_hash_check, 0, db_len,
-                                      revision);
+        rc = restore_full_file_check(cfg, *fd, proc_path, db_len, revision);
         if (rc && rc != ERR_NOMEM) err_wrap(rc, "full snapshot %s", snap->key);
     }
-    io_writer_free(checker);
-    io_writer_free(sink);
-    io_reader_free(r);
     if (rc) {
         close(*fd);
         *fd = -1;

@@ -18,15 +18,17 @@
 #include <stdint.h>
 
 typedef struct RestoreFetchConfig {
-    Store *store;        /* borrowed */
-    const char *scratch; /* private scratch dir: the full snapshot's copy and the delta spools */
-    int max_fetchers;    /* threads, >= 1; also how far they may run ahead */
-    int skip_hash_check; /* a full snapshot without its SHA-256 trailer is accepted */
-    atomic_int *stop;    /* borrowed, may be NULL: set to stop (ERR_CANCELED) */
-    Progress *progress;  /* borrowed, may be NULL: the download's, fed with every byte read from
-                            the store (snapobj_open_read_progress) and every object fetched; ended
-                            (progress_end) when the n_objects-th is */
-    uint64_t n_objects;  /* objects of the set: the full snapshot and its deltas */
+    Store *store;          /* borrowed */
+    const char *scratch;   /* private scratch dir: the full snapshot's copy and the delta spools */
+    int max_fetchers;      /* threads, >= 1; also how far they may run ahead */
+    int skip_hash_check;   /* a full snapshot without its SHA-256 trailer is accepted */
+    atomic_int *stop;      /* borrowed, may be NULL: set to stop (ERR_CANCELED) */
+    Progress *progress;    /* borrowed, may be NULL: the download's, fed with every byte read from
+                              the store (snapobj_open_read_progress) and every object fetched; ended
+                              (progress_end) when the n_objects-th is */
+    uint64_t n_objects;    /* objects of the set: the full snapshot and its deltas */
+    const char *cache_dir; /* NULL, or where deltas are looked up before a fetch and kept after
+                              it (fetch_cache.h; inspect's --cache-dir) */
 } RestoreFetchConfig;
 
 /* The full snapshot's db, local. */
@@ -46,6 +48,13 @@ typedef struct RestoreFullDb {
  * free-space reserve), ERR_NOT_FOUND, ERR_CANCELED, ERR_NOMEM. out->fd is -1 on error. */
 int restore_fetch_full(const RestoreFetchConfig *c, const Snapshot *full, int64_t target_revision,
                        RestoreFullDb *out);
+/* The checks of a full snapshot file already local (fd open on it at offset 0, path a name of
+ * the same file): every byte read through the SHA-256 trailer check, then the db
+ * (snapshot_file_verify); *db_len, *revision as restore_fetch_full gives them. c's progress and
+ * stop are honoured. ERR_CORRUPT, ERR_IO, ERR_CANCELED, ERR_NOMEM; the message does not name the
+ * object (callers add it). */
+int restore_full_file_check(const RestoreFetchConfig *c, int fd, const char *path, uint64_t *db_len,
+                            int64_t *revision);
 /* Closes the store's file, or removes our copy; fd -1 after. */
 void restore_full_db_release(RestoreFullDb *db);
 

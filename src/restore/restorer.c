@@ -169,9 +169,13 @@ static Progress *download_progress(const RestorePlan *p) {
 static int stage_fetch(RestoreRun *r) {
     const RestoreConfig *cfg = r->cfg;
     r->progress = download_progress(&r->plan);
-    r->fetch_cfg =
-        (RestoreFetchConfig){cfg->store, r->scratch,  cfg->max_fetchers,   cfg->skip_hash_check,
-                             cfg->stop,  r->progress, r->plan.n_deltas + 1};
+    r->fetch_cfg = (RestoreFetchConfig){.store = cfg->store,
+                                        .scratch = r->scratch,
+                                        .max_fetchers = cfg->max_fetchers,
+                                        .skip_hash_check = cfg->skip_hash_check,
+                                        .stop = cfg->stop,
+                                        .progress = r->progress,
+                                        .n_objects = r->plan.n_deltas + 1};
     int rc = restore_fetch_full(&r->fetch_cfg, r->plan.full, cfg->target_revision, &r->full);
     r->out->base_revision = r->full.revision; /* also when it does not match the name */
     if (rc) return rc;

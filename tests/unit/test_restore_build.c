@@ -51,7 +51,7 @@ static int build(Built *b, RestoreConfig *cfg, size_t n_deltas_given) {
     cfg->max_fetchers = 2;
     RestoreTarget t = {b->s.store, cfg->target_revision, cfg->target_time_ns, cfg->bump_revision};
     if (restore_plan_make(&t, &b->plan)) fail_msg("plan: %s", err_msg());
-    RestoreFetchConfig fc = {b->s.store, b->s.scratch, 2, 0, NULL, NULL, 0};
+    RestoreFetchConfig fc = {.store = b->s.store, .scratch = b->s.scratch, .max_fetchers = 2};
     if (restore_fetch_full(&fc, b->plan.full, cfg->target_revision, &b->full))
         fail_msg("fetch: %s", err_msg());
     size_t n = n_deltas_given < b->plan.n_deltas ? n_deltas_given : b->plan.n_deltas;

@@ -27,7 +27,7 @@
 #define T0 1700000000LL
 
 static RestoreFetchConfig config(const RfStore *s, int fetchers) {
-    return (RestoreFetchConfig){s->store, s->scratch, fetchers, 0, NULL, NULL, 0};
+    return (RestoreFetchConfig){.store = s->store, .scratch = s->scratch, .max_fetchers = fetchers};
 }
 
 /* The store's object named name, looked up in a fresh listing. */
