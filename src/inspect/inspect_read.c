@@ -197,19 +197,20 @@ static int read_delta(Pass *p, DeltaReader *dr, const Snapshot *snap) {
     return delta_check_name_end(snap->key, snap->last_revision, prev);
 }
 
-static int read_deltas(Pass *p, const RestoreFetchConfig *fc) {
+/* The deltas' events in order, taken from f (started before the full snapshot was read, so
+ * their download overlaps its scan; NULL when there are none). */
+static int read_deltas(Pass *p, RestoreFetch *f) {
     const RestorePlan *pl = p->plan;
-    RestoreFetch *f = NULL;
-    int rc = pl->n_deltas ? restore_fetch_start(fc, pl->deltas, pl->n_deltas, &f) : 0;
-    for (size_t j = 0; !rc && j < pl->n_deltas && !pass_done(p); j++) {
+    int rc = 0;
+    for (size_t j = 0; f && j < pl->n_deltas && !pass_done(p); j++) {
         DeltaReader *dr = NULL;
         if ((rc = restore_fetch_take(f, j, &dr))) break;
         if (!(rc = add_object(p->out, &pl->deltas[j], &p->object)))
             rc = read_delta(p, dr, &pl->deltas[j]);
         delta_reader_close(dr);
         restore_fetch_done(f, j);
+        if (rc) break;
     }
-    restore_fetch_stop(f);
     return rc;
 }
 
@@ -352,7 +353,9 @@ static int read_pass(const InspectConfig *c, const RestorePlan *plan, unsigned m
                              .stop = c->stop,
                              .cache_dir = c->cache_dir};
     RestoreFullDb full = {.fd = -1};
+    RestoreFetch *f = NULL;
     int rc = add_object(out, plan->full, &p.object), done = 0;
+    if (!rc && plan->n_deltas) rc = restore_fetch_start(&fc, plan->deltas, plan->n_deltas, &f);
     if (!rc) rc = read_full_in_place(&p, &fc, &done);
     if (!rc && !done && c->cache_dir) rc = read_full_cached(&p, &fc, &done);
     if (!rc && !done) {
@@ -366,7 +369,8 @@ static int read_pass(const InspectConfig *c, const RestorePlan *plan, unsigned m
         int64_t r = c->views[v].revision;
         p.upto[v] = r && r < p.rev ? r : p.rev;
     }
-    if (!rc) rc = read_deltas(&p, &fc);
+    if (!rc) rc = read_deltas(&p, f);
+    restore_fetch_stop(f);
     if (!rc) rc = pass_end(&p);
     return rc;
 }
