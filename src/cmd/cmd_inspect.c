@@ -26,6 +26,7 @@ typedef struct Inspect {
     InspectView views[INSPECT_MAX_VIEWS];
     size_t n_views;
     int keep_values;
+    int older_deltas;
     InspectFormat fmt;
     Store *store;
     char *scratch;
@@ -93,7 +94,8 @@ static int run_read(Inspect *in) {
                        .keep_values = in->keep_values,
                        .views = in->views,
                        .n_views = in->n_views,
-                       .cache_dir = cache};
+                       .cache_dir = cache,
+                       .older_deltas = in->older_deltas};
     if (!rc) rc = inspect_read(&c, in->sort, &in->res);
     if (!rc) rc = recsort_finish(in->sort);
     if (!rc) return EXIT_OK;
@@ -179,7 +181,7 @@ int cmd_diff(const Opts *o) {
 }
 
 int cmd_history(const Opts *o) {
-    Inspect in = {.o = o, .what = "history", .n_views = 1, .lock_fd = -1};
+    Inspect in = {.o = o, .what = "history", .n_views = 1, .lock_fd = -1, .older_deltas = 1};
     int code = parse_range(&in, 0);
     parse_format(&in);
     if (!code) code = parse_time("time", opts_values(o)->time, &in.views[0].time_ns);

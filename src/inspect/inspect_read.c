@@ -396,6 +396,36 @@ static int plan_view(const InspectConfig *c, const InspectView *w, RestorePlan *
     return 0;
 }
 
+/* Every delta of the store before view 0's set, of its history or untagged (history's
+ * older_deltas): the events older sets hold that the set's full snapshot, compacted since, may
+ * no longer have. Each is read and checked whole, as in a set; a revision comes once. */
+static int read_older_deltas(const InspectConfig *c, const RestorePlan *pl, RecSort *sort,
+                             InspectResult *out) {
+    Snapshot *older = calloc(pl->n_list ? pl->n_list : 1, sizeof *older);
+    if (!older) return err_set(ERR_NOMEM, "out of memory");
+    size_t n = 0;
+    const char *hist = pl->full->history;
+    for (size_t i = 0; i < pl->n_list; i++) {
+        const Snapshot *s = &pl->list[i];
+        if (s->kind == SNAP_INCR && !s->is_chunk && s->last_revision <= pl->full->last_revision &&
+            (!s->history[0] || !hist[0] || !strcmp(s->history, hist)))
+            older[n++] = *s;
+    }
+    RestorePlan sub = {.full = pl->full, .deltas = older, .n_deltas = n};
+    Pass p = {.c = c, .sort = sort, .out = out, .plan = &sub, .mask = 1};
+    RestoreFetchConfig fc = {.store = c->store,
+                             .scratch = c->scratch,
+                             .max_fetchers = c->max_fetchers,
+                             .stop = c->stop,
+                             .cache_dir = c->cache_dir};
+    RestoreFetch *f = NULL;
+    int rc = n ? restore_fetch_start(&fc, older, n, &f) : 0;
+    if (!rc) rc = read_deltas(&p, f);
+    restore_fetch_stop(f);
+    free(older);
+    return rc;
+}
+
 int inspect_read(const InspectConfig *c, RecSort *sort, InspectResult *out) {
     memset(out, 0, sizeof *out);
     RestorePlan plans[INSPECT_MAX_VIEWS] = {0};
@@ -418,6 +448,7 @@ int inspect_read(const InspectConfig *c, RecSort *sort, InspectResult *out) {
         left &= ~mask;
         rc = read_pass(c, &plans[widest], mask, sort, out);
     }
+    if (!rc && c->older_deltas) rc = read_older_deltas(c, &plans[0], sort, out);
     for (size_t v = 0; v < c->n_views; v++)
         restore_plan_free(&plans[v]);
     return rc;

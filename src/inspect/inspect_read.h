@@ -48,6 +48,8 @@ typedef struct InspectConfig {
     size_t n_views;           /* 1..INSPECT_MAX_VIEWS */
     const char *cache_dir;    /* NULL, or where full snapshots made local are kept for the next
                                  command (borrowed; scratch must be on its file system) */
+    int older_deltas;         /* also every delta before view 0's set, of its history (history:
+                                 what older sets hold that a compacted full snapshot lost) */
 } InspectConfig;
 
 typedef struct InspectResult {

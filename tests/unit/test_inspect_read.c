@@ -36,8 +36,8 @@ static void fill(RfStore *s, int two_sets) {
 
 /* Reads views into a sorter; returns inspect_read's result, *res filled (the caller frees). The
  * records: bit v of views[rev] for each revision seen (a key k<rev> is put at rev). */
-static int read_views(RfStore *s, const char *key, int prefix, const InspectView *v, size_t n,
-                      InspectResult *res, unsigned views[64]) {
+static int read_views_x(RfStore *s, const char *key, int prefix, const InspectView *v, size_t n,
+                        int older, InspectResult *res, unsigned views[64], unsigned seen[64]) {
     KeyRange kr;
     assert_int_equal(keyrange_make(key, NULL, prefix, 0, &kr), 0);
     RecSort *sort = NULL;
@@ -48,9 +48,11 @@ static int read_views(RfStore *s, const char *key, int prefix, const InspectView
                        .range = &kr,
                        .keep_values = 1,
                        .views = v,
-                       .n_views = n};
+                       .n_views = n,
+                       .older_deltas = older};
     int rc = inspect_read(&c, sort, res);
     memset(views, 0, 64 * sizeof *views);
+    memset(seen, 0, 64 * sizeof *seen);
     if (!rc) {
         assert_int_equal(recsort_finish(sort), 0);
         for (;;) {
@@ -64,12 +66,22 @@ static int read_views(RfStore *s, const char *key, int prefix, const InspectView
             assert_int_equal(h->key_len, strlen(want)); /* the key put at that revision */
             assert_memory_equal(k, want, h->key_len);
             assert_true(h->main > 0 && h->main < 64 && !h->tombstone && h->version == 1);
-            assert_int_equal(views[h->main], 0); /* each revision once */
-            views[h->main] = h->views;
+            seen[h->main]++;
+            views[h->main] |= h->views;
         }
     }
     recsort_free(sort);
     keyrange_free(&kr);
+    return rc;
+}
+
+/* read_views_x without older deltas, each revision read once (overlaps taken once). */
+static int read_views(RfStore *s, const char *key, int prefix, const InspectView *v, size_t n,
+                      InspectResult *res, unsigned views[64]) {
+    unsigned seen[64];
+    int rc = read_views_x(s, key, prefix, v, n, 0, res, views, seen);
+    for (int r = 0; r < 64; r++)
+        if (seen[r] > 1) fail_msg("revision %d read %u times", r, seen[r]);
     return rc;
 }
 
@@ -212,6 +224,27 @@ static void test_refusals(void **state) {
     rf_close(&s);
 }
 
+static void test_older_deltas_for_history(void **state) {
+    (void)state;
+    RfStore s;
+    rf_open(&s);
+    fill(&s, 1);
+    InspectResult res;
+    unsigned views[64], seen[64];
+    InspectView latest = {0};
+    /* k15 is in full 20's db and in the older set's delta 11-15: found in both, once each */
+    assert_int_equal(read_views_x(&s, "k15", 0, &latest, 1, 1, &res, views, seen), 0);
+    expect_bits(views, 15, 15, 1);
+    assert_int_equal(seen[15], 2);
+    assert_int_equal(res.n_objects, 4); /* full 20, delta 21-22, then deltas 11-15 and 16-20 */
+    inspect_result_free(&res);
+    assert_int_equal(read_views_x(&s, "k15", 0, &latest, 1, 0, &res, views, seen), 0);
+    assert_int_equal(seen[15], 1);
+    assert_int_equal(res.n_objects, 2);
+    inspect_result_free(&res);
+    rf_close(&s);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_latest_and_a_revision_in_a_delta),
@@ -220,6 +253,7 @@ int main(void) {
         cmocka_unit_test(test_two_views_one_set_and_two_sets),
         cmocka_unit_test(test_time_view),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_older_deltas_for_history),
     };
     return testutil_exit(cmocka_run_group_tests(tests, NULL, NULL));
 }
