@@ -375,15 +375,20 @@ static int read_pass(const InspectConfig *c, const RestorePlan *plan, unsigned m
     return rc;
 }
 
-/* The plan of view v: a restore's, or for a revision before every full snapshot, the oldest
- * full snapshot after it (of the newest history), alone. */
+/* The plan of view v: a restore's; or, for a revision no set reaches with its deltas (before
+ * every full snapshot, or between a set's last delta and the next full snapshot), the oldest
+ * full snapshot after it alone: its db holds the revision unless compacted since
+ * (check_compaction). */
 static int plan_view(const InspectConfig *c, const InspectView *w, RestorePlan *pl, int *refused) {
     RestoreTarget t = {c->store, w->revision, w->time_ns, 0};
     int rc = restore_plan_make(&t, pl);
     *refused = pl->target_refused;
-    if (rc != ERR_NOT_FOUND || !w->revision) return rc;
+    if (!w->revision) return rc;
     const Snapshot *best = NULL;
-    for (size_t i = 0; i < pl->n_list; i++) {
+    if (rc == ERR_INVALID && pl->target_refused && pl->next_full &&
+        w->revision < pl->next_full->last_revision)
+        best = pl->next_full; /* between the set's last delta and the next full snapshot */
+    for (size_t i = 0; rc == ERR_NOT_FOUND && i < pl->n_list; i++) {
         const Snapshot *s = &pl->list[i];
         if (s->kind == SNAP_FULL && !s->is_chunk && s->last_revision >= w->revision &&
             (!best || s->last_revision < best->last_revision))
@@ -392,7 +397,9 @@ static int plan_view(const InspectConfig *c, const InspectView *w, RestorePlan *
     if (!best) return rc;
     pl->full = best;
     pl->n_deltas = 0;
+    pl->next_full = NULL;
     pl->store_last = best->last_revision;
+    pl->target_refused = *refused = 0;
     return 0;
 }
 

@@ -112,20 +112,67 @@ static int choose_full(const RestoreTarget *t, const RestorePlan *p, ptrdiff_t *
                    store_describe(t->store), p->n_list, *n_deltas);
 }
 
-/* The deltas of the set (delta_idx into p->list) after the full snapshot, up to the target,
- * copied into p->deltas. */
+/* The oldest full snapshot after p->full of its history (or untagged, as the Go tool's are),
+ * into p->next_full (NULL if none): revisions from it on are its set's. */
+static void find_next_full(RestorePlan *p) {
+    const Snapshot *full = p->full;
+    p->next_full = NULL;
+    for (size_t i = 0; i < p->n_list; i++) {
+        const Snapshot *s = &p->list[i];
+        if (s->is_chunk || s->kind != SNAP_FULL || s->last_revision <= full->last_revision)
+            continue;
+        if (s->history[0] && full->history[0] && strcmp(s->history, full->history) != 0) continue;
+        if (!p->next_full || s->last_revision < p->next_full->last_revision) p->next_full = s;
+    }
+}
+
+/* The deltas of the set (delta_idx into p->list) after the full snapshot, up to the target and
+ * to the next full snapshot (a delta starting after it is the next set's, which a time target
+ * before that full snapshot never reaches), copied into p->deltas. */
 static int take_deltas(const RestoreTarget *t, RestorePlan *p, const size_t *delta_idx, size_t n) {
     p->deltas = calloc(n ? n : 1, sizeof *p->deltas);
     if (!p->deltas) return err_set(ERR_NOMEM, "out of memory");
+    int64_t end = p->next_full ? p->next_full->last_revision : INT64_MAX;
     size_t kept = 0;
     for (size_t i = 0; i < n; i++) {
         const Snapshot *d = &p->list[delta_idx[i]];
         if (d->last_revision <= p->full->last_revision) continue; /* inside the full snapshot */
         if (t->revision && d->start_revision > t->revision) break;
+        if (d->start_revision > end) break;
         p->deltas[kept++] = *d;
     }
     p->n_deltas = kept;
     return 0;
+}
+
+/* The target is past the set's last revision: refused, naming where the backups end. */
+static int refuse_beyond(const RestoreTarget *t, RestorePlan *p) {
+    const Snapshot *last = p->n_deltas ? &p->deltas[p->n_deltas - 1] : p->full;
+    p->target_refused = 1;
+    if (p->next_full && t->revision < p->next_full->last_revision)
+        return err_set(ERR_INVALID,
+                       "target revision %lld is in no delta: the set of %s ends at revision %lld "
+                       "(%s) and the next full snapshot, %s, is at revision %lld; restore to "
+                       "either, or read revision %lld with etcdbrctl get (docs/inspect.md)",
+                       (long long)t->revision, p->full->key, (long long)p->store_last, last->key,
+                       p->next_full->key, (long long)p->next_full->last_revision,
+                       (long long)t->revision);
+    return err_set(ERR_INVALID,
+                   "target revision %lld is beyond the store's backups, which end at revision %lld",
+                   (long long)t->revision, (long long)p->store_last);
+}
+
+/* A time target after the set's last object, when the next full snapshot is later still: the
+ * revisions between them are in no delta, so the restore ends at the set's last revision. */
+static void warn_time_in_gap(const RestoreTarget *t, const RestorePlan *p) {
+    const Snapshot *last = p->n_deltas ? &p->deltas[p->n_deltas - 1] : p->full;
+    if (!t->time_ns || !p->next_full || p->store_last >= p->next_full->last_revision) return;
+    if (last->created_on > t->time_ns / 1000000000LL) return;
+    log_warn("the target time is after %s, the last object of the set of %s (revision %lld); "
+             "revisions %lld-%lld are in no delta, only in the next full snapshot %s, named "
+             "after the target time: restoring revision %lld, the last one recorded before it",
+             last->key, p->full->key, (long long)p->store_last, (long long)(p->store_last + 1),
+             (long long)p->next_full->last_revision, p->next_full->key, (long long)p->store_last);
 }
 
 int restore_plan_make(const RestoreTarget *t, RestorePlan *p) {
@@ -141,6 +188,7 @@ int restore_plan_make(const RestoreTarget *t, RestorePlan *p) {
     if (!rc) {
         p->full = &p->list[full_i];
         warn_other_histories(p->list, p->n_list, p->full);
+        find_next_full(p);
         rc = take_deltas(t, p, delta_idx, n_idx);
     }
     free(delta_idx);
@@ -153,13 +201,8 @@ int restore_plan_make(const RestoreTarget *t, RestorePlan *p) {
         p->target_refused = 1;
         return rc;
     }
-    if (t->revision > p->store_last) {
-        p->target_refused = 1;
-        return err_set(ERR_INVALID,
-                       "target revision %lld is beyond the store's backups, which end at "
-                       "revision %lld",
-                       (long long)t->revision, (long long)p->store_last);
-    }
+    if (t->revision > p->store_last) return refuse_beyond(t, p);
+    warn_time_in_gap(t, p);
     return check_contiguity(full, p->deltas, p->n_deltas, t->revision ? t->revision : INT64_MAX);
 }
 

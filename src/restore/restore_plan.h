@@ -32,15 +32,18 @@ typedef struct RestorePlan {
     const Snapshot *full; /* the full snapshot, in list */
     Snapshot *deltas;     /* owned copies: the deltas after full, in order, trimmed to the target */
     size_t n_deltas;
-    int64_t store_last; /* the set's last revision (full's when there is no delta) */
-    int target_refused; /* the error is about the target or the bump (a usage error) */
+    int64_t store_last;        /* the set's last revision (full's when there is no delta) */
+    const Snapshot *next_full; /* in list: the oldest full snapshot after full of its history
+                                  (or untagged), NULL if none; the set's deltas end at it */
+    int target_refused;        /* the error is about the target or the bump (a usage error) */
 } RestorePlan;
 
 /* Lists t->store and plans the set into *out (zeroed first; free with restore_plan_free, also
  * on error). Errors: ERR_NOT_FOUND (no full snapshot at or before the target, naming the store
  * and what was looked for), ERR_INVALID with target_refused (target revision beyond the
- * store's last revision; bump beyond int64: restorer_check_bump), ERR_GAP (revisions missing
- * between two objects, both named, with the missing range), ERR_NOMEM, or the listing's
+ * set's last revision: beyond the store's, or in the revisions between the set's last delta and
+ * next_full that no delta holds; bump beyond int64: restorer_check_bump), ERR_GAP (revisions
+ * missing between two objects, both named, with the missing range), ERR_NOMEM, or the listing's
  * errors. */
 int restore_plan_make(const RestoreTarget *t, RestorePlan *out);
 void restore_plan_free(RestorePlan *p); /* NULL-safe; leaves *p zeroed */

@@ -191,6 +191,38 @@ static void test_time_view(void **state) {
     rf_close(&s);
 }
 
+/* Full 10, Incr 11-15, Full 20, Incr 21-22: revisions 16-19 are in no delta. A revision there
+ * is read from Full 20's db (it holds every revision since it was never compacted); a time
+ * after the first set's last delta but before Full 20 was named gets that set's last revision,
+ * never a gap error from the second set's deltas. */
+static void test_between_a_set_and_the_next_full_snapshot(void **state) {
+    (void)state;
+    RfStore s;
+    rf_open(&s);
+    rf_put_full(&s, 10, 10, T0, "", NULL, NULL, 0);
+    rf_put_delta(&s, 11, 15, T0 + 10, NULL, NULL, 0);
+    rf_put_full(&s, 20, 20, T0 + 30, "", NULL, NULL, 0);
+    rf_put_delta(&s, 21, 22, T0 + 40, NULL, NULL, 0);
+    InspectResult res;
+    unsigned views[64];
+    InspectView at17 = {.revision = 17};
+    assert_int_equal(read_views(&s, "", 1, &at17, 1, &res, views), 0);
+    expect_bits(views, 2, 17, 1);
+    assert_int_equal(res.revision[0], 17);
+    assert_int_equal(res.n_objects, 1); /* Full 20 alone */
+    inspect_result_free(&res);
+    InspectView at = {.time_ns = (T0 + 25) * 1000000000LL};
+    assert_int_equal(read_views(&s, "", 1, &at, 1, &res, views), 0);
+    expect_bits(views, 2, 15, 1);
+    assert_int_equal(res.revision[0], 15);
+    inspect_result_free(&res);
+    InspectView at21 = {.revision = 21}; /* the second set as before */
+    assert_int_equal(read_views(&s, "", 1, &at21, 1, &res, views), 0);
+    expect_bits(views, 2, 21, 1);
+    inspect_result_free(&res);
+    rf_close(&s);
+}
+
 static void test_refusals(void **state) {
     (void)state;
     RfStore s;
@@ -252,6 +284,7 @@ int main(void) {
         cmocka_unit_test(test_one_key_only),
         cmocka_unit_test(test_two_views_one_set_and_two_sets),
         cmocka_unit_test(test_time_view),
+        cmocka_unit_test(test_between_a_set_and_the_next_full_snapshot),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_older_deltas_for_history),
     };

@@ -88,6 +88,8 @@ static void test_plan_point_in_time_by_time(void **state) {
     /* before Full 12 was named (T0 + 30): the first set */
     plan_ok(&s, 0, (T0 + 25) * 1000000000LL, &p);
     assert_int_equal(p.full->last_revision, 5);
+    assert_int_equal(p.n_deltas, 2); /* not the next set's delta 13-15 */
+    assert_int_equal(p.next_full->last_revision, 12);
     restore_plan_free(&p);
     plan_ok(&s, 0, (T0 + 45) * 1000000000LL, &p);
     assert_int_equal(p.full->last_revision, 12);
@@ -161,6 +163,40 @@ static void test_plan_refuses_a_target_beyond_the_backups(void **state) {
     rf_close(&s);
 }
 
+/* Full 5, Incr 6-8, Full 12, Incr 13-15: revisions 9-11 are in no delta. A revision there is
+ * refused naming both sets' ends; a time between Incr 6-8 and Full 12 plans the first set alone
+ * (the second set's delta is not a gap in it). */
+static void test_plan_between_a_set_and_the_next_full_snapshot(void **state) {
+    (void)state;
+    RfStore s;
+    rf_open(&s);
+    char d[256], full12[256];
+    rf_put_full(&s, 5, 5, T0, "", NULL, NULL, 0);
+    rf_put_delta(&s, 6, 8, T0 + 10, NULL, d, sizeof d);
+    rf_put_full(&s, 12, 12, T0 + 30, "", NULL, full12, sizeof full12);
+    rf_put_delta(&s, 13, 15, T0 + 40, NULL, NULL, 0);
+    RestoreTarget t = {s.store, 10, 0, 0};
+    RestorePlan p;
+    assert_int_equal(restore_plan_make(&t, &p), ERR_INVALID);
+    assert_true(p.target_refused);
+    assert_non_null(strstr(err_msg(), "in no delta"));
+    assert_non_null(strstr(err_msg(), d));
+    assert_non_null(strstr(err_msg(), full12));
+    assert_int_equal(p.next_full->last_revision, 12);
+    restore_plan_free(&p);
+    plan_ok(&s, 0, (T0 + 25) * 1000000000LL, &p);
+    assert_int_equal(p.full->last_revision, 5);
+    assert_int_equal(p.n_deltas, 1);
+    assert_int_equal(p.store_last, 8);
+    restore_plan_free(&p);
+    plan_ok(&s, 0, (T0 + 45) * 1000000000LL, &p); /* after Full 12: the second set */
+    assert_int_equal(p.full->last_revision, 12);
+    assert_int_equal(p.n_deltas, 1);
+    assert_null(p.next_full);
+    restore_plan_free(&p);
+    rf_close(&s);
+}
+
 /* A delta of another history after a tagged full snapshot is not this set's: left out, so the
  * set ends at the full snapshot's own history (and the target beyond it is refused). */
 static void test_plan_never_combines_another_history(void **state) {
@@ -220,6 +256,7 @@ int main(void) {
         cmocka_unit_test(test_plan_refuses_a_gap_naming_both_objects),
         cmocka_unit_test(test_plan_refuses_a_gap_after_the_full_snapshot),
         cmocka_unit_test(test_plan_refuses_a_target_beyond_the_backups),
+        cmocka_unit_test(test_plan_between_a_set_and_the_next_full_snapshot),
         cmocka_unit_test(test_plan_never_combines_another_history),
         cmocka_unit_test(test_plan_check_token_refuses_the_old_clusters_identity),
     };
