@@ -239,6 +239,13 @@ char *objhttp_read_small_file(const char *path);
 char *objhttp_dir_first_json(const char *dir);
 /* Wipes (OPENSSL_cleanse) and frees a NUL-terminated secret (NULL-safe). */
 void objhttp_free_secret(char *s);
+/* objhttp_free_secret of each of the n secrets (any may be NULL). */
+void objhttp_free_secret_each(char *const *secrets, size_t n);
+/* FREE_SECRETS(a, b): objhttp_free_secret(a); objhttp_free_secret(b); in one statement (char *
+ * pointers), as FREE_ALL (common/mem.h) for plain blocks. */
+#define FREE_SECRETS(...)                                                                          \
+    objhttp_free_secret_each((char *const[]){__VA_ARGS__},                                         \
+                             sizeof((char *const[]){__VA_ARGS__}) / sizeof(char *))
 struct json_t;
 /* Wipes (OPENSSL_cleanse) every string value of the JSON object root, whose copies jansson keeps
  * (credentials, tokens), before it is freed. Not recursive; a non-object is left alone. */

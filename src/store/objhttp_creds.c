@@ -30,6 +30,11 @@ void objhttp_free_secret(char *s) {
     free(s);
 }
 
+void objhttp_free_secret_each(char *const *secrets, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        objhttp_free_secret(secrets[i]);
+}
+
 char *objhttp_read_small_file(const char *path) {
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;

@@ -5,6 +5,7 @@
  * http:// endpoint is an emulator and gets no token, as in the Go tool. Writes are
  * chunked and composed (store_gcs_compose.c); chunk-shaped keys are never listed. The parsers
  * are store_gcs_wire.c. Tokens and keys never reach messages or logs. */
+#include "../common/mem.h"
 #include "../common/err.h"
 #include "../common/log.h"
 #include "objhttp.h"
@@ -349,9 +350,7 @@ static void gcs_free(StoreDriver *drv) {
     if (!d) return;
     objhttp_driver_clear(&d->o);
     gcs_tokens_free(d->tokens);
-    free(d->ebucket);
-    free(d->api);
-    free(d);
+    FREE_ALL(d->ebucket, d->api, d);
 }
 
 static const StoreDriverVt gcs_vt = {

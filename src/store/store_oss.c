@@ -8,6 +8,7 @@
  * ranged (x-oss-range-behavior: standard) and resume after a broken transfer. Listing is
  * ListObjects v1 with marker paging and encoding-type=url. Secrets never reach messages. */
 #include "store_oss.h"
+#include "../common/mem.h"
 #include "../common/err.h"
 #include "../common/strbuf.h"
 #include "../common/log.h"
@@ -461,12 +462,9 @@ static void oss_free(StoreDriver *drv) {
     OssDriver *d = (OssDriver *)drv;
     if (!d) return;
     objhttp_driver_clear(&d->h);
-    free(d->base_url);
-    objhttp_free_secret(d->access_key);
-    objhttp_free_secret(d->secret);
-    free(d->cred_path);
+    FREE_SECRETS(d->access_key, d->secret);
     pthread_mutex_destroy(&d->mu);
-    free(d);
+    FREE_ALL(d->base_url, d->cred_path, d);
 }
 
 static const StoreDriverVt oss_vt = {

@@ -9,6 +9,7 @@
  * their mtime changes (checked as each operation takes its keys). Secrets never reach messages. */
 #include "store_s3.h"
 #include "../codec/sha256.h"
+#include "../common/mem.h"
 #include "../common/err.h"
 #include "../common/log.h"
 #include "../common/strbuf.h"
@@ -375,16 +376,10 @@ static void s3_free(StoreDriver *drv) {
     S3Driver *d = (S3Driver *)drv;
     if (!d) return;
     objhttp_free(d->http);
-    free(d->provider);
-    free(d->bucket);
-    free(d->describe);
-    free(d->bucket_url);
-    free(d->region);
-    free(d->sse_algo);
     objhttp_free_secret(d->sse_key_b64);
-    free(d->sse_md5_b64);
     s3_keys_clear(&d->keys);
-    free(d);
+    FREE_ALL(d->provider, d->bucket, d->describe, d->bucket_url, d->region, d->sse_algo,
+             d->sse_md5_b64, d);
 }
 
 static const StoreDriverVt s3_vt = {

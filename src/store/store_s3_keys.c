@@ -2,6 +2,7 @@
 #include "store_s3_keys.h"
 #include "objhttp_driver.h"
 #include "oauth2.h"
+#include "../common/mem.h"
 #include "../common/err.h"
 #include "../common/log.h"
 #include "../common/timeutil.h"
@@ -228,14 +229,8 @@ int s3_keys_set(S3Keys *k, S3Creds *c, char **cred_path) {
 }
 
 void s3_keys_clear(S3Keys *k) {
-    objhttp_free_secret(k->access_key);
-    objhttp_free_secret(k->secret_key);
-    objhttp_free_secret(k->session_token);
-    free(k->cred_path);
-    free(k->role_arn);
-    free(k->token_path);
-    free(k->sts_url);
-    free(k->session_name);
+    FREE_SECRETS(k->access_key, k->secret_key, k->session_token);
+    FREE_ALL(k->cred_path, k->role_arn, k->token_path, k->sts_url, k->session_name);
     pthread_mutex_destroy(&k->mu);
     pthread_mutex_destroy(&k->sts_mu);
     memset(k, 0, sizeof *k);

@@ -31,9 +31,7 @@ int64_t s3_part_size(int64_t min_chunk, int64_t known_size, int part_no) {
 
 void s3_sts_creds_clear(S3StsCreds *c) {
     if (!c) return;
-    objhttp_free_secret(c->access_key);
-    objhttp_free_secret(c->secret_key);
-    objhttp_free_secret(c->session_token);
+    FREE_SECRETS(c->access_key, c->secret_key, c->session_token);
     memset(c, 0, sizeof *c);
 }
 
