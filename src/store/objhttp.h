@@ -409,6 +409,29 @@ char *objhttp_xml_text(const char *s, size_t n);
 /* objhttp_xml_text, and with pct also %XX escapes decoded (Azure's Encoded="true" names); "%00"
  * is refused like a raw NUL. */
 char *objhttp_xml_text_pct(const char *s, size_t n, int pct);
+
+/* A listing entry's size, the text [s, s+n) of its size element: 1 to 19 bytes that strtoll
+ * reads whole as a number >= 0. 0 with *size set, or -1 with *size = -1 (empty, longer, not such
+ * a number). */
+int objhttp_size_text(const char *s, size_t n, int64_t *size);
+
+/* The text decoder of a listing's names: objhttp_xml_text_pct's signature (arg is its pct, or a
+ * driver's own flag). Owned result, NULL when the text is malformed. */
+typedef char *(*ObjHttpXmlTextFn)(const char *s, size_t n, int arg);
+
+/* The end of an S3-style listing page in [xml, end) (S3's and OSS's ListBucketResult):
+ * *truncated is 1 when <IsTruncated> says "true", and *next (owned, NULL when absent or empty)
+ * is the text of <next_tag> decoded by text(s, n, arg). 0, or ERR_CORRUPT "<what>: bad
+ * <next_tag>" (malformed text) or "<what>: truncated page without a <next_tag>". */
+int objhttp_xml_page_end(const char *xml, const char *end, const char *next_tag,
+                         ObjHttpXmlTextFn text, int arg, const char *what, int *truncated,
+                         char **next);
+
+/* The <UploadId> of an InitiateMultipartUpload answer (S3's and OSS's) into *upload_id (owned):
+ * when root is set the document must have that element. 0, or ERR_CORRUPT "<what>: ..." naming
+ * what is wrong (not a <root> document, no UploadId, longer than OBJHTTP_ID_MAX, bad XML text). */
+int objhttp_xml_upload_id(const char *xml, size_t len, const char *root, const char *what,
+                          char **upload_id);
 /* The first opening tag "<tag" followed by '>', ' ' or '/' in [p, end), or NULL. */
 const char *objhttp_xml_open(const char *p, const char *end, const char *tag);
 
