@@ -134,6 +134,7 @@ int objhttp_driver_init(ObjHttpDriver *d, const StoreDriverVt *vt, const StoreCo
     d->base.vt = vt;
     d->min_chunk = cfg->min_chunk_size > 0 ? cfg->min_chunk_size : chunk;
     d->parallel = cfg->max_parallel_chunk_uploads > 0 ? cfg->max_parallel_chunk_uploads : parallel;
+    d->max_key = OBJHTTP_DRIVER_MAX_KEY;
     d->container = strdup(container);
     d->describe = objhttp_strfmt("%s:%s", vt->name, container);
     if (!d->container || !d->describe) return err_set(ERR_NOMEM, "%s: out of memory", vt->name);
@@ -154,4 +155,19 @@ void objhttp_driver_clear(ObjHttpDriver *d) {
     free(d->describe);
     d->http = NULL;
     d->container = d->describe = NULL;
+}
+
+int objhttp_driver_key_ok(const ObjHttpDriver *d, const char *key, const char *op) {
+    return objhttp_key_ok(d->base.vt->name, op, key, d->max_key, d->key_no_slash);
+}
+
+int objhttp_driver_open_read(StoreDriver *drv, const char *key, uint64_t offset, IoReader **out) {
+    ObjHttpDriver *d = (ObjHttpDriver *)drv;
+    *out = NULL;
+    int rc = objhttp_driver_key_ok(d, key, "read");
+    if (rc) return rc;
+    ObjHttpDriverReader *a = calloc(1, sizeof *a);
+    if (!a) return err_set(ERR_NOMEM, "%s read %s: out of memory", drv->vt->name, key);
+    a->d = d;
+    return objhttp_resumable_start(&a->r, drv->vt->name, key, offset, d->read_open, NULL, out);
 }

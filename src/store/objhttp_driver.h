@@ -21,7 +21,24 @@ typedef struct ObjHttpDriver {
     int64_t min_chunk; /* bytes of a part: cfg->min_chunk_size, else the driver's default */
     int parallel;      /* parts in flight: cfg->max_parallel_chunk_uploads, else its default */
     int list_page;     /* a listing's page size a test asked for; 0 = the server's */
+    size_t max_key;   /* longest key in bytes: OBJHTTP_DRIVER_MAX_KEY unless the driver lowers it */
+    int key_no_slash; /* keys may not start with '/' or '\\' (OSS) */
+    /* the ranged GET of objhttp_driver_open_read: its ObjHttpResumable * is an
+     * ObjHttpDriverReader *; set by the driver after objhttp_driver_init */
+    int (*read_open)(ObjHttpResumable *r);
 } ObjHttpDriver;
+
+/* The key bound of S3, ABS, GCS and Swift (bytes). */
+#define OBJHTTP_DRIVER_MAX_KEY 1024
+
+/* The reader objhttp_driver_open_read gives out: the resumable download, the driver and the
+ * version of the object the first answer pinned (its ETag or generation; "" until pinned), so a
+ * resumed read never splices another object. */
+typedef struct ObjHttpDriverReader {
+    ObjHttpResumable r; /* first: key, offset, stream, resumes, skip */
+    ObjHttpDriver *d;
+    char pin[OBJHTTP_ETAG_MAX + 1];
+} ObjHttpDriverReader;
 
 /* Fills d (zeroed by the caller) for vt (vt->name names the driver in messages): the container
  * (objhttp_cfg_container; noun "bucket" or "container"), describe, and the part size and
@@ -35,6 +52,13 @@ int objhttp_driver_client(ObjHttpDriver *d, const StoreConfig *cfg);
 const char *objhttp_driver_describe(const StoreDriver *drv);
 /* Frees what objhttp_driver_init and objhttp_driver_client set (not d itself). */
 void objhttp_driver_clear(ObjHttpDriver *d);
+/* objhttp_key_ok for d's store: its name, max_key and key_no_slash; op names the operation. */
+int objhttp_driver_key_ok(const ObjHttpDriver *d, const char *key, const char *op);
+/* A StoreDriverVt open_read for an ObjHttpDriver: checks key (objhttp_driver_key_ok), then starts
+ * an ObjHttpDriverReader at offset (bytes) whose ranged GET is d->read_open
+ * (objhttp_resumable_start). *out owned (io_reader_free); NULL on error: ERR_INVALID (key),
+ * ERR_NOMEM, or read_open's error. */
+int objhttp_driver_open_read(StoreDriver *drv, const char *key, uint64_t offset, IoReader **out);
 
 /* printf into an owned string; NULL on allocation failure (no message set). */
 char *objhttp_strfmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

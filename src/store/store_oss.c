@@ -198,10 +198,6 @@ static int explain(int rc, const ObjHttpResponse *r, const OssDriver *d) {
                     d->h.container, code[0] ? code : "HTTP 403", d->cred_path);
 }
 
-static int key_ok(const char *key, const char *op) {
-    return objhttp_key_ok("OSS", op, key, OSS_MAX_KEY, 1);
-}
-
 /* ---- list ---- */
 
 typedef struct {
@@ -263,7 +259,7 @@ static int oss_list(StoreDriver *drv, const char *key_prefix, StoreDriverListCb 
 
 static int oss_stat(StoreDriver *drv, const char *key, int64_t *size) {
     OssDriver *d = (OssDriver *)drv;
-    int rc = key_ok(key, "stat");
+    int rc = objhttp_driver_key_ok(&d->h, key, "stat");
     if (rc) return rc;
     OssCall c = {.method = "HEAD", .key = key};
     ObjHttpResponse r = {0};
@@ -301,15 +297,11 @@ static int oss_remove(StoreDriver *drv, const char *key) {
 
 /* ---- read ---- */
 
-typedef struct {
-    ObjHttpResumable r; /* first: key, offset, stream, resumes, skip */
-    OssDriver *d;
-    /* of the first answer: a resumed read must see the same object */
-    char etag[OBJHTTP_ETAG_MAX + 1];
-} OssReader;
-
+/* The read_open of objhttp_driver_open_read: the stream at r->offset, If-Match the first answer's
+ * ETag (the reader's pin). */
 static int reader_open(ObjHttpResumable *res) {
-    OssReader *r = (OssReader *)res;
+    ObjHttpDriverReader *r = (ObjHttpDriverReader *)res;
+    OssDriver *d = (OssDriver *)r->d;
     char range[64], match[OBJHTTP_ETAG_MAX + 16];
     const char *h[3];
     size_t nh = 0;
@@ -318,38 +310,28 @@ static int reader_open(ObjHttpResumable *res) {
         h[nh++] = range;
         h[nh++] = "x-oss-range-behavior: standard";
     }
-    if (r->etag[0]) {
-        snprintf(match, sizeof match, "If-Match: %s", r->etag);
+    if (r->pin[0]) {
+        snprintf(match, sizeof match, "If-Match: %s", r->pin);
         h[nh++] = match;
     }
     OssCall c = {.method = "GET", .key = res->key, .headers = h, .nh = nh};
     ObjHttpResponse resp = {0};
-    int rc = oss_do(r->d, &c, &resp, &res->s);
+    int rc = oss_do(d, &c, &resp, &res->s);
     if (rc == ERR_IO && resp.status == 416 && res->offset > 0) {
         rc = 0; /* at or past the end: an empty stream */
         res->s = NULL;
     } else if (rc == ERR_NOT_FOUND) {
-        rc = err_set(ERR_NOT_FOUND, "OSS read %s: not found in bucket %s", res->key,
-                     r->d->h.container);
+        rc =
+            err_set(ERR_NOT_FOUND, "OSS read %s: not found in bucket %s", res->key, d->h.container);
     } else {
-        rc = explain(rc, &resp, r->d);
+        rc = explain(rc, &resp, d);
     }
     if (rc == 0 && res->s) {
         if (res->offset > 0 && resp.status == 200) res->skip = res->offset; /* Range ignored */
-        if (!r->etag[0]) rc = objhttp_resumable_pin(res, &resp, "ETag", r->etag, sizeof r->etag);
+        if (!r->pin[0]) rc = objhttp_resumable_pin(res, &resp, "ETag", r->pin, sizeof r->pin);
     }
     objhttp_response_clear(&resp);
     return rc;
-}
-
-static int oss_open_read(StoreDriver *drv, const char *key, uint64_t offset, IoReader **out) {
-    *out = NULL;
-    int rc = key_ok(key, "read");
-    if (rc) return rc;
-    OssReader *r = calloc(1, sizeof *r);
-    if (!r) return err_set(ERR_NOMEM, "OSS read %s: out of memory", key);
-    r->d = (OssDriver *)drv;
-    return objhttp_resumable_start(&r->r, "OSS", key, offset, reader_open, NULL, out);
 }
 
 /* ---- write: the multipart flow is objhttp_mpu's; here is how each step goes on the wire ---- */
@@ -450,7 +432,7 @@ static const ObjHttpMpuOps oss_mpu = {.what = "OSS",
 static int oss_open_write(StoreDriver *drv, const char *key, StoreDriverWriter **out) {
     OssDriver *d = (OssDriver *)drv;
     *out = NULL;
-    int rc = key_ok(key, "write");
+    int rc = objhttp_driver_key_ok(&d->h, key, "write");
     if (rc) return rc;
     creds_refresh(d);
     return objhttp_mpu_open(&oss_mpu, d, d->h.parallel, key, out);
@@ -471,7 +453,7 @@ static const StoreDriverVt oss_vt = {
     .name = "OSS",
     .features = STORE_FEAT_THREAD_SAFE | STORE_FEAT_NO_REPLACE,
     .list = oss_list,
-    .open_read = oss_open_read,
+    .open_read = objhttp_driver_open_read,
     .open_write = oss_open_write,
     .remove = oss_remove,
     .stat = oss_stat,
@@ -515,6 +497,9 @@ int store_oss_driver_new(const StoreConfig *cfg, StoreDriver **out) {
     if (!d) return err_set(ERR_NOMEM, "OSS: out of memory");
     pthread_mutex_init(&d->mu, NULL);
     int rc = objhttp_driver_init(&d->h, &oss_vt, cfg, "bucket", (int64_t)5 << 20, 5);
+    d->h.max_key = OSS_MAX_KEY;
+    d->h.key_no_slash = 1;
+    d->h.read_open = reader_open;
     if (!rc) rc = oss_bucket_ok(d->h.container);
     if (!rc) rc = oss_creds_path(cfg, &path);
     if (!rc && (rc = oss_creds_load(path, &c)) == ERR_NOT_FOUND) rc = ERR_INVALID;
