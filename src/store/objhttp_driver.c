@@ -105,6 +105,12 @@ size_t objhttp_list_pairs(const char **names, const char **values, size_t n, con
     return n;
 }
 
+int objhttp_prefix_filter(void *ctx, const char *key, int64_t size) {
+    const ObjHttpPrefixFilter *f = ctx;
+    if (strncmp(key, f->prefix, strlen(f->prefix)) != 0) return 0;
+    return f->cb(f->ctx, key, size);
+}
+
 int objhttp_list_pages(const char *what, const char *noun, const char *container,
                        const char *prefix, ObjHttpPageFn page, void *ctx) {
     char *token = NULL;

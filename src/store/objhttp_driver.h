@@ -102,6 +102,18 @@ int objhttp_response_length(const ObjHttpResponse *r, int64_t *size);
 size_t objhttp_list_pairs(const char **names, const char **values, size_t n, const char *page_name,
                           int page_size, char page[16], const char *token_name, const char *token);
 
+/* The entries of a listing page as a driver passes them on: only keys starting with prefix reach
+ * cb, so a server that answers with a sibling prefix's keys never leaks them. All borrowed. */
+typedef struct ObjHttpPrefixFilter {
+    const char *prefix;
+    StoreDriverListCb cb;
+    void *ctx;
+} ObjHttpPrefixFilter;
+
+/* A listing parser's callback over an ObjHttpPrefixFilter (ctx): cb's return for a key under the
+ * prefix, 0 (skipped) for any other. */
+int objhttp_prefix_filter(void *ctx, const char *key, int64_t size);
+
 /* One page of a listing, for objhttp_list_pages: requests the page after token (NULL: the first)
  * and hands its entries to the driver's callback; *next gets the token of the next page (owned;
  * NULL when this was the last page). 0 or an ERR_* with err_set (a callback's return as is). */

@@ -201,58 +201,49 @@ static int explain(int rc, const ObjHttpResponse *r, const OssDriver *d) {
 /* ---- list ---- */
 
 typedef struct {
-    const char *prefix;
-    StoreDriverListCb cb;
-    void *ctx;
-} ListCtx;
+    OssDriver *d;
+    ObjHttpPrefixFilter f; /* a key outside the prefix is never passed on */
+    char page[16];
+    int pages;
+} ListPages;
 
-static int list_entry(void *ctx, const char *key, int64_t size) {
-    ListCtx *l = ctx;
-    if (strncmp(key, l->prefix, strlen(l->prefix)) != 0) return 0; /* never outside the prefix */
-    return l->cb(l->ctx, key, size);
+/* One ListObjects page after marker (objhttp_list_pages); the next marker must sort after it. */
+static int list_page(void *ctx, const char *marker, char **next) {
+    ListPages *p = ctx;
+    OssDriver *d = p->d;
+    const char *qn[4] = {"encoding-type", "max-keys", "prefix", "marker"};
+    const char *qv[4] = {"url", p->page, p->f.prefix, marker};
+    OssCall c = {.method = "GET",
+                 .q_n = qn,
+                 .q_v = qv,
+                 .n_q = marker ? 4 : 3,
+                 .max_body = OSS_LIST_MAX_BODY};
+    ObjHttpResponse r = {0};
+    int rc = explain(oss_do(d, &c, &r, NULL), &r, d);
+    p->pages++;
+    int truncated = 0;
+    if (rc == ERR_NOT_FOUND)
+        rc = err_wrap(ERR_IO, "OSS list %s: bucket %s not found", p->f.prefix, d->h.container);
+    if (rc == 0 && (rc = oss_parse_list(r.body, r.body_len, objhttp_prefix_filter, &p->f,
+                                        &truncated, next)) == ERR_CORRUPT)
+        rc = err_wrap(ERR_IO, "OSS list %s (page %d)", p->f.prefix, p->pages);
+    if (rc == 0 && truncated && marker && *next && strcmp(*next, marker) <= 0)
+        rc = err_set(ERR_IO, "OSS list %s (page %d): NextMarker does not advance", p->f.prefix,
+                     p->pages);
+    objhttp_response_clear(&r);
+    if (rc != 0 || !truncated) {
+        free(*next);
+        *next = NULL;
+    }
+    return rc;
 }
 
 static int oss_list(StoreDriver *drv, const char *key_prefix, StoreDriverListCb cb, void *ctx) {
     OssDriver *d = (OssDriver *)drv;
     creds_refresh(d);
-    char page[16];
-    snprintf(page, sizeof page, "%d", d->h.list_page);
-    char *marker = NULL;
-    int rc = 0, truncated = 0, pages = 0;
-    ListCtx lc = {key_prefix, cb, ctx};
-    ObjHttpListing lg;
-    objhttp_listing_begin(&lg, "OSS", d->h.container, key_prefix);
-    do {
-        rc = objhttp_listing_page(&lg, marker);
-        if (rc != 0) break;
-        const char *qn[4] = {"encoding-type", "max-keys", "prefix", "marker"};
-        const char *qv[4] = {"url", page, key_prefix, marker};
-        OssCall c = {.method = "GET",
-                     .q_n = qn,
-                     .q_v = qv,
-                     .n_q = marker ? 4 : 3,
-                     .max_body = OSS_LIST_MAX_BODY};
-        ObjHttpResponse r = {0};
-        rc = explain(oss_do(d, &c, &r, NULL), &r, d);
-        pages++;
-        char *next = NULL;
-        if (rc == ERR_NOT_FOUND)
-            rc = err_wrap(ERR_IO, "OSS list %s: bucket %s not found", key_prefix, d->h.container);
-        if (rc == 0) {
-            rc = oss_parse_list(r.body, r.body_len, list_entry, &lc, &truncated, &next);
-            if (rc == ERR_CORRUPT)
-                rc = err_wrap(ERR_IO, "OSS list %s (page %d)", key_prefix, pages);
-        }
-        if (rc == 0 && truncated && marker && next && strcmp(next, marker) <= 0)
-            rc = err_set(ERR_IO, "OSS list %s (page %d): NextMarker does not advance", key_prefix,
-                         pages);
-        objhttp_response_clear(&r);
-        free(marker);
-        marker = next;
-    } while (rc == 0 && truncated);
-    objhttp_listing_end(&lg);
-    free(marker);
-    return rc;
+    ListPages p = {.d = d, .f = {key_prefix, cb, ctx}};
+    snprintf(p.page, sizeof p.page, "%d", d->h.list_page);
+    return objhttp_list_pages("OSS", "bucket", d->h.container, key_prefix, list_page, &p);
 }
 
 /* ---- stat, remove ---- */
