@@ -13,6 +13,7 @@
 #include "../common/retry.h"
 
 #include <curl/curl.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -261,6 +262,20 @@ const char *objhttp_env(const char *name);
  * as text in out (cap bytes, truncated to fit). Empty when path is NULL or missing. Two equal
  * stamps mean nothing was seen to change. */
 void objhttp_creds_stamp(const char *path, char *out, size_t cap);
+
+/* A key pair re-read from its credentials file (S3's and OSS's rotation): the pair in use, the
+ * mutex that guards it and the file's modification time it was read at. All borrowed. */
+typedef struct ObjHttpKeyPair {
+    pthread_mutex_t *mu;
+    char **key, **secret;
+    int64_t *mtime;
+} ObjHttpKeyPair;
+/* Whether mtime (the file's modification time now) differs from the pair's, read under its mutex.
+ */
+int objhttp_key_pair_changed(const ObjHttpKeyPair *p, int64_t mtime);
+/* Under the pair's mutex: wipes and frees its key and secret, takes *key and *secret in their
+ * place (ownership moves; both set to NULL) and records mtime. */
+void objhttp_key_pair_swap(const ObjHttpKeyPair *p, char **key, char **secret, int64_t mtime);
 
 /* ---- helpers shared by the drivers (added with OSS) ---- */
 

@@ -46,24 +46,15 @@ typedef struct OssDriver {
 /* Re-reads the credentials when their files changed; unreadable new files keep the old keys. */
 static void creds_refresh(OssDriver *d) {
     int64_t m = s3_creds_mtime(d->cred_path);
-    pthread_mutex_lock(&d->mu);
-    int changed = m != d->cred_mtime;
-    pthread_mutex_unlock(&d->mu);
-    if (!changed) return;
+    ObjHttpKeyPair pair = {&d->mu, &d->access_key, &d->secret, &d->cred_mtime};
+    if (!objhttp_key_pair_changed(&pair, m)) return;
     OssCreds c;
     if (oss_creds_load(d->cred_path, &c) != 0) {
         log_warn("OSS: credentials %s changed but cannot be read (keeping the previous keys): %s",
                  d->cred_path, err_msg());
         return;
     }
-    pthread_mutex_lock(&d->mu);
-    objhttp_free_secret(d->access_key);
-    objhttp_free_secret(d->secret);
-    d->access_key = c.access_key;
-    d->secret = c.secret;
-    c.access_key = c.secret = NULL;
-    d->cred_mtime = m;
-    pthread_mutex_unlock(&d->mu);
+    objhttp_key_pair_swap(&pair, &c.access_key, &c.secret, m);
     oss_creds_clear(&c);
     log_info("OSS: credentials re-read from %s", d->cred_path);
 }

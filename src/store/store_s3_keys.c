@@ -176,10 +176,8 @@ static int sts_refresh(S3Keys *k) {
 static void creds_refresh(S3Keys *k) {
     if (!k->cred_path) return;
     int64_t m = s3_creds_mtime(k->cred_path);
-    pthread_mutex_lock(&k->mu);
-    int changed = m != k->cred_mtime;
-    pthread_mutex_unlock(&k->mu);
-    if (!changed) return;
+    ObjHttpKeyPair pair = {&k->mu, &k->access_key, &k->secret_key, &k->cred_mtime};
+    if (!objhttp_key_pair_changed(&pair, m)) return;
     S3Creds c;
     int rc = s3_creds_read(k->cred_path, &c);
     if (rc == 0 && (!c.access_key || !c.secret_key))
@@ -191,14 +189,7 @@ static void creds_refresh(S3Keys *k) {
         s3_creds_clear(&c);
         return;
     }
-    pthread_mutex_lock(&k->mu);
-    objhttp_free_secret(k->access_key);
-    objhttp_free_secret(k->secret_key);
-    k->access_key = c.access_key;
-    k->secret_key = c.secret_key;
-    c.access_key = c.secret_key = NULL;
-    k->cred_mtime = m;
-    pthread_mutex_unlock(&k->mu);
+    objhttp_key_pair_swap(&pair, &c.access_key, &c.secret_key, m);
     s3_creds_clear(&c);
     log_info("%s: credentials re-read from %s", k->provider, k->cred_path);
 }
