@@ -132,6 +132,14 @@ int objhttp_list_pages(const char *what, const char *noun, const char *container
     return rc;
 }
 
+int objhttp_list_filtered(const char *what, const char *noun, const char *container, void *drv,
+                          int page_size, const char *prefix, StoreDriverListCb cb, void *ctx,
+                          ObjHttpPageFn page) {
+    ObjHttpListFiltered l = {.drv = drv, .f = {prefix, cb, ctx}};
+    if (page_size > 0) snprintf(l.page, sizeof l.page, "%d", page_size);
+    return objhttp_list_pages(what, noun, container, prefix, page, &l);
+}
+
 int objhttp_driver_init(ObjHttpDriver *d, const StoreDriverVt *vt, const StoreConfig *cfg,
                         const char *noun, int64_t chunk, int parallel) {
     const char *container;

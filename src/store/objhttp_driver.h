@@ -125,4 +125,18 @@ typedef int (*ObjHttpPageFn)(void *ctx, const char *token, char **next);
 int objhttp_list_pages(const char *what, const char *noun, const char *container,
                        const char *prefix, ObjHttpPageFn page, void *ctx);
 
+/* The state of a filtered listing (objhttp_list_filtered) that its page function gets as ctx. */
+typedef struct ObjHttpListFiltered {
+    void *drv;             /* the driver (borrowed) */
+    ObjHttpPrefixFilter f; /* the prefix and the caller's callback; pass &f to the parser */
+    char page[16];         /* the page size as text ("" when page_size was <= 0) */
+    int pages;             /* pages requested so far; the page function counts them */
+} ObjHttpListFiltered;
+
+/* objhttp_list_pages over an ObjHttpListFiltered for drv, prefix, cb and ctx, page_size (entries,
+ * <= 0: the server's) formatted into its page. Returns as objhttp_list_pages. */
+int objhttp_list_filtered(const char *what, const char *noun, const char *container, void *drv,
+                          int page_size, const char *prefix, StoreDriverListCb cb, void *ctx,
+                          ObjHttpPageFn page);
+
 #endif

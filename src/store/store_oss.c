@@ -191,17 +191,10 @@ static int explain(int rc, const ObjHttpResponse *r, const OssDriver *d) {
 
 /* ---- list ---- */
 
-typedef struct {
-    OssDriver *d;
-    ObjHttpPrefixFilter f; /* a key outside the prefix is never passed on */
-    char page[16];
-    int pages;
-} ListPages;
-
 /* One ListObjects page after marker (objhttp_list_pages); the next marker must sort after it. */
 static int list_page(void *ctx, const char *marker, char **next) {
-    ListPages *p = ctx;
-    OssDriver *d = p->d;
+    ObjHttpListFiltered *p = ctx;
+    OssDriver *d = p->drv;
     const char *qn[4] = {"encoding-type", "max-keys", "prefix", "marker"};
     const char *qv[4] = {"url", p->page, p->f.prefix, marker};
     OssCall c = {.method = "GET",
@@ -232,9 +225,8 @@ static int list_page(void *ctx, const char *marker, char **next) {
 static int oss_list(StoreDriver *drv, const char *key_prefix, StoreDriverListCb cb, void *ctx) {
     OssDriver *d = (OssDriver *)drv;
     creds_refresh(d);
-    ListPages p = {.d = d, .f = {key_prefix, cb, ctx}};
-    snprintf(p.page, sizeof p.page, "%d", d->h.list_page);
-    return objhttp_list_pages("OSS", "bucket", d->h.container, key_prefix, list_page, &p);
+    return objhttp_list_filtered("OSS", "bucket", d->h.container, d, d->h.list_page, key_prefix, cb,
+                                 ctx, list_page);
 }
 
 /* ---- stat, remove ---- */

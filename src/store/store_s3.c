@@ -145,17 +145,10 @@ static int s3_call(S3Driver *d, const char *method, const char *key, const char 
 
 /* ---- list ---- */
 
-typedef struct {
-    S3Driver *d;
-    ObjHttpPrefixFilter f; /* the server filters by prefix; a key outside it is never passed on */
-    char page[16];
-    int pages;
-} ListPages;
-
 /* One ListObjectsV2 page after token (objhttp_list_pages). */
 static int list_page(void *ctx, const char *token, char **next) {
-    ListPages *p = ctx;
-    S3Driver *d = p->d;
+    ObjHttpListFiltered *p = ctx; /* p->f: the server filters by prefix; this too */
+    S3Driver *d = p->drv;
     const char *names[4] = {"list-type", "prefix", "max-keys", "continuation-token"};
     const char *values[4] = {"2", p->f.prefix, p->page, token};
     char *q = objhttp_query(names, values, token ? 4 : 3);
@@ -181,9 +174,8 @@ static int list_page(void *ctx, const char *token, char **next) {
 
 static int s3_list(StoreDriver *drv, const char *key_prefix, StoreDriverListCb cb, void *ctx) {
     S3Driver *d = (S3Driver *)drv;
-    ListPages p = {.d = d, .f = {key_prefix, cb, ctx}};
-    snprintf(p.page, sizeof p.page, "%d", d->list_page);
-    return objhttp_list_pages(d->provider, "bucket", d->bucket, key_prefix, list_page, &p);
+    return objhttp_list_filtered(d->provider, "bucket", d->bucket, d, d->list_page, key_prefix, cb,
+                                 ctx, list_page);
 }
 
 /* ---- stat, remove ---- */
