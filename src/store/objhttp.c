@@ -4,6 +4,7 @@
  * private multi handle from the reader's read(), pausing the transfer while our buffer is full,
  * so memory stays bounded whatever the object size. */
 #include "objhttp.h"
+#include "../common/mem.h"
 #include "../common/err.h"
 #include "../common/log.h"
 #include "../common/strbuf.h"
@@ -181,8 +182,7 @@ static CURLcode perform(ObjHttp *h, const ObjHttpRequest *r, PoolEnt *e) {
 
 void objhttp_response_clear(ObjHttpResponse *r) {
     if (!r) return;
-    free(r->body);
-    free(r->headers);
+    FREE_ALL(r->body, r->headers);
     memset(r, 0, sizeof *r);
 }
 

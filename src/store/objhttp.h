@@ -13,6 +13,7 @@
 #include "../common/retry.h"
 
 #include <curl/curl.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -239,6 +240,13 @@ char *objhttp_read_small_file(const char *path);
 char *objhttp_dir_first_json(const char *dir);
 /* Wipes (OPENSSL_cleanse) and frees a NUL-terminated secret (NULL-safe). */
 void objhttp_free_secret(char *s);
+/* objhttp_free_secret of each of the n secrets (any may be NULL). */
+void objhttp_free_secret_each(char *const *secrets, size_t n);
+/* FREE_SECRETS(a, b): objhttp_free_secret(a); objhttp_free_secret(b); in one statement (char *
+ * pointers), as FREE_ALL (common/mem.h) for plain blocks. */
+#define FREE_SECRETS(...)                                                                          \
+    objhttp_free_secret_each((char *const[]){__VA_ARGS__},                                         \
+                             sizeof((char *const[]){__VA_ARGS__}) / sizeof(char *))
 struct json_t;
 /* Wipes (OPENSSL_cleanse) every string value of the JSON object root, whose copies jansson keeps
  * (credentials, tokens), before it is freed. Not recursive; a non-object is left alone. */
@@ -254,6 +262,20 @@ const char *objhttp_env(const char *name);
  * as text in out (cap bytes, truncated to fit). Empty when path is NULL or missing. Two equal
  * stamps mean nothing was seen to change. */
 void objhttp_creds_stamp(const char *path, char *out, size_t cap);
+
+/* A key pair re-read from its credentials file (S3's and OSS's rotation): the pair in use, the
+ * mutex that guards it and the file's modification time it was read at. All borrowed. */
+typedef struct ObjHttpKeyPair {
+    pthread_mutex_t *mu;
+    char **key, **secret;
+    int64_t *mtime;
+} ObjHttpKeyPair;
+/* Whether mtime (the file's modification time now) differs from the pair's, read under its mutex.
+ */
+int objhttp_key_pair_changed(const ObjHttpKeyPair *p, int64_t mtime);
+/* Under the pair's mutex: wipes and frees its key and secret, takes *key and *secret in their
+ * place (ownership moves; both set to NULL) and records mtime. */
+void objhttp_key_pair_swap(const ObjHttpKeyPair *p, char **key, char **secret, int64_t mtime);
 
 /* ---- helpers shared by the drivers (added with OSS) ---- */
 
@@ -402,6 +424,29 @@ char *objhttp_xml_text(const char *s, size_t n);
 /* objhttp_xml_text, and with pct also %XX escapes decoded (Azure's Encoded="true" names); "%00"
  * is refused like a raw NUL. */
 char *objhttp_xml_text_pct(const char *s, size_t n, int pct);
+
+/* A listing entry's size, the text [s, s+n) of its size element: 1 to 19 bytes that strtoll
+ * reads whole as a number >= 0. 0 with *size set, or -1 with *size = -1 (empty, longer, not such
+ * a number). */
+int objhttp_size_text(const char *s, size_t n, int64_t *size);
+
+/* The text decoder of a listing's names: objhttp_xml_text_pct's signature (arg is its pct, or a
+ * driver's own flag). Owned result, NULL when the text is malformed. */
+typedef char *(*ObjHttpXmlTextFn)(const char *s, size_t n, int arg);
+
+/* The end of an S3-style listing page in [xml, end) (S3's and OSS's ListBucketResult):
+ * *truncated is 1 when <IsTruncated> says "true", and *next (owned, NULL when absent or empty)
+ * is the text of <next_tag> decoded by text(s, n, arg). 0, or ERR_CORRUPT "<what>: bad
+ * <next_tag>" (malformed text) or "<what>: truncated page without a <next_tag>". */
+int objhttp_xml_page_end(const char *xml, const char *end, const char *next_tag,
+                         ObjHttpXmlTextFn text, int arg, const char *what, int *truncated,
+                         char **next);
+
+/* The <UploadId> of an InitiateMultipartUpload answer (S3's and OSS's) into *upload_id (owned):
+ * when root is set the document must have that element. 0, or ERR_CORRUPT "<what>: ..." naming
+ * what is wrong (not a <root> document, no UploadId, longer than OBJHTTP_ID_MAX, bad XML text). */
+int objhttp_xml_upload_id(const char *xml, size_t len, const char *root, const char *what,
+                          char **upload_id);
 /* The first opening tag "<tag" followed by '>', ' ' or '/' in [p, end), or NULL. */
 const char *objhttp_xml_open(const char *p, const char *end, const char *tag);
 

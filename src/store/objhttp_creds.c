@@ -30,6 +30,28 @@ void objhttp_free_secret(char *s) {
     free(s);
 }
 
+int objhttp_key_pair_changed(const ObjHttpKeyPair *p, int64_t mtime) {
+    pthread_mutex_lock(p->mu);
+    int changed = mtime != *p->mtime;
+    pthread_mutex_unlock(p->mu);
+    return changed;
+}
+
+void objhttp_key_pair_swap(const ObjHttpKeyPair *p, char **key, char **secret, int64_t mtime) {
+    pthread_mutex_lock(p->mu);
+    FREE_SECRETS(*p->key, *p->secret);
+    *p->key = *key;
+    *p->secret = *secret;
+    *key = *secret = NULL;
+    *p->mtime = mtime;
+    pthread_mutex_unlock(p->mu);
+}
+
+void objhttp_free_secret_each(char *const *secrets, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        objhttp_free_secret(secrets[i]);
+}
+
 char *objhttp_read_small_file(const char *path) {
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;

@@ -105,6 +105,12 @@ size_t objhttp_list_pairs(const char **names, const char **values, size_t n, con
     return n;
 }
 
+int objhttp_prefix_filter(void *ctx, const char *key, int64_t size) {
+    const ObjHttpPrefixFilter *f = ctx;
+    if (strncmp(key, f->prefix, strlen(f->prefix)) != 0) return 0;
+    return f->cb(f->ctx, key, size);
+}
+
 int objhttp_list_pages(const char *what, const char *noun, const char *container,
                        const char *prefix, ObjHttpPageFn page, void *ctx) {
     char *token = NULL;
@@ -126,6 +132,14 @@ int objhttp_list_pages(const char *what, const char *noun, const char *container
     return rc;
 }
 
+int objhttp_list_filtered(const char *what, const char *noun, const char *container, void *drv,
+                          int page_size, const char *prefix, StoreDriverListCb cb, void *ctx,
+                          ObjHttpPageFn page) {
+    ObjHttpListFiltered l = {.drv = drv, .f = {prefix, cb, ctx}};
+    if (page_size > 0) snprintf(l.page, sizeof l.page, "%d", page_size);
+    return objhttp_list_pages(what, noun, container, prefix, page, &l);
+}
+
 int objhttp_driver_init(ObjHttpDriver *d, const StoreDriverVt *vt, const StoreConfig *cfg,
                         const char *noun, int64_t chunk, int parallel) {
     const char *container;
@@ -134,6 +148,7 @@ int objhttp_driver_init(ObjHttpDriver *d, const StoreDriverVt *vt, const StoreCo
     d->base.vt = vt;
     d->min_chunk = cfg->min_chunk_size > 0 ? cfg->min_chunk_size : chunk;
     d->parallel = cfg->max_parallel_chunk_uploads > 0 ? cfg->max_parallel_chunk_uploads : parallel;
+    d->max_key = OBJHTTP_DRIVER_MAX_KEY;
     d->container = strdup(container);
     d->describe = objhttp_strfmt("%s:%s", vt->name, container);
     if (!d->container || !d->describe) return err_set(ERR_NOMEM, "%s: out of memory", vt->name);
@@ -154,4 +169,19 @@ void objhttp_driver_clear(ObjHttpDriver *d) {
     free(d->describe);
     d->http = NULL;
     d->container = d->describe = NULL;
+}
+
+int objhttp_driver_key_ok(const ObjHttpDriver *d, const char *key, const char *op) {
+    return objhttp_key_ok(d->base.vt->name, op, key, d->max_key, d->key_no_slash);
+}
+
+int objhttp_driver_open_read(StoreDriver *drv, const char *key, uint64_t offset, IoReader **out) {
+    ObjHttpDriver *d = (ObjHttpDriver *)drv;
+    *out = NULL;
+    int rc = objhttp_driver_key_ok(d, key, "read");
+    if (rc) return rc;
+    ObjHttpDriverReader *a = calloc(1, sizeof *a);
+    if (!a) return err_set(ERR_NOMEM, "%s read %s: out of memory", drv->vt->name, key);
+    a->d = d;
+    return objhttp_resumable_start(&a->r, drv->vt->name, key, offset, d->read_open, NULL, out);
 }

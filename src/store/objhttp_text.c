@@ -263,6 +263,55 @@ char *objhttp_xml_text(const char *s, size_t n) {
     return objhttp_xml_text_pct(s, n, 0);
 }
 
+int objhttp_size_text(const char *s, size_t n, int64_t *size) {
+    *size = -1;
+    if (n == 0 || n >= 20) return -1;
+    char num[24];
+    memcpy(num, s, n);
+    num[n] = '\0';
+    char *ep;
+    long long v = strtoll(num, &ep, 10);
+    if (*ep != '\0' || v < 0) return -1;
+    *size = v;
+    return 0;
+}
+
+int objhttp_xml_page_end(const char *xml, const char *end, const char *next_tag,
+                         ObjHttpXmlTextFn text, int arg, const char *what, int *truncated,
+                         char **next) {
+    size_t tl;
+    const char *t = objhttp_xml_element(xml, end, "IsTruncated", &tl, NULL);
+    *truncated = t && tl == 4 && memcmp(t, "true", 4) == 0;
+    *next = NULL;
+    t = objhttp_xml_element(xml, end, next_tag, &tl, NULL);
+    if (t && tl > 0) {
+        *next = text(t, tl, arg);
+        if (!*next) return err_set(ERR_CORRUPT, "%s: bad %s", what, next_tag);
+    }
+    if (*truncated && !*next)
+        return err_set(ERR_CORRUPT, "%s: truncated page without a %s", what, next_tag);
+    return 0;
+}
+
+int objhttp_xml_upload_id(const char *xml, size_t len, const char *root, const char *what,
+                          char **upload_id) {
+    *upload_id = NULL;
+    const char *end = xml + len;
+    size_t tl;
+    if (root && !objhttp_xml_element(xml, end, root, &tl, NULL))
+        return err_set(ERR_CORRUPT, "%s: not an %s document", what, root);
+    const char *t = objhttp_xml_element(xml, end, "UploadId", &tl, NULL);
+    if (!t || tl == 0) return err_set(ERR_CORRUPT, "%s: no UploadId in the answer", what);
+    if (tl > OBJHTTP_ID_MAX)
+        return err_set(ERR_CORRUPT,
+                       "%s: the UploadId in the answer has %zu bytes, more than the %zu accepted",
+                       what, tl, OBJHTTP_ID_MAX);
+    *upload_id = objhttp_xml_text(t, tl);
+    if (!*upload_id)
+        return err_set(ERR_CORRUPT, "%s: the UploadId in the answer is not valid XML text", what);
+    return 0;
+}
+
 int objhttp_complete_xml(const char *const *etags, int n, const char *what, char **out,
                          size_t *len) {
     StrBuf b = {0};

@@ -6,6 +6,7 @@
  * writer): it is as thread-safe as its driver. */
 #include "store.h"
 #include "../codec/crypt.h"
+#include "../common/mem.h"
 #include "../common/array.h"
 #include "../common/err.h"
 #include "../common/log.h"
@@ -232,13 +233,9 @@ int store_open(const StoreConfig *cfg, Store **out) {
 void store_free(Store *s) {
     if (!s) return;
     store_driver_free(s->drv);
-    free(s->prefix);
-    free(s->describe);
-    free(s->pinned);
-    free(s->pinned_recs);
     keyring_free(s->keyring);
     pthread_mutex_destroy(&s->mu);
-    free(s);
+    FREE_ALL(s->prefix, s->describe, s->pinned, s->pinned_recs, s);
 }
 
 void store_set_keyring(Store *s, Keyring *kr) {

@@ -20,7 +20,6 @@
 
 #define ABS_DEFAULT_BLOCK (5 * 1024 * 1024)
 #define ABS_DEFAULT_PARALLEL 5
-#define ABS_MAX_KEY 1024
 #define ABS_LIST_MAX_BODY (16u << 20) /* a page of 5,000 blobs is about 5 MiB */
 
 typedef struct AbsDriver {
@@ -168,10 +167,6 @@ static int explain(int rc, const ObjHttpResponse *r, const AbsDriver *d) {
     return rc;
 }
 
-static int key_ok(const char *key, const char *op) {
-    return objhttp_key_ok("ABS", op, key, ABS_MAX_KEY, 0);
-}
-
 /* list */
 
 typedef struct {
@@ -205,56 +200,40 @@ static int abs_list(StoreDriver *drv, const char *key_prefix, StoreDriverListCb 
 
 /* read */
 
-typedef struct AbsReader {
-    ObjHttpResumable r; /* first: key, offset, stream, resumes */
-    AbsDriver *d;
-    /* of the first response: a resumed read must see the same blob */
-    char etag[OBJHTTP_ETAG_MAX + 1];
-} AbsReader;
-
-/* Opens the stream at r->offset (If-Match the first ETag when resuming). */
+/* The read_open of objhttp_driver_open_read: the stream at r->offset (If-Match the first ETag,
+ * the reader's pin, when resuming). */
 static int reader_open(ObjHttpResumable *res) {
-    AbsReader *a = (AbsReader *)res;
+    ObjHttpDriverReader *a = (ObjHttpDriverReader *)res;
+    AbsDriver *d = (AbsDriver *)a->d;
     char range[64], match[OBJHTTP_ETAG_MAX + 16];
     const char *h[2] = {range, match};
     snprintf(range, sizeof range, "x-ms-range: bytes=%llu-", (unsigned long long)res->offset);
-    snprintf(match, sizeof match, "If-Match: %s", a->etag);
+    snprintf(match, sizeof match, "If-Match: %s", a->pin);
     AbsCall c = {.method = "GET",
                  .key = res->key,
                  .headers = res->offset > 0 ? h : NULL,
-                 .nh = res->offset > 0 ? (a->etag[0] ? 2 : 1) : 0};
+                 .nh = res->offset > 0 ? (a->pin[0] ? 2 : 1) : 0};
     ObjHttpResponse r = {0};
-    int rc = abs_do(a->d, &c, &r, &res->s);
+    int rc = abs_do(d, &c, &r, &res->s);
     if (rc != 0 && res->offset > 0 && r.status == 416) {
         /* at or past the end: an empty stream, if the blob exists */
         int64_t size;
-        rc = a->d->o.base.vt->stat(&a->d->o.base, res->key, &size);
+        rc = d->o.base.vt->stat(&d->o.base, res->key, &size);
         res->s = NULL;
     } else {
-        rc = explain(rc, &r, a->d);
+        rc = explain(rc, &r, d);
         if (rc == ERR_NOT_FOUND) rc = err_set(ERR_NOT_FOUND, "ABS read %s: not found", res->key);
     }
-    if (rc == 0 && !a->etag[0])
-        rc = objhttp_resumable_pin(res, &r, "ETag", a->etag, sizeof a->etag);
+    if (rc == 0 && !a->pin[0]) rc = objhttp_resumable_pin(res, &r, "ETag", a->pin, sizeof a->pin);
     objhttp_response_clear(&r);
     return rc;
-}
-
-static int abs_open_read(StoreDriver *drv, const char *key, uint64_t offset, IoReader **out) {
-    *out = NULL;
-    int rc = key_ok(key, "read");
-    if (rc) return rc;
-    AbsReader *a = calloc(1, sizeof *a);
-    if (!a) return err_set(ERR_NOMEM, "ABS read: out of memory");
-    a->d = (AbsDriver *)drv;
-    return objhttp_resumable_start(&a->r, "ABS", key, offset, reader_open, NULL, out);
 }
 
 /* stat, remove */
 
 static int abs_stat(StoreDriver *drv, const char *key, int64_t *size) {
     AbsDriver *d = (AbsDriver *)drv;
-    int rc = key_ok(key, "stat");
+    int rc = objhttp_driver_key_ok(&d->o, key, "stat");
     if (rc) return rc;
     AbsCall c = {.method = "HEAD", .key = key};
     ObjHttpResponse r = {0};
@@ -271,7 +250,7 @@ static int abs_stat(StoreDriver *drv, const char *key, int64_t *size) {
 
 static int abs_remove(StoreDriver *drv, const char *key) {
     AbsDriver *d = (AbsDriver *)drv;
-    int rc = key_ok(key, "remove");
+    int rc = objhttp_driver_key_ok(&d->o, key, "remove");
     if (rc) return rc;
     AbsCall c = {.method = "DELETE", .key = key};
     ObjHttpResponse r = {0};
@@ -425,7 +404,7 @@ static const StoreDriverWriterVt writer_vt = {writer_io, writer_commit, writer_a
 static int abs_open_write(StoreDriver *drv, const char *key, StoreDriverWriter **out) {
     AbsDriver *d = (AbsDriver *)drv;
     *out = NULL;
-    int rc = key_ok(key, "write");
+    int rc = objhttp_driver_key_ok(&d->o, key, "write");
     if (rc) return rc;
     AbsWriter *w = calloc(1, sizeof *w);
     if (!w || !(w->key = strdup(key))) {
@@ -461,7 +440,7 @@ static const StoreDriverVt abs_vt = {
     .name = "ABS",
     .features = STORE_FEAT_THREAD_SAFE | STORE_FEAT_NO_REPLACE,
     .list = abs_list,
-    .open_read = abs_open_read,
+    .open_read = objhttp_driver_open_read,
     .open_write = abs_open_write,
     .remove = abs_remove,
     .stat = abs_stat,
@@ -488,6 +467,7 @@ int store_abs_driver_new(const StoreConfig *cfg, StoreDriver **out) {
     if (!d) return err_set(ERR_NOMEM, "ABS: out of memory");
     int rc = objhttp_driver_init(&d->o, &abs_vt, cfg, "container", ABS_DEFAULT_BLOCK,
                                  ABS_DEFAULT_PARALLEL);
+    d->o.read_open = reader_open;
     if (rc == 0) rc = abs_setup(d, cfg);
     if (rc == 0) { /* the container must exist (Get Container Properties) */
         const char *qn[1] = {"restype"};

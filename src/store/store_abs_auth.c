@@ -4,6 +4,7 @@
  * each request (it re-reads rotated credential files, under its own mutex). Keys, signatures and
  * SAS tokens never reach messages or logs. */
 #include "../codec/base64.h"
+#include "../common/mem.h"
 #include "../common/err.h"
 #include "../common/log.h"
 #include "../common/strbuf.h"
@@ -28,12 +29,9 @@
 
 void abs_creds_clear(AbsCreds *c) {
     if (!c) return;
-    free(c->account);
     if (c->key) OPENSSL_cleanse(c->key, c->key_len);
-    free(c->key);
-    free(c->domain);
     objhttp_free_secret(c->sas);
-    free(c->blob_endpoint);
+    FREE_ALL(c->account, c->key, c->domain, c->blob_endpoint);
     memset(c, 0, sizeof *c);
 }
 
@@ -298,12 +296,10 @@ void abs_keyring_free(AbsKeyring *k) {
     if (!k) return;
     abs_creds_clear(&k->creds);
     pthread_mutex_destroy(&k->mu);
-    free(k->cred_path);
-    free(k->endpoint);
     objhttp_free_secret(k->env_sas);
     abs_wid_free(k->wid);
     oauth2_cached_clear(&k->tok);
-    free(k);
+    FREE_ALL(k->cred_path, k->endpoint, k);
 }
 
 /* The account alone ($AZURE_STORAGE_ACCOUNT) when workload identity has no credentials file. */
@@ -391,8 +387,7 @@ int abs_keyring_bearer(AbsKeyring *k) {
 }
 
 void abs_req_creds_clear(AbsReqCreds *r) {
-    objhttp_free_secret(r->sas);
-    objhttp_free_secret(r->bearer);
+    FREE_SECRETS(r->sas, r->bearer);
     OPENSSL_cleanse(r, sizeof *r);
 }
 

@@ -3,6 +3,7 @@
  * Blob storage access token, with the client-credentials grant and a JWT client assertion, as
  * the Microsoft identity platform documents it. The token file is re-read at each exchange, since
  * the kubelet rotates it. Tokens never reach messages or logs. */
+#include "../common/mem.h"
 #include "../common/err.h"
 #include "objhttp.h"
 #include "objhttp_driver.h"
@@ -23,10 +24,7 @@ struct AbsWid {
 
 void abs_wid_free(AbsWid *w) {
     if (!w) return;
-    free(w->client_id);
-    free(w->token_file);
-    free(w->token_url);
-    free(w);
+    FREE_ALL(w->client_id, w->token_file, w->token_url, w);
 }
 
 static int tenant_ok(const char *t) {

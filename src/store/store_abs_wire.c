@@ -71,14 +71,8 @@ int abs_parse_list(const char *xml, size_t len, StoreDriverListCb cb, void *ctx,
         char *name = objhttp_xml_text_pct(ts, tl, enc);
         if (!name) return err_set(ERR_CORRUPT, "ABS list: bad name (entity or memory)");
         int64_t size = -1;
-        if (element(b, be, "Content-Length", &ts, &tl, NULL, NULL) == 1 && tl > 0 && tl < 20) {
-            char num[24];
-            memcpy(num, ts, tl);
-            num[tl] = '\0';
-            char *ep;
-            long long v = strtoll(num, &ep, 10);
-            if (*ep == '\0' && v >= 0) size = v;
-        }
+        if (element(b, be, "Content-Length", &ts, &tl, NULL, NULL) == 1)
+            (void)objhttp_size_text(ts, tl, &size); /* -1 when it is not a size */
         int rc = cb(ctx, name, size);
         free(name);
         if (rc) return rc;

@@ -5,6 +5,7 @@
  * http:// endpoint is an emulator and gets no token, as in the Go tool. Writes are
  * chunked and composed (store_gcs_compose.c); chunk-shaped keys are never listed. The parsers
  * are store_gcs_wire.c. Tokens and keys never reach messages or logs. */
+#include "../common/mem.h"
 #include "../common/err.h"
 #include "../common/log.h"
 #include "objhttp.h"
@@ -90,10 +91,6 @@ char *gcs_object_url(const GcsDriver *d, const char *key, const char *suffix) {
         objhttp_strfmt("%s/storage/v1/b/%s/o/%s%s", d->api, d->ebucket, ek, suffix ? suffix : "");
     free(ek);
     return u;
-}
-
-static int key_ok(const char *key, const char *op) {
-    return objhttp_key_ok("GCS", op, key, GCS_MAX_KEY, 0);
 }
 
 /* list */
@@ -238,7 +235,7 @@ int gcs_get_meta(GcsDriver *d, const char *key, ObjHttpResponse *r) {
 
 static int gcs_stat(StoreDriver *drv, const char *key, int64_t *size) {
     GcsDriver *d = (GcsDriver *)drv;
-    int rc = key_ok(key, "stat");
+    int rc = objhttp_driver_key_ok(&d->o, key, "stat");
     if (rc) return rc;
     ObjHttpResponse r = {0};
     rc = gcs_get_meta(d, key, &r);
@@ -272,7 +269,7 @@ int gcs_upload(GcsDriver *d, const char *name, const void *body, size_t len, int
 
 static int gcs_remove(StoreDriver *drv, const char *key) {
     GcsDriver *d = (GcsDriver *)drv;
-    int rc = key_ok(key, "remove");
+    int rc = objhttp_driver_key_ok(&d->o, key, "remove");
     if (rc) return rc;
     ObjHttpResponse r = {0};
     rc = gcs_delete_object(d, key, &r);
@@ -292,49 +289,37 @@ static int gcs_remove(StoreDriver *drv, const char *key) {
 
 /* read */
 
-typedef struct GcsReader {
-    ObjHttpResumable r; /* first: key, offset, stream, resumes */
-    GcsDriver *d;
-    char generation[32]; /* of the first response: a resumed read must see the same object */
-} GcsReader;
+#define GCS_GENERATION_MAX 32 /* the pinned generation's buffer: digits of an int64 */
 
+/* The read_open of objhttp_driver_open_read: the stream at r->offset, of the generation the first
+ * answer gave (the reader's pin) when it was all digits. */
 static int reader_open(ObjHttpResumable *res) {
-    GcsReader *a = (GcsReader *)res;
+    ObjHttpDriverReader *a = (ObjHttpDriverReader *)res;
+    GcsDriver *d = (GcsDriver *)a->d;
     char range[64];
     const char *h[1] = {range};
     snprintf(range, sizeof range, "Range: bytes=%llu-", (unsigned long long)res->offset);
     char suffix[96];
-    snprintf(suffix, sizeof suffix, "?alt=media%s%s", a->generation[0] ? "&generation=" : "",
-             a->generation);
-    char *url = gcs_object_url(a->d, res->key, suffix);
+    snprintf(suffix, sizeof suffix, "?alt=media%s%.*s", a->pin[0] ? "&generation=" : "",
+             GCS_GENERATION_MAX - 1, a->pin); /* pinned with that bound */
+    char *url = gcs_object_url(d, res->key, suffix);
     if (!url) return err_set(ERR_NOMEM, "GCS read: out of memory");
     ObjHttpResponse r = {0};
-    int rc = gcs_request(a->d, "GET", url, h, res->offset > 0 ? 1 : 0, NULL, 0, 0, &r, &res->s);
+    int rc = gcs_request(d, "GET", url, h, res->offset > 0 ? 1 : 0, NULL, 0, 0, &r, &res->s);
     free(url);
     if (rc != 0 && res->offset > 0 && r.status == 416) {
         int64_t size;
         res->s = NULL;
-        rc = gcs_stat(&a->d->o.base, res->key, &size); /* empty, if the object exists */
+        rc = gcs_stat(&d->o.base, res->key, &size); /* empty, if the object exists */
     } else if (rc == ERR_NOT_FOUND) {
         rc = err_set(ERR_NOT_FOUND, "GCS read %s: not found", res->key);
     }
-    if (rc == 0 && !a->generation[0])
-        rc = objhttp_resumable_pin(res, &r, "x-goog-generation", a->generation,
-                                   sizeof a->generation);
-    for (char *p = a->generation; *p; p++)
-        if (!isdigit((unsigned char)*p)) a->generation[0] = '\0';
+    if (rc == 0 && !a->pin[0])
+        rc = objhttp_resumable_pin(res, &r, "x-goog-generation", a->pin, GCS_GENERATION_MAX);
+    for (char *p = a->pin; *p; p++)
+        if (!isdigit((unsigned char)*p)) a->pin[0] = '\0';
     objhttp_response_clear(&r);
     return rc;
-}
-
-static int gcs_open_read(StoreDriver *drv, const char *key, uint64_t offset, IoReader **out) {
-    *out = NULL;
-    int rc = key_ok(key, "read");
-    if (rc) return rc;
-    GcsReader *a = calloc(1, sizeof *a);
-    if (!a) return err_set(ERR_NOMEM, "GCS read: out of memory");
-    a->d = (GcsDriver *)drv;
-    return objhttp_resumable_start(&a->r, "GCS", key, offset, reader_open, NULL, out);
 }
 
 /* write */
@@ -349,9 +334,7 @@ static void gcs_free(StoreDriver *drv) {
     if (!d) return;
     objhttp_driver_clear(&d->o);
     gcs_tokens_free(d->tokens);
-    free(d->ebucket);
-    free(d->api);
-    free(d);
+    FREE_ALL(d->ebucket, d->api, d);
 }
 
 static const StoreDriverVt gcs_vt = {
@@ -359,7 +342,7 @@ static const StoreDriverVt gcs_vt = {
     .features = STORE_FEAT_THREAD_SAFE | STORE_FEAT_NO_REPLACE,
     .list = gcs_list,
     .sweep_leftovers = gcs_sweep_leftovers,
-    .open_read = gcs_open_read,
+    .open_read = objhttp_driver_open_read,
     .open_write = gcs_open_write,
     .remove = gcs_remove,
     .stat = gcs_stat,
@@ -462,6 +445,8 @@ int store_gcs_driver_new(const StoreConfig *cfg, StoreDriver **out) {
     atomic_init(&d->sweep, 1);
     int rc =
         objhttp_driver_init(&d->o, &gcs_vt, cfg, "bucket", GCS_DEFAULT_CHUNK, GCS_DEFAULT_PARALLEL);
+    d->o.max_key = GCS_MAX_KEY;
+    d->o.read_open = reader_open;
     if (rc == 0 && !(d->ebucket = objhttp_pct_encode(d->o.container, 0)))
         rc = err_set(ERR_NOMEM, "GCS: out of memory");
     if (rc == 0) rc = gcs_setup(d, cfg);

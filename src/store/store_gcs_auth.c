@@ -4,6 +4,7 @@
  * JWT at the key's token_uri, caches the token (one refresh at a time, under its own mutex) until
  * shortly before it expires, and re-reads a rotated key file. Tokens and keys never reach
  * messages or logs. */
+#include "../common/mem.h"
 #include "../common/err.h"
 #include "../common/log.h"
 #include "objhttp.h"
@@ -29,12 +30,8 @@
 
 void gcs_creds_clear(GcsCreds *c) {
     if (!c) return;
-    free(c->project_id);
-    free(c->client_email);
     objhttp_free_secret(c->private_key);
-    free(c->private_key_id);
-    free(c->token_uri);
-    free(c->universe_domain);
+    FREE_ALL(c->project_id, c->client_email, c->private_key_id, c->token_uri, c->universe_domain);
     memset(c, 0, sizeof *c);
 }
 
@@ -333,10 +330,7 @@ void gcs_tokens_free(GcsTokens *t) {
     oauth2_cached_clear(&t->tok);
     objhttp_free(t->md_http);
     pthread_mutex_destroy(&t->mu);
-    free(t->bucket);
-    free(t->cred_path);
-    free(t->cred_var);
-    free(t);
+    FREE_ALL(t->bucket, t->cred_path, t->cred_var, t);
 }
 
 const char *gcs_tokens_universe(const GcsTokens *t) {

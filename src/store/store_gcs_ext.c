@@ -5,6 +5,7 @@
  * Google's (AIP-4117 external account credentials, the STS v1 token method, IAM Credentials'
  * generateAccessToken, the Compute metadata server); docs/stores.md describes them. Subject
  * tokens and access tokens never reach messages or logs. */
+#include "../common/mem.h"
 #include "../common/err.h"
 #include "objhttp.h"
 #include "objhttp_driver.h"
@@ -24,13 +25,8 @@
 
 void gcs_ext_clear(GcsExtCreds *c) {
     if (!c) return;
-    free(c->audience);
-    free(c->subject_token_type);
-    free(c->token_url);
-    free(c->token_file);
-    free(c->token_field);
-    free(c->impersonation_url);
-    free(c->universe_domain);
+    FREE_ALL(c->audience, c->subject_token_type, c->token_url, c->token_file, c->token_field,
+             c->impersonation_url, c->universe_domain);
     memset(c, 0, sizeof *c);
 }
 

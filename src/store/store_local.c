@@ -10,6 +10,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* renameat2, RENAME_NOREPLACE */
 #endif
+#include "../common/mem.h"
 #include "../common/err.h"
 #include "../common/log.h"
 #include "../common/fsutil.h"
@@ -569,13 +570,10 @@ static const char *local_describe(const StoreDriver *d) {
 static void local_free(StoreDriver *d) {
     LocalDriver *l = (LocalDriver *)d;
     if (!l) return;
-    free(l->root);
-    free(l->describe);
     for (size_t i = 0; i < l->n_swept; i++)
         free(l->swept[i]);
-    free(l->swept);
     pthread_mutex_destroy(&l->mu);
-    free(l);
+    FREE_ALL(l->root, l->describe, l->swept, l);
 }
 
 /* StoreDriverVt.open_file: a committed object is only ever created by rename (lw_commit). */

@@ -8,6 +8,7 @@
  * ranged (x-oss-range-behavior: standard) and resume after a broken transfer. Listing is
  * ListObjects v1 with marker paging and encoding-type=url. Secrets never reach messages. */
 #include "store_oss.h"
+#include "../common/mem.h"
 #include "../common/err.h"
 #include "../common/strbuf.h"
 #include "../common/log.h"
@@ -45,24 +46,15 @@ typedef struct OssDriver {
 /* Re-reads the credentials when their files changed; unreadable new files keep the old keys. */
 static void creds_refresh(OssDriver *d) {
     int64_t m = s3_creds_mtime(d->cred_path);
-    pthread_mutex_lock(&d->mu);
-    int changed = m != d->cred_mtime;
-    pthread_mutex_unlock(&d->mu);
-    if (!changed) return;
+    ObjHttpKeyPair pair = {&d->mu, &d->access_key, &d->secret, &d->cred_mtime};
+    if (!objhttp_key_pair_changed(&pair, m)) return;
     OssCreds c;
     if (oss_creds_load(d->cred_path, &c) != 0) {
         log_warn("OSS: credentials %s changed but cannot be read (keeping the previous keys): %s",
                  d->cred_path, err_msg());
         return;
     }
-    pthread_mutex_lock(&d->mu);
-    objhttp_free_secret(d->access_key);
-    objhttp_free_secret(d->secret);
-    d->access_key = c.access_key;
-    d->secret = c.secret;
-    c.access_key = c.secret = NULL;
-    d->cred_mtime = m;
-    pthread_mutex_unlock(&d->mu);
+    objhttp_key_pair_swap(&pair, &c.access_key, &c.secret, m);
     oss_creds_clear(&c);
     log_info("OSS: credentials re-read from %s", d->cred_path);
 }
@@ -197,72 +189,51 @@ static int explain(int rc, const ObjHttpResponse *r, const OssDriver *d) {
                     d->h.container, code[0] ? code : "HTTP 403", d->cred_path);
 }
 
-static int key_ok(const char *key, const char *op) {
-    return objhttp_key_ok("OSS", op, key, OSS_MAX_KEY, 1);
-}
-
 /* ---- list ---- */
 
-typedef struct {
-    const char *prefix;
-    StoreDriverListCb cb;
-    void *ctx;
-} ListCtx;
-
-static int list_entry(void *ctx, const char *key, int64_t size) {
-    ListCtx *l = ctx;
-    if (strncmp(key, l->prefix, strlen(l->prefix)) != 0) return 0; /* never outside the prefix */
-    return l->cb(l->ctx, key, size);
+/* One ListObjects page after marker (objhttp_list_pages); the next marker must sort after it. */
+static int list_page(void *ctx, const char *marker, char **next) {
+    ObjHttpListFiltered *p = ctx;
+    OssDriver *d = p->drv;
+    const char *qn[4] = {"encoding-type", "max-keys", "prefix", "marker"};
+    const char *qv[4] = {"url", p->page, p->f.prefix, marker};
+    OssCall c = {.method = "GET",
+                 .q_n = qn,
+                 .q_v = qv,
+                 .n_q = marker ? 4 : 3,
+                 .max_body = OSS_LIST_MAX_BODY};
+    ObjHttpResponse r = {0};
+    int rc = explain(oss_do(d, &c, &r, NULL), &r, d);
+    p->pages++;
+    int truncated = 0;
+    if (rc == ERR_NOT_FOUND)
+        rc = err_wrap(ERR_IO, "OSS list %s: bucket %s not found", p->f.prefix, d->h.container);
+    if (rc == 0 && (rc = oss_parse_list(r.body, r.body_len, objhttp_prefix_filter, &p->f,
+                                        &truncated, next)) == ERR_CORRUPT)
+        rc = err_wrap(ERR_IO, "OSS list %s (page %d)", p->f.prefix, p->pages);
+    if (rc == 0 && truncated && marker && *next && strcmp(*next, marker) <= 0)
+        rc = err_set(ERR_IO, "OSS list %s (page %d): NextMarker does not advance", p->f.prefix,
+                     p->pages);
+    objhttp_response_clear(&r);
+    if (rc != 0 || !truncated) {
+        free(*next);
+        *next = NULL;
+    }
+    return rc;
 }
 
 static int oss_list(StoreDriver *drv, const char *key_prefix, StoreDriverListCb cb, void *ctx) {
     OssDriver *d = (OssDriver *)drv;
     creds_refresh(d);
-    char page[16];
-    snprintf(page, sizeof page, "%d", d->h.list_page);
-    char *marker = NULL;
-    int rc = 0, truncated = 0, pages = 0;
-    ListCtx lc = {key_prefix, cb, ctx};
-    ObjHttpListing lg;
-    objhttp_listing_begin(&lg, "OSS", d->h.container, key_prefix);
-    do {
-        rc = objhttp_listing_page(&lg, marker);
-        if (rc != 0) break;
-        const char *qn[4] = {"encoding-type", "max-keys", "prefix", "marker"};
-        const char *qv[4] = {"url", page, key_prefix, marker};
-        OssCall c = {.method = "GET",
-                     .q_n = qn,
-                     .q_v = qv,
-                     .n_q = marker ? 4 : 3,
-                     .max_body = OSS_LIST_MAX_BODY};
-        ObjHttpResponse r = {0};
-        rc = explain(oss_do(d, &c, &r, NULL), &r, d);
-        pages++;
-        char *next = NULL;
-        if (rc == ERR_NOT_FOUND)
-            rc = err_wrap(ERR_IO, "OSS list %s: bucket %s not found", key_prefix, d->h.container);
-        if (rc == 0) {
-            rc = oss_parse_list(r.body, r.body_len, list_entry, &lc, &truncated, &next);
-            if (rc == ERR_CORRUPT)
-                rc = err_wrap(ERR_IO, "OSS list %s (page %d)", key_prefix, pages);
-        }
-        if (rc == 0 && truncated && marker && next && strcmp(next, marker) <= 0)
-            rc = err_set(ERR_IO, "OSS list %s (page %d): NextMarker does not advance", key_prefix,
-                         pages);
-        objhttp_response_clear(&r);
-        free(marker);
-        marker = next;
-    } while (rc == 0 && truncated);
-    objhttp_listing_end(&lg);
-    free(marker);
-    return rc;
+    return objhttp_list_filtered("OSS", "bucket", d->h.container, d, d->h.list_page, key_prefix, cb,
+                                 ctx, list_page);
 }
 
 /* ---- stat, remove ---- */
 
 static int oss_stat(StoreDriver *drv, const char *key, int64_t *size) {
     OssDriver *d = (OssDriver *)drv;
-    int rc = key_ok(key, "stat");
+    int rc = objhttp_driver_key_ok(&d->h, key, "stat");
     if (rc) return rc;
     OssCall c = {.method = "HEAD", .key = key};
     ObjHttpResponse r = {0};
@@ -300,15 +271,11 @@ static int oss_remove(StoreDriver *drv, const char *key) {
 
 /* ---- read ---- */
 
-typedef struct {
-    ObjHttpResumable r; /* first: key, offset, stream, resumes, skip */
-    OssDriver *d;
-    /* of the first answer: a resumed read must see the same object */
-    char etag[OBJHTTP_ETAG_MAX + 1];
-} OssReader;
-
+/* The read_open of objhttp_driver_open_read: the stream at r->offset, If-Match the first answer's
+ * ETag (the reader's pin). */
 static int reader_open(ObjHttpResumable *res) {
-    OssReader *r = (OssReader *)res;
+    ObjHttpDriverReader *r = (ObjHttpDriverReader *)res;
+    OssDriver *d = (OssDriver *)r->d;
     char range[64], match[OBJHTTP_ETAG_MAX + 16];
     const char *h[3];
     size_t nh = 0;
@@ -317,38 +284,28 @@ static int reader_open(ObjHttpResumable *res) {
         h[nh++] = range;
         h[nh++] = "x-oss-range-behavior: standard";
     }
-    if (r->etag[0]) {
-        snprintf(match, sizeof match, "If-Match: %s", r->etag);
+    if (r->pin[0]) {
+        snprintf(match, sizeof match, "If-Match: %s", r->pin);
         h[nh++] = match;
     }
     OssCall c = {.method = "GET", .key = res->key, .headers = h, .nh = nh};
     ObjHttpResponse resp = {0};
-    int rc = oss_do(r->d, &c, &resp, &res->s);
+    int rc = oss_do(d, &c, &resp, &res->s);
     if (rc == ERR_IO && resp.status == 416 && res->offset > 0) {
         rc = 0; /* at or past the end: an empty stream */
         res->s = NULL;
     } else if (rc == ERR_NOT_FOUND) {
-        rc = err_set(ERR_NOT_FOUND, "OSS read %s: not found in bucket %s", res->key,
-                     r->d->h.container);
+        rc =
+            err_set(ERR_NOT_FOUND, "OSS read %s: not found in bucket %s", res->key, d->h.container);
     } else {
-        rc = explain(rc, &resp, r->d);
+        rc = explain(rc, &resp, d);
     }
     if (rc == 0 && res->s) {
         if (res->offset > 0 && resp.status == 200) res->skip = res->offset; /* Range ignored */
-        if (!r->etag[0]) rc = objhttp_resumable_pin(res, &resp, "ETag", r->etag, sizeof r->etag);
+        if (!r->pin[0]) rc = objhttp_resumable_pin(res, &resp, "ETag", r->pin, sizeof r->pin);
     }
     objhttp_response_clear(&resp);
     return rc;
-}
-
-static int oss_open_read(StoreDriver *drv, const char *key, uint64_t offset, IoReader **out) {
-    *out = NULL;
-    int rc = key_ok(key, "read");
-    if (rc) return rc;
-    OssReader *r = calloc(1, sizeof *r);
-    if (!r) return err_set(ERR_NOMEM, "OSS read %s: out of memory", key);
-    r->d = (OssDriver *)drv;
-    return objhttp_resumable_start(&r->r, "OSS", key, offset, reader_open, NULL, out);
 }
 
 /* ---- write: the multipart flow is objhttp_mpu's; here is how each step goes on the wire ---- */
@@ -449,7 +406,7 @@ static const ObjHttpMpuOps oss_mpu = {.what = "OSS",
 static int oss_open_write(StoreDriver *drv, const char *key, StoreDriverWriter **out) {
     OssDriver *d = (OssDriver *)drv;
     *out = NULL;
-    int rc = key_ok(key, "write");
+    int rc = objhttp_driver_key_ok(&d->h, key, "write");
     if (rc) return rc;
     creds_refresh(d);
     return objhttp_mpu_open(&oss_mpu, d, d->h.parallel, key, out);
@@ -461,19 +418,16 @@ static void oss_free(StoreDriver *drv) {
     OssDriver *d = (OssDriver *)drv;
     if (!d) return;
     objhttp_driver_clear(&d->h);
-    free(d->base_url);
-    objhttp_free_secret(d->access_key);
-    objhttp_free_secret(d->secret);
-    free(d->cred_path);
+    FREE_SECRETS(d->access_key, d->secret);
     pthread_mutex_destroy(&d->mu);
-    free(d);
+    FREE_ALL(d->base_url, d->cred_path, d);
 }
 
 static const StoreDriverVt oss_vt = {
     .name = "OSS",
     .features = STORE_FEAT_THREAD_SAFE | STORE_FEAT_NO_REPLACE,
     .list = oss_list,
-    .open_read = oss_open_read,
+    .open_read = objhttp_driver_open_read,
     .open_write = oss_open_write,
     .remove = oss_remove,
     .stat = oss_stat,
@@ -517,6 +471,9 @@ int store_oss_driver_new(const StoreConfig *cfg, StoreDriver **out) {
     if (!d) return err_set(ERR_NOMEM, "OSS: out of memory");
     pthread_mutex_init(&d->mu, NULL);
     int rc = objhttp_driver_init(&d->h, &oss_vt, cfg, "bucket", (int64_t)5 << 20, 5);
+    d->h.max_key = OSS_MAX_KEY;
+    d->h.key_no_slash = 1;
+    d->h.read_open = reader_open;
     if (!rc) rc = oss_bucket_ok(d->h.container);
     if (!rc) rc = oss_creds_path(cfg, &path);
     if (!rc && (rc = oss_creds_load(path, &c)) == ERR_NOT_FOUND) rc = ERR_INVALID;

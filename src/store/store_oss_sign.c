@@ -20,8 +20,7 @@
 void oss_creds_clear(OssCreds *c) {
     if (!c) return;
     free(c->endpoint);
-    objhttp_free_secret(c->access_key);
-    objhttp_free_secret(c->secret);
+    FREE_SECRETS(c->access_key, c->secret);
     memset(c, 0, sizeof *c);
 }
 

@@ -72,45 +72,17 @@ int oss_parse_list(const char *xml, size_t len, StoreDriverListCb cb, void *ctx,
         if (!key) return err_set(ERR_CORRUPT, "OSS list: a key with a bad escape (or no memory)");
         int64_t size = -1;
         t = objhttp_xml_element(c, ce, "Size", &tl, NULL);
-        if (t && tl > 0 && tl < 20) {
-            char num[24];
-            memcpy(num, t, tl);
-            num[tl] = '\0';
-            char *ep;
-            long long v = strtoll(num, &ep, 10);
-            if (*ep == '\0' && v >= 0) size = v;
-        }
+        if (t) (void)objhttp_size_text(t, tl, &size); /* -1 when it is not a size */
         int rc = cb(ctx, key, size);
         free(key);
         if (rc) return rc;
     }
-    t = objhttp_xml_element(xml, end, "IsTruncated", &tl, NULL);
-    *truncated = t && tl == 4 && memcmp(t, "true", 4) == 0;
-    t = objhttp_xml_element(xml, end, "NextMarker", &tl, NULL);
-    if (t && tl > 0) {
-        *next_marker = text_of(t, tl, url);
-        if (!*next_marker) return err_set(ERR_CORRUPT, "OSS list: bad NextMarker");
-    }
-    if (*truncated && !*next_marker)
-        return err_set(ERR_CORRUPT, "OSS list: truncated page without a NextMarker");
-    return 0;
+    return objhttp_xml_page_end(xml, end, "NextMarker", text_of, url, "OSS list", truncated,
+                                next_marker);
 }
 
 int oss_parse_upload_id(const char *xml, size_t len, char **upload_id) {
-    *upload_id = NULL;
-    const char *end = xml + len;
-    size_t tl;
-    if (!objhttp_xml_element(xml, end, "InitiateMultipartUploadResult", &tl, NULL))
-        return err_set(ERR_CORRUPT, "OSS: not an InitiateMultipartUploadResult document");
-    const char *t = objhttp_xml_element(xml, end, "UploadId", &tl, NULL);
-    if (!t || tl == 0) return err_set(ERR_CORRUPT, "OSS: no UploadId in the answer");
-    if (tl > OBJHTTP_ID_MAX)
-        return err_set(ERR_CORRUPT,
-                       "OSS: the UploadId in the answer has %zu bytes, more than the %zu accepted",
-                       tl, OBJHTTP_ID_MAX);
-    *upload_id = objhttp_xml_text(t, tl);
-    if (!*upload_id) return err_set(ERR_CORRUPT, "OSS: bad UploadId");
-    return 0;
+    return objhttp_xml_upload_id(xml, len, "InitiateMultipartUploadResult", "OSS", upload_id);
 }
 
 const char *oss_parse_error_code(const char *xml, size_t len, char *code, size_t cap) {

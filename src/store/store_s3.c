@@ -9,6 +9,7 @@
  * their mtime changes (checked as each operation takes its keys). Secrets never reach messages. */
 #include "store_s3.h"
 #include "../codec/sha256.h"
+#include "../common/mem.h"
 #include "../common/err.h"
 #include "../common/log.h"
 #include "../common/strbuf.h"
@@ -144,62 +145,37 @@ static int s3_call(S3Driver *d, const char *method, const char *key, const char 
 
 /* ---- list ---- */
 
-typedef struct {
-    const char *prefix;
-    StoreDriverListCb cb;
-    void *ctx;
-} ListCtx;
-
-static int list_entry(void *ctx, const char *key, int64_t size) {
-    ListCtx *l = ctx;
-    /* the server filters by prefix; a key outside it (a sibling prefix) is never passed on */
-    if (strncmp(key, l->prefix, strlen(l->prefix)) != 0) return 0;
-    return l->cb(l->ctx, key, size);
+/* One ListObjectsV2 page after token (objhttp_list_pages). */
+static int list_page(void *ctx, const char *token, char **next) {
+    ObjHttpListFiltered *p = ctx; /* p->f: the server filters by prefix; this too */
+    S3Driver *d = p->drv;
+    const char *names[4] = {"list-type", "prefix", "max-keys", "continuation-token"};
+    const char *values[4] = {"2", p->f.prefix, p->page, token};
+    char *q = objhttp_query(names, values, token ? 4 : 3);
+    if (!q) return err_set(ERR_NOMEM, "%s list: out of memory", d->provider);
+    ObjHttpResponse resp = {0};
+    int rc = s3_call(d, "GET", NULL, q, 0, NULL, 0, NULL, 0, &resp, 0);
+    free(q);
+    p->pages++;
+    if (rc == ERR_NOT_FOUND)
+        rc = err_wrap(ERR_IO, "%s list %s: bucket %s not found", d->provider, p->f.prefix,
+                      d->bucket);
+    int truncated = 0;
+    if (rc == 0 && (rc = s3_list_parse(resp.body, resp.body_len, objhttp_prefix_filter, &p->f,
+                                       &truncated, next)) == ERR_CORRUPT)
+        rc = err_wrap(ERR_IO, "%s list %s (page %d)", d->provider, p->f.prefix, p->pages);
+    objhttp_response_clear(&resp);
+    if (rc != 0 || !truncated) { /* s3_list_parse refuses a truncated page without a token */
+        free(*next);
+        *next = NULL;
+    }
+    return rc;
 }
 
 static int s3_list(StoreDriver *drv, const char *key_prefix, StoreDriverListCb cb, void *ctx) {
     S3Driver *d = (S3Driver *)drv;
-    char page[16];
-    snprintf(page, sizeof page, "%d", d->list_page);
-    char *token = NULL;
-    int rc = 0;
-    ListCtx lc = {key_prefix, cb, ctx};
-    ObjHttpListing lg;
-    objhttp_listing_begin(&lg, d->provider, d->bucket, key_prefix);
-    for (int pages = 0;; pages++) {
-        rc = objhttp_listing_page(&lg, token);
-        if (rc != 0) break;
-        const char *names[4] = {"list-type", "prefix", "max-keys", "continuation-token"};
-        const char *values[4] = {"2", key_prefix, page, token};
-        char *q = objhttp_query(names, values, token ? 4 : 3);
-        if (!q) {
-            rc = err_set(ERR_NOMEM, "%s list: out of memory", d->provider);
-            break;
-        }
-        ObjHttpResponse resp = {0};
-        rc = s3_call(d, "GET", NULL, q, 0, NULL, 0, NULL, 0, &resp, 0);
-        free(q);
-        if (rc == ERR_NOT_FOUND)
-            rc = err_wrap(ERR_IO, "%s list %s: bucket %s not found", d->provider, key_prefix,
-                          d->bucket);
-        if (rc == 0) {
-            int truncated = 0;
-            free(token);
-            token = NULL;
-            rc = s3_list_parse(resp.body, resp.body_len, list_entry, &lc, &truncated, &token);
-            if (rc == ERR_CORRUPT)
-                rc = err_wrap(ERR_IO, "%s list %s (page %d)", d->provider, key_prefix, pages + 1);
-            if (rc == 0 && !truncated) {
-                objhttp_response_clear(&resp);
-                break;
-            }
-        }
-        objhttp_response_clear(&resp);
-        if (rc != 0) break;
-    }
-    objhttp_listing_end(&lg);
-    free(token);
-    return rc;
+    return objhttp_list_filtered(d->provider, "bucket", d->bucket, d, d->list_page, key_prefix, cb,
+                                 ctx, list_page);
 }
 
 /* ---- stat, remove ---- */
@@ -375,16 +351,10 @@ static void s3_free(StoreDriver *drv) {
     S3Driver *d = (S3Driver *)drv;
     if (!d) return;
     objhttp_free(d->http);
-    free(d->provider);
-    free(d->bucket);
-    free(d->describe);
-    free(d->bucket_url);
-    free(d->region);
-    free(d->sse_algo);
     objhttp_free_secret(d->sse_key_b64);
-    free(d->sse_md5_b64);
     s3_keys_clear(&d->keys);
-    free(d);
+    FREE_ALL(d->provider, d->bucket, d->describe, d->bucket_url, d->region, d->sse_algo,
+             d->sse_md5_b64, d);
 }
 
 static const StoreDriverVt s3_vt = {

@@ -2,6 +2,7 @@
  * or directory as the Go tool reads it (docs/go-tool.md §12), ECS's environment, and the part
  * of the AWS SDK's default chain we implement (keys, session token, region, web identity). */
 #include "store_s3.h"
+#include "../common/mem.h"
 #include "../common/err.h"
 #include "../common/log.h"
 #include "../common/timeutil.h"
@@ -21,16 +22,8 @@
 
 void s3_creds_clear(S3Creds *c) {
     if (!c) return;
-    free(c->region);
-    objhttp_free_secret(c->access_key);
-    objhttp_free_secret(c->secret_key);
-    objhttp_free_secret(c->session_token);
-    free(c->endpoint);
-    free(c->trusted_ca_cert);
-    objhttp_free_secret(c->sse_key);
-    free(c->sse_algo);
-    free(c->role_arn);
-    free(c->token_path);
+    FREE_SECRETS(c->access_key, c->secret_key, c->session_token, c->sse_key);
+    FREE_ALL(c->region, c->endpoint, c->trusted_ca_cert, c->sse_algo, c->role_arn, c->token_path);
     memset(c, 0, sizeof *c);
 }
 

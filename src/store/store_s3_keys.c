@@ -2,6 +2,7 @@
 #include "store_s3_keys.h"
 #include "objhttp_driver.h"
 #include "oauth2.h"
+#include "../common/mem.h"
 #include "../common/err.h"
 #include "../common/log.h"
 #include "../common/timeutil.h"
@@ -175,10 +176,8 @@ static int sts_refresh(S3Keys *k) {
 static void creds_refresh(S3Keys *k) {
     if (!k->cred_path) return;
     int64_t m = s3_creds_mtime(k->cred_path);
-    pthread_mutex_lock(&k->mu);
-    int changed = m != k->cred_mtime;
-    pthread_mutex_unlock(&k->mu);
-    if (!changed) return;
+    ObjHttpKeyPair pair = {&k->mu, &k->access_key, &k->secret_key, &k->cred_mtime};
+    if (!objhttp_key_pair_changed(&pair, m)) return;
     S3Creds c;
     int rc = s3_creds_read(k->cred_path, &c);
     if (rc == 0 && (!c.access_key || !c.secret_key))
@@ -190,14 +189,7 @@ static void creds_refresh(S3Keys *k) {
         s3_creds_clear(&c);
         return;
     }
-    pthread_mutex_lock(&k->mu);
-    objhttp_free_secret(k->access_key);
-    objhttp_free_secret(k->secret_key);
-    k->access_key = c.access_key;
-    k->secret_key = c.secret_key;
-    c.access_key = c.secret_key = NULL;
-    k->cred_mtime = m;
-    pthread_mutex_unlock(&k->mu);
+    objhttp_key_pair_swap(&pair, &c.access_key, &c.secret_key, m);
     s3_creds_clear(&c);
     log_info("%s: credentials re-read from %s", k->provider, k->cred_path);
 }
@@ -228,14 +220,8 @@ int s3_keys_set(S3Keys *k, S3Creds *c, char **cred_path) {
 }
 
 void s3_keys_clear(S3Keys *k) {
-    objhttp_free_secret(k->access_key);
-    objhttp_free_secret(k->secret_key);
-    objhttp_free_secret(k->session_token);
-    free(k->cred_path);
-    free(k->role_arn);
-    free(k->token_path);
-    free(k->sts_url);
-    free(k->session_name);
+    FREE_SECRETS(k->access_key, k->secret_key, k->session_token);
+    FREE_ALL(k->cred_path, k->role_arn, k->token_path, k->sts_url, k->session_name);
     pthread_mutex_destroy(&k->mu);
     pthread_mutex_destroy(&k->sts_mu);
     memset(k, 0, sizeof *k);

@@ -31,9 +31,7 @@ int64_t s3_part_size(int64_t min_chunk, int64_t known_size, int part_no) {
 
 void s3_sts_creds_clear(S3StsCreds *c) {
     if (!c) return;
-    objhttp_free_secret(c->access_key);
-    objhttp_free_secret(c->secret_key);
-    objhttp_free_secret(c->session_token);
+    FREE_SECRETS(c->access_key, c->secret_key, c->session_token);
     memset(c, 0, sizeof *c);
 }
 
@@ -144,17 +142,9 @@ int s3_list_parse(const char *xml, size_t len, S3ListCb cb, void *ctx, int *trun
                 "S3 listing: a Key with a bad XML entity or a NUL (refused, not cut short)");
         int64_t size = -1;
         const char *sz = xml_find(c, ce, "Size", &sn);
-        if (sz && sn > 0 && sn < 20) {
-            char num[24];
-            memcpy(num, sz, sn);
-            num[sn] = '\0';
-            char *e2;
-            long long v = strtoll(num, &e2, 10);
-            if (*e2 || v < 0) {
-                free(key);
-                return err_set(ERR_CORRUPT, "S3 listing: bad Size");
-            }
-            size = v;
+        if (sz && sn > 0 && sn < 20 && objhttp_size_text(sz, sn, &size) != 0) {
+            free(key);
+            return err_set(ERR_CORRUPT, "S3 listing: bad Size");
         }
         int rc = cb(ctx, key, size);
         free(key);
@@ -162,30 +152,10 @@ int s3_list_parse(const char *xml, size_t len, S3ListCb cb, void *ctx, int *trun
         p = ce + strlen("</Contents>");
         if (p > end) break;
     }
-    size_t tn;
-    const char *t = xml_find(xml, end, "IsTruncated", &tn);
-    *truncated = t && tn == 4 && memcmp(t, "true", 4) == 0;
-    const char *nt = xml_find(xml, end, "NextContinuationToken", &tn);
-    if (nt && tn > 0) {
-        *next_token = objhttp_xml_text(nt, tn);
-        if (!*next_token) return err_set(ERR_CORRUPT, "S3 listing: bad NextContinuationToken");
-    }
-    if (*truncated && !*next_token)
-        return err_set(ERR_CORRUPT, "S3 listing: truncated without a NextContinuationToken");
-    return 0;
+    return objhttp_xml_page_end(xml, end, "NextContinuationToken", objhttp_xml_text_pct, 0,
+                                "S3 listing", truncated, next_token);
 }
 
 int s3_parse_upload_id(const char *xml, size_t len, char **upload_id) {
-    size_t n;
-    *upload_id = NULL;
-    const char *id = xml_find(xml, xml + len, "UploadId", &n);
-    if (!id || n == 0) return err_set(ERR_CORRUPT, "no UploadId in the answer");
-    if (n > OBJHTTP_ID_MAX)
-        return err_set(ERR_CORRUPT,
-                       "the UploadId in the answer has %zu bytes, more than the %zu "
-                       "accepted",
-                       n, OBJHTTP_ID_MAX);
-    *upload_id = objhttp_xml_text(id, n);
-    return *upload_id ? 0
-                      : err_set(ERR_CORRUPT, "the UploadId in the answer is not valid XML text");
+    return objhttp_xml_upload_id(xml, len, NULL, "S3", upload_id);
 }

@@ -114,10 +114,6 @@ static int swift_do(SwiftDriver *d, const SwiftCall *c, ObjHttpResponse *resp,
     return rc;
 }
 
-static int key_ok(const char *key, const char *op) {
-    return objhttp_key_ok("Swift", op, key, SWIFT_MAX_KEY, 0);
-}
-
 /* ---- list ---- */
 
 typedef struct {
@@ -170,7 +166,7 @@ static int swift_list(StoreDriver *drv, const char *key_prefix, StoreDriverListC
 
 static int swift_stat(StoreDriver *drv, const char *key, int64_t *size) {
     SwiftDriver *d = (SwiftDriver *)drv;
-    int rc = key_ok(key, "stat");
+    int rc = objhttp_driver_key_ok(&d->o, key, "stat");
     if (rc) return rc;
     SwiftCall c = {.method = "HEAD", .key = key};
     ObjHttpResponse r = {0};
@@ -235,7 +231,7 @@ static int delete_segments(SwiftDriver *d, const char *key, int above, int *dele
  * retry finishes what an interrupted removal started. */
 static int swift_remove(StoreDriver *drv, const char *key) {
     SwiftDriver *d = (SwiftDriver *)drv;
-    int rc = key_ok(key, "remove");
+    int rc = objhttp_driver_key_ok(&d->o, key, "remove");
     if (rc) return rc;
     if (swift_is_segment(key))
         return err_set(ERR_INVALID, "Swift remove %s: a segment is removed with its manifest", key);
@@ -251,54 +247,40 @@ static int swift_remove(StoreDriver *drv, const char *key) {
 
 /* ---- read ---- */
 
-typedef struct SwiftReader {
-    ObjHttpResumable r; /* first: key, offset, stream, resumes */
-    SwiftDriver *d;
-    /* of the first answer: a resumed read must see the same object */
-    char etag[OBJHTTP_ETAG_MAX + 1];
-} SwiftReader;
-
+/* The read_open of objhttp_driver_open_read: the stream at r->offset; a resumed read whose ETag
+ * differs from the first answer's (the reader's pin) fails. */
 static int reader_open(ObjHttpResumable *res) {
-    SwiftReader *a = (SwiftReader *)res;
+    ObjHttpDriverReader *a = (ObjHttpDriverReader *)res;
+    SwiftDriver *d = (SwiftDriver *)a->d;
     char range[64];
     const char *h[1] = {range};
     snprintf(range, sizeof range, "Range: bytes=%llu-", (unsigned long long)res->offset);
     SwiftCall c = {.method = "GET", .key = res->key, .headers = h, .nh = res->offset > 0 ? 1 : 0};
     ObjHttpResponse r = {0};
-    int rc = swift_do(a->d, &c, &r, &res->s);
+    int rc = swift_do(d, &c, &r, &res->s);
     if (rc != 0 && res->offset > 0 && r.status == 416) {
         int64_t size; /* at or past the end: an empty stream, if the object exists */
-        rc = swift_stat(&a->d->o.base, res->key, &size);
+        rc = swift_stat(&d->o.base, res->key, &size);
         res->s = NULL;
     } else if (rc == ERR_NOT_FOUND) {
         rc = err_set(ERR_NOT_FOUND, "Swift read %s: not found", res->key);
     }
-    char etag[sizeof a->etag] = "";
+    char etag[sizeof a->pin] = "";
     if (rc == 0 && res->s) rc = objhttp_resumable_pin(res, &r, "ETag", etag, sizeof etag);
     if (rc == 0 && res->s && etag[0]) {
-        if (!a->etag[0]) {
-            snprintf(a->etag, sizeof a->etag, "%s", etag);
-        } else if (strcmp(etag, a->etag) != 0) {
+        if (!a->pin[0]) {
+            snprintf(a->pin, sizeof a->pin, "%s", etag);
+        } else if (strcmp(etag, a->pin) != 0) {
             objhttp_stream_free(res->s);
             res->s = NULL;
             rc = err_set(ERR_IO,
                          "Swift read %s: the object changed while it was read (ETag %s, "
                          "then %s)",
-                         res->key, a->etag, etag);
+                         res->key, a->pin, etag);
         }
     }
     objhttp_response_clear(&r);
     return rc;
-}
-
-static int swift_open_read(StoreDriver *drv, const char *key, uint64_t offset, IoReader **out) {
-    *out = NULL;
-    int rc = key_ok(key, "read");
-    if (rc) return rc;
-    SwiftReader *a = calloc(1, sizeof *a);
-    if (!a) return err_set(ERR_NOMEM, "Swift read: out of memory");
-    a->d = (SwiftDriver *)drv;
-    return objhttp_resumable_start(&a->r, "Swift", key, offset, reader_open, NULL, out);
 }
 
 /* ---- write ---- */
@@ -444,7 +426,7 @@ static const StoreDriverWriterVt writer_vt = {writer_io, writer_commit, writer_a
 static int swift_open_write(StoreDriver *drv, const char *key, StoreDriverWriter **out) {
     SwiftDriver *d = (SwiftDriver *)drv;
     *out = NULL;
-    int rc = key_ok(key, "write");
+    int rc = objhttp_driver_key_ok(&d->o, key, "write");
     if (rc) return rc;
     if (strlen(key) + 11 > SWIFT_MAX_KEY)
         return err_set(ERR_INVALID, "Swift write: key \"%.64s\" leaves no room for segment names",
@@ -483,7 +465,7 @@ static const StoreDriverVt swift_vt = {
     .name = "Swift",
     .features = STORE_FEAT_THREAD_SAFE,
     .list = swift_list,
-    .open_read = swift_open_read,
+    .open_read = objhttp_driver_open_read,
     .open_write = swift_open_write,
     .remove = swift_remove,
     .stat = swift_stat,
@@ -510,6 +492,8 @@ int store_swift_driver_new(const StoreConfig *cfg, StoreDriver **out) {
     if (!d) return err_set(ERR_NOMEM, "Swift: out of memory");
     int rc = objhttp_driver_init(&d->o, &swift_vt, cfg, "container", SWIFT_DEFAULT_SEGMENT,
                                  SWIFT_DEFAULT_PARALLEL);
+    d->o.max_key = SWIFT_MAX_KEY;
+    d->o.read_open = reader_open;
     if (rc == 0) rc = swift_setup(d, cfg);
     /* authenticate, and the container must exist */
     if (rc == 0) rc = swift_session_auth(d->session, d->o.http, 0);

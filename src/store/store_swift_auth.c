@@ -4,6 +4,7 @@
  * (POST /v3/auth/tokens: X-Subject-Token, the object-store endpoint from the catalog), chosen by
  * the auth URL, and the session that holds the token and storage URL under its own mutex.
  * Tokens and passwords never reach messages or logs. */
+#include "../common/mem.h"
 #include "../common/err.h"
 #include "../common/log.h"
 #include "objhttp.h"
@@ -25,15 +26,9 @@
 
 void swift_creds_clear(SwiftCreds *c) {
     if (!c) return;
-    free(c->auth_url);
-    free(c->username);
-    objhttp_free_secret(c->password);
-    free(c->domain_name);
-    free(c->tenant_name);
-    free(c->region);
-    free(c->app_cred_id);
-    free(c->app_cred_name);
-    objhttp_free_secret(c->app_cred_secret);
+    FREE_SECRETS(c->password, c->app_cred_secret);
+    FREE_ALL(c->auth_url, c->username, c->domain_name, c->tenant_name, c->region, c->app_cred_id,
+             c->app_cred_name);
     memset(c, 0, sizeof *c);
 }
 
@@ -291,11 +286,7 @@ void swift_session_free(SwiftSession *s) {
     swift_creds_clear(&s->creds);
     pthread_mutex_destroy(&s->mu);
     objhttp_free_secret(s->token);
-    free(s->storage_url);
-    free(s->container);
-    free(s->endpoint);
-    free(s->region);
-    free(s);
+    FREE_ALL(s->storage_url, s->container, s->endpoint, s->region, s);
 }
 
 /* The credentials cfg names into s->creds, and the region. */
