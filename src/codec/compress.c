@@ -86,14 +86,7 @@ typedef struct {
 static int plainw_write(IoWriter *w, const void *buf, size_t len) {
     return io_write(((PlainWriter *)w)->next, buf, len);
 }
-static int plainw_finish(IoWriter *w) {
-    (void)w;
-    return 0;
-}
-static void plainw_free(IoWriter *w) {
-    free(w);
-}
-static const IoWriterVt plainw_vt = {plainw_write, plainw_finish, plainw_free};
+static const IoWriterVt plainw_vt = {plainw_write, io_finish_nothing, io_writer_free_self};
 
 typedef struct {
     IoReader base;
@@ -103,10 +96,7 @@ typedef struct {
 static int plainr_read(IoReader *r, void *buf, size_t cap, size_t *got) {
     return io_read(((PlainReader *)r)->src, buf, cap, got);
 }
-static void plainr_free(IoReader *r) {
-    free(r);
-}
-static const IoReaderVt plainr_vt = {plainr_read, plainr_free};
+static const IoReaderVt plainr_vt = {plainr_read, io_reader_free_self};
 
 /* ---- gzip and zlib writers ---- */
 

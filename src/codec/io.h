@@ -57,6 +57,13 @@ static inline void io_reader_free(IoReader *r) {
 void *io_writer_alloc(size_t size, const IoWriterVt *vt, const char *what);
 void *io_reader_alloc(size_t size, const IoReaderVt *vt, const char *what);
 
+/* Stock vt entries for streams with nothing of their own to do there. io_finish_nothing: a
+ * finish for a writer that holds no buffered bytes; returns 0. io_writer_free_self and
+ * io_reader_free_self: a free for a stream that owns no memory but its own object (free(w)). */
+int io_finish_nothing(IoWriter *w);
+void io_writer_free_self(IoWriter *w);
+void io_reader_free_self(IoReader *r);
+
 /* Reads until buf is full or end of stream; *got < cap only at end of stream. */
 int io_read_full(IoReader *r, void *buf, size_t cap, size_t *got);
 

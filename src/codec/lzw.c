@@ -164,11 +164,7 @@ done:
     return rc < 0 ? rc : 0;
 }
 
-static void lzww_free(IoWriter *base) {
-    free(base);
-}
-
-static const IoWriterVt lzww_vt = {lzww_write, lzww_finish, lzww_free};
+static const IoWriterVt lzww_vt = {lzww_write, lzww_finish, io_writer_free_self};
 
 IoWriter *lzw_writer_new(IoWriter *next) {
     LzwWriter *w = io_writer_alloc(sizeof *w, &lzww_vt, "lzw writer");
@@ -352,11 +348,7 @@ static int lzwr_read(IoReader *base, void *buf, size_t cap, size_t *got) {
     }
 }
 
-static void lzwr_free(IoReader *base) {
-    free(base);
-}
-
-static const IoReaderVt lzwr_vt = {lzwr_read, lzwr_free};
+static const IoReaderVt lzwr_vt = {lzwr_read, io_reader_free_self};
 
 IoReader *lzw_reader_new(IoReader *src) {
     LzwReader *r = io_reader_alloc(sizeof *r, &lzwr_vt, "lzw reader");
