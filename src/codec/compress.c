@@ -107,8 +107,7 @@ typedef struct {
     z_stream zs;
     int zs_ready;
     int header_done; /* gzip header written */
-    int finished;
-    int err; /* sticky error, 0 if none */
+    IoSticky st;
     uLong crc;
     uint32_t isize; /* input length mod 2^32, for the gzip trailer */
     uint8_t out[COMPRESS_BUF];
@@ -150,8 +149,8 @@ static int deflw_write(IoWriter *w, const void *buf, size_t len) {
     DeflateWriter *d = (DeflateWriter *)w;
     const uint8_t *p = buf;
     int rc = 0;
-    if (d->err) return err_set(d->err, "deflate: write after an earlier failure");
-    if (d->finished) return err_set(ERR_INVALID, "deflate: write after finish");
+    rc = io_sticky_write(&d->st, "deflate");
+    if (rc) return rc;
     rc = deflw_header(d);
     if (rc < 0) goto done;
     while (len > 0) {
@@ -168,16 +167,14 @@ static int deflw_write(IoWriter *w, const void *buf, size_t len) {
         len -= n;
     }
 done:
-    if (rc < 0) d->err = rc;
-    return rc;
+    return io_sticky_keep(&d->st, rc);
 }
 
 static int deflw_finish(IoWriter *w) {
     DeflateWriter *d = (DeflateWriter *)w;
     int rc = 0;
-    if (d->err) return err_set(d->err, "deflate: finish after an earlier failure");
-    if (d->finished) return 0;
-    d->finished = 1;
+    rc = io_sticky_finish(&d->st, "deflate");
+    if (rc) return rc < 0 ? rc : 0;
     rc = deflw_header(d);
     if (rc < 0) goto done;
     d->zs.next_in = NULL;
@@ -194,8 +191,7 @@ static int deflw_finish(IoWriter *w) {
         rc = io_write(d->next, tr, sizeof tr);
     }
 done:
-    if (rc < 0) d->err = rc;
-    return rc;
+    return io_sticky_keep(&d->st, rc);
 }
 
 static void deflw_free(IoWriter *w) {
@@ -315,8 +311,7 @@ struct ParallelGzipWriter {
     uint64_t next_take;   /* next queued block a worker takes */
     uint64_t next_write;  /* oldest block not yet written to next */
     uint64_t total_in;
-    int finished;
-    int err;                                /* sticky */
+    IoSticky st;
     struct libdeflate_compressor *inline_c; /* a lone last block compressed on the caller */
 };
 
@@ -517,8 +512,8 @@ static int pgz_write(IoWriter *base, const void *buf, size_t len) {
     ParallelGzipWriter *w = (ParallelGzipWriter *)base;
     const uint8_t *p = buf;
     int rc = 0;
-    if (w->err) return err_set(w->err, "gzip: write after an earlier failure");
-    if (w->finished) return err_set(ERR_INVALID, "gzip: write after finish");
+    rc = io_sticky_write(&w->st, "gzip");
+    if (rc) return rc;
     while (len > 0) {
         GzipSlot *s = NULL;
         rc = pgz_fill_slot(w, &s);
@@ -538,16 +533,14 @@ static int pgz_write(IoWriter *base, const void *buf, size_t len) {
         }
     }
 done:
-    if (rc < 0) w->err = rc;
-    return rc;
+    return io_sticky_keep(&w->st, rc);
 }
 
 static int pgz_finish(IoWriter *base) {
     ParallelGzipWriter *w = (ParallelGzipWriter *)base;
     int rc = 0;
-    if (w->err) return err_set(w->err, "gzip: finish after an earlier failure");
-    if (w->finished) return 0;
-    w->finished = 1;
+    rc = io_sticky_finish(&w->st, "gzip");
+    if (rc) return rc < 0 ? rc : 0;
     GzipSlot *s = NULL;
     rc = pgz_fill_slot(w, &s);
     if (rc < 0) goto done;
@@ -578,8 +571,7 @@ static int pgz_finish(IoWriter *base) {
     }
 done:
     pgz_stop(w);
-    if (rc < 0) w->err = rc;
-    return rc;
+    return io_sticky_keep(&w->st, rc);
 }
 
 static void pgz_free(IoWriter *base) {
@@ -793,8 +785,7 @@ typedef struct {
     IoWriter base;
     IoWriter *next;
     ZSTD_CCtx *cctx;
-    int finished;
-    int err;
+    IoSticky st;
     uint8_t out[COMPRESS_BUF];
 } ZstdWriter;
 
@@ -816,24 +807,18 @@ static int zstdw_run(ZstdWriter *z, ZSTD_inBuffer *in, ZSTD_EndDirective directi
 
 static int zstdw_write(IoWriter *w, const void *buf, size_t len) {
     ZstdWriter *z = (ZstdWriter *)w;
-    if (z->err) return err_set(z->err, "zstd: write after an earlier failure");
-    if (z->finished) return err_set(ERR_INVALID, "zstd: write after finish");
-    if (len == 0) return 0;
+    int rc = io_sticky_write(&z->st, "zstd");
+    if (rc || len == 0) return rc;
     ZSTD_inBuffer in = {buf, len, 0};
-    int rc = zstdw_run(z, &in, ZSTD_e_continue);
-    if (rc < 0) z->err = rc;
-    return rc;
+    return io_sticky_keep(&z->st, zstdw_run(z, &in, ZSTD_e_continue));
 }
 
 static int zstdw_finish(IoWriter *w) {
     ZstdWriter *z = (ZstdWriter *)w;
-    if (z->err) return err_set(z->err, "zstd: finish after an earlier failure");
-    if (z->finished) return 0;
-    z->finished = 1;
+    int rc = io_sticky_finish(&z->st, "zstd");
+    if (rc) return rc < 0 ? rc : 0;
     ZSTD_inBuffer in = {NULL, 0, 0};
-    int rc = zstdw_run(z, &in, ZSTD_e_end);
-    if (rc < 0) z->err = rc;
-    return rc;
+    return io_sticky_keep(&z->st, zstdw_run(z, &in, ZSTD_e_end));
 }
 
 static void zstdw_free(IoWriter *w) {

@@ -41,6 +41,19 @@ void io_reader_free_self(IoReader *r) {
     free(r);
 }
 
+int io_sticky_write(const IoSticky *st, const char *who) {
+    if (st->err) return err_set(st->err, "%s: write after an earlier failure", who);
+    if (st->finished) return err_set(ERR_INVALID, "%s: write after finish", who);
+    return 0;
+}
+
+int io_sticky_finish(IoSticky *st, const char *who) {
+    if (st->err) return err_set(st->err, "%s: finish after an earlier failure", who);
+    if (st->finished) return 1;
+    st->finished = 1;
+    return 0;
+}
+
 int io_read_full(IoReader *r, void *buf, size_t cap, size_t *got) {
     size_t total = 0;
     while (total < cap) {
