@@ -469,17 +469,24 @@ static int cw_finish(IoWriter *iw) {
     return rc;
 }
 
+/* Frees what a writer and a reader both own: the plaintext buffer of chunk bytes and the key
+ * (both wiped first), the frame buffer, the bound name and the cipher context (any NULL). */
+static void crypt_release(uint8_t *pt, size_t chunk, uint8_t *frame, char *binding,
+                          EVP_CIPHER_CTX *ctx, uint8_t key[CRYPT_KEY_LEN]) {
+    if (pt) {
+        OPENSSL_cleanse(pt, chunk);
+        free(pt);
+    }
+    free(frame);
+    free(binding);
+    EVP_CIPHER_CTX_free(ctx);
+    OPENSSL_cleanse(key, CRYPT_KEY_LEN);
+}
+
 static void cw_free(IoWriter *iw) {
     CryptWriter *w = (CryptWriter *)iw;
     if (!w) return;
-    if (w->pt) {
-        OPENSSL_cleanse(w->pt, w->chunk);
-        free(w->pt);
-    }
-    free(w->frame);
-    free(w->binding);
-    EVP_CIPHER_CTX_free(w->ctx);
-    OPENSSL_cleanse(w->key, sizeof w->key);
+    crypt_release(w->pt, w->chunk, w->frame, w->binding, w->ctx, w->key);
     free(w);
 }
 
@@ -786,14 +793,7 @@ static int cr_read(IoReader *ir, void *buf, size_t cap, size_t *got) {
 static void cr_free(IoReader *ir) {
     CryptReader *r = (CryptReader *)ir;
     if (!r) return;
-    if (r->pt) {
-        OPENSSL_cleanse(r->pt, r->chunk);
-        free(r->pt);
-    }
-    free(r->frame);
-    free(r->binding);
-    EVP_CIPHER_CTX_free(r->ctx);
-    OPENSSL_cleanse(r->key, sizeof r->key);
+    crypt_release(r->pt, r->chunk, r->frame, r->binding, r->ctx, r->key);
     free(r);
 }
 
