@@ -148,8 +148,7 @@ static int deflw_run(DeflateWriter *d, int flush) {
 static int deflw_write(IoWriter *w, const void *buf, size_t len) {
     DeflateWriter *d = (DeflateWriter *)w;
     const uint8_t *p = buf;
-    int rc = 0;
-    rc = io_sticky_write(&d->st, "deflate");
+    int rc = io_sticky_write(&d->st, "deflate");
     if (rc) return rc;
     rc = deflw_header(d);
     if (rc < 0) goto done;
@@ -172,8 +171,7 @@ done:
 
 static int deflw_finish(IoWriter *w) {
     DeflateWriter *d = (DeflateWriter *)w;
-    int rc = 0;
-    rc = io_sticky_finish(&d->st, "deflate");
+    int rc = io_sticky_finish(&d->st, "deflate");
     if (rc) return rc < 0 ? rc : 0;
     rc = deflw_header(d);
     if (rc < 0) goto done;
@@ -511,8 +509,7 @@ static int pgz_submit(ParallelGzipWriter *w) {
 static int pgz_write(IoWriter *base, const void *buf, size_t len) {
     ParallelGzipWriter *w = (ParallelGzipWriter *)base;
     const uint8_t *p = buf;
-    int rc = 0;
-    rc = io_sticky_write(&w->st, "gzip");
+    int rc = io_sticky_write(&w->st, "gzip");
     if (rc) return rc;
     while (len > 0) {
         GzipSlot *s = NULL;
@@ -538,8 +535,7 @@ done:
 
 static int pgz_finish(IoWriter *base) {
     ParallelGzipWriter *w = (ParallelGzipWriter *)base;
-    int rc = 0;
-    rc = io_sticky_finish(&w->st, "gzip");
+    int rc = io_sticky_finish(&w->st, "gzip");
     if (rc) return rc < 0 ? rc : 0;
     GzipSlot *s = NULL;
     rc = pgz_fill_slot(w, &s);

@@ -87,8 +87,7 @@ static int lzww_inc_hi(LzwWriter *w) {
 static int lzww_write(IoWriter *base, const void *buf, size_t len) {
     LzwWriter *w = (LzwWriter *)base;
     const uint8_t *p = buf;
-    int rc = 0;
-    rc = io_sticky_write(&w->st, "lzw");
+    int rc = io_sticky_write(&w->st, "lzw");
     if (rc) return rc;
     if (len == 0) return 0;
     uint32_t code = w->saved_code;
@@ -135,8 +134,7 @@ done:
 
 static int lzww_finish(IoWriter *base) {
     LzwWriter *w = (LzwWriter *)base;
-    int rc = 0;
-    rc = io_sticky_finish(&w->st, "lzw");
+    int rc = io_sticky_finish(&w->st, "lzw");
     if (rc) return rc < 0 ? rc : 0;
     if (w->saved_code != LZW_INVALID_CODE) {
         rc = lzww_emit(w, w->saved_code);
