@@ -102,24 +102,25 @@ static int is_blank(char c) {
     return c == ' ' || c == '\t' || c == '\r';
 }
 
+/* The first index from i on in p[0, len) whose character's is_blank differs from blank (len if
+ * none): past a run of blanks (blank = 1) or of field characters (blank = 0). */
+static size_t skip_run(const char *p, size_t len, size_t i, int blank) {
+    while (i < len && is_blank(p[i]) == blank)
+        i++;
+    return i;
+}
+
 /* One line (len bytes, no terminator) into kr; 0, or ERR_INVALID naming what and lineno. */
 static int parse_line(Keyring *kr, const char *p, size_t len, const char *what, size_t lineno) {
-    size_t i = 0;
-    while (i < len && is_blank(p[i]))
-        i++;
+    size_t i = skip_run(p, len, 0, 1);
     if (i == len || p[i] == '#') return 0;
     size_t id0 = i;
-    while (i < len && !is_blank(p[i]))
-        i++;
+    i = skip_run(p, len, i, 0);
     size_t id_len = i - id0;
-    while (i < len && is_blank(p[i]))
-        i++;
-    size_t k0 = i;
-    while (i < len && !is_blank(p[i]))
-        i++;
+    size_t k0 = i = skip_run(p, len, i, 1);
+    i = skip_run(p, len, i, 0);
     size_t k_len = i - k0;
-    while (i < len && is_blank(p[i]))
-        i++;
+    i = skip_run(p, len, i, 1);
     if (k_len == 0)
         return err_set(ERR_INVALID, "%s line %zu: want \"<key-id> <base64 of %d bytes>\"", what,
                        lineno, CRYPT_KEY_LEN);
