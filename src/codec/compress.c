@@ -639,13 +639,18 @@ IoWriter *compress_gzip_writer_new(const GzipWriterOptions *opt, IoWriter *next)
 
 typedef enum { DEC_RUNNING = 0, DEC_DONE, DEC_FAILED } DecState;
 
+/* Where a decoder (gzip, zlib, zstd) stands; its end, once reached, answers every later read. */
+typedef struct {
+    DecState state;
+    int err;       /* the failure's ERR_* code, when DEC_FAILED */
+    char msg[200]; /* its message */
+} DecStatus;
+
 typedef struct {
     IoReader base;
     IoReader *src;
     CompressKind kind;
-    DecState state;
-    int err;
-    char errmsg[200];
+    DecStatus st;
     int src_eof;
     z_stream zs;
     int zs_ready;
@@ -665,21 +670,24 @@ static const char *kind_name(CompressKind kind) {
 }
 
 /* Records a sticky failure (message formatted now) and returns code. */
-static int dec_fail(DecState *state, int *err, char *msg, size_t msg_cap, int code, const char *fmt,
-                    ...) __attribute__((format(printf, 6, 7)));
-static int dec_fail(DecState *state, int *err, char *msg, size_t msg_cap, int code, const char *fmt,
-                    ...) {
+static int dec_fail(DecStatus *st, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int dec_fail(DecStatus *st, int code, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, msg_cap, fmt, ap);
+    vsnprintf(st->msg, sizeof st->msg, fmt, ap);
     va_end(ap);
-    *state = DEC_FAILED;
-    *err = code;
-    return err_set(code, "%s", msg);
+    st->state = DEC_FAILED;
+    st->err = code;
+    return err_set(code, "%s", st->msg);
 }
 
-#define INFL_FAIL(r, code, ...)                                                                    \
-    dec_fail(&(r)->state, &(r)->err, (r)->errmsg, sizeof(r)->errmsg, code, __VA_ARGS__)
+/* At the top of each read: 1 while the decoder runs; 0 at its end; its failure again after one. */
+static int dec_running(const DecStatus *st) {
+    if (st->state == DEC_DONE) return 0;
+    if (st->state == DEC_FAILED) return err_set(st->err, "%s", st->msg);
+    return 1;
+}
 
 /* Refills the input buffer when it is empty. 0 or an error from src. */
 static int inflr_fill(InflateReader *r) {
@@ -687,7 +695,8 @@ static int inflr_fill(InflateReader *r) {
     size_t n = 0;
     int rc = io_read(r->src, r->in, sizeof r->in, &n);
     if (rc < 0)
-        return INFL_FAIL(r, rc, "%s: reading compressed input: %s", kind_name(r->kind), err_msg());
+        return dec_fail(&r->st, rc, "%s: reading compressed input: %s", kind_name(r->kind),
+                        err_msg());
     if (n == 0) r->src_eof = 1;
     r->zs.next_in = r->in;
     r->zs.avail_in = (uInt)n;
@@ -702,23 +711,22 @@ static int inflr_read(IoReader *base, void *buf, size_t cap, size_t *got) {
     if (cap == 0) return 0;
     if (cap > UINT_MAX) cap = UINT_MAX;
     for (;;) {
-        if (r->state == DEC_DONE) return 0;
-        if (r->state == DEC_FAILED) return err_set(r->err, "%s", r->errmsg);
+        if ((rc = dec_running(&r->st)) <= 0) return rc;
         rc = inflr_fill(r);
         if (rc < 0) return rc;
         if (!r->in_member) {
             if (r->zs.avail_in == 0) {
-                if (r->members == 0) return INFL_FAIL(r, ERR_CORRUPT, "%s: empty input", name);
-                r->state = DEC_DONE;
+                if (r->members == 0) return dec_fail(&r->st, ERR_CORRUPT, "%s: empty input", name);
+                r->st.state = DEC_DONE;
                 continue;
             }
             if (r->members > 0) {
                 /* Go's gzip reader reads concatenated members; zlib has exactly one stream. */
                 if (r->kind != COMPRESS_GZIP)
-                    return INFL_FAIL(r, ERR_CORRUPT, "%s: unexpected data after the stream end",
-                                     name);
+                    return dec_fail(&r->st, ERR_CORRUPT, "%s: unexpected data after the stream end",
+                                    name);
                 if (inflateReset(&r->zs) != Z_OK)
-                    return INFL_FAIL(r, ERR_CORRUPT, "%s: cannot reset inflate", name);
+                    return dec_fail(&r->st, ERR_CORRUPT, "%s: cannot reset inflate", name);
             }
             r->in_member = 1;
         }
@@ -734,15 +742,16 @@ static int inflr_read(IoReader *base, void *buf, size_t cap, size_t *got) {
         case Z_OK:
         case Z_BUF_ERROR:
             if (produced == 0 && r->zs.avail_in == 0 && r->src_eof)
-                return INFL_FAIL(r, ERR_CORRUPT, "%s: truncated stream (input ended early)", name);
+                return dec_fail(&r->st, ERR_CORRUPT, "%s: truncated stream (input ended early)",
+                                name);
             break;
         case Z_NEED_DICT:
-            return INFL_FAIL(r, ERR_CORRUPT, "%s: stream needs a preset dictionary", name);
+            return dec_fail(&r->st, ERR_CORRUPT, "%s: stream needs a preset dictionary", name);
         case Z_MEM_ERROR:
-            return INFL_FAIL(r, ERR_NOMEM, "%s: out of memory while inflating", name);
+            return dec_fail(&r->st, ERR_NOMEM, "%s: out of memory while inflating", name);
         default:
-            return INFL_FAIL(r, ERR_CORRUPT, "%s: corrupt stream: %s", name,
-                             r->zs.msg ? r->zs.msg : "inflate error");
+            return dec_fail(&r->st, ERR_CORRUPT, "%s: corrupt stream: %s", name,
+                            r->zs.msg ? r->zs.msg : "inflate error");
         }
         if (produced > 0) {
             *got = produced;
@@ -851,9 +860,7 @@ typedef struct {
     IoReader base;
     IoReader *src;
     ZSTD_DCtx *dctx;
-    DecState state;
-    int err;
-    char errmsg[200];
+    DecStatus st;
     int src_eof;
     int frame_done; /* the last call completed a frame and flushed it */
     int out_full;   /* the last call filled the caller's buffer: more may be buffered inside */
@@ -867,29 +874,31 @@ static int zstdr_read(IoReader *base, void *buf, size_t cap, size_t *got) {
     *got = 0;
     if (cap == 0) return 0;
     for (;;) {
-        if (r->state == DEC_DONE) return 0;
-        if (r->state == DEC_FAILED) return err_set(r->err, "%s", r->errmsg);
+        int rc = dec_running(&r->st);
+        if (rc <= 0) return rc;
         if (r->in.pos == r->in.size && !r->src_eof) {
             size_t n = 0;
-            int rc = io_read(r->src, r->inbuf, sizeof r->inbuf, &n);
-            if (rc < 0) return INFL_FAIL(r, rc, "zstd: reading compressed input: %s", err_msg());
+            rc = io_read(r->src, r->inbuf, sizeof r->inbuf, &n);
+            if (rc < 0)
+                return dec_fail(&r->st, rc, "zstd: reading compressed input: %s", err_msg());
             if (n == 0) r->src_eof = 1;
             r->in.src = r->inbuf;
             r->in.size = n;
             r->in.pos = 0;
         }
         if (r->in.pos == r->in.size && r->src_eof && !r->out_full) {
-            if (r->calls == 0) return INFL_FAIL(r, ERR_CORRUPT, "zstd: empty input");
+            if (r->calls == 0) return dec_fail(&r->st, ERR_CORRUPT, "zstd: empty input");
             if (!r->frame_done)
-                return INFL_FAIL(r, ERR_CORRUPT, "zstd: truncated stream (input ended early)");
-            r->state = DEC_DONE;
+                return dec_fail(&r->st, ERR_CORRUPT, "zstd: truncated stream (input ended early)");
+            r->st.state = DEC_DONE;
             continue;
         }
         ZSTD_outBuffer out = {buf, cap, 0};
         size_t ret = ZSTD_decompressStream(r->dctx, &out, &r->in);
         r->calls++;
         if (ZSTD_isError(ret))
-            return INFL_FAIL(r, ERR_CORRUPT, "zstd: corrupt stream: %s", ZSTD_getErrorName(ret));
+            return dec_fail(&r->st, ERR_CORRUPT, "zstd: corrupt stream: %s",
+                            ZSTD_getErrorName(ret));
         r->frame_done = ret == 0;
         r->out_full = ret != 0 && out.pos == out.size;
         if (out.pos > 0) {
