@@ -86,14 +86,7 @@ typedef struct {
 static int plainw_write(IoWriter *w, const void *buf, size_t len) {
     return io_write(((PlainWriter *)w)->next, buf, len);
 }
-static int plainw_finish(IoWriter *w) {
-    (void)w;
-    return 0;
-}
-static void plainw_free(IoWriter *w) {
-    free(w);
-}
-static const IoWriterVt plainw_vt = {plainw_write, plainw_finish, plainw_free};
+static const IoWriterVt plainw_vt = {plainw_write, io_finish_nothing, io_writer_free_self};
 
 typedef struct {
     IoReader base;
@@ -103,10 +96,7 @@ typedef struct {
 static int plainr_read(IoReader *r, void *buf, size_t cap, size_t *got) {
     return io_read(((PlainReader *)r)->src, buf, cap, got);
 }
-static void plainr_free(IoReader *r) {
-    free(r);
-}
-static const IoReaderVt plainr_vt = {plainr_read, plainr_free};
+static const IoReaderVt plainr_vt = {plainr_read, io_reader_free_self};
 
 /* ---- gzip and zlib writers ---- */
 
@@ -117,8 +107,7 @@ typedef struct {
     z_stream zs;
     int zs_ready;
     int header_done; /* gzip header written */
-    int finished;
-    int err; /* sticky error, 0 if none */
+    IoSticky st;
     uLong crc;
     uint32_t isize; /* input length mod 2^32, for the gzip trailer */
     uint8_t out[COMPRESS_BUF];
@@ -159,9 +148,8 @@ static int deflw_run(DeflateWriter *d, int flush) {
 static int deflw_write(IoWriter *w, const void *buf, size_t len) {
     DeflateWriter *d = (DeflateWriter *)w;
     const uint8_t *p = buf;
-    int rc = 0;
-    if (d->err) return err_set(d->err, "deflate: write after an earlier failure");
-    if (d->finished) return err_set(ERR_INVALID, "deflate: write after finish");
+    int rc = io_sticky_write(&d->st, "deflate");
+    if (rc) return rc;
     rc = deflw_header(d);
     if (rc < 0) goto done;
     while (len > 0) {
@@ -178,16 +166,13 @@ static int deflw_write(IoWriter *w, const void *buf, size_t len) {
         len -= n;
     }
 done:
-    if (rc < 0) d->err = rc;
-    return rc;
+    return io_sticky_keep(&d->st, rc);
 }
 
 static int deflw_finish(IoWriter *w) {
     DeflateWriter *d = (DeflateWriter *)w;
-    int rc = 0;
-    if (d->err) return err_set(d->err, "deflate: finish after an earlier failure");
-    if (d->finished) return 0;
-    d->finished = 1;
+    int rc = io_sticky_finish(&d->st, "deflate");
+    if (rc) return rc < 0 ? rc : 0;
     rc = deflw_header(d);
     if (rc < 0) goto done;
     d->zs.next_in = NULL;
@@ -204,8 +189,7 @@ static int deflw_finish(IoWriter *w) {
         rc = io_write(d->next, tr, sizeof tr);
     }
 done:
-    if (rc < 0) d->err = rc;
-    return rc;
+    return io_sticky_keep(&d->st, rc);
 }
 
 static void deflw_free(IoWriter *w) {
@@ -325,8 +309,7 @@ struct ParallelGzipWriter {
     uint64_t next_take;   /* next queued block a worker takes */
     uint64_t next_write;  /* oldest block not yet written to next */
     uint64_t total_in;
-    int finished;
-    int err;                                /* sticky */
+    IoSticky st;
     struct libdeflate_compressor *inline_c; /* a lone last block compressed on the caller */
 };
 
@@ -526,9 +509,8 @@ static int pgz_submit(ParallelGzipWriter *w) {
 static int pgz_write(IoWriter *base, const void *buf, size_t len) {
     ParallelGzipWriter *w = (ParallelGzipWriter *)base;
     const uint8_t *p = buf;
-    int rc = 0;
-    if (w->err) return err_set(w->err, "gzip: write after an earlier failure");
-    if (w->finished) return err_set(ERR_INVALID, "gzip: write after finish");
+    int rc = io_sticky_write(&w->st, "gzip");
+    if (rc) return rc;
     while (len > 0) {
         GzipSlot *s = NULL;
         rc = pgz_fill_slot(w, &s);
@@ -548,16 +530,13 @@ static int pgz_write(IoWriter *base, const void *buf, size_t len) {
         }
     }
 done:
-    if (rc < 0) w->err = rc;
-    return rc;
+    return io_sticky_keep(&w->st, rc);
 }
 
 static int pgz_finish(IoWriter *base) {
     ParallelGzipWriter *w = (ParallelGzipWriter *)base;
-    int rc = 0;
-    if (w->err) return err_set(w->err, "gzip: finish after an earlier failure");
-    if (w->finished) return 0;
-    w->finished = 1;
+    int rc = io_sticky_finish(&w->st, "gzip");
+    if (rc) return rc < 0 ? rc : 0;
     GzipSlot *s = NULL;
     rc = pgz_fill_slot(w, &s);
     if (rc < 0) goto done;
@@ -588,8 +567,7 @@ static int pgz_finish(IoWriter *base) {
     }
 done:
     pgz_stop(w);
-    if (rc < 0) w->err = rc;
-    return rc;
+    return io_sticky_keep(&w->st, rc);
 }
 
 static void pgz_free(IoWriter *base) {
@@ -661,13 +639,18 @@ IoWriter *compress_gzip_writer_new(const GzipWriterOptions *opt, IoWriter *next)
 
 typedef enum { DEC_RUNNING = 0, DEC_DONE, DEC_FAILED } DecState;
 
+/* Where a decoder (gzip, zlib, zstd) stands; its end, once reached, answers every later read. */
+typedef struct {
+    DecState state;
+    int err;       /* the failure's ERR_* code, when DEC_FAILED */
+    char msg[200]; /* its message */
+} DecStatus;
+
 typedef struct {
     IoReader base;
     IoReader *src;
     CompressKind kind;
-    DecState state;
-    int err;
-    char errmsg[200];
+    DecStatus st;
     int src_eof;
     z_stream zs;
     int zs_ready;
@@ -687,21 +670,24 @@ static const char *kind_name(CompressKind kind) {
 }
 
 /* Records a sticky failure (message formatted now) and returns code. */
-static int dec_fail(DecState *state, int *err, char *msg, size_t msg_cap, int code, const char *fmt,
-                    ...) __attribute__((format(printf, 6, 7)));
-static int dec_fail(DecState *state, int *err, char *msg, size_t msg_cap, int code, const char *fmt,
-                    ...) {
+static int dec_fail(DecStatus *st, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int dec_fail(DecStatus *st, int code, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, msg_cap, fmt, ap);
+    vsnprintf(st->msg, sizeof st->msg, fmt, ap);
     va_end(ap);
-    *state = DEC_FAILED;
-    *err = code;
-    return err_set(code, "%s", msg);
+    st->state = DEC_FAILED;
+    st->err = code;
+    return err_set(code, "%s", st->msg);
 }
 
-#define INFL_FAIL(r, code, ...)                                                                    \
-    dec_fail(&(r)->state, &(r)->err, (r)->errmsg, sizeof(r)->errmsg, code, __VA_ARGS__)
+/* At the top of each read: 1 while the decoder runs; 0 at its end; its failure again after one. */
+static int dec_running(const DecStatus *st) {
+    if (st->state == DEC_DONE) return 0;
+    if (st->state == DEC_FAILED) return err_set(st->err, "%s", st->msg);
+    return 1;
+}
 
 /* Refills the input buffer when it is empty. 0 or an error from src. */
 static int inflr_fill(InflateReader *r) {
@@ -709,7 +695,8 @@ static int inflr_fill(InflateReader *r) {
     size_t n = 0;
     int rc = io_read(r->src, r->in, sizeof r->in, &n);
     if (rc < 0)
-        return INFL_FAIL(r, rc, "%s: reading compressed input: %s", kind_name(r->kind), err_msg());
+        return dec_fail(&r->st, rc, "%s: reading compressed input: %s", kind_name(r->kind),
+                        err_msg());
     if (n == 0) r->src_eof = 1;
     r->zs.next_in = r->in;
     r->zs.avail_in = (uInt)n;
@@ -724,23 +711,22 @@ static int inflr_read(IoReader *base, void *buf, size_t cap, size_t *got) {
     if (cap == 0) return 0;
     if (cap > UINT_MAX) cap = UINT_MAX;
     for (;;) {
-        if (r->state == DEC_DONE) return 0;
-        if (r->state == DEC_FAILED) return err_set(r->err, "%s", r->errmsg);
+        if ((rc = dec_running(&r->st)) <= 0) return rc;
         rc = inflr_fill(r);
         if (rc < 0) return rc;
         if (!r->in_member) {
             if (r->zs.avail_in == 0) {
-                if (r->members == 0) return INFL_FAIL(r, ERR_CORRUPT, "%s: empty input", name);
-                r->state = DEC_DONE;
+                if (r->members == 0) return dec_fail(&r->st, ERR_CORRUPT, "%s: empty input", name);
+                r->st.state = DEC_DONE;
                 continue;
             }
             if (r->members > 0) {
                 /* Go's gzip reader reads concatenated members; zlib has exactly one stream. */
                 if (r->kind != COMPRESS_GZIP)
-                    return INFL_FAIL(r, ERR_CORRUPT, "%s: unexpected data after the stream end",
-                                     name);
+                    return dec_fail(&r->st, ERR_CORRUPT, "%s: unexpected data after the stream end",
+                                    name);
                 if (inflateReset(&r->zs) != Z_OK)
-                    return INFL_FAIL(r, ERR_CORRUPT, "%s: cannot reset inflate", name);
+                    return dec_fail(&r->st, ERR_CORRUPT, "%s: cannot reset inflate", name);
             }
             r->in_member = 1;
         }
@@ -756,15 +742,16 @@ static int inflr_read(IoReader *base, void *buf, size_t cap, size_t *got) {
         case Z_OK:
         case Z_BUF_ERROR:
             if (produced == 0 && r->zs.avail_in == 0 && r->src_eof)
-                return INFL_FAIL(r, ERR_CORRUPT, "%s: truncated stream (input ended early)", name);
+                return dec_fail(&r->st, ERR_CORRUPT, "%s: truncated stream (input ended early)",
+                                name);
             break;
         case Z_NEED_DICT:
-            return INFL_FAIL(r, ERR_CORRUPT, "%s: stream needs a preset dictionary", name);
+            return dec_fail(&r->st, ERR_CORRUPT, "%s: stream needs a preset dictionary", name);
         case Z_MEM_ERROR:
-            return INFL_FAIL(r, ERR_NOMEM, "%s: out of memory while inflating", name);
+            return dec_fail(&r->st, ERR_NOMEM, "%s: out of memory while inflating", name);
         default:
-            return INFL_FAIL(r, ERR_CORRUPT, "%s: corrupt stream: %s", name,
-                             r->zs.msg ? r->zs.msg : "inflate error");
+            return dec_fail(&r->st, ERR_CORRUPT, "%s: corrupt stream: %s", name,
+                            r->zs.msg ? r->zs.msg : "inflate error");
         }
         if (produced > 0) {
             *got = produced;
@@ -803,8 +790,7 @@ typedef struct {
     IoWriter base;
     IoWriter *next;
     ZSTD_CCtx *cctx;
-    int finished;
-    int err;
+    IoSticky st;
     uint8_t out[COMPRESS_BUF];
 } ZstdWriter;
 
@@ -826,24 +812,18 @@ static int zstdw_run(ZstdWriter *z, ZSTD_inBuffer *in, ZSTD_EndDirective directi
 
 static int zstdw_write(IoWriter *w, const void *buf, size_t len) {
     ZstdWriter *z = (ZstdWriter *)w;
-    if (z->err) return err_set(z->err, "zstd: write after an earlier failure");
-    if (z->finished) return err_set(ERR_INVALID, "zstd: write after finish");
-    if (len == 0) return 0;
+    int rc = io_sticky_write(&z->st, "zstd");
+    if (rc || len == 0) return rc;
     ZSTD_inBuffer in = {buf, len, 0};
-    int rc = zstdw_run(z, &in, ZSTD_e_continue);
-    if (rc < 0) z->err = rc;
-    return rc;
+    return io_sticky_keep(&z->st, zstdw_run(z, &in, ZSTD_e_continue));
 }
 
 static int zstdw_finish(IoWriter *w) {
     ZstdWriter *z = (ZstdWriter *)w;
-    if (z->err) return err_set(z->err, "zstd: finish after an earlier failure");
-    if (z->finished) return 0;
-    z->finished = 1;
+    int rc = io_sticky_finish(&z->st, "zstd");
+    if (rc) return rc < 0 ? rc : 0;
     ZSTD_inBuffer in = {NULL, 0, 0};
-    int rc = zstdw_run(z, &in, ZSTD_e_end);
-    if (rc < 0) z->err = rc;
-    return rc;
+    return io_sticky_keep(&z->st, zstdw_run(z, &in, ZSTD_e_end));
 }
 
 static void zstdw_free(IoWriter *w) {
@@ -880,9 +860,7 @@ typedef struct {
     IoReader base;
     IoReader *src;
     ZSTD_DCtx *dctx;
-    DecState state;
-    int err;
-    char errmsg[200];
+    DecStatus st;
     int src_eof;
     int frame_done; /* the last call completed a frame and flushed it */
     int out_full;   /* the last call filled the caller's buffer: more may be buffered inside */
@@ -896,29 +874,31 @@ static int zstdr_read(IoReader *base, void *buf, size_t cap, size_t *got) {
     *got = 0;
     if (cap == 0) return 0;
     for (;;) {
-        if (r->state == DEC_DONE) return 0;
-        if (r->state == DEC_FAILED) return err_set(r->err, "%s", r->errmsg);
+        int rc = dec_running(&r->st);
+        if (rc <= 0) return rc;
         if (r->in.pos == r->in.size && !r->src_eof) {
             size_t n = 0;
-            int rc = io_read(r->src, r->inbuf, sizeof r->inbuf, &n);
-            if (rc < 0) return INFL_FAIL(r, rc, "zstd: reading compressed input: %s", err_msg());
+            rc = io_read(r->src, r->inbuf, sizeof r->inbuf, &n);
+            if (rc < 0)
+                return dec_fail(&r->st, rc, "zstd: reading compressed input: %s", err_msg());
             if (n == 0) r->src_eof = 1;
             r->in.src = r->inbuf;
             r->in.size = n;
             r->in.pos = 0;
         }
         if (r->in.pos == r->in.size && r->src_eof && !r->out_full) {
-            if (r->calls == 0) return INFL_FAIL(r, ERR_CORRUPT, "zstd: empty input");
+            if (r->calls == 0) return dec_fail(&r->st, ERR_CORRUPT, "zstd: empty input");
             if (!r->frame_done)
-                return INFL_FAIL(r, ERR_CORRUPT, "zstd: truncated stream (input ended early)");
-            r->state = DEC_DONE;
+                return dec_fail(&r->st, ERR_CORRUPT, "zstd: truncated stream (input ended early)");
+            r->st.state = DEC_DONE;
             continue;
         }
         ZSTD_outBuffer out = {buf, cap, 0};
         size_t ret = ZSTD_decompressStream(r->dctx, &out, &r->in);
         r->calls++;
         if (ZSTD_isError(ret))
-            return INFL_FAIL(r, ERR_CORRUPT, "zstd: corrupt stream: %s", ZSTD_getErrorName(ret));
+            return dec_fail(&r->st, ERR_CORRUPT, "zstd: corrupt stream: %s",
+                            ZSTD_getErrorName(ret));
         r->frame_done = ret == 0;
         r->out_full = ret != 0 && out.pos == out.size;
         if (out.pos > 0) {

@@ -102,24 +102,25 @@ static int is_blank(char c) {
     return c == ' ' || c == '\t' || c == '\r';
 }
 
+/* The first index from i on in p[0, len) whose character's is_blank differs from blank (len if
+ * none): past a run of blanks (blank = 1) or of field characters (blank = 0). */
+static size_t skip_run(const char *p, size_t len, size_t i, int blank) {
+    while (i < len && is_blank(p[i]) == blank)
+        i++;
+    return i;
+}
+
 /* One line (len bytes, no terminator) into kr; 0, or ERR_INVALID naming what and lineno. */
 static int parse_line(Keyring *kr, const char *p, size_t len, const char *what, size_t lineno) {
-    size_t i = 0;
-    while (i < len && is_blank(p[i]))
-        i++;
+    size_t i = skip_run(p, len, 0, 1);
     if (i == len || p[i] == '#') return 0;
     size_t id0 = i;
-    while (i < len && !is_blank(p[i]))
-        i++;
+    i = skip_run(p, len, i, 0);
     size_t id_len = i - id0;
-    while (i < len && is_blank(p[i]))
-        i++;
-    size_t k0 = i;
-    while (i < len && !is_blank(p[i]))
-        i++;
+    size_t k0 = i = skip_run(p, len, i, 1);
+    i = skip_run(p, len, i, 0);
     size_t k_len = i - k0;
-    while (i < len && is_blank(p[i]))
-        i++;
+    i = skip_run(p, len, i, 1);
     if (k_len == 0)
         return err_set(ERR_INVALID, "%s line %zu: want \"<key-id> <base64 of %d bytes>\"", what,
                        lineno, CRYPT_KEY_LEN);
@@ -469,17 +470,24 @@ static int cw_finish(IoWriter *iw) {
     return rc;
 }
 
+/* Frees what a writer and a reader both own: the plaintext buffer of chunk bytes and the key
+ * (both wiped first), the frame buffer, the bound name and the cipher context (any NULL). */
+static void crypt_release(uint8_t *pt, size_t chunk, uint8_t *frame, char *binding,
+                          EVP_CIPHER_CTX *ctx, uint8_t key[CRYPT_KEY_LEN]) {
+    if (pt) {
+        OPENSSL_cleanse(pt, chunk);
+        free(pt);
+    }
+    free(frame);
+    free(binding);
+    EVP_CIPHER_CTX_free(ctx);
+    OPENSSL_cleanse(key, CRYPT_KEY_LEN);
+}
+
 static void cw_free(IoWriter *iw) {
     CryptWriter *w = (CryptWriter *)iw;
     if (!w) return;
-    if (w->pt) {
-        OPENSSL_cleanse(w->pt, w->chunk);
-        free(w->pt);
-    }
-    free(w->frame);
-    free(w->binding);
-    EVP_CIPHER_CTX_free(w->ctx);
-    OPENSSL_cleanse(w->key, sizeof w->key);
+    crypt_release(w->pt, w->chunk, w->frame, w->binding, w->ctx, w->key);
     free(w);
 }
 
@@ -786,14 +794,7 @@ static int cr_read(IoReader *ir, void *buf, size_t cap, size_t *got) {
 static void cr_free(IoReader *ir) {
     CryptReader *r = (CryptReader *)ir;
     if (!r) return;
-    if (r->pt) {
-        OPENSSL_cleanse(r->pt, r->chunk);
-        free(r->pt);
-    }
-    free(r->frame);
-    free(r->binding);
-    EVP_CIPHER_CTX_free(r->ctx);
-    OPENSSL_cleanse(r->key, sizeof r->key);
+    crypt_release(r->pt, r->chunk, r->frame, r->binding, r->ctx, r->key);
     free(r);
 }
 

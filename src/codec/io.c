@@ -28,6 +28,32 @@ void *io_reader_alloc(size_t size, const IoReaderVt *vt, const char *what) {
     return r;
 }
 
+int io_finish_nothing(IoWriter *w) {
+    (void)w;
+    return 0;
+}
+
+void io_writer_free_self(IoWriter *w) {
+    free(w);
+}
+
+void io_reader_free_self(IoReader *r) {
+    free(r);
+}
+
+int io_sticky_write(const IoSticky *st, const char *who) {
+    if (st->err) return err_set(st->err, "%s: write after an earlier failure", who);
+    if (st->finished) return err_set(ERR_INVALID, "%s: write after finish", who);
+    return 0;
+}
+
+int io_sticky_finish(IoSticky *st, const char *who) {
+    if (st->err) return err_set(st->err, "%s: finish after an earlier failure", who);
+    if (st->finished) return 1;
+    st->finished = 1;
+    return 0;
+}
+
 int io_read_full(IoReader *r, void *buf, size_t cap, size_t *got) {
     size_t total = 0;
     while (total < cap) {
@@ -85,14 +111,7 @@ static int fdw_write(IoWriter *w, const void *buf, size_t len) {
     }
     return 0;
 }
-static int fdw_finish(IoWriter *w) {
-    (void)w;
-    return 0;
-}
-static void fdw_free(IoWriter *w) {
-    free(w);
-}
-static const IoWriterVt fdw_vt = {fdw_write, fdw_finish, fdw_free};
+static const IoWriterVt fdw_vt = {fdw_write, io_finish_nothing, io_writer_free_self};
 
 IoWriter *io_fd_writer_new(int fd) {
     FdWriter *f = io_writer_alloc(sizeof *f, &fdw_vt, "fd writer");
@@ -118,10 +137,7 @@ static int fdr_read(IoReader *r, void *buf, size_t cap, size_t *got) {
         return 0;
     }
 }
-static void fdr_free(IoReader *r) {
-    free(r);
-}
-static const IoReaderVt fdr_vt = {fdr_read, fdr_free};
+static const IoReaderVt fdr_vt = {fdr_read, io_reader_free_self};
 
 IoReader *io_fd_reader_new(int fd) {
     FdReader *f = io_reader_alloc(sizeof *f, &fdr_vt, "fd reader");
@@ -145,7 +161,7 @@ static int memr_read(IoReader *r, void *buf, size_t cap, size_t *got) {
     *got = n;
     return 0;
 }
-static const IoReaderVt memr_vt = {memr_read, fdr_free};
+static const IoReaderVt memr_vt = {memr_read, io_reader_free_self};
 
 IoReader *io_mem_reader_new(const void *buf, size_t len) {
     MemReader *m = io_reader_alloc(sizeof *m, &memr_vt, "memory reader");
@@ -166,11 +182,7 @@ static int cnt_write(IoWriter *w, const void *buf, size_t len) {
     c->count += len;
     return c->next ? io_write(c->next, buf, len) : 0;
 }
-static int cnt_finish(IoWriter *w) {
-    (void)w;
-    return 0;
-}
-static const IoWriterVt cnt_vt = {cnt_write, cnt_finish, fdw_free};
+static const IoWriterVt cnt_vt = {cnt_write, io_finish_nothing, io_writer_free_self};
 
 IoWriter *io_counter_new(IoWriter *next, uint64_t **count_out) {
     struct IoCounter *c = io_writer_alloc(sizeof *c, &cnt_vt, "byte counter");
@@ -193,7 +205,7 @@ static int tim_write(IoWriter *w, const void *buf, size_t len) {
     *t->ns += phase_now_ns() - t0;
     return rc;
 }
-static const IoWriterVt tim_vt = {tim_write, cnt_finish, fdw_free};
+static const IoWriterVt tim_vt = {tim_write, io_finish_nothing, io_writer_free_self};
 
 IoWriter *io_timer_new(IoWriter *next, int64_t *ns) {
     IoTimer *t = io_writer_alloc(sizeof *t, &tim_vt, "stream timer");

@@ -57,6 +57,33 @@ static inline void io_reader_free(IoReader *r) {
 void *io_writer_alloc(size_t size, const IoWriterVt *vt, const char *what);
 void *io_reader_alloc(size_t size, const IoReaderVt *vt, const char *what);
 
+/* Stock vt entries for streams with nothing of their own to do there. io_finish_nothing: a
+ * finish for a writer that holds no buffered bytes; returns 0. io_writer_free_self and
+ * io_reader_free_self: a free for a stream that owns no memory but its own object (free(w)). */
+int io_finish_nothing(IoWriter *w);
+void io_writer_free_self(IoWriter *w);
+void io_reader_free_self(IoReader *r);
+
+/* The once-only state of a writer whose first failure ends it and whose finish is final: the
+ * gzip, zlib, LZW and zstd writers (compress.h, lzw.h) embed one. */
+typedef struct {
+    int err;      /* the first failure's ERR_* code, 0 if none */
+    int finished; /* finish ran */
+} IoSticky;
+
+/* Before a write: 0, or the earlier failure's code (or ERR_INVALID after finish), with a message
+ * "<who>: write after ..." set. */
+int io_sticky_write(const IoSticky *st, const char *who);
+/* Before a finish: 0 with finish marked as run; 1 when it already ran (a second finish does
+ * nothing and returns 0); or the earlier failure's code, with "<who>: finish after an earlier
+ * failure" set. */
+int io_sticky_finish(IoSticky *st, const char *who);
+/* Keeps rc as the failure when it is one (negative) and returns it unchanged. */
+static inline int io_sticky_keep(IoSticky *st, int rc) {
+    if (rc < 0) st->err = rc;
+    return rc;
+}
+
 /* Reads until buf is full or end of stream; *got < cap only at end of stream. */
 int io_read_full(IoReader *r, void *buf, size_t cap, size_t *got);
 

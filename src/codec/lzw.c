@@ -35,8 +35,7 @@ typedef struct {
     uint32_t hi;         /* code implied by the next emission */
     uint32_t overflow;   /* hi value at which width grows */
     uint32_t saved_code; /* code being extended across write calls, or LZW_INVALID_CODE */
-    int err;             /* sticky error code, 0 if none */
-    int finished;
+    IoSticky st;
     size_t out_len;
     uint8_t out[LZW_IO_BUF];
     /* key << 12 | code, key = prefix code << 8 | byte; 0 = empty slot. */
@@ -88,9 +87,8 @@ static int lzww_inc_hi(LzwWriter *w) {
 static int lzww_write(IoWriter *base, const void *buf, size_t len) {
     LzwWriter *w = (LzwWriter *)base;
     const uint8_t *p = buf;
-    int rc = 0;
-    if (w->err) return err_set(w->err, "lzw: write after an earlier failure");
-    if (w->finished) return err_set(ERR_INVALID, "lzw: write after finish");
+    int rc = io_sticky_write(&w->st, "lzw");
+    if (rc) return rc;
     if (len == 0) return 0;
     uint32_t code = w->saved_code;
     if (code == LZW_INVALID_CODE) {
@@ -131,16 +129,13 @@ static int lzww_write(IoWriter *base, const void *buf, size_t len) {
     }
     w->saved_code = code;
 done:
-    if (rc < 0) w->err = rc;
-    return rc;
+    return io_sticky_keep(&w->st, rc);
 }
 
 static int lzww_finish(IoWriter *base) {
     LzwWriter *w = (LzwWriter *)base;
-    int rc = 0;
-    if (w->err) return err_set(w->err, "lzw: finish after an earlier failure");
-    if (w->finished) return 0;
-    w->finished = 1;
+    int rc = io_sticky_finish(&w->st, "lzw");
+    if (rc) return rc < 0 ? rc : 0;
     if (w->saved_code != LZW_INVALID_CODE) {
         rc = lzww_emit(w, w->saved_code);
         if (rc < 0) goto done;
@@ -160,15 +155,11 @@ static int lzww_finish(IoWriter *base) {
     }
     rc = lzww_flush(w);
 done:
-    if (rc < 0) w->err = rc;
+    io_sticky_keep(&w->st, rc);
     return rc < 0 ? rc : 0;
 }
 
-static void lzww_free(IoWriter *base) {
-    free(base);
-}
-
-static const IoWriterVt lzww_vt = {lzww_write, lzww_finish, lzww_free};
+static const IoWriterVt lzww_vt = {lzww_write, lzww_finish, io_writer_free_self};
 
 IoWriter *lzw_writer_new(IoWriter *next) {
     LzwWriter *w = io_writer_alloc(sizeof *w, &lzww_vt, "lzw writer");
@@ -352,11 +343,7 @@ static int lzwr_read(IoReader *base, void *buf, size_t cap, size_t *got) {
     }
 }
 
-static void lzwr_free(IoReader *base) {
-    free(base);
-}
-
-static const IoReaderVt lzwr_vt = {lzwr_read, lzwr_free};
+static const IoReaderVt lzwr_vt = {lzwr_read, io_reader_free_self};
 
 IoReader *lzw_reader_new(IoReader *src) {
     LzwReader *r = io_reader_alloc(sizeof *r, &lzwr_vt, "lzw reader");

@@ -56,22 +56,13 @@ void sha256_free(Sha256 *s) {
 
 /* ---- hashing pass-through writer ---- */
 
+/* The part both hashing filters share, first in each: the stream, next (borrowed, may be NULL)
+ * and the running hash (owned). */
 typedef struct {
     IoWriter base;
     IoWriter *next;
     Sha256 *sha;
 } Sha256Writer;
-
-static int shaw_write(IoWriter *w, const void *buf, size_t len) {
-    Sha256Writer *s = (Sha256Writer *)w;
-    sha256_update(s->sha, buf, len);
-    return s->next ? io_write(s->next, buf, len) : 0;
-}
-
-static int shaw_finish(IoWriter *w) {
-    (void)w;
-    return 0;
-}
 
 static void shaw_free(IoWriter *w) {
     Sha256Writer *s = (Sha256Writer *)w;
@@ -79,10 +70,10 @@ static void shaw_free(IoWriter *w) {
     free(s);
 }
 
-static const IoWriterVt shaw_vt = {shaw_write, shaw_finish, shaw_free};
-
-IoWriter *sha256_writer_new(IoWriter *next) {
-    Sha256Writer *s = io_writer_alloc(sizeof *s, &shaw_vt, "sha256 writer");
+/* Allocates a zeroed filter of size bytes starting with a Sha256Writer, with vt, next and a new
+ * hash. NULL with the error set. */
+static void *sha_filter_new(size_t size, const IoWriterVt *vt, const char *what, IoWriter *next) {
+    Sha256Writer *s = io_writer_alloc(size, vt, what);
     if (!s) return NULL;
     s->next = next;
     s->sha = sha256_new();
@@ -90,7 +81,20 @@ IoWriter *sha256_writer_new(IoWriter *next) {
         free(s);
         return NULL;
     }
-    return &s->base;
+    return s;
+}
+
+static int shaw_write(IoWriter *w, const void *buf, size_t len) {
+    Sha256Writer *s = (Sha256Writer *)w;
+    sha256_update(s->sha, buf, len);
+    return s->next ? io_write(s->next, buf, len) : 0;
+}
+
+static const IoWriterVt shaw_vt = {shaw_write, io_finish_nothing, shaw_free};
+
+IoWriter *sha256_writer_new(IoWriter *next) {
+    Sha256Writer *s = sha_filter_new(sizeof *s, &shaw_vt, "sha256 writer", next);
+    return s ? &s->base : NULL;
 }
 
 void sha256_writer_digest(IoWriter *w, uint8_t out[SHA256_LEN]) {
@@ -101,10 +105,8 @@ void sha256_writer_digest(IoWriter *w, uint8_t out[SHA256_LEN]) {
 /* ---- trailer checker ---- */
 
 typedef struct {
-    IoWriter base;
-    IoWriter *next;
+    Sha256Writer hw; /* first: the stream, next and the hash of the released bytes */
     int strip;
-    Sha256 *sha;
     uint64_t total;           /* bytes written so far, trailer candidate included */
     uint8_t held[SHA256_LEN]; /* the newest min(total, 32) bytes, oldest first */
     size_t held_len;
@@ -113,8 +115,8 @@ typedef struct {
 /* Hashes bytes that are now known not to be part of the trailer; forwards them when stripping. */
 static int tc_release(TrailerChecker *t, const uint8_t *p, size_t n) {
     if (n == 0) return 0;
-    sha256_update(t->sha, p, n);
-    return (t->strip && t->next) ? io_write(t->next, p, n) : 0;
+    sha256_update(t->hw.sha, p, n);
+    return (t->strip && t->hw.next) ? io_write(t->hw.next, p, n) : 0;
 }
 
 static int tc_write(IoWriter *w, const void *buf, size_t len) {
@@ -123,8 +125,8 @@ static int tc_write(IoWriter *w, const void *buf, size_t len) {
     int rc = 0;
     if (len == 0) return 0;
     /* Without stripping, next sees every byte at once: no need to delay it. */
-    if (!t->strip && t->next) {
-        rc = io_write(t->next, buf, len);
+    if (!t->strip && t->hw.next) {
+        rc = io_write(t->hw.next, buf, len);
         if (rc < 0) return rc;
     }
     t->total += len;
@@ -148,30 +150,13 @@ static int tc_write(IoWriter *w, const void *buf, size_t len) {
     return 0;
 }
 
-static int tc_finish(IoWriter *w) {
-    (void)w;
-    return 0;
-}
-
-static void tc_free(IoWriter *w) {
-    TrailerChecker *t = (TrailerChecker *)w;
-    sha256_free(t->sha);
-    free(t);
-}
-
-static const IoWriterVt tc_vt = {tc_write, tc_finish, tc_free};
+static const IoWriterVt tc_vt = {tc_write, io_finish_nothing, shaw_free};
 
 IoWriter *trailer_checker_new(IoWriter *next, int strip) {
-    TrailerChecker *t = io_writer_alloc(sizeof *t, &tc_vt, "trailer checker");
+    TrailerChecker *t = sha_filter_new(sizeof *t, &tc_vt, "trailer checker", next);
     if (!t) return NULL;
-    t->next = next;
     t->strip = strip;
-    t->sha = sha256_new();
-    if (!t->sha) {
-        free(t);
-        return NULL;
-    }
-    return &t->base;
+    return &t->hw.base;
 }
 
 int trailer_check_result(IoWriter *w, uint64_t *payload_len) {
@@ -182,7 +167,7 @@ int trailer_check_result(IoWriter *w, uint64_t *payload_len) {
         return err_set(ERR_CORRUPT,
                        "sha256 trailer: only %llu bytes, need a payload and a 32-byte trailer",
                        (unsigned long long)t->total);
-    int rc = sha256_peek(t->sha, digest);
+    int rc = sha256_peek(t->hw.sha, digest);
     if (rc < 0) return rc;
     if (memcmp(digest, t->held, SHA256_LEN) != 0)
         return err_set(ERR_CORRUPT,

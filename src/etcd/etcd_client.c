@@ -6,6 +6,7 @@
 #include "etcd_client.h"
 
 #include "common/err.h"
+#include "common/mem.h"
 #include "etcd.pb-c.h"
 #include "grpc.h"
 
@@ -306,10 +307,7 @@ void etcd_client_free(EtcdClient *c) {
     free(c->endpoints);
     free_secret(c->username);
     free_secret(c->password);
-    free(c->rops);
-    free(c->rop_ptrs);
-    free(c->puts);
-    free(c->dels);
+    FREE_ALL(c->rops, c->rop_ptrs, c->puts, c->dels);
     for (size_t i = 0; i < c->n_frames; i++)
         grpc_frame_free(&c->frames[i]);
     free(c->frames);

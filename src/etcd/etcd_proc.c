@@ -224,7 +224,7 @@ static int probe(const EtcdProcConfig *cfg, const char *url) {
 
 /* The etcd command line of one start attempt: argv points into the buffers beside it. */
 typedef struct {
-    char icl[320], quota[32], maxreq[32], maxops[32], snaps[32], batch[32];
+    char icl[320], snaps[32], num[4][32]; /* num: the optional numeric flags' values */
     char *argv[MAX_ARGS];
 } EtcdArgs;
 
@@ -255,25 +255,21 @@ static void make_args(const EtcdProcConfig *cfg, const char *bin, const char *na
              (long long)(cfg->snapshot_count > 0 ? cfg->snapshot_count : 100000));
     ARG("--snapshot-count");
     ARG(a->snaps);
-    if (cfg->backend_batch_interval_ms > 0) {
-        snprintf(a->batch, sizeof a->batch, "%dms", cfg->backend_batch_interval_ms);
-        ARG("--backend-batch-interval");
-        ARG(a->batch);
-    }
-    if (cfg->quota_bytes > 0) {
-        snprintf(a->quota, sizeof a->quota, "%lld", (long long)cfg->quota_bytes);
-        ARG("--quota-backend-bytes");
-        ARG(a->quota);
-    }
-    if (cfg->max_request_bytes > 0) {
-        snprintf(a->maxreq, sizeof a->maxreq, "%lld", (long long)cfg->max_request_bytes);
-        ARG("--max-request-bytes");
-        ARG(a->maxreq);
-    }
-    if (cfg->max_txn_ops > 0) {
-        snprintf(a->maxops, sizeof a->maxops, "%lld", (long long)cfg->max_txn_ops);
-        ARG("--max-txn-ops");
-        ARG(a->maxops);
+    /* each only when set (> 0), else etcd's default */
+    const struct {
+        int64_t value;
+        const char *flag, *unit;
+    } nums[4] = {
+        {cfg->backend_batch_interval_ms, "--backend-batch-interval", "ms"},
+        {cfg->quota_bytes, "--quota-backend-bytes", ""},
+        {cfg->max_request_bytes, "--max-request-bytes", ""},
+        {cfg->max_txn_ops, "--max-txn-ops", ""},
+    };
+    for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) {
+        if (nums[i].value <= 0) continue;
+        snprintf(a->num[i], sizeof a->num[i], "%lld%s", (long long)nums[i].value, nums[i].unit);
+        ARG(nums[i].flag);
+        ARG(a->num[i]);
     }
     if (cfg->unsafe_no_fsync) ARG("--unsafe-no-fsync");
     for (size_t i = 0; i < n_extra; i++)

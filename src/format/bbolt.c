@@ -280,6 +280,13 @@ static int expect_tree_page(BboltDb *db, const BbPage *pg, uint64_t from) {
     return page_check_count(db, pg);
 }
 
+/* read_page, then expect_tree_page: page id, reached from page from, as a branch or a leaf. */
+static int read_tree_page(BbWalk *w, unsigned depth, uint64_t id, uint64_t from, BbPage *pg) {
+    int rc = read_page(w, depth, id, from, pg);
+    if (rc) return rc;
+    return expect_tree_page(w->db, pg, from);
+}
+
 /* Looks key up in bucket bk (Cursor.Seek then exact match). On a hit, *val_out is a malloc'd
  * copy of the value (owned by the caller), *flags_out the element flags. *found = 0 on a miss. */
 static int bucket_get_n(BbWalk *w, const BbBucket *bk, const uint8_t *k, uint32_t klen, int *found,
@@ -295,9 +302,7 @@ static int bucket_get_n(BbWalk *w, const BbBucket *bk, const uint8_t *k, uint32_
         if (bk->root == 0) {
             pg = bk->inl;
         } else {
-            rc = read_page(w, depth, id, from, &pg);
-            if (rc) return rc;
-            rc = expect_tree_page(db, &pg, from);
+            rc = read_tree_page(w, depth, id, from, &pg);
             if (rc) return rc;
         }
         BbElem e;
@@ -350,9 +355,7 @@ static int tree_last_key(BbWalk *w, unsigned depth, uint64_t id, uint64_t from, 
                          uint8_t head[8], uint32_t *ksize) {
     BboltDb *db = w->db;
     BbPage pg;
-    int rc = read_page(w, depth, id, from, &pg);
-    if (rc) return rc;
-    rc = expect_tree_page(db, &pg, from);
+    int rc = read_tree_page(w, depth, id, from, &pg);
     if (rc) return rc;
     BbElem e;
     if (pg.flags == BB_FLAG_LEAF) {
@@ -616,9 +619,7 @@ static int cursor_push(BboltCursor *c, uint64_t id, uint64_t from) {
                            db->path, (unsigned long long)id, (unsigned long long)from);
     }
     BbPage pg;
-    int rc = read_page(&c->w, c->depth, id, from, &pg);
-    if (rc) return rc;
-    rc = expect_tree_page(db, &pg, from);
+    int rc = read_tree_page(&c->w, c->depth, id, from, &pg);
     if (rc) return rc;
     c->stack[c->depth].pg = pg;
     c->stack[c->depth].next = 0;

@@ -8,6 +8,7 @@
 #include "bbolt_layout.h"
 #include "../common/byteorder.h"
 #include "../common/err.h"
+#include "../common/mem.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,11 +84,7 @@ int bbolt_stream_new(BboltStream **out) {
 
 void bbolt_stream_free(BboltStream *s) {
     if (!s) return;
-    free(s->win);
-    free(s->scratch);
-    free(s->pend);
-    free(s->br);
-    free(s->leaf);
+    FREE_ALL(s->win, s->scratch, s->pend, s->br, s->leaf);
     for (size_t i = 0; i < s->ncap; i++)
         free(s->cap[i].data);
     free(s->rootpg);

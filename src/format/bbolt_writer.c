@@ -477,16 +477,21 @@ int bbolt_writer_begin_bucket(BboltWriter *w, const void *name, size_t len) {
     return 0;
 }
 
-int bbolt_writer_put(BboltWriter *w, const void *key, size_t key_len, const void *value,
-                     size_t value_len) {
-    char d[200];
+/* 0 when w is usable and a bucket below the root is open for op; else the error, naming op and
+ * adding root_note (may be "") on what the root bucket does not take. */
+static int need_bucket(BboltWriter *w, const char *op, const char *root_note) {
     int rc = usable(w);
     if (rc) return rc;
     if (w->nbk <= 1)
-        return err_set(ERR_INVALID,
-                       "%s: put with no bucket open (the root bucket holds buckets "
-                       "only)",
-                       w->path);
+        return err_set(ERR_INVALID, "%s: %s with no bucket open%s", w->path, op, root_note);
+    return 0;
+}
+
+int bbolt_writer_put(BboltWriter *w, const void *key, size_t key_len, const void *value,
+                     size_t value_len) {
+    char d[200];
+    int rc = need_bucket(w, "put", " (the root bucket holds buckets only)");
+    if (rc) return rc;
     if ((rc = check_key(w, key_len, "key"))) return rc;
     if ((uint64_t)value_len > BW_MAX_VALUE)
         return err_set(ERR_INVALID, "%s: %s: value of %zu bytes, bbolt allows %llu", w->path,
@@ -500,9 +505,8 @@ int bbolt_writer_put(BboltWriter *w, const void *key, size_t key_len, const void
 }
 
 int bbolt_writer_end_bucket(BboltWriter *w) {
-    int rc = usable(w);
+    int rc = need_bucket(w, "end_bucket", "");
     if (rc) return rc;
-    if (w->nbk <= 1) return err_set(ERR_INVALID, "%s: end_bucket with no bucket open", w->path);
     BwBucket *b = w->bk[w->nbk - 1];
     uint64_t root = 0;
     uint8_t val[BB_BUCKET_HEADER];
@@ -517,13 +521,8 @@ int bbolt_writer_end_bucket(BboltWriter *w) {
 }
 
 int bbolt_writer_set_sequence(BboltWriter *w, uint64_t seq) {
-    int rc = usable(w);
+    int rc = need_bucket(w, "set_sequence", " (the root bucket's sequence is 0)");
     if (rc) return rc;
-    if (w->nbk <= 1)
-        return err_set(ERR_INVALID,
-                       "%s: set_sequence with no bucket open (the root bucket's "
-                       "sequence is 0)",
-                       w->path);
     w->bk[w->nbk - 1]->seq = seq;
     return 0;
 }

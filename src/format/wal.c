@@ -178,39 +178,81 @@ static int pb_fail(const char *what, const char *why) {
     return err_set(ERR_CORRUPT, "%s: %s", what, why);
 }
 
-/* raftpb.ConfState: voters=1, learners=2, voters_outgoing=3, learners_next=4 (repeated uint64,
- * plain or packed), auto_leave=5 (bool). Only checked, not kept. */
-static const char *pb_check_confstate(const uint8_t *p, size_t n) {
+/* One field a table-driven decode (pb_decode) takes: its number, the wire types it may come with
+ * (bit 1 << wire type), the reason when it comes with another, and a check run on each bytes
+ * value (NULL: none). */
+typedef struct {
+    int32_t num;
+    unsigned wires;
+    const char *wrong_wire;
+    const char *(*check)(const uint8_t *p, size_t n);
+} PbField;
+
+/* A field's last occurrence: v for a varint, p and n for bytes (borrowed from the message). */
+typedef struct {
+    uint64_t v;
+    const uint8_t *p;
+    size_t n;
+    int seen;
+} PbValue;
+
+/* Decodes the message p[0, n): each field numbered in fields[0, nf) must come with one of its wire
+ * types, and its value (check passed) goes to vals[i], zeroed first; the last occurrence wins, as
+ * gogoproto merges. Every other field is skipped. NULL, or a static reason. */
+static const char *pb_decode(const uint8_t *p, size_t n, const PbField *fields, size_t nf,
+                             PbValue *vals) {
     Pb b = pb_make(p, n);
+    memset(vals, 0, nf * sizeof *vals);
     while (b.p < b.end) {
         int32_t f;
         unsigned w;
-        uint64_t v;
         const char *why = pb_tag(&b, &f, &w);
         if (why) return why;
-        if (f >= 1 && f <= 4) {
-            if (w == PB_VARINT) {
-                why = pb_varint(&b, &v);
-            } else if (w == PB_BYTES) {
-                const uint8_t *pp = NULL;
-                size_t pn = 0;
-                why = pb_bytes(&b, &pp, &pn);
-                if (why) return why;
-                Pb packed = pb_make(pp, pn);
-                while (!why && packed.p < packed.end)
-                    why = pb_varint(&packed, &v);
-            } else {
-                return "ConfState: wrong wire type for a repeated uint64";
-            }
-        } else if (f == 5) {
-            if (w != PB_VARINT) return "ConfState: wrong wire type for auto_leave";
-            why = pb_varint(&b, &v);
+        size_t i = 0;
+        while (i < nf && fields[i].num != f)
+            i++;
+        if (i == nf) {
+            if ((why = pb_skip(&b, w))) return why;
+            continue;
+        }
+        if (!(fields[i].wires & (1u << w))) return fields[i].wrong_wire;
+        PbValue *v = &vals[i];
+        if (w == PB_VARINT) {
+            why = pb_varint(&b, &v->v);
         } else {
-            why = pb_skip(&b, w);
+            why = pb_bytes(&b, &v->p, &v->n);
+            if (!why && fields[i].check) why = fields[i].check(v->p, v->n);
         }
         if (why) return why;
+        v->seen = 1;
     }
     return NULL;
+}
+
+/* A packed repeated varint field's bytes: varints to the end, none cut short. */
+static const char *pb_check_packed(const uint8_t *p, size_t n) {
+    Pb packed = pb_make(p, n);
+    uint64_t v;
+    const char *why = NULL;
+    while (!why && packed.p < packed.end)
+        why = pb_varint(&packed, &v);
+    return why;
+}
+
+/* raftpb.ConfState: voters=1, learners=2, voters_outgoing=3, learners_next=4 (repeated uint64,
+ * plain or packed), auto_leave=5 (bool). Only checked, not kept. */
+static const char *pb_check_confstate(const uint8_t *p, size_t n) {
+    static const char repeated[] = "ConfState: wrong wire type for a repeated uint64";
+    enum { plain_or_packed = 1u << PB_VARINT | 1u << PB_BYTES };
+    static const PbField fields[] = {
+        {1, plain_or_packed, repeated, pb_check_packed},
+        {2, plain_or_packed, repeated, pb_check_packed},
+        {3, plain_or_packed, repeated, pb_check_packed},
+        {4, plain_or_packed, repeated, pb_check_packed},
+        {5, 1u << PB_VARINT, "ConfState: wrong wire type for auto_leave", NULL},
+    };
+    PbValue vals[5];
+    return pb_decode(p, n, fields, 5, vals);
 }
 
 /* Shared by raftpb.Entry {type=1, term=2, index=3, data=4} and raftpb.HardState {term=1, vote=2,
@@ -219,22 +261,21 @@ static const char *pb_check_confstate(const uint8_t *p, size_t n) {
  * else skipped like any other field. */
 static int decode_three_varints(const char *what, const uint8_t *p, size_t n, uint64_t vals[3],
                                 const uint8_t **data, size_t *data_len) {
-    Pb b = pb_make(p, n);
-    vals[0] = vals[1] = vals[2] = 0;
-    while (b.p < b.end) {
-        int32_t f;
-        unsigned w;
-        const char *why = pb_tag(&b, &f, &w);
-        if (why) return pb_fail(what, why);
-        if (f >= 1 && f <= 3) {
-            if (w != PB_VARINT) return pb_fail(what, "wrong wire type for a varint");
-            if ((why = pb_varint(&b, &vals[f - 1]))) return pb_fail(what, why);
-        } else if (f == 4 && data) {
-            if (w != PB_BYTES) return pb_fail(what, "wrong wire type for data");
-            if ((why = pb_bytes(&b, data, data_len))) return pb_fail(what, why);
-        } else if ((why = pb_skip(&b, w))) {
-            return pb_fail(what, why);
-        }
+    static const char varint[] = "wrong wire type for a varint";
+    static const PbField fields[] = {
+        {1, 1u << PB_VARINT, varint, NULL},
+        {2, 1u << PB_VARINT, varint, NULL},
+        {3, 1u << PB_VARINT, varint, NULL},
+        {4, 1u << PB_BYTES, "wrong wire type for data", NULL},
+    };
+    PbValue v[4];
+    const char *why = pb_decode(p, n, fields, data ? 4 : 3, v);
+    if (why) return pb_fail(what, why);
+    for (int i = 0; i < 3; i++)
+        vals[i] = v[i].v;
+    if (data && v[3].seen) {
+        *data = v[3].p;
+        *data_len = v[3].n;
     }
     return 0;
 }
@@ -266,27 +307,17 @@ int wal_decode_hardstate(const uint8_t *p, size_t n, WalHardState *out) {
  * repeated occurrences of a message field the same way). */
 static int decode_snap_meta(const char *what, const uint8_t *p, size_t n, int f_index, int f_term,
                             int f_conf, uint64_t *index, uint64_t *term) {
-    Pb b = pb_make(p, n);
-    while (b.p < b.end) {
-        int32_t f;
-        unsigned w;
-        uint64_t v;
-        const char *why = pb_tag(&b, &f, &w);
-        if (why) return pb_fail(what, why);
-        if (f == f_index || f == f_term) {
-            if (w != PB_VARINT) return pb_fail(what, "wrong wire type for a varint");
-            if ((why = pb_varint(&b, &v))) return pb_fail(what, why);
-            *(f == f_index ? index : term) = v;
-        } else if (f == f_conf) {
-            const uint8_t *cp;
-            size_t cn;
-            if (w != PB_BYTES) return pb_fail(what, "wrong wire type for conf_state");
-            if ((why = pb_bytes(&b, &cp, &cn))) return pb_fail(what, why);
-            if ((why = pb_check_confstate(cp, cn))) return pb_fail(what, why);
-        } else if ((why = pb_skip(&b, w))) {
-            return pb_fail(what, why);
-        }
-    }
+    static const char varint[] = "wrong wire type for a varint";
+    const PbField fields[] = {
+        {f_index, 1u << PB_VARINT, varint, NULL},
+        {f_term, 1u << PB_VARINT, varint, NULL},
+        {f_conf, 1u << PB_BYTES, "wrong wire type for conf_state", pb_check_confstate},
+    };
+    PbValue v[3];
+    const char *why = pb_decode(p, n, fields, 3, v);
+    if (why) return pb_fail(what, why);
+    if (v[0].seen) *index = v[0].v;
+    if (v[1].seen) *term = v[1].v;
     return 0;
 }
 
@@ -573,28 +604,22 @@ static int seg_torn(WalSegment *s, uint64_t off, const char *why) {
     return WAL_NEXT_TORN;
 }
 
-/* walpb.Record */
+/* walpb.Record {type=1, crc=2, data=3}: fields present overwrite rec's. */
 static const char *decode_record(const uint8_t *p, size_t n, WalRecord *rec) {
-    Pb b = pb_make(p, n);
-    while (b.p < b.end) {
-        int32_t f;
-        unsigned w;
-        uint64_t v;
-        const char *why = pb_tag(&b, &f, &w);
-        if (why) return why;
-        if (f == 1 || f == 2) {
-            if (w != PB_VARINT) return "wrong wire type for type/crc";
-            if ((why = pb_varint(&b, &v))) return why;
-            if (f == 1)
-                rec->type = (int64_t)v;
-            else
-                rec->crc = (uint32_t)v;
-        } else if (f == 3) {
-            if (w != PB_BYTES) return "wrong wire type for data";
-            if ((why = pb_bytes(&b, &rec->data, &rec->len))) return why;
-        } else if ((why = pb_skip(&b, w))) {
-            return why;
-        }
+    static const char type_crc[] = "wrong wire type for type/crc";
+    static const PbField fields[] = {
+        {1, 1u << PB_VARINT, type_crc, NULL},
+        {2, 1u << PB_VARINT, type_crc, NULL},
+        {3, 1u << PB_BYTES, "wrong wire type for data", NULL},
+    };
+    PbValue v[3];
+    const char *why = pb_decode(p, n, fields, 3, v);
+    if (why) return why;
+    if (v[0].seen) rec->type = (int64_t)v[0].v;
+    if (v[1].seen) rec->crc = (uint32_t)v[1].v;
+    if (v[2].seen) {
+        rec->data = v[2].p;
+        rec->len = v[2].n;
     }
     return NULL;
 }
