@@ -6,6 +6,7 @@
  * accepts what Go's decoder accepts (case-insensitive keys, unknown keys ignored). */
 #include "delta.h"
 #include "../codec/base64.h"
+#include "../common/array.h"
 #include "../common/err.h"
 #include "../common/fsutil.h"
 
@@ -184,16 +185,8 @@ struct DeltaWriter {
 static int sc_reserve(DeltaWriter *w, size_t more) {
     if (more > SIZE_MAX / 2 - w->scratch_len)
         return err_set(ERR_NOMEM, "delta event encoding too large");
-    size_t need = w->scratch_len + more;
-    if (need <= w->scratch_cap) return 0;
-    size_t cap = w->scratch_cap ? w->scratch_cap : 1024;
-    while (cap < need)
-        cap *= 2;
-    uint8_t *p = realloc(w->scratch, cap);
-    if (!p) return err_set(ERR_NOMEM, "delta: out of memory encoding an event of %zu bytes", need);
-    w->scratch = p;
-    w->scratch_cap = cap;
-    return 0;
+    return array_reserve_bytes(&w->scratch, &w->scratch_cap, w->scratch_len + more, 1024,
+                               "delta: encoding an event");
 }
 
 static int sc_put(DeltaWriter *w, const void *p, size_t n) {

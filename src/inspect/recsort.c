@@ -1,5 +1,6 @@
 /* recsort: see recsort.h. */
 #include "recsort.h"
+#include "../common/array.h"
 #include "../common/err.h"
 #include "../format/bbolt.h"
 
@@ -262,22 +263,9 @@ int recsort_add(RecSort *s, const InspectRec *h, const uint8_t *key, const uint8
     size_t need = (rec_bytes(h) + 7) & ~(size_t)7;
     int rc;
     if (s->n && s->used + need > s->limit && (rc = spill(s))) return rc;
-    if (s->used + need > s->acap) {
-        size_t cap = s->acap ? s->acap : 4096;
-        while (cap < s->used + need)
-            cap *= 2;
-        uint8_t *p = realloc(s->arena, cap);
-        if (!p) return err_set(ERR_NOMEM, "out of memory for the records being sorted");
-        s->arena = p;
-        s->acap = cap;
-    }
-    if (s->n == s->ocap) {
-        size_t cap = s->ocap ? 2 * s->ocap : 1024;
-        size_t *p = realloc(s->offs, cap * sizeof *p);
-        if (!p) return err_set(ERR_NOMEM, "out of memory for the records being sorted");
-        s->offs = p;
-        s->ocap = cap;
-    }
+    if ((rc = array_reserve_bytes(&s->arena, &s->acap, s->used + need, 4096, "sorted records")) ||
+        (rc = array_reserve(&s->offs, &s->ocap, s->n, sizeof *s->offs, 1024, "sorted records")))
+        return rc;
     uint8_t *at = s->arena + s->used;
     memcpy(at, h, sizeof *h);
     if (h->key_len) memcpy(at + sizeof *h, key, h->key_len);

@@ -4,6 +4,7 @@
 #include "restore_stage.h"
 #include "cluster.h"
 #include "../codec/sha256.h"
+#include "../common/array.h"
 #include "../common/err.h"
 #include "../common/fsutil.h"
 #include "../common/i64map.h"
@@ -199,16 +200,8 @@ static int build_event(Builder *b, const DeltaEvent *ev, const char *object) {
         kv.version = ev->version;
         kv.lease = ev->lease;
     }
-    size_t need = mvcc_kv_size(&kv);
-    if (need > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < need)
-            cap *= 2;
-        uint8_t *p = realloc(b->buf, cap);
-        if (!p) return err_set(ERR_NOMEM, "out of memory for a %zu-byte key", need);
-        b->buf = p;
-        b->cap = cap;
-    }
+    rc = array_reserve_bytes(&b->buf, &b->cap, mvcc_kv_size(&kv), 256, "a revision's key value");
+    if (rc) return rc;
     size_t n = mvcc_kv_marshal(&kv, b->buf);
     uint8_t k[MVCC_MARK_BYTES];
     size_t kl = mvcc_rev_key(rev, sub, ev->type == ETCD_OP_DELETE, k);
