@@ -363,8 +363,6 @@ done:
 void delta_writer_free(DeltaWriter *w) {
     if (!w) return;
     if (w->fd >= 0) close(w->fd);
-    free(w->buf);
-    free(w->scratch);
     EVP_MD_CTX_free(w->sha);
     free(w);
 }
@@ -1318,6 +1316,22 @@ int delta_check_name_event(const char *object, int64_t start, int64_t last, int6
         return err_set(ERR_CORRUPT, "%s: an event at revision %lld follows one at %lld (%s)",
                        object, (long long)rev, (long long)prev,
                        rev < prev ? "events out of order" : "revisions missing inside it");
+int delta_reader_each(DeltaReader *r, const char *object, int64_t start, int64_t last,
+                      int (*fn)(void *ctx, const DeltaEvent *ev), void *ctx) {
+    int64_t prev = 0;
+    for (;;) {
+        DeltaEvent ev;
+        int got = 0;
+        int rc = delta_reader_next(r, &ev, &got);
+        if (rc) return err_wrap(rc, "%s", object);
+        if (!got) break;
+        if ((rc = delta_check_name_event(object, start, last, prev, ev.mod_revision))) return rc;
+        prev = ev.mod_revision;
+        if ((rc = fn(ctx, &ev))) return rc;
+    }
+    return delta_check_name_end(object, last, prev);
+}
+
     return 0;
 }
 

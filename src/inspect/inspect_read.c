@@ -179,22 +179,22 @@ static int read_event(Pass *p, const DeltaEvent *ev, const Snapshot *snap) {
 }
 
 /* Every event of one delta (all of it is read and checked, also past the views' ends). */
+typedef struct {
+    Pass *p;
+    int64_t before; /* the revision read before the delta */
+    const Snapshot *snap;
+} DeltaCtx;
+
+static int read_delta_event(void *ctx, const DeltaEvent *ev) {
+    DeltaCtx *d = ctx;
+    if (ev->mod_revision <= d->before) return 0; /* an earlier delta or the db had it */
+    return read_event(d->p, ev, d->snap);
+}
+
 static int read_delta(Pass *p, DeltaReader *dr, const Snapshot *snap) {
-    int64_t prev = 0, before = p->rev;
-    for (;;) {
-        DeltaEvent ev;
-        int got = 0;
-        int rc = delta_reader_next(dr, &ev, &got);
-        if (rc) return err_wrap(rc, "%s", snap->key);
-        if (!got) break;
-        if ((rc = delta_check_name_event(snap->key, snap->start_revision, snap->last_revision, prev,
-                                         ev.mod_revision)))
-            return rc;
-        prev = ev.mod_revision;
-        if (ev.mod_revision <= before) continue; /* an earlier delta or the db had it */
-        if ((rc = read_event(p, &ev, snap))) return rc;
-    }
-    return delta_check_name_end(snap->key, snap->last_revision, prev);
+    DeltaCtx d = {p, p->rev, snap};
+    return delta_reader_each(dr, snap->key, snap->start_revision, snap->last_revision,
+                             read_delta_event, &d);
 }
 
 /* The deltas' events in order, taken from f (started before the full snapshot was read, so

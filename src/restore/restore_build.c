@@ -219,29 +219,31 @@ static int build_event(Builder *b, const DeltaEvent *ev, const char *object) {
 /* Appends the events of one delta with revisions after those already written, up to the
  * target. The whole delta is read, also past the target: its events must be what its name says
  * (delta_check_name_event), or nothing of it is trusted. */
-static int apply_delta(Builder *b, DeltaReader *dr, const Snapshot *snap) {
-    int64_t skip_upto = b->rev, prev = 0;
-    for (;;) {
-        DeltaEvent ev;
-        int got = 0;
-        int rc = delta_reader_next(dr, &ev, &got);
-        if (rc) return err_wrap(rc, "%s", snap->key);
-        if (!got) break;
-        if ((rc = delta_check_name_event(snap->key, snap->start_revision, snap->last_revision, prev,
-                                         ev.mod_revision)))
-            return rc;
-        prev = ev.mod_revision;
-        if (b->reached || ev.mod_revision > b->target) {
-            b->reached = 1;
-            continue; /* beyond the target: only checked */
-        }
-        /* a recorded TTL counts even on an overlapping (skipped) event */
-        if (ev.lease && ev.lease_ttl > 0 && (rc = i64map_put(b->ttls, ev.lease, ev.lease_ttl)))
-            return rc;
-        if (ev.mod_revision <= skip_upto) continue; /* overlap: each revision once */
-        if ((rc = build_event(b, &ev, snap->key))) return rc;
+typedef struct {
+    Builder *b;
+    int64_t skip_upto; /* the revision written before the delta */
+    const char *object;
+} ApplyCtx;
+
+static int apply_event(void *ctx, const DeltaEvent *ev) {
+    ApplyCtx *a = ctx;
+    Builder *b = a->b;
+    if (b->reached || ev->mod_revision > b->target) {
+        b->reached = 1;
+        return 0; /* beyond the target: only checked */
     }
-    return delta_check_name_end(snap->key, snap->last_revision, prev);
+    /* a recorded TTL counts even on an overlapping (skipped) event */
+    int rc;
+    if (ev->lease && ev->lease_ttl > 0 && (rc = i64map_put(b->ttls, ev->lease, ev->lease_ttl)))
+        return rc;
+    if (ev->mod_revision <= a->skip_upto) return 0; /* overlap: each revision once */
+    return build_event(b, ev, a->object);
+}
+
+static int apply_delta(Builder *b, DeltaReader *dr, const Snapshot *snap) {
+    ApplyCtx a = {b, b->rev, snap->key};
+    return delta_reader_each(dr, snap->key, snap->start_revision, snap->last_revision, apply_event,
+                             &a);
 }
 
 /* For --time: the revision before the first event of dr recorded after time_ns, found in a
