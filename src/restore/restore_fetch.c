@@ -341,10 +341,7 @@ void restore_fetch_done(RestoreFetch *pool, size_t j) {
 
 void restore_fetch_stop(RestoreFetch *pool) {
     if (!pool) return;
-    pthread_mutex_lock(&pool->mu);
-    pool->abort = 1;
-    pthread_cond_broadcast(&pool->cv);
-    pthread_mutex_unlock(&pool->mu);
+    cond_raise(&pool->mu, &pool->cv, &pool->abort);
     for (size_t i = 0; i < pool->n_threads; i++)
         pthread_join(pool->threads[i], NULL);
     for (size_t i = 0; pool->readers && pool->errs && i < pool->n; i++) {

@@ -839,11 +839,7 @@ void http_server_stop(HttpServer *s) {
     }
     if (s->d) MHD_stop_daemon(s->d);
     if (s->sweeper_started) {
-        pthread_mutex_lock(&s->track_mu);
-        s->sweep_stop = 1;
-        pthread_cond_broadcast(&s->sweep_cv);
-        pthread_mutex_unlock(&s->track_mu);
-        pthread_join(s->sweeper, NULL);
+        thread_stop_join(s->sweeper, &s->track_mu, &s->sweep_cv, &s->sweep_stop);
     }
     if (s->locks_ready) {
         pthread_mutex_destroy(&s->pool_mu);

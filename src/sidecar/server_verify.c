@@ -202,11 +202,7 @@ void server_verify_stop(ServerVerify *v) {
     if (!v) return;
     atomic_store(&v->stopping, 1);
     atomic_store(&v->cancel, 1);
-    pthread_mutex_lock(&v->mu);
-    v->stop = 1;
-    pthread_cond_broadcast(&v->cv);
-    pthread_mutex_unlock(&v->mu);
-    pthread_join(v->thread, NULL);
+    thread_stop_join(v->thread, &v->mu, &v->cv, &v->stop);
     pthread_cond_destroy(&v->cv);
     pthread_mutex_destroy(&v->mu);
     free(v);
