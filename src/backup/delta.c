@@ -9,6 +9,7 @@
 #include "../common/array.h"
 #include "../common/err.h"
 #include "../common/fsutil.h"
+#include "../common/mem.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -364,7 +365,7 @@ void delta_writer_free(DeltaWriter *w) {
     if (!w) return;
     if (w->fd >= 0) close(w->fd);
     EVP_MD_CTX_free(w->sha);
-    free(w);
+    FREE_ALL(w->buf, w->scratch, w);
 }
 
 /* lease_ttl > 0 adds etcdbr's element field "leaseTTL" after "time" (the one place the reader's
@@ -1279,11 +1280,7 @@ uint64_t delta_reader_fast_events(const DeltaReader *r) {
 void delta_reader_close(DeltaReader *r) {
     if (!r) return;
     if (r->fd >= 0) close(r->fd);
-    free(r->rbuf);
-    free(r->elem);
-    free(r->key);
-    free(r->value);
-    free(r);
+    FREE_ALL(r->rbuf, r->elem, r->key, r->value, r);
 }
 
 int delta_event_check(const DeltaEvent *ev) {
@@ -1316,6 +1313,9 @@ int delta_check_name_event(const char *object, int64_t start, int64_t last, int6
         return err_set(ERR_CORRUPT, "%s: an event at revision %lld follows one at %lld (%s)",
                        object, (long long)rev, (long long)prev,
                        rev < prev ? "events out of order" : "revisions missing inside it");
+    return 0;
+}
+
 int delta_reader_each(DeltaReader *r, const char *object, int64_t start, int64_t last,
                       int (*fn)(void *ctx, const DeltaEvent *ev), void *ctx) {
     int64_t prev = 0;
@@ -1330,9 +1330,6 @@ int delta_reader_each(DeltaReader *r, const char *object, int64_t start, int64_t
         if ((rc = fn(ctx, &ev))) return rc;
     }
     return delta_check_name_end(object, last, prev);
-}
-
-    return 0;
 }
 
 int delta_check_name_end(const char *object, int64_t last, int64_t prev) {

@@ -2,6 +2,7 @@
 #include "recsort.h"
 #include "../common/array.h"
 #include "../common/err.h"
+#include "../common/mem.h"
 #include "../format/bbolt.h"
 
 #include <errno.h>
@@ -73,9 +74,7 @@ void recsort_free(RecSort *s) {
         fclose(s->runs[i]);
     for (size_t i = 0; i < sizeof s->srcs / sizeof s->srcs[0]; i++)
         free(s->srcs[i].buf);
-    free(s->arena);
-    free(s->offs);
-    free(s);
+    FREE_ALL(s->arena, s->offs, s);
 }
 
 size_t recsort_spills(const RecSort *s) {

@@ -9,6 +9,7 @@
 #include "../common/fsutil.h"
 #include "../common/i64map.h"
 #include "../common/log.h"
+#include "../common/mem.h"
 #include "../common/timeutil.h"
 #include "../format/bbolt.h"
 #include "../format/bbolt_writer.h"
@@ -343,9 +344,7 @@ static int build_lease_bucket(Builder *b, BboltName *path, int in_source) {
     b->out->leases_added = k;
     b->out->leases_defaulted = defaulted;
 done:
-    free(sorted);
-    free(keys);
-    free(ex);
+    FREE_ALL(sorted, keys, ex);
     return rc;
 }
 

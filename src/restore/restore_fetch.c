@@ -8,6 +8,7 @@
 #include "../common/err.h"
 #include "../common/fsutil.h"
 #include "../common/log.h"
+#include "../common/mem.h"
 #include "../common/thread.h"
 #include "../common/timeutil.h"
 
@@ -348,11 +349,7 @@ void restore_fetch_stop(RestoreFetch *pool) {
         delta_reader_close(pool->readers[i]);
         free(pool->errs[i]);
     }
-    free(pool->threads);
-    free(pool->readers);
-    free(pool->rcs);
-    free(pool->errs);
-    free(pool->ready);
+    FREE_ALL(pool->threads, pool->readers, pool->rcs, pool->errs, pool->ready);
     pthread_mutex_destroy(&pool->mu);
     pthread_cond_destroy(&pool->cv);
     free(pool);

@@ -7,6 +7,7 @@
 #include "http.h"
 #include "../common/err.h"
 #include "../common/log.h"
+#include "../common/mem.h"
 #include "../common/thread.h"
 #include "../common/timeutil.h"
 
@@ -848,8 +849,5 @@ void http_server_stop(HttpServer *s) {
         pthread_mutex_destroy(&s->track_mu);
         pthread_cond_destroy(&s->sweep_cv);
     }
-    free(s->cert);
-    free(s->key);
-    free(s->client_ca);
-    free(s);
+    FREE_ALL(s->cert, s->key, s->client_ca, s);
 }

@@ -7,6 +7,7 @@
 #include "common/err.h"
 #include "common/names.h"
 #include "common/strbuf.h"
+#include "../common/mem.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -194,9 +195,7 @@ static void child_free(MetricChild *c, size_t nlabels) {
     if (c->values)
         for (size_t i = 0; i < nlabels; i++)
             free(c->values[i]);
-    free(c->values);
-    free(c->buckets);
-    free(c);
+    FREE_ALL(c->values, c->buckets, c);
 }
 
 static void metric_free(Metric *m) {
@@ -207,12 +206,7 @@ static void metric_free(Metric *m) {
     if (m->label_names)
         for (size_t i = 0; i < m->nlabels; i++)
             free(m->label_names[i]);
-    free(m->label_names);
-    free(m->order);
-    free(m->bounds);
-    free(m->name);
-    free(m->help);
-    free(m);
+    FREE_ALL(m->label_names, m->order, m->bounds, m->name, m->help, m);
 }
 
 void metrics_registry_free(MetricsRegistry *reg) {
