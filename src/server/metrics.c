@@ -277,6 +277,14 @@ Metric *metrics_find(MetricsRegistry *reg, const char *name) {
     return m;
 }
 
+Metric *metrics_find_or_register(MetricsRegistry *reg, MetricType type, const MetricOpts *opts) {
+    Metric *m = metrics_find(reg, opts->name);
+    if (m || !reg) return m;
+    /* a failure may be another thread registering it first */
+    if (metrics_register(reg, type, opts, &m)) return metrics_find(reg, opts->name);
+    return m;
+}
+
 static const char *type_name(MetricType t) {
     static const char *const names[] = {
         [METRIC_COUNTER] = "counter", [METRIC_GAUGE] = "gauge", [METRIC_HISTOGRAM] = "histogram"};
