@@ -30,6 +30,8 @@ typedef struct Pass {
     int done[INSPECT_MAX_VIEWS];     /* the view has all its revisions */
     int64_t rev, sub;                /* the last revision taken, and the next sub-revision */
     uint32_t object;                 /* index of the object being read */
+    const Snapshot *delta;           /* the delta being read */
+    int64_t delta_before;            /* the last revision taken before it */
 } Pass;
 
 static int add_object(InspectResult *out, const Snapshot *s, uint32_t *idx) {
@@ -153,10 +155,13 @@ static int read_full_db(Pass *p, const RestoreFullDb *full) {
     return rc;
 }
 
-/* One delta event: checked as a restore checks it, taken once per revision. */
-static int read_event(Pass *p, const DeltaEvent *ev, const Snapshot *snap) {
+/* One event of p->delta (ctx: the Pass): checked as a restore checks it, taken once per
+ * revision; one an earlier delta or the db had is passed over. */
+static int read_event(void *ctx, const DeltaEvent *ev) {
+    Pass *p = ctx;
+    if (ev->mod_revision <= p->delta_before) return 0;
     int rc = delta_event_check(ev);
-    if (rc) return err_wrap(rc, "%s", snap->key);
+    if (rc) return err_wrap(rc, "%s", p->delta->key);
     if (ev->mod_revision != p->rev) p->sub = 0; /* the first event of a revision */
     p->rev = ev->mod_revision;
     int64_t sub = p->sub++;
@@ -179,22 +184,11 @@ static int read_event(Pass *p, const DeltaEvent *ev, const Snapshot *snap) {
 }
 
 /* Every event of one delta (all of it is read and checked, also past the views' ends). */
-typedef struct {
-    Pass *p;
-    int64_t before; /* the revision read before the delta */
-    const Snapshot *snap;
-} DeltaCtx;
-
-static int read_delta_event(void *ctx, const DeltaEvent *ev) {
-    DeltaCtx *d = ctx;
-    if (ev->mod_revision <= d->before) return 0; /* an earlier delta or the db had it */
-    return read_event(d->p, ev, d->snap);
-}
-
 static int read_delta(Pass *p, DeltaReader *dr, const Snapshot *snap) {
-    DeltaCtx d = {p, p->rev, snap};
-    return delta_reader_each(dr, snap->key, snap->start_revision, snap->last_revision,
-                             read_delta_event, &d);
+    p->delta = snap;
+    p->delta_before = p->rev;
+    return delta_reader_each(dr, snap->key, snap->start_revision, snap->last_revision, read_event,
+                             p);
 }
 
 /* The deltas' events in order, taken from f (started before the full snapshot was read, so
