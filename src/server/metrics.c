@@ -772,6 +772,19 @@ char *metrics_render(MetricsRegistry *reg, size_t *len) {
 
 /* ---------- /proc/<pid>/net/dev ---------- */
 
+/* The unsigned decimal number at *p (after any white space, as strtoull reads it) as a double;
+ * *p moves past it. 0, or ERR_CORRUPT (no number there, or out of range) with *p and *out
+ * unchanged. */
+static int read_u64(const char **p, double *out) {
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(*p, &end, 10);
+    if (end == *p || errno) return ERR_CORRUPT;
+    *out = (double)v;
+    *p = end;
+    return 0;
+}
+
 int metrics_read_net_dev(const char *path, double *rx_bytes, double *tx_bytes) {
     *rx_bytes = 0;
     *tx_bytes = 0;
@@ -785,17 +798,11 @@ int metrics_read_net_dev(const char *path, double *rx_bytes, double *tx_bytes) {
          * two header lines have no ':'. */
         char *colon = strchr(line, ':');
         if (!colon) continue;
-        char *p = colon + 1;
+        const char *p = colon + 1;
         double fields[9];
         int n = 0;
-        while (n < 9) {
-            char *end;
-            errno = 0;
-            unsigned long long v = strtoull(p, &end, 10);
-            if (end == p || errno) break;
-            fields[n++] = (double)v;
-            p = end;
-        }
+        while (n < 9 && !read_u64(&p, &fields[n]))
+            n++;
         if (n < 9) {
             rc = err_set(ERR_CORRUPT, "%s: unexpected line \"%.*s\"", path,
                          (int)strcspn(line, "\n"), line);
@@ -896,13 +903,8 @@ static int proc_read_boot_time(double *btime, int report) {
     int at_start = 1, rc = ERR_CORRUPT;
     while (fgets(line, sizeof line, f)) {
         if (at_start && strncmp(line, "btime ", 6) == 0) {
-            char *end;
-            errno = 0;
-            unsigned long long v = strtoull(line + 6, &end, 10);
-            if (end != line + 6 && !errno) {
-                *btime = (double)v;
-                rc = 0;
-            }
+            const char *p = line + 6;
+            if (!read_u64(&p, btime)) rc = 0;
             break;
         }
         at_start = strchr(line, '\n') != NULL;
@@ -937,12 +939,7 @@ static int proc_limit_value(const char *line, const char *name, double *out) {
         *out = PROC_UNLIMITED;
         return 0;
     }
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(p, &end, 10);
-    if (end == p || errno) return ERR_CORRUPT;
-    *out = (double)v;
-    return 0;
+    return read_u64(&p, out);
 }
 
 static int proc_read_limits(MetricsProcessStats *st, int report) {
