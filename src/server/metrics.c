@@ -409,19 +409,23 @@ done:
     return rc;
 }
 
-int metrics_register(MetricsRegistry *reg, MetricType type, const MetricOpts *opts, Metric **out) {
-    if (out) *out = NULL;
-    if (!reg || !opts) return err_set(ERR_INVALID, "metrics_register: no registry or options");
-    Metric *m;
-    int rc = metric_build(type, opts, &m);
-    if (rc != 0) return rc;
-    rc = registry_add(reg, m);
-    if (rc != 0) {
+/* Adds m (built by metric_build; owned, freed on failure) to reg and sets *out (may be NULL). */
+static int register_built(MetricsRegistry *reg, Metric *m, Metric **out) {
+    int rc = registry_add(reg, m);
+    if (rc) {
         metric_free(m);
         return rc;
     }
     if (out) *out = m;
     return 0;
+}
+
+int metrics_register(MetricsRegistry *reg, MetricType type, const MetricOpts *opts, Metric **out) {
+    if (out) *out = NULL;
+    if (!reg || !opts) return err_set(ERR_INVALID, "metrics_register: no registry or options");
+    Metric *m;
+    int rc = metric_build(type, opts, &m);
+    return rc ? rc : register_built(reg, m, out);
 }
 
 int metrics_register_func(MetricsRegistry *reg, MetricType type, const char *name, const char *help,
@@ -436,13 +440,7 @@ int metrics_register_func(MetricsRegistry *reg, MetricType type, const char *nam
     if (rc != 0) return rc;
     m->fn = fn;
     m->fn_arg = arg;
-    rc = registry_add(reg, m);
-    if (rc != 0) {
-        metric_free(m);
-        return rc;
-    }
-    if (out) *out = m;
-    return 0;
+    return register_built(reg, m, out);
 }
 
 /* ---------- children ---------- */
