@@ -4,6 +4,7 @@
 #include "copier.h"
 #include "../common/err.h"
 #include "../common/log.h"
+#include "../common/mem.h"
 #include "../common/progress.h"
 #include "../common/timeutil.h"
 
@@ -468,12 +469,6 @@ done:
     res.seconds = (double)(now_mono_ms() - t0) / 1000.0;
     if (out) *out = res;
     pthread_mutex_destroy(&run.mu);
-    free(threads);
-    free(need);
-    free(jobs);
-    free(order);
-    free(recs);
-    free(dst);
-    free(src);
+    FREE_ALL(threads, need, jobs, order, recs, dst, src);
     return rc;
 }

@@ -6,8 +6,10 @@
  * accepts what Go's decoder accepts (case-insensitive keys, unknown keys ignored). */
 #include "delta.h"
 #include "../codec/base64.h"
+#include "../common/array.h"
 #include "../common/err.h"
 #include "../common/fsutil.h"
+#include "../common/mem.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -184,16 +186,8 @@ struct DeltaWriter {
 static int sc_reserve(DeltaWriter *w, size_t more) {
     if (more > SIZE_MAX / 2 - w->scratch_len)
         return err_set(ERR_NOMEM, "delta event encoding too large");
-    size_t need = w->scratch_len + more;
-    if (need <= w->scratch_cap) return 0;
-    size_t cap = w->scratch_cap ? w->scratch_cap : 1024;
-    while (cap < need)
-        cap *= 2;
-    uint8_t *p = realloc(w->scratch, cap);
-    if (!p) return err_set(ERR_NOMEM, "delta: out of memory encoding an event of %zu bytes", need);
-    w->scratch = p;
-    w->scratch_cap = cap;
-    return 0;
+    return array_reserve_bytes(&w->scratch, &w->scratch_cap, w->scratch_len + more, 1024,
+                               "delta: encoding an event");
 }
 
 static int sc_put(DeltaWriter *w, const void *p, size_t n) {
@@ -370,10 +364,8 @@ done:
 void delta_writer_free(DeltaWriter *w) {
     if (!w) return;
     if (w->fd >= 0) close(w->fd);
-    free(w->buf);
-    free(w->scratch);
     EVP_MD_CTX_free(w->sha);
-    free(w);
+    FREE_ALL(w->buf, w->scratch, w);
 }
 
 /* lease_ttl > 0 adds etcdbr's element field "leaseTTL" after "time" (the one place the reader's
@@ -1288,11 +1280,7 @@ uint64_t delta_reader_fast_events(const DeltaReader *r) {
 void delta_reader_close(DeltaReader *r) {
     if (!r) return;
     if (r->fd >= 0) close(r->fd);
-    free(r->rbuf);
-    free(r->elem);
-    free(r->key);
-    free(r->value);
-    free(r);
+    FREE_ALL(r->rbuf, r->elem, r->key, r->value, r);
 }
 
 int delta_event_check(const DeltaEvent *ev) {
@@ -1326,6 +1314,22 @@ int delta_check_name_event(const char *object, int64_t start, int64_t last, int6
                        object, (long long)rev, (long long)prev,
                        rev < prev ? "events out of order" : "revisions missing inside it");
     return 0;
+}
+
+int delta_reader_each(DeltaReader *r, const char *object, int64_t start, int64_t last,
+                      int (*fn)(void *ctx, const DeltaEvent *ev), void *ctx) {
+    int64_t prev = 0;
+    for (;;) {
+        DeltaEvent ev;
+        int got = 0;
+        int rc = delta_reader_next(r, &ev, &got);
+        if (rc) return err_wrap(rc, "%s", object);
+        if (!got) break;
+        if ((rc = delta_check_name_event(object, start, last, prev, ev.mod_revision))) return rc;
+        prev = ev.mod_revision;
+        if ((rc = fn(ctx, &ev))) return rc;
+    }
+    return delta_check_name_end(object, last, prev);
 }
 
 int delta_check_name_end(const char *object, int64_t last, int64_t prev) {

@@ -107,6 +107,13 @@ int delta_check_name_event(const char *object, int64_t start, int64_t last, int6
 /* After the last event: prev (the last event's revision, 0 when none) must be last. 0 or
  * ERR_CORRUPT. */
 int delta_check_name_end(const char *object, int64_t last, int64_t prev);
+/* Reads every event of r in file order, checks each against the delta's name (object, start and
+ * last as for delta_check_name_event; delta_check_name_end after the last one) and calls
+ * fn(ctx, &ev) for each: the whole delta is read and checked, whatever fn does with its events
+ * (ev and its key and value are r's, valid during the call). 0; a read error (ERR_CORRUPT, ERR_IO)
+ * prefixed with object; a name check's ERR_CORRUPT; or fn's first nonzero return, at once. */
+int delta_reader_each(DeltaReader *r, const char *object, int64_t start, int64_t last,
+                      int (*fn)(void *ctx, const DeltaEvent *ev), void *ctx);
 
 /* Starts reading the events again from the first one (the spool is kept): for a pre-scan, e.g.
  * finding the last revision recorded before a point in time. A reader that failed stays failed. */

@@ -37,6 +37,7 @@ void fullsnap_cleanup_stale(const char *temp_dir) {
 }
 
 typedef struct {
+    BboltStream *bs; /* the one-pass db check, fed every byte first; NULL when staged */
     IoWriter *checker;
     const uint64_t *count; /* bytes through the checker */
     Progress *progress;
@@ -55,7 +56,9 @@ static int snapshot_sink(void *ctx, const void *buf, size_t len) {
     int rc = stopping();
     if (rc) return rc;
     int64_t t0 = phase_now_ns();
-    rc = io_write(s->checker, buf, len);
+    if (s->bs && (rc = bbolt_stream_feed(s->bs, buf, len)))
+        rc = err_wrap(rc, "the stream is not a valid etcd db");
+    if (!rc) rc = io_write(s->checker, buf, len);
     s->ns += phase_now_ns() - t0;
     progress_set(s->progress, *s->count);
     return rc;
@@ -298,7 +301,7 @@ static int take_staged(EtcdClient *c, Store *store, const char *temp_dir, Compre
     }
     snprintf(what, sizeof what, "full snapshot: receiving from %s", etcd_client_endpoint(c));
     progress = progress_start(what, expect, 1);
-    SinkCtx ctx = {checker, count, progress, 0};
+    SinkCtx ctx = {NULL, checker, count, progress, 0};
     int64_t tm = phase_now_ns();
     rc = etcd_snapshot(c, snapshot_sink, &ctx);
     phase_lap(pt, "etcd_read", &tm);
@@ -357,36 +360,11 @@ done:
 
 /* ---------- the one-pass full snapshot ---------- */
 
-/* Writer that feeds every byte to the db checker, then passes it on to next (borrowed). */
-typedef struct {
-    IoWriter base;
-    BboltStream *bs;
-    IoWriter *next;
-} TeeWriter;
-
-static int tee_write(IoWriter *w, const void *buf, size_t len) {
-    TeeWriter *t = (TeeWriter *)w;
-    int rc = bbolt_stream_feed(t->bs, buf, len);
-    if (rc) return err_wrap(rc, "the stream is not a valid etcd db");
-    return io_write(t->next, buf, len);
-}
-
-static int tee_finish(IoWriter *w) {
-    (void)w;
-    return 0;
-}
-
-static void tee_free(IoWriter *w) {
-    free(w);
-}
-
-static const IoWriterVt tee_vt = {tee_write, tee_finish, tee_free};
-
 /* State of one one-pass attempt. */
 typedef struct {
     ObjOut o;
     BboltStream *bs;
-    IoWriter *tee, *counter, *checker;
+    IoWriter *counter, *checker;
     uint64_t *count;
     int retry;    /* the db's revision is not the one the name was given: take it again */
     int fallback; /* the stream's check cannot decide: take it staged */
@@ -401,10 +379,8 @@ static int onepass_open(OnePass *p, Store *store, const Snapshot *snap, Compress
     rc = bbolt_stream_new(&p->bs);
     if (!rc) rc = bbolt_stream_want(p->bs, HISTORY_DB_BUCKET, HISTORY_DB_KEY);
     if (rc) return rc;
-    TeeWriter *t = calloc(1, sizeof *t);
-    if (t) *t = (TeeWriter){{&tee_vt}, p->bs, p->o.in};
-    p->tee = t ? &t->base : NULL;
-    p->counter = p->tee ? io_counter_new(p->tee, &p->count) : NULL;
+    /* the sink feeds bs every byte before the checker passes it on to the object */
+    p->counter = io_counter_new(p->o.in, &p->count);
     /* the trailer goes into the object too: a full snapshot object is etcd's stream as it is */
     p->checker = p->counter ? trailer_checker_new(p->counter, 0) : NULL;
     return p->checker ? 0 : err_set(ERR_NOMEM, "out of memory");
@@ -414,7 +390,6 @@ static void onepass_free(OnePass *p) {
     obj_abort(&p->o); /* nothing left to abort after a commit */
     io_writer_free(p->checker);
     io_writer_free(p->counter);
-    io_writer_free(p->tee);
     bbolt_stream_free(p->bs);
 }
 
@@ -479,7 +454,7 @@ static int take_onepass(EtcdClient *c, Store *store, CompressKind compression, i
     /* one line for receiving, checking, compressing and storing: they happen together */
     snprintf(what, sizeof what, "full snapshot: receiving from %s", etcd_client_endpoint(c));
     Progress *progress = progress_start(what, expect, 1);
-    SinkCtx ctx = {p->checker, p->count, progress, 0};
+    SinkCtx ctx = {p->bs, p->checker, p->count, progress, 0};
     rc = etcd_snapshot(c, snapshot_sink, &ctx);
     progress_finish(progress);
     int64_t now = phase_now_ns();

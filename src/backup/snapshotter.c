@@ -15,6 +15,7 @@
 #include "../common/fsutil.h"
 #include "../common/i64map.h"
 #include "../common/log.h"
+#include "../common/mem.h"
 #include "../common/timeutil.h"
 #include "../common/thread.h"
 
@@ -891,9 +892,7 @@ static int start(Snapshotter *s) {
                      (long long)(s->chain.prev_rev + 1));
         /* an encrypted chain read without keys never gets here: its proof cannot read it */
     }
-    free(idx);
-    free(list);
-    free(recs);
+    FREE_ALL(idx, list, recs);
     if (rc) return rc;
     if (why[0]) {
         log_info("taking a full snapshot: %s", why);

@@ -117,6 +117,37 @@ static const OptType row_types[] = {
 };
 
 /* o->vals and o->given from o->v (values were validated when set). */
+/* A value of any option type, as its OptValues field holds it. */
+typedef union {
+    int b;     /* OPT_BOOL */
+    int64_t i; /* OPT_INT; OPT_DURATION in ms */
+    OptList l; /* OPT_LIST: the items of ov, borrowed */
+    const char *s;
+} OptField;
+
+/* The typed value of text (ov's, or the default) into *f; returns its size in bytes. */
+static size_t parse_field(const OptValue *ov, OptType type, const char *text, OptField *f) {
+    switch (type) {
+    case OPT_BOOL:
+        f->b = 0;
+        go_parse_bool(text, &f->b);
+        return sizeof f->b;
+    case OPT_INT:
+        f->i = strtoll(text, NULL, 10);
+        return sizeof f->i;
+    case OPT_DURATION:
+        f->i = 0;
+        duration_parse_ms(text, &f->i);
+        return sizeof f->i;
+    case OPT_LIST:
+        f->l = (OptList){(const char *const *)ov->items, ov->n_items};
+        return sizeof f->l;
+    default:
+        f->s = text;
+        return sizeof f->s;
+    }
+}
+
 static void fill_values(Opts *o) {
     for (size_t i = 0; i < N_OPTS; i++) {
         const OptValue *ov = &o->v[i];
@@ -124,32 +155,9 @@ static void fill_values(Opts *o) {
         if (row_types[i] != opt_table[i].type) abort();
         char *dst = (char *)&o->vals + value_offsets[i];
         ((unsigned char *)&o->given)[given_offsets[i]] = ov->origin >= FROM_ENV;
-        switch (opt_table[i].type) {
-        case OPT_BOOL: {
-            int b = 0;
-            go_parse_bool(text, &b);
-            memcpy(dst, &b, sizeof b);
-            break;
-        }
-        case OPT_INT: {
-            int64_t v = strtoll(text, NULL, 10);
-            memcpy(dst, &v, sizeof v);
-            break;
-        }
-        case OPT_DURATION: {
-            int64_t ms = 0;
-            duration_parse_ms(text, &ms);
-            memcpy(dst, &ms, sizeof ms);
-            break;
-        }
-        case OPT_LIST: {
-            OptList l = {(const char *const *)ov->items, ov->n_items};
-            memcpy(dst, &l, sizeof l);
-            break;
-        }
-        default:
-            memcpy(dst, &text, sizeof text);
-        }
+        OptField f;
+        size_t n = parse_field(ov, opt_table[i].type, text, &f);
+        memcpy(dst, &f, n);
     }
 }
 

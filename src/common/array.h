@@ -11,4 +11,11 @@
  * 0, or ERR_NOMEM ("<what>: out of memory") with the array unchanged. */
 int array_reserve(void *v_ptr, size_t *cap, size_t n, size_t elem, size_t first, const char *what);
 
+/* Makes room for need bytes in the byte buffer *buf_ptr points at (buf_ptr: the address of a
+ * uint8_t * or char *; *cap bytes allocated). When need <= *cap it does nothing; else it doubles
+ * *cap (from first when *cap is 0) until it holds need, reallocates (the bytes are kept) and
+ * updates *buf_ptr and *cap. The buffer stays the caller's. 0, or ERR_NOMEM ("<what>: out of
+ * memory for <need> bytes") with the buffer unchanged, also when need is over SIZE_MAX / 2. */
+int array_reserve_bytes(void *buf_ptr, size_t *cap, size_t need, size_t first, const char *what);
+
 #endif

@@ -111,20 +111,26 @@ int fs_exists(const char *path) {
     return lstat(path, &st) == 0;
 }
 
-int fs_dir_nonempty(const char *path) {
-    DIR *d = opendir(path);
-    if (!d) {
-        if (errno == ENOENT) return 0;
-        return err_set(ERR_IO, "opendir %s: %s", path, strerror(errno));
-    }
-    int found = 0;
+/* Opens the directory path into *d: 0 with *d NULL when it does not exist, or ERR_IO. */
+static int dir_open_if_any(const char *path, DIR **d) {
+    *d = opendir(path);
+    if (*d || errno == ENOENT) return 0;
+    return err_set(ERR_IO, "open dir %s: %s", path, strerror(errno));
+}
+
+/* The next entry of d other than "." and "..", or NULL at the end. */
+static struct dirent *dir_next(DIR *d) {
     struct dirent *e;
-    while ((e = readdir(d))) {
-        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
-            found = 1;
-            break;
-        }
-    }
+    while ((e = readdir(d)) && (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")))
+        ;
+    return e;
+}
+
+int fs_dir_nonempty(const char *path) {
+    DIR *d;
+    int rc = dir_open_if_any(path, &d);
+    if (rc || !d) return rc;
+    int found = dir_next(d) != NULL;
     closedir(d);
     return found;
 }
@@ -290,16 +296,12 @@ int fs_dir_has_marker(const char *dir, const char *marker) {
 }
 
 int fs_remove_marked_tree(const char *dir, const char *marker) {
-    DIR *d = opendir(dir);
-    if (!d) {
-        if (errno == ENOENT) return 0;
-        return err_set(ERR_IO, "open dir %s: %s", dir, strerror(errno));
-    }
-    int rc = 0;
+    DIR *d;
+    int rc = dir_open_if_any(dir, &d);
+    if (rc || !d) return rc;
     struct dirent *e;
-    while (!rc && (e = readdir(d)) != NULL) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || !strcmp(e->d_name, marker))
-            continue;
+    while (!rc && (e = dir_next(d)) != NULL) {
+        if (!strcmp(e->d_name, marker)) continue;
         char *path = fs_join(dir, e->d_name);
         rc = path ? fs_remove_tree(path) : err_set(ERR_NOMEM, "out of memory");
         free(path);

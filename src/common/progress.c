@@ -287,10 +287,7 @@ void progress_end(Progress *p) {
 
 void progress_finish(Progress *p) {
     if (!p) return;
-    pthread_mutex_lock(&p->mu);
-    p->stop = 1;
-    pthread_cond_signal(&p->cv);
-    pthread_mutex_unlock(&p->mu);
+    cond_raise(&p->mu, &p->cv, &p->stop);
     if (p->has_thread) pthread_join(p->thread, NULL);
     clear_line(p);
     pthread_cond_destroy(&p->cv);

@@ -30,3 +30,15 @@ void thread_name_self(const char *name) {
     snprintf(cut, sizeof cut, "%s", name);
     pthread_setname_np(pthread_self(), cut);
 }
+
+void cond_raise(pthread_mutex_t *mu, pthread_cond_t *cv, int *flag) {
+    pthread_mutex_lock(mu);
+    *flag = 1;
+    pthread_cond_broadcast(cv);
+    pthread_mutex_unlock(mu);
+}
+
+void thread_stop_join(pthread_t t, pthread_mutex_t *mu, pthread_cond_t *cv, int *flag) {
+    cond_raise(mu, cv, flag);
+    pthread_join(t, NULL);
+}

@@ -19,4 +19,12 @@ int cond_init_monotonic(pthread_cond_t *cv);
  * cut to the 15 bytes Linux keeps. Best effort: a failure is ignored. */
 void thread_name_self(const char *name);
 
+/* Sets *flag (borrowed, guarded by mu) to 1 with mu held and wakes every thread waiting on cv:
+ * the stop request of workers that wait on cv until *flag is set. */
+void cond_raise(pthread_mutex_t *mu, pthread_cond_t *cv, int *flag);
+
+/* cond_raise(mu, cv, flag), then joins t (its result is dropped): the stop of one worker. mu and
+ * cv stay the caller's to destroy. */
+void thread_stop_join(pthread_t t, pthread_mutex_t *mu, pthread_cond_t *cv, int *flag);
+
 #endif

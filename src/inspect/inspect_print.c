@@ -2,6 +2,7 @@
 #include "inspect_print.h"
 #include "../backup/delta.h"
 #include "../common/err.h"
+#include "../common/mem.h"
 #include "../format/bbolt.h"
 
 #include <errno.h>
@@ -241,9 +242,7 @@ int inspect_print_diff(RecSort *sort, FILE *out, InspectFormat fmt, int64_t from
     }
     if (!rc && cur.has) diff_emit(&d, &a, &b);
     if (fmt == INSPECT_JSON) fputs("]}\n", out);
-    free(a.bytes);
-    free(b.bytes);
-    free(cur.bytes);
+    FREE_ALL(a.bytes, b.bytes, cur.bytes);
     *count = d.listed;
     return end_output(out, rc);
 }

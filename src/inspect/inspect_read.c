@@ -30,6 +30,8 @@ typedef struct Pass {
     int done[INSPECT_MAX_VIEWS];     /* the view has all its revisions */
     int64_t rev, sub;                /* the last revision taken, and the next sub-revision */
     uint32_t object;                 /* index of the object being read */
+    const Snapshot *delta;           /* the delta being read */
+    int64_t delta_before;            /* the last revision taken before it */
 } Pass;
 
 static int add_object(InspectResult *out, const Snapshot *s, uint32_t *idx) {
@@ -153,10 +155,13 @@ static int read_full_db(Pass *p, const RestoreFullDb *full) {
     return rc;
 }
 
-/* One delta event: checked as a restore checks it, taken once per revision. */
-static int read_event(Pass *p, const DeltaEvent *ev, const Snapshot *snap) {
+/* One event of p->delta (ctx: the Pass): checked as a restore checks it, taken once per
+ * revision; one an earlier delta or the db had is passed over. */
+static int read_event(void *ctx, const DeltaEvent *ev) {
+    Pass *p = ctx;
+    if (ev->mod_revision <= p->delta_before) return 0;
     int rc = delta_event_check(ev);
-    if (rc) return err_wrap(rc, "%s", snap->key);
+    if (rc) return err_wrap(rc, "%s", p->delta->key);
     if (ev->mod_revision != p->rev) p->sub = 0; /* the first event of a revision */
     p->rev = ev->mod_revision;
     int64_t sub = p->sub++;
@@ -180,21 +185,10 @@ static int read_event(Pass *p, const DeltaEvent *ev, const Snapshot *snap) {
 
 /* Every event of one delta (all of it is read and checked, also past the views' ends). */
 static int read_delta(Pass *p, DeltaReader *dr, const Snapshot *snap) {
-    int64_t prev = 0, before = p->rev;
-    for (;;) {
-        DeltaEvent ev;
-        int got = 0;
-        int rc = delta_reader_next(dr, &ev, &got);
-        if (rc) return err_wrap(rc, "%s", snap->key);
-        if (!got) break;
-        if ((rc = delta_check_name_event(snap->key, snap->start_revision, snap->last_revision, prev,
-                                         ev.mod_revision)))
-            return rc;
-        prev = ev.mod_revision;
-        if (ev.mod_revision <= before) continue; /* an earlier delta or the db had it */
-        if ((rc = read_event(p, &ev, snap))) return rc;
-    }
-    return delta_check_name_end(snap->key, snap->last_revision, prev);
+    p->delta = snap;
+    p->delta_before = p->rev;
+    return delta_reader_each(dr, snap->key, snap->start_revision, snap->last_revision, read_event,
+                             p);
 }
 
 /* The deltas' events in order, taken from f (started before the full snapshot was read, so

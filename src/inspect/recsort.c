@@ -1,6 +1,8 @@
 /* recsort: see recsort.h. */
 #include "recsort.h"
+#include "../common/array.h"
 #include "../common/err.h"
+#include "../common/mem.h"
 #include "../format/bbolt.h"
 
 #include <errno.h>
@@ -72,9 +74,7 @@ void recsort_free(RecSort *s) {
         fclose(s->runs[i]);
     for (size_t i = 0; i < sizeof s->srcs / sizeof s->srcs[0]; i++)
         free(s->srcs[i].buf);
-    free(s->arena);
-    free(s->offs);
-    free(s);
+    FREE_ALL(s->arena, s->offs, s);
 }
 
 size_t recsort_spills(const RecSort *s) {
@@ -262,22 +262,9 @@ int recsort_add(RecSort *s, const InspectRec *h, const uint8_t *key, const uint8
     size_t need = (rec_bytes(h) + 7) & ~(size_t)7;
     int rc;
     if (s->n && s->used + need > s->limit && (rc = spill(s))) return rc;
-    if (s->used + need > s->acap) {
-        size_t cap = s->acap ? s->acap : 4096;
-        while (cap < s->used + need)
-            cap *= 2;
-        uint8_t *p = realloc(s->arena, cap);
-        if (!p) return err_set(ERR_NOMEM, "out of memory for the records being sorted");
-        s->arena = p;
-        s->acap = cap;
-    }
-    if (s->n == s->ocap) {
-        size_t cap = s->ocap ? 2 * s->ocap : 1024;
-        size_t *p = realloc(s->offs, cap * sizeof *p);
-        if (!p) return err_set(ERR_NOMEM, "out of memory for the records being sorted");
-        s->offs = p;
-        s->ocap = cap;
-    }
+    if ((rc = array_reserve_bytes(&s->arena, &s->acap, s->used + need, 4096, "sorted records")) ||
+        (rc = array_reserve(&s->offs, &s->ocap, s->n, sizeof *s->offs, 1024, "sorted records")))
+        return rc;
     uint8_t *at = s->arena + s->used;
     memcpy(at, h, sizeof *h);
     if (h->key_len) memcpy(at + sizeof *h, key, h->key_len);

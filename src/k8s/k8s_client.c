@@ -1,6 +1,7 @@
 /* k8s_client: see k8s_client.h. */
 #include "k8s_client.h"
 #include "../common/err.h"
+#include "../common/mem.h"
 #include "../store/objhttp.h"
 
 #include <errno.h>
@@ -151,10 +152,7 @@ fail:
 void k8s_client_free(K8sClient *c) {
     if (!c) return;
     objhttp_free(c->http);
-    free(c->base);
-    free(c->token_path);
-    free(c->ns);
-    free(c);
+    FREE_ALL(c->base, c->token_path, c->ns, c);
 }
 
 const char *k8s_client_namespace(const K8sClient *c) {

@@ -2,6 +2,7 @@
  * beyond the message of an error. */
 #include "cluster.h"
 #include "../common/err.h"
+#include "../common/mem.h"
 
 #include <openssl/sha.h>
 #include <stdlib.h>
@@ -51,9 +52,7 @@ uint64_t cluster_member_id(const char *peer_urls_csv, const char *token) {
         SHA1((const unsigned char *)buf, strlen(buf), md);
         id = be64(md);
     }
-    free(buf);
-    free(urls);
-    free(copy);
+    FREE_ALL(buf, urls, copy);
     return id;
 }
 
@@ -155,8 +154,6 @@ int initial_cluster_parse(const char *spec, const char *token, InitialCluster *o
     out->cluster_id = cluster_id_of(ids, out->n);
 done:
     if (rc) initial_cluster_free(out);
-    free(ids);
-    free(seen);
-    free(copy);
+    FREE_ALL(ids, seen, copy);
     return rc;
 }

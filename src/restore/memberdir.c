@@ -4,6 +4,7 @@
 #include "memberdir.h"
 #include "../common/err.h"
 #include "../common/fsutil.h"
+#include "../common/mem.h"
 #include "../common/strbuf.h"
 #include "../format/wal_writer.h"
 
@@ -442,10 +443,7 @@ int memberdir_v2_store_json(const InitialCluster *ic, StrBuf *o) {
     }
     for (size_t i = 0; attrs && i < n; i++)
         free(attrs[i]);
-    free(attrs);
-    free(attrs_hex);
-    free(by_id);
-    free(by_hex);
+    FREE_ALL(attrs, attrs_hex, by_id, by_hex);
     return rc;
 }
 
@@ -479,9 +477,7 @@ int memberdir_db_items(const InitialCluster *ic, MemberDbItems *out) {
         out->cindex[i] = (uint8_t)((uint64_t)ic->n >> (56 - 8 * i));
         out->term[i] = (uint8_t)((uint64_t)RAFT_TERM >> (56 - 8 * i));
     }
-    free(off);
-    free(by_id);
-    free(by_hex);
+    FREE_ALL(off, by_id, by_hex);
     if (rc) memberdir_db_items_free(out);
     return rc;
 }
@@ -512,9 +508,7 @@ int memberdir_make_dirs(const char *data_dir) {
         if (mkdir(dirs[i], 0700) != 0) /* fileutil.PrivateDirMode */
             rc = err_set(errno == EEXIST ? ERR_EXISTS : ERR_IO, "mkdir %s: %s", dirs[i],
                          strerror(errno));
-    free(member);
-    free(snap);
-    free(wal);
+    FREE_ALL(member, snap, wal);
     return rc;
 }
 
@@ -600,9 +594,7 @@ static int build_wal(WalEncoder *e, const InitialCluster *ic, const ClusterMembe
         wal_pb_entry(&ent, WAL_ENTRY_CONF_CHANGE, RAFT_TERM, i + 1, (const uint8_t *)cc.d, cc.n);
         if (!rc && (ctx.oom || cc.oom || ent.oom)) rc = err_set(ERR_NOMEM, "out of memory");
         if (!rc) rc = wal_encoder_record(e, WAL_REC_ENTRY, (const uint8_t *)ent.d, ent.n);
-        free(ctx.d);
-        free(cc.d);
-        free(ent.d);
+        FREE_ALL(ctx.d, cc.d, ent.d);
     }
     WalHardState hs = {.term = RAFT_TERM, .vote = voters[0], .commit = n};
     StrBuf h = {0};
@@ -629,9 +621,7 @@ static int write_snap(const char *snap_dir, const InitialCluster *ic, const uint
     char *path = rc ? NULL : fs_join(snap_dir, wal_snap_name(RAFT_TERM, ic->n, name));
     if (!rc && !path) rc = err_set(ERR_NOMEM, "out of memory");
     if (!rc) rc = wal_snap_write(path, (const uint8_t *)snap.d, snap.n);
-    free(path);
-    free(v2.d);
-    free(snap.d);
+    FREE_ALL(path, v2.d, snap.d);
     return rc;
 }
 
@@ -661,13 +651,6 @@ int memberdir_write_raft(const char *data_dir, const InitialCluster *ic, const c
     if (!rc) rc = parent ? fs_fsync_dir(parent) : err_set(ERR_NOMEM, "out of memory");
     if (rc) err_wrap(rc, "member %s: writing its member dir in %s", name, data_dir);
     wal_encoder_free(&e);
-    free(parent);
-    free(seg_path);
-    free(wal);
-    free(snap);
-    free(member);
-    free(voters);
-    free(by_id);
-    free(by_hex);
+    FREE_ALL(parent, seg_path, wal, snap, member, voters, by_id, by_hex);
     return rc;
 }

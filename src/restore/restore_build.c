@@ -4,10 +4,12 @@
 #include "restore_stage.h"
 #include "cluster.h"
 #include "../codec/sha256.h"
+#include "../common/array.h"
 #include "../common/err.h"
 #include "../common/fsutil.h"
 #include "../common/i64map.h"
 #include "../common/log.h"
+#include "../common/mem.h"
 #include "../common/timeutil.h"
 #include "../format/bbolt.h"
 #include "../format/bbolt_writer.h"
@@ -199,16 +201,8 @@ static int build_event(Builder *b, const DeltaEvent *ev, const char *object) {
         kv.version = ev->version;
         kv.lease = ev->lease;
     }
-    size_t need = mvcc_kv_size(&kv);
-    if (need > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < need)
-            cap *= 2;
-        uint8_t *p = realloc(b->buf, cap);
-        if (!p) return err_set(ERR_NOMEM, "out of memory for a %zu-byte key", need);
-        b->buf = p;
-        b->cap = cap;
-    }
+    rc = array_reserve_bytes(&b->buf, &b->cap, mvcc_kv_size(&kv), 256, "a revision's key value");
+    if (rc) return rc;
     size_t n = mvcc_kv_marshal(&kv, b->buf);
     uint8_t k[MVCC_MARK_BYTES];
     size_t kl = mvcc_rev_key(rev, sub, ev->type == ETCD_OP_DELETE, k);
@@ -226,29 +220,31 @@ static int build_event(Builder *b, const DeltaEvent *ev, const char *object) {
 /* Appends the events of one delta with revisions after those already written, up to the
  * target. The whole delta is read, also past the target: its events must be what its name says
  * (delta_check_name_event), or nothing of it is trusted. */
-static int apply_delta(Builder *b, DeltaReader *dr, const Snapshot *snap) {
-    int64_t skip_upto = b->rev, prev = 0;
-    for (;;) {
-        DeltaEvent ev;
-        int got = 0;
-        int rc = delta_reader_next(dr, &ev, &got);
-        if (rc) return err_wrap(rc, "%s", snap->key);
-        if (!got) break;
-        if ((rc = delta_check_name_event(snap->key, snap->start_revision, snap->last_revision, prev,
-                                         ev.mod_revision)))
-            return rc;
-        prev = ev.mod_revision;
-        if (b->reached || ev.mod_revision > b->target) {
-            b->reached = 1;
-            continue; /* beyond the target: only checked */
-        }
-        /* a recorded TTL counts even on an overlapping (skipped) event */
-        if (ev.lease && ev.lease_ttl > 0 && (rc = i64map_put(b->ttls, ev.lease, ev.lease_ttl)))
-            return rc;
-        if (ev.mod_revision <= skip_upto) continue; /* overlap: each revision once */
-        if ((rc = build_event(b, &ev, snap->key))) return rc;
+typedef struct {
+    Builder *b;
+    int64_t skip_upto; /* the revision written before the delta */
+    const char *object;
+} ApplyCtx;
+
+static int apply_event(void *ctx, const DeltaEvent *ev) {
+    ApplyCtx *a = ctx;
+    Builder *b = a->b;
+    if (b->reached || ev->mod_revision > b->target) {
+        b->reached = 1;
+        return 0; /* beyond the target: only checked */
     }
-    return delta_check_name_end(snap->key, snap->last_revision, prev);
+    /* a recorded TTL counts even on an overlapping (skipped) event */
+    int rc;
+    if (ev->lease && ev->lease_ttl > 0 && (rc = i64map_put(b->ttls, ev->lease, ev->lease_ttl)))
+        return rc;
+    if (ev->mod_revision <= a->skip_upto) return 0; /* overlap: each revision once */
+    return build_event(b, ev, a->object);
+}
+
+static int apply_delta(Builder *b, DeltaReader *dr, const Snapshot *snap) {
+    ApplyCtx a = {b, b->rev, snap->key};
+    return delta_reader_each(dr, snap->key, snap->start_revision, snap->last_revision, apply_event,
+                             &a);
 }
 
 /* For --time: the revision before the first event of dr recorded after time_ns, found in a
@@ -348,9 +344,7 @@ static int build_lease_bucket(Builder *b, BboltName *path, int in_source) {
     b->out->leases_added = k;
     b->out->leases_defaulted = defaulted;
 done:
-    free(sorted);
-    free(keys);
-    free(ex);
+    FREE_ALL(sorted, keys, ex);
     return rc;
 }
 

@@ -8,6 +8,7 @@
 #include "../common/err.h"
 #include "../common/fsutil.h"
 #include "../common/log.h"
+#include "../common/mem.h"
 #include "../common/thread.h"
 #include "../common/timeutil.h"
 
@@ -341,21 +342,14 @@ void restore_fetch_done(RestoreFetch *pool, size_t j) {
 
 void restore_fetch_stop(RestoreFetch *pool) {
     if (!pool) return;
-    pthread_mutex_lock(&pool->mu);
-    pool->abort = 1;
-    pthread_cond_broadcast(&pool->cv);
-    pthread_mutex_unlock(&pool->mu);
+    cond_raise(&pool->mu, &pool->cv, &pool->abort);
     for (size_t i = 0; i < pool->n_threads; i++)
         pthread_join(pool->threads[i], NULL);
     for (size_t i = 0; pool->readers && pool->errs && i < pool->n; i++) {
         delta_reader_close(pool->readers[i]);
         free(pool->errs[i]);
     }
-    free(pool->threads);
-    free(pool->readers);
-    free(pool->rcs);
-    free(pool->errs);
-    free(pool->ready);
+    FREE_ALL(pool->threads, pool->readers, pool->rcs, pool->errs, pool->ready);
     pthread_mutex_destroy(&pool->mu);
     pthread_cond_destroy(&pool->cv);
     free(pool);

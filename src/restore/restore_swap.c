@@ -3,6 +3,7 @@
 #include "../common/err.h"
 #include "../common/fsutil.h"
 #include "../common/log.h"
+#include "../common/mem.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -166,9 +167,6 @@ void restore_swap_free(RestoreSwap *s) {
         free(s->parts[i]);
         free(s->part_data[i]);
     }
-    free(s->parts);
-    free(s->part_data);
-    free(s->lock_fds);
-    free(s->owns);
+    FREE_ALL(s->parts, s->part_data, s->lock_fds, s->owns);
     memset(s, 0, sizeof *s);
 }

@@ -15,6 +15,7 @@
 #include "../common/err.h"
 #include "../common/fsutil.h"
 #include "../common/log.h"
+#include "../common/mem.h"
 #include "../common/phase.h"
 #include "../common/progress.h"
 #include "../common/timeutil.h"
@@ -240,9 +241,7 @@ static void run_finish(RestoreRun *r, int rc) {
     if (r->scratch_lock >= 0) close(r->scratch_lock);
     restore_swap_free(&r->swap);
     if (r->full.fd >= 0) close(r->full.fd);
-    free(r->scratch);
-    free(r->db_path);
-    free(r->tool_log);
+    FREE_ALL(r->scratch, r->db_path, r->tool_log);
     initial_cluster_free(&r->ic);
     memberdir_db_items_free(&r->items);
     restore_plan_free(&r->plan);

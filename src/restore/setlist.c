@@ -2,6 +2,7 @@
 #include "setlist.h"
 #include "verifier.h"
 #include "../common/err.h"
+#include "../common/mem.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -84,12 +85,7 @@ void setlist_free(SetList *l) {
     if (!l) return;
     verify_plan_free(l->ps, l->n_sets);
     verify_report_free(&l->plan);
-    free(l->status);
-    free(l->set_of);
-    free(l->live_to_all);
-    free(l->live);
-    free(l->all);
-    free(l);
+    FREE_ALL(l->status, l->set_of, l->live_to_all, l->live, l->all, l);
 }
 
 /* Marks each object of l->all with its set or why it is in none. */

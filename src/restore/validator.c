@@ -7,6 +7,7 @@
 #include "../common/fsutil.h"
 #include "../format/bbolt.h"
 #include "../common/log.h"
+#include "../common/mem.h"
 #include "../common/names.h"
 #include "../common/timeutil.h"
 #include "../store/history.h"
@@ -149,9 +150,7 @@ static int check_safe_guard(const char *data_dir, ValidationResult *out) {
     }
 done:
     if (fd >= 0) close(fd);
-    free(parent);
-    free(path);
-    free(buf);
+    FREE_ALL(parent, path, buf);
     return rc;
 }
 

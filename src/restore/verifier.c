@@ -10,6 +10,7 @@
 #include "../common/err.h"
 #include "../common/fsutil.h"
 #include "../common/log.h"
+#include "../common/mem.h"
 #include "../common/names.h"
 #include "../common/progress.h"
 #include "../common/timeutil.h"
@@ -773,9 +774,7 @@ done:
         log_warn("restore test: the scratch etcd did not stop cleanly");
     if (data_dir) fs_remove_tree(data_dir);
     if (tmp) fs_remove_tree(tmp);
-    free(data_dir);
-    free(tmp);
-    free(etcd_log);
+    FREE_ALL(data_dir, tmp, etcd_log);
     return rc;
 }
 

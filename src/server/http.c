@@ -7,6 +7,7 @@
 #include "http.h"
 #include "../common/err.h"
 #include "../common/log.h"
+#include "../common/mem.h"
 #include "../common/thread.h"
 #include "../common/timeutil.h"
 
@@ -839,11 +840,7 @@ void http_server_stop(HttpServer *s) {
     }
     if (s->d) MHD_stop_daemon(s->d);
     if (s->sweeper_started) {
-        pthread_mutex_lock(&s->track_mu);
-        s->sweep_stop = 1;
-        pthread_cond_broadcast(&s->sweep_cv);
-        pthread_mutex_unlock(&s->track_mu);
-        pthread_join(s->sweeper, NULL);
+        thread_stop_join(s->sweeper, &s->track_mu, &s->sweep_cv, &s->sweep_stop);
     }
     if (s->locks_ready) {
         pthread_mutex_destroy(&s->pool_mu);
@@ -852,8 +849,5 @@ void http_server_stop(HttpServer *s) {
         pthread_mutex_destroy(&s->track_mu);
         pthread_cond_destroy(&s->sweep_cv);
     }
-    free(s->cert);
-    free(s->key);
-    free(s->client_ca);
-    free(s);
+    FREE_ALL(s->cert, s->key, s->client_ca, s);
 }

@@ -7,6 +7,7 @@
 #include "common/err.h"
 #include "common/names.h"
 #include "common/strbuf.h"
+#include "../common/mem.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -194,9 +195,7 @@ static void child_free(MetricChild *c, size_t nlabels) {
     if (c->values)
         for (size_t i = 0; i < nlabels; i++)
             free(c->values[i]);
-    free(c->values);
-    free(c->buckets);
-    free(c);
+    FREE_ALL(c->values, c->buckets, c);
 }
 
 static void metric_free(Metric *m) {
@@ -207,12 +206,7 @@ static void metric_free(Metric *m) {
     if (m->label_names)
         for (size_t i = 0; i < m->nlabels; i++)
             free(m->label_names[i]);
-    free(m->label_names);
-    free(m->order);
-    free(m->bounds);
-    free(m->name);
-    free(m->help);
-    free(m);
+    FREE_ALL(m->label_names, m->order, m->bounds, m->name, m->help, m);
 }
 
 void metrics_registry_free(MetricsRegistry *reg) {
@@ -280,6 +274,14 @@ Metric *metrics_find(MetricsRegistry *reg, const char *name) {
     size_t i = find_metric_locked(reg, name, &found);
     Metric *m = found ? reg->metrics[i] : NULL;
     pthread_mutex_unlock(&reg->mu);
+    return m;
+}
+
+Metric *metrics_find_or_register(MetricsRegistry *reg, MetricType type, const MetricOpts *opts) {
+    Metric *m = metrics_find(reg, opts->name);
+    if (m || !reg) return m;
+    /* a failure may be another thread registering it first */
+    if (metrics_register(reg, type, opts, &m)) return metrics_find(reg, opts->name);
     return m;
 }
 
@@ -407,19 +409,23 @@ done:
     return rc;
 }
 
-int metrics_register(MetricsRegistry *reg, MetricType type, const MetricOpts *opts, Metric **out) {
-    if (out) *out = NULL;
-    if (!reg || !opts) return err_set(ERR_INVALID, "metrics_register: no registry or options");
-    Metric *m;
-    int rc = metric_build(type, opts, &m);
-    if (rc != 0) return rc;
-    rc = registry_add(reg, m);
-    if (rc != 0) {
+/* Adds m (built by metric_build; owned, freed on failure) to reg and sets *out (may be NULL). */
+static int register_built(MetricsRegistry *reg, Metric *m, Metric **out) {
+    int rc = registry_add(reg, m);
+    if (rc) {
         metric_free(m);
         return rc;
     }
     if (out) *out = m;
     return 0;
+}
+
+int metrics_register(MetricsRegistry *reg, MetricType type, const MetricOpts *opts, Metric **out) {
+    if (out) *out = NULL;
+    if (!reg || !opts) return err_set(ERR_INVALID, "metrics_register: no registry or options");
+    Metric *m;
+    int rc = metric_build(type, opts, &m);
+    return rc ? rc : register_built(reg, m, out);
 }
 
 int metrics_register_func(MetricsRegistry *reg, MetricType type, const char *name, const char *help,
@@ -434,13 +440,7 @@ int metrics_register_func(MetricsRegistry *reg, MetricType type, const char *nam
     if (rc != 0) return rc;
     m->fn = fn;
     m->fn_arg = arg;
-    rc = registry_add(reg, m);
-    if (rc != 0) {
-        metric_free(m);
-        return rc;
-    }
-    if (out) *out = m;
-    return 0;
+    return register_built(reg, m, out);
 }
 
 /* ---------- children ---------- */
@@ -770,6 +770,19 @@ char *metrics_render(MetricsRegistry *reg, size_t *len) {
 
 /* ---------- /proc/<pid>/net/dev ---------- */
 
+/* The unsigned decimal number at *p (after any white space, as strtoull reads it) as a double;
+ * *p moves past it. 0, or ERR_CORRUPT (no number there, or out of range) with *p and *out
+ * unchanged. */
+static int read_u64(const char **p, double *out) {
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(*p, &end, 10);
+    if (end == *p || errno) return ERR_CORRUPT;
+    *out = (double)v;
+    *p = end;
+    return 0;
+}
+
 int metrics_read_net_dev(const char *path, double *rx_bytes, double *tx_bytes) {
     *rx_bytes = 0;
     *tx_bytes = 0;
@@ -783,17 +796,11 @@ int metrics_read_net_dev(const char *path, double *rx_bytes, double *tx_bytes) {
          * two header lines have no ':'. */
         char *colon = strchr(line, ':');
         if (!colon) continue;
-        char *p = colon + 1;
+        const char *p = colon + 1;
         double fields[9];
         int n = 0;
-        while (n < 9) {
-            char *end;
-            errno = 0;
-            unsigned long long v = strtoull(p, &end, 10);
-            if (end == p || errno) break;
-            fields[n++] = (double)v;
-            p = end;
-        }
+        while (n < 9 && !read_u64(&p, &fields[n]))
+            n++;
         if (n < 9) {
             rc = err_set(ERR_CORRUPT, "%s: unexpected line \"%.*s\"", path,
                          (int)strcspn(line, "\n"), line);
@@ -894,13 +901,8 @@ static int proc_read_boot_time(double *btime, int report) {
     int at_start = 1, rc = ERR_CORRUPT;
     while (fgets(line, sizeof line, f)) {
         if (at_start && strncmp(line, "btime ", 6) == 0) {
-            char *end;
-            errno = 0;
-            unsigned long long v = strtoull(line + 6, &end, 10);
-            if (end != line + 6 && !errno) {
-                *btime = (double)v;
-                rc = 0;
-            }
+            const char *p = line + 6;
+            if (!read_u64(&p, btime)) rc = 0;
             break;
         }
         at_start = strchr(line, '\n') != NULL;
@@ -935,12 +937,7 @@ static int proc_limit_value(const char *line, const char *name, double *out) {
         *out = PROC_UNLIMITED;
         return 0;
     }
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(p, &end, 10);
-    if (end == p || errno) return ERR_CORRUPT;
-    *out = (double)v;
-    return 0;
+    return read_u64(&p, out);
 }
 
 static int proc_read_limits(MetricsProcessStats *st, int report) {

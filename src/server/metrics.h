@@ -66,6 +66,11 @@ int metrics_register_func(MetricsRegistry *reg, MetricType type, const char *nam
 /* The metric registered under name, or NULL. Borrowed. Thread-safe. */
 Metric *metrics_find(MetricsRegistry *reg, const char *name);
 
+/* The metric registered under opts->name, registered first (metrics_register) when there is none
+ * yet: for a metric a module registers at its first use. Borrowed from reg. NULL, with the error
+ * of metrics_register set, when it is not there and cannot be registered. Thread-safe. */
+Metric *metrics_find_or_register(MetricsRegistry *reg, MetricType type, const MetricOpts *opts);
+
 /* ---------- children: label values ----------
  * label_values is an array of exactly as many strings as the metric has label names, in the
  * order they were registered (NULL for a metric without labels). Strings are copied. */

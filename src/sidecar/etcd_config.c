@@ -3,6 +3,7 @@
  * input style (plain stays plain, anything else double-quoted), lists in flow style. */
 #include "etcd_config.h"
 #include "../common/err.h"
+#include "../common/strbuf.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -11,9 +12,8 @@
 #include <yaml.h>
 
 typedef struct {
-    char *buf;
-    size_t len, cap;
-    int oom;
+    StrBuf s;
+    int oom; /* 1: out of memory; 2: over OUT_MAX */
 } Out;
 
 /* Output beyond this is refused: aliases can make a small file expand without bound. */
@@ -21,23 +21,12 @@ typedef struct {
 
 static void put(Out *o, const char *s, size_t n) {
     if (o->oom) return;
-    if (o->len + n > OUT_MAX) {
+    if (o->s.n + n > OUT_MAX) {
         o->oom = 2;
         return;
     }
-    if (o->len + n + 1 > o->cap) {
-        size_t cap = (o->len + n + 1) * 2;
-        char *b = realloc(o->buf, cap);
-        if (!b) {
-            o->oom = 1;
-            return;
-        }
-        o->buf = b;
-        o->cap = cap;
-    }
-    memcpy(o->buf + o->len, s, n);
-    o->len += n;
-    o->buf[o->len] = '\0';
+    strbuf_add(&o->s, s, n);
+    o->oom = o->s.oom;
 }
 static void puts_(Out *o, const char *s) {
     put(o, s, strlen(s));
@@ -131,12 +120,12 @@ static void put_urls(Out *o, yaml_document_t *d, yaml_node_t *v, const char *mem
              it++) {
             yaml_node_t *u = yaml_document_get_node(d, *it);
             if (!u || u->type != YAML_SCALAR_NODE) continue;
-            if (joined.len) put(&joined, ",", 1);
+            if (joined.s.n) put(&joined, ",", 1);
             put(&joined, (const char *)u->data.scalar.value, u->data.scalar.length);
         }
     }
-    put_quoted(o, joined.buf ? joined.buf : "", joined.len);
-    free(joined.buf);
+    put_quoted(o, joined.s.d ? joined.s.d : "", joined.s.n);
+    free(joined.s.d);
 }
 
 static int is_member(const EtcdMember *m, size_t n, const char *name, size_t len) {
@@ -224,13 +213,13 @@ int etcd_config_render(const char *yaml, size_t len, const char *pod_name,
                 size_t nl = eq ? (size_t)(eq - (s + i)) : j - i;
                 if (is_member(members, n, s + i, nl) ||
                     (nl == strlen(member) && memcmp(s + i, member, nl) == 0)) {
-                    if (kept.len) put(&kept, ",", 1);
+                    if (kept.s.n) put(&kept, ",", 1);
                     put(&kept, s + i, j - i);
                 }
                 i = j + 1;
             }
-            put_quoted(&o, kept.buf ? kept.buf : "", kept.len);
-            free(kept.buf);
+            put_quoted(&o, kept.s.d ? kept.s.d : "", kept.s.n);
+            free(kept.s.d);
         } else {
             put_node(&o, &doc, v, 0);
         }
@@ -251,10 +240,10 @@ int etcd_config_render(const char *yaml, size_t len, const char *pod_name,
                         : err_set(ERR_NOMEM, "out of memory");
         goto done;
     }
-    *text = o.buf ? o.buf : strdup("");
-    o.buf = NULL;
+    *text = o.s.d ? o.s.d : strdup("");
+    o.s.d = NULL;
 done:
-    free(o.buf);
+    free(o.s.d);
     yaml_document_delete(&doc);
     return rc;
 }
@@ -263,7 +252,7 @@ done:
 static void append_urls(Out *o, yaml_node_t *v, yaml_document_t *d) {
     if (!v) return;
     if (v->type == YAML_SCALAR_NODE && v->data.scalar.length) {
-        if (o->len) put(o, ",", 1);
+        if (o->s.n) put(o, ",", 1);
         put(o, (const char *)v->data.scalar.value, v->data.scalar.length);
     } else if (v->type == YAML_SEQUENCE_NODE) {
         for (yaml_node_item_t *it = v->data.sequence.items.start; it < v->data.sequence.items.top;
@@ -314,11 +303,11 @@ int etcd_config_member(const char *yaml, size_t len, const char *pod_name, EtcdC
     if (v && v->type == YAML_SCALAR_NODE)
         snprintf(out->initial_cluster, sizeof out->initial_cluster, "%.*s",
                  (int)v->data.scalar.length, (const char *)v->data.scalar.value);
-    snprintf(out->peer_urls, sizeof out->peer_urls, "%s", peer.buf ? peer.buf : "");
-    snprintf(out->client_urls, sizeof out->client_urls, "%s", clients.buf ? clients.buf : "");
+    snprintf(out->peer_urls, sizeof out->peer_urls, "%s", peer.s.d ? peer.s.d : "");
+    snprintf(out->client_urls, sizeof out->client_urls, "%s", clients.s.d ? clients.s.d : "");
     rc = peer.oom || clients.oom ? err_set(ERR_NOMEM, "out of memory") : 0;
-    free(peer.buf);
-    free(clients.buf);
+    free(peer.s.d);
+    free(clients.s.d);
     yaml_document_delete(&doc);
     return rc;
 }
@@ -391,7 +380,7 @@ static char *connectable(const char *urls) {
             continue;
         const char *host = strstr(u, "://");
         host = host && host < end ? host + 3 : u;
-        if (o.len) put(&o, ",", 1);
+        if (o.s.n) put(&o, ",", 1);
         put(&o, u, (size_t)(host - u));
         size_t rest = (size_t)(end - host);
         if (rest >= 7 && !strncmp(host, "0.0.0.0", 7) && (rest == 7 || host[7] == ':')) {
@@ -406,10 +395,10 @@ static char *connectable(const char *urls) {
         put(&o, host, (size_t)(end - host));
     }
     if (o.oom) {
-        free(o.buf);
+        free(o.s.d);
         return NULL;
     }
-    return o.buf ? o.buf : strdup("");
+    return o.s.d ? o.s.d : strdup("");
 }
 
 int etcd_client_urls(char *const *argv, char **out, const char **source) {

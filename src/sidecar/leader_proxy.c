@@ -1,5 +1,6 @@
 /* leader_proxy: see leader_proxy.h. One libcurl easy handle per call (two requests); no state. */
 #include "leader_proxy.h"
+#include "../common/array.h"
 #include "../common/err.h"
 
 #include <curl/curl.h>
@@ -22,15 +23,8 @@ static size_t body_write(char *p, size_t size, size_t nmemb, void *ud) {
         b->too_big = 1;
         return 0; /* aborts the transfer */
     }
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 4096;
-        while (cap < b->len + n + 1)
-            cap *= 2;
-        char *nb = realloc(b->buf, cap);
-        if (!nb) return 0;
-        b->buf = nb;
-        b->cap = cap;
-    }
+    if (array_reserve_bytes(&b->buf, &b->cap, b->len + n + 1, 4096, "the leader's answer"))
+        return 0; /* aborts the transfer */
     memcpy(b->buf + b->len, p, n);
     b->len += n;
     b->buf[b->len] = '\0';

@@ -443,11 +443,7 @@ void lease_renewer_on_event(LeaseRenewer *r, const SnapshotterEvent *ev) {
 void lease_renewer_free(LeaseRenewer *r) {
     if (!r) return;
     if (r->started) {
-        pthread_mutex_lock(&r->mu);
-        r->stop = 1;
-        pthread_cond_signal(&r->cv);
-        pthread_mutex_unlock(&r->mu);
-        pthread_join(r->thread, NULL);
+        thread_stop_join(r->thread, &r->mu, &r->cv, &r->stop);
         pthread_cond_destroy(&r->cv);
         pthread_mutex_destroy(&r->mu);
     }

@@ -8,6 +8,7 @@
 #include "etcd_config.h"
 #include "../common/err.h"
 #include "../common/log.h"
+#include "../common/mem.h"
 #include "../common/timeutil.h"
 #include "../server/metrics.h"
 
@@ -551,9 +552,7 @@ char *const *member_ctl_etcd_argv(MemberCtl *m, char *const *argv) {
     size_t argc = 0;
     while (argv[argc])
         argc++;
-    free(m->argv_buf);
-    free(m->argv_state);
-    free(m->argv_ic);
+    FREE_ALL(m->argv_buf, m->argv_state, m->argv_ic);
     m->argv_buf = calloc(argc + 3, sizeof *m->argv_buf);
     m->argv_state = strdup("--initial-cluster-state=existing");
     size_t icl = strlen(m->initial_cluster ? m->initial_cluster : "") + 20;
@@ -635,9 +634,7 @@ int member_ctl_new(const MemberFlags *f, const EtcdConfig *etcd, char *const *et
         rc = split_into(fm.client_urls, &m->cluster, &m->n_cluster);
     for (size_t i = 1; !rc && !m->n_cluster && i < etcd->n_endpoints; i++)
         rc = split_into(etcd->endpoints[i], &m->cluster, &m->n_cluster);
-    free(name);
-    free(peer);
-    free(ic);
+    FREE_ALL(name, peer, ic);
     if (!rc && !m->n_peer) rc = err_set(ERR_INVALID, "this member has no peer URLs");
     if (rc) {
         log_error("member: %s", err_msg());
@@ -664,9 +661,5 @@ void member_ctl_free(MemberCtl *m) {
     free(m->own_ep);
     free_list(m->peer, m->n_peer);
     free_list(m->cluster, m->n_cluster);
-    free(m->initial_cluster);
-    free(m->argv_buf);
-    free(m->argv_state);
-    free(m->argv_ic);
-    free(m);
+    FREE_ALL(m->initial_cluster, m->argv_buf, m->argv_state, m->argv_ic, m);
 }

@@ -5,6 +5,7 @@
 #include "leader_proxy.h"
 #include "../common/err.h"
 #include "../common/log.h"
+#include "../common/mem.h"
 #include "../common/timeutil.h"
 
 #include <curl/curl.h>
@@ -285,8 +286,6 @@ done:
                   (unsigned long long)member_id, err_msg());
     for (size_t i = 0; i < n_urls; i++)
         free(urls[i]);
-    free(urls);
-    free(a.members);
-    free(fm);
+    FREE_ALL(urls, a.members, fm);
     return rc;
 }

@@ -28,10 +28,8 @@ static Metric *m_last_ok, *m_failures, *m_objects, *m_bytes, *m_duration, *m_gc;
 static pthread_once_t metrics_once = PTHREAD_ONCE_INIT;
 
 static Metric *reg(MetricType type, const char *name, const char *help, const char *const *labels) {
-    Metric *m = metrics_find(metrics_default(), name);
     MetricOpts mo = {.name = name, .help = help, .labels = labels};
-    if (!m && metrics_register(metrics_default(), type, &mo, &m) != 0) return NULL;
-    return m;
+    return metrics_find_or_register(metrics_default(), type, &mo);
 }
 
 static void register_once(void) {

@@ -55,12 +55,10 @@ static Metric *vm(VmId id) {
     MetricsRegistry *reg = metrics_default();
     if (!reg) return NULL;
     Metric *m = metrics_find(reg, vm_defs[id].name);
-    if (!m) {
-        MetricOpts mo = {.name = vm_defs[id].name, .help = vm_defs[id].help};
-        if (metrics_register(reg, METRIC_GAUGE, &mo, &m))
-            return metrics_find(reg, vm_defs[id].name);
-        if (id == VM_SUCCESS || id == VM_RT) metrics_gauge_set(m, NULL, NAN);
-    }
+    if (m) return m;
+    MetricOpts mo = {.name = vm_defs[id].name, .help = vm_defs[id].help};
+    m = metrics_find_or_register(reg, METRIC_GAUGE, &mo);
+    if (m && (id == VM_SUCCESS || id == VM_RT)) metrics_gauge_set(m, NULL, NAN);
     return m;
 }
 
@@ -202,11 +200,7 @@ void server_verify_stop(ServerVerify *v) {
     if (!v) return;
     atomic_store(&v->stopping, 1);
     atomic_store(&v->cancel, 1);
-    pthread_mutex_lock(&v->mu);
-    v->stop = 1;
-    pthread_cond_broadcast(&v->cv);
-    pthread_mutex_unlock(&v->mu);
-    pthread_join(v->thread, NULL);
+    thread_stop_join(v->thread, &v->mu, &v->cv, &v->stop);
     pthread_cond_destroy(&v->cv);
     pthread_mutex_destroy(&v->mu);
     free(v);

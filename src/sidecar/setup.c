@@ -112,47 +112,39 @@ void server_register_age_metrics(void) {
                           snapshot_age, (void *)(intptr_t)1, NULL);
 }
 
-static void set_store_conflict(int conflict);
-
-/* etcdbr_snapshot_final_delta_short_revisions: how many revisions the last delta on stop fell
- * short of etcd's revision at the stop (--final-delta-drain-timeout ran out); 0 otherwise. */
-static void set_final_delta_short(int64_t revisions) {
-    Metric *m = metrics_find(metrics_default(), "etcdbr_snapshot_final_delta_short_revisions");
-    if (!m) {
-        MetricOpts mo = {.name = "etcdbr_snapshot_final_delta_short_revisions",
-                         .help = "Revisions the last delta before a stop left out: etcd's revision "
-                                 "at SIGTERM/SIGINT minus the last one stored, when "
-                                 "--final-delta-drain-timeout ran out first; 0 otherwise."};
-        if (metrics_register(metrics_default(), METRIC_GAUGE, &mo, &m)) return;
-    }
-    metrics_gauge_set(m, NULL, (double)revisions);
-}
-
-void server_register_store_metric(int configured) {
-    set_store_conflict(0);
-    set_final_delta_short(0);
-    Metric *m = metrics_find(metrics_default(), "etcdbr_snapshotter_store_configured");
-    if (!m) {
-        MetricOpts mo = {.name = "etcdbr_snapshotter_store_configured",
-                         .help = "1 when a snapshot store is configured; 0: none is (no "
-                                 "--storage-provider or --store-container), no backups are taken."};
-        if (metrics_register(metrics_default(), METRIC_GAUGE, &mo, &m)) return;
-    }
-    metrics_gauge_set(m, NULL, configured ? 1 : 0);
+/* Sets the gauge without labels name (registered with help at its first use) to v. */
+static void gauge_set(const char *name, const char *help, double v) {
+    MetricOpts mo = {.name = name, .help = help};
+    Metric *m = metrics_find_or_register(metrics_default(), METRIC_GAUGE, &mo);
+    if (m) metrics_gauge_set(m, NULL, v);
 }
 
 /* etcdbr_snapshotter_store_conflict: 1 while snapshots are refused because the store holds
  * another backup history (docs/store-history.md), 0 once one is stored. */
 static void set_store_conflict(int conflict) {
-    Metric *m = metrics_find(metrics_default(), "etcdbr_snapshotter_store_conflict");
-    if (!m) {
-        MetricOpts mo = {.name = "etcdbr_snapshotter_store_conflict",
-                         .help = "1 while no snapshot is stored because the store's latest "
-                                 "backups belong to another etcd cluster or a newer history "
-                                 "(docs/store-history.md); 0 otherwise."};
-        if (metrics_register(metrics_default(), METRIC_GAUGE, &mo, &m)) return;
-    }
-    metrics_gauge_set(m, NULL, conflict);
+    gauge_set("etcdbr_snapshotter_store_conflict",
+              "1 while no snapshot is stored because the store's latest backups belong to another "
+              "etcd cluster or a newer history (docs/store-history.md); 0 otherwise.",
+              conflict);
+}
+
+/* etcdbr_snapshot_final_delta_short_revisions: how many revisions the last delta on stop fell
+ * short of etcd's revision at the stop (--final-delta-drain-timeout ran out); 0 otherwise. */
+static void set_final_delta_short(int64_t revisions) {
+    gauge_set("etcdbr_snapshot_final_delta_short_revisions",
+              "Revisions the last delta before a stop left out: etcd's revision at SIGTERM/SIGINT "
+              "minus the last one stored, when --final-delta-drain-timeout ran out first; 0 "
+              "otherwise.",
+              (double)revisions);
+}
+
+void server_register_store_metric(int configured) {
+    set_store_conflict(0);
+    set_final_delta_short(0);
+    gauge_set("etcdbr_snapshotter_store_configured",
+              "1 when a snapshot store is configured; 0: none is (no --storage-provider or "
+              "--store-container), no backups are taken.",
+              configured ? 1 : 0);
 }
 
 /* ---------- store request failures ---------- */
