@@ -88,7 +88,7 @@ ins_txn() {
     local -a dels=()
     for i in $(seq 1 "$n"); do
         ins_key
-        case "$K" in *" "*) continue ;; esac # a txn line is split at spaces
+        case "$K" in *[[:space:]]*) continue ;; esac # a txn line is split at spaces and tabs
         [ -z "${used[$K]+x}" ] || continue
         used[$K]=1
         ins_rnd 3
@@ -364,4 +364,27 @@ ins_collect_events() {
     last=$(current_revision "$ETCD_EP")
     python3 "$INSPECT_CHECK" watch etcdctl --endpoints="$ETCD_EP" -- "$last" "$WORK/events.jsonl" ||
         fail "etcdctl watch --rev 1 did not replay up to $last"
+}
+
+# ins_wait_new_full SECONDS STORE...: until each store holds one more full snapshot than now. A
+# scheduled full snapshot is skipped when nothing was written since the last one, so a key
+# /tick is put every second of the wait (the number of those puts depends on timing).
+ins_wait_new_full() {
+    local secs=$1 s k ok
+    shift
+    local -A want=()
+    for s in "$@"; do want[$s]=$(($(count_objects "$s" Full) + 1)); done
+    for k in $(seq 1 $((secs * 10))); do
+        ok=1
+        for s in "$@"; do [ "$(count_objects "$s" Full)" -ge "${want[$s]}" ] || ok=0; done
+        [ "$ok" = 0 ] || return 0
+        if [ $((k % 10)) = 0 ]; then
+            ins_log "put /tick (waiting for a full snapshot)"
+            ectl put /tick "$k" >/dev/null
+        fi
+        sleep 0.1
+    done
+    for s in "$@"; do
+        [ "$(count_objects "$s" Full)" -ge "${want[$s]}" ] || fail "no new full snapshot in $s within $secs s: $(ls "$s/v2" | tr '\n' ' ')"
+    done
 }

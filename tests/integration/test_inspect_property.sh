@@ -36,17 +36,6 @@ snap_flags() {
     if [ "$1" = none ]; then echo --compress-snapshots=false; else echo --compress-snapshots=true --compression-policy="$1"; fi
 }
 
-# wait_new_full STORE SECONDS: until the store holds one more full snapshot than now.
-wait_new_full() {
-    local n k
-    n=$(count_objects "$1" Full)
-    for k in $(seq 1 $(($2 * 10))); do
-        [ "$(count_objects "$1" Full)" -gt "$n" ] && return 0
-        sleep 0.1
-    done
-    fail "no new full snapshot within $2 s: $(ls "$1/v2" | tr '\n' ' ')"
-}
-
 property_run() {
     local v=$1 seed=$2 i sched p1 p2 enc=""
     echo "== etcd $v seed=$seed"
@@ -84,7 +73,7 @@ property_run() {
         ins_rnd 3
         [ "$R" = 0 ] || ins_gap "$log"
         # at least three sets: wait for the next scheduled full snapshot twice
-        [ "$i" != 2 ] && [ "$i" != 6 ] || wait_new_full "$WORK/store" $((sched + 20))
+        [ "$i" != 2 ] && [ "$i" != 6 ] || ins_wait_new_full $((sched + 20)) "$WORK/store"
         if [ "$i" = 4 ]; then
             # a restart resumes the set (or takes a full snapshot when one is due), another policy
             stop_snapshotter

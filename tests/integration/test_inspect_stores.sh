@@ -53,16 +53,7 @@ stores_run() {
         [ "$R" = 0 ] || ins_gap "${logs[@]}"
         if [ "$i" = 2 ] || [ "$i" = 4 ]; then
             # one more set in every store
-            local want k n
-            for var in "${VARIANTS[@]}"; do
-                want=$(($(count_objects "$WORK/store-$var" Full) + 1))
-                for k in $(seq 1 300); do
-                    n=$(count_objects "$WORK/store-$var" Full)
-                    [ "$n" -ge "$want" ] && break
-                    sleep 0.1
-                done
-                [ "$n" -ge "$want" ] || fail "$var: no new full snapshot within 30 s"
-            done
+            ins_wait_new_full 30 "${VARIANTS[@]/#/$WORK/store-}"
         fi
     done
     ins_gap "${logs[@]}"
