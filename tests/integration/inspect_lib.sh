@@ -355,6 +355,18 @@ PY
         read -r a rev <<<"$i"
         ins_check_get "time-$a" "$rev" "" --prefix --time "$a" -- "" --prefix
     done
+    # diff --from-time --to-time: the first and the last quiet gap
+    if [ ${#INS_GAPS[@]} -ge 2 ]; then
+        local t1 r1 t2 r2
+        read -r t1 r1 <<<"${INS_GAPS[0]}"
+        read -r t2 r2 <<<"${INS_GAPS[-1]}"
+        out=$WORK/chk/diff-$INS_STORE_LABEL-time
+        ins_run diff "$out" diff --from-time "$t1" --to-time "$t2" -o json
+        ectl_dump "$r1" "" --prefix && fa=$ECTL_OUT
+        ectl_dump "$r2" "" --prefix
+        [ "$INS_RC" = 0 ] && python3 "$INSPECT_CHECK" diff "$fa" "$ECTL_OUT" "$out" "$r1" "$r2" "$WORK/events.jsonl" >"$out.chk" 2>&1 ||
+            ins_problem "[$1] diff --from-time $t1 --to-time $t2 (revisions $r1 $r2): exit $INS_RC $(head -c 1500 "$out.chk" 2>/dev/null) $(grep -m1 'level=error' "$out.err" | sed 's/.*msg=//') ($INS_CMD)"
+    fi
     echo "[$1] ${#revs[@]} revisions, ${#pairs[@]} diffs, ${#hkeys[@]} histories, ${#INS_GAPS[@]} times checked"
 }
 
