@@ -43,6 +43,18 @@ static int parse_time(const char *flag, const char *text, int64_t *ns) {
     return EXIT_USAGE;
 }
 
+/* --revision or --time (never both) into the one view of get and history. */
+static int parse_point(Inspect *in) {
+    const OptValues *v = opts_values(in->o);
+    int code = parse_time("time", v->time, &in->views[0].time_ns);
+    if (!code && v->revision && in->views[0].time_ns) {
+        log_error("--revision and --time exclude each other");
+        code = EXIT_USAGE;
+    }
+    in->views[0].revision = v->revision;
+    return code;
+}
+
 /* KEY [RANGE_END] and --prefix/--from-key into in->range; a key is required unless optional. */
 static int parse_range(Inspect *in, int optional) {
     size_t n = 0;
@@ -131,12 +143,7 @@ int cmd_get(const Opts *o) {
     Inspect in = {.o = o, .what = "get", .n_views = 1, .lock_fd = -1};
     int code = parse_range(&in, 0);
     parse_format(&in);
-    if (!code) code = parse_time("time", opts_values(o)->time, &in.views[0].time_ns);
-    if (!code && opts_values(o)->revision && in.views[0].time_ns) {
-        log_error("--revision and --time exclude each other");
-        code = EXIT_USAGE;
-    }
-    in.views[0].revision = opts_values(o)->revision;
+    if (!code) code = parse_point(&in);
     in.keep_values = !opts_values(o)->keys_only || in.fmt == INSPECT_TABLE;
     if (!code) code = run_read(&in);
     uint64_t count = 0;
@@ -184,8 +191,7 @@ int cmd_history(const Opts *o) {
     Inspect in = {.o = o, .what = "history", .n_views = 1, .lock_fd = -1, .older_deltas = 1};
     int code = parse_range(&in, 0);
     parse_format(&in);
-    if (!code) code = parse_time("time", opts_values(o)->time, &in.views[0].time_ns);
-    in.views[0].revision = opts_values(o)->revision;
+    if (!code) code = parse_point(&in);
     if (!code) code = run_read(&in);
     uint64_t count = 0;
     int rc = 0;
