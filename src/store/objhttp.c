@@ -443,6 +443,10 @@ static size_t header_cb(char *ptr, size_t size, size_t n, void *ud) {
         return len;
     }
     buf_add(&x->hdr, ptr, len);
+    if (x->hdr.truncated) { /* within the bounds above, only memory can run out: never a gap */
+        x->hdr_bad = "memory ran out for the headers";
+        return 0;
+    }
     return len;
 }
 
