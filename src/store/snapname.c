@@ -143,31 +143,35 @@ int snapname_new(SnapKind kind, int64_t start, int64_t last, int64_t created_on,
     return 0;
 }
 
-/* Parses the name part "<Kind>-<start>-<last>-<secs>[.enc][.<compression>][.final]" (len bytes at
- * name, no '/') into s. key is only used in messages. */
+/* Splits len bytes at p on sep into at most max parts (el[i], elen[i]; *n set): 0, or -1 when
+ * there are more than max. A part may be empty. */
+static int split_parts(const char *p, size_t len, char sep, size_t max, const char **el,
+                       size_t *elen, size_t *n) {
+    const char *end = p + len;
+    for (*n = 0;; p++) {
+        const char *cut = memchr(p, sep, (size_t)(end - p));
+        if (*n == max) return -1;
+        el[*n] = p;
+        elen[*n] = (size_t)((cut ? cut : end) - p);
+        (*n)++;
+        if (!cut) return 0;
+        p = cut;
+    }
+}
+
 /* A name's last token: <secs>[.enc][.<compression>][.final], into s. */
 static int parse_time_token(const char *key, const char *tok, size_t tlen, Snapshot *s) {
-    const char *el[5];
-    size_t elen[5];
-    size_t ne = 0;
-    const char *p = tok, *end = tok + tlen;
-    for (;;) {
-        const char *dot = memchr(p, '.', (size_t)(end - p));
-        const char *stop = dot ? dot : end;
-        if (ne == 4)
-            return err_set(ERR_INVALID,
-                           "snapshot key %s: too many '.' suffixes after the time (want at most "
-                           "enc.<compression>.final)",
-                           key);
-        el[ne] = p;
-        elen[ne] = (size_t)(stop - p);
-        if (elen[ne] == 0)
+    const char *el[4];
+    size_t elen[4], ne = 0;
+    if (split_parts(tok, tlen, '.', 4, el, elen, &ne))
+        return err_set(ERR_INVALID,
+                       "snapshot key %s: too many '.' suffixes after the time (want at most "
+                       "enc.<compression>.final)",
+                       key);
+    for (size_t i = 0; i < ne; i++)
+        if (elen[i] == 0)
             return err_set(ERR_INVALID, "snapshot key %s: empty '.'-separated part in \"%.*s\"",
                            key, (int)tlen, tok);
-        ne++;
-        if (!dot) break;
-        p = dot + 1;
-    }
     if (parse_dec(el[0], elen[0], &s->created_on) != 0)
         return err_set(ERR_INVALID,
                        "snapshot key %s: creation time \"%.*s\" is not non-negative decimal Unix "
@@ -217,23 +221,14 @@ static int parse_time_token(const char *key, const char *tok, size_t tlen, Snaps
     return 0;
 }
 
+/* Parses the name part "<Kind>-<start>-<last>-<secs>[.enc][.<compression>][.final]" (len bytes at
+ * name, no '/') into s. key is only used in messages. */
 static int parse_name(const char *key, const char *name, size_t len, Snapshot *s) {
     const char *tok[4];
-    size_t tlen[4];
-    size_t nt = 0;
-    const char *p = name, *end = name + len;
-    for (;;) {
-        const char *dash = memchr(p, '-', (size_t)(end - p));
-        const char *stop = dash ? dash : end;
-        if (nt == 4)
-            return err_set(ERR_INVALID, "snapshot key %s: name has more than 4 '-'-separated parts",
-                           key);
-        tok[nt] = p;
-        tlen[nt] = (size_t)(stop - p);
-        nt++;
-        if (!dash) break;
-        p = dash + 1;
-    }
+    size_t tlen[4], nt = 0;
+    if (split_parts(name, len, '-', 4, tok, tlen, &nt))
+        return err_set(ERR_INVALID, "snapshot key %s: name has more than 4 '-'-separated parts",
+                       key);
     if (nt != 4)
         return err_set(ERR_INVALID,
                        "snapshot key %s: name has %zu '-'-separated parts, want 4 "

@@ -119,6 +119,14 @@ static int no_symlinked_dirs(const LocalDriver *l, const char *rel, int whole, c
     return rc;
 }
 
+/* The error of a failed op on an object's path, errno as the call left it: ERR_NOT_FOUND when
+ * the object (or a directory above it) does not exist, else ERR_IO naming the cause. */
+static int object_errno(const char *op, const char *path) {
+    if (errno == ENOENT || errno == ENOTDIR)
+        return err_set(ERR_NOT_FOUND, "%s %s: no such object", op, path);
+    return err_set(ERR_IO, "%s %s: %s", op, path, strerror(errno));
+}
+
 static int key_to_path(const LocalDriver *l, const char *key, const char *op, char **out) {
     *out = NULL;
     if (key_check(key, 0) != 0)
@@ -260,10 +268,7 @@ static int local_open_read(StoreDriver *d, const char *key, uint64_t offset, IoR
     LocalReader *lr = NULL;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
-        if (errno == ENOENT || errno == ENOTDIR)
-            rc = err_set(ERR_NOT_FOUND, "open %s: no such object", path);
-        else
-            rc = err_set(ERR_IO, "open %s: %s", path, strerror(errno));
+        rc = object_errno("open", path);
         goto done;
     }
     struct stat st;
@@ -511,10 +516,7 @@ static int local_remove(StoreDriver *d, const char *key) {
     int rc = key_to_path(l, key, "remove", &path);
     if (rc != 0) return rc;
     if (unlink(path) != 0) {
-        if (errno == ENOENT || errno == ENOTDIR)
-            rc = err_set(ERR_NOT_FOUND, "remove %s: no such object", path);
-        else
-            rc = err_set(ERR_IO, "remove %s: %s", path, strerror(errno));
+        rc = object_errno("remove", path);
         goto done;
     }
     /* Best effort: the object is gone whether or not the directory entry is durable yet. */
@@ -533,10 +535,7 @@ static int local_stat(StoreDriver *d, const char *key, int64_t *size) {
     if (rc != 0) return rc;
     struct stat st;
     if (stat(path, &st) != 0) {
-        if (errno == ENOENT || errno == ENOTDIR)
-            rc = err_set(ERR_NOT_FOUND, "stat %s: no such object", path);
-        else
-            rc = err_set(ERR_IO, "stat %s: %s", path, strerror(errno));
+        rc = object_errno("stat", path);
     } else if (!S_ISREG(st.st_mode)) {
         rc = err_set(ERR_IO, "stat %s: not a regular file", path);
     } else {
