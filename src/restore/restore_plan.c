@@ -169,8 +169,9 @@ static void warn_time_in_gap(const RestoreTarget *t, const RestorePlan *p) {
     if (!t->time_ns || !p->next_full || p->store_last >= p->next_full->last_revision) return;
     if (last->created_on > t->time_ns / 1000000000LL) return;
     log_warn("the target time is after %s, the last object of the set of %s (revision %lld); "
-             "revisions %lld-%lld are in no delta, only in the next full snapshot %s, named "
-             "after the target time: restoring revision %lld, the last one recorded before it",
+             "revisions %lld-%lld are in no delta, only in the next full snapshot %s, named in "
+             "or after the target time's second (names are whole seconds, so it counts as after "
+             "it): restoring revision %lld, the last one recorded before it",
              last->key, p->full->key, (long long)p->store_last, (long long)(p->store_last + 1),
              (long long)p->next_full->last_revision, p->next_full->key, (long long)p->store_last);
 }

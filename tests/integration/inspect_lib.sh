@@ -176,11 +176,15 @@ ins_wave() {
 
 # ins_gap LOG...: waits until the snapshotters logging to LOG... stored etcd's current revision,
 # then records "TIME REV" in INS_GAPS (a --time there must answer REV: nothing is written until
-# the next wave).
+# the next wave). Objects are named in whole Unix seconds, and a full snapshot named in the
+# target time's own second counts as after it (docs/inspect.md): the time is taken once the
+# clock has left the second in which REV was seen stored.
 ins_gap() {
-    local rev log
+    local rev log s0
     rev=$(current_revision "$ETCD_EP")
     for log in "$@"; do wait_stored "$log" "$rev"; done
+    s0=$(date +%s)
+    while [ "$(date +%s)" -le "$s0" ]; do sleep 0.05; done
     INS_GAPS+=("$(date -u +%Y-%m-%dT%H:%M:%S.%NZ) $rev")
 }
 
