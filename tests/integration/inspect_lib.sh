@@ -7,6 +7,18 @@ INSPECT_CHECK=$ETCDBR_SOURCE_DIR/tests/integration/inspect_check.py
 
 ins_rnd() { R=$((((RANDOM << 15) | RANDOM) % $1)); }
 
+# ins_begin VERSION SEED: one seeded run's start: etcd VERSION as "src" in its own work dir, the
+# generator seeded, no problems yet.
+ins_begin() {
+    echo "== etcd $1 seed=$2"
+    use_etcd "$1"
+    sub_workdir "$1-$2"
+    start_etcd src "$WORK/src.etcd" --unsafe-no-fsync
+    RANDOM=$2
+    ins_init
+    INS_PROBLEMS=()
+}
+
 # ins_init: the generator's state (call after RANDOM=seed and start_etcd).
 ins_init() {
     INS_KEYS=()

@@ -38,13 +38,7 @@ snap_flags() {
 
 property_run() {
     local v=$1 seed=$2 i sched p1 p2 enc=""
-    echo "== etcd $v seed=$seed"
-    use_etcd "$v"
-    sub_workdir "$v-$seed"
-    start_etcd src "$WORK/src.etcd" --unsafe-no-fsync
-    RANDOM=$seed
-    ins_init
-    INS_PROBLEMS=()
+    ins_begin "$v" "$seed"
     local enc_flags=()
     ins_rnd 3 && sched=$((3 + R))
     ins_rnd 5 && p1=${POLICIES[$R]}

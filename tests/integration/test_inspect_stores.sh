@@ -28,13 +28,7 @@ variant_flags() {
 
 stores_run() {
     local v=$1 seed=$2 var i pids=() logs=() rc
-    echo "== etcd $v seed=$seed"
-    use_etcd "$v"
-    sub_workdir "$v-$seed"
-    start_etcd src "$WORK/src.etcd" --unsafe-no-fsync
-    RANDOM=$seed
-    ins_init
-    INS_PROBLEMS=()
+    ins_begin "$v" "$seed"
     printf 'k-stores %s\n' "$(head -c 32 /dev/urandom | base64 -w0)" >"$WORK/keys"
     chmod 600 "$WORK/keys"
     mkdir -p "$WORK/tmp"
