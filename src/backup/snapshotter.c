@@ -127,12 +127,7 @@ int snapshotter_new(const SnapshotterConfig *cfg, Snapshotter **out) {
     if (!rc) rc = etcd_client_new(&cfg->etcd, &s->etcd.client);
     if (!rc) rc = delta_writer_new(cfg->temp_dir, &s->spool.w);
     if (!rc) rc = i64map_new(&s->spool.leases);
-    if (rc) {
-        snapshotter_free(s);
-        return rc;
-    }
-    *out = s;
-    return 0;
+    RETURN_BUILT(rc, out, s, snapshotter_free(s));
 }
 
 void snapshotter_free(Snapshotter *s) {

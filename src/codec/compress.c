@@ -7,6 +7,7 @@
 #include "lzw.h"
 #include "../common/byteorder.h"
 #include "../common/err.h"
+#include "../common/mem.h"
 #include "../common/names.h"
 
 #include <libdeflate.h>
@@ -515,13 +516,7 @@ static int pgz_write(IoWriter *base, const void *buf, size_t len) {
         GzipSlot *s = NULL;
         rc = pgz_fill_slot(w, &s);
         if (rc < 0) goto done;
-        size_t n = w->block_bytes - s->in_len;
-        if (n > len) n = len;
-        memcpy(s->in + s->in_len, p, n);
-        s->in_len += n;
-        w->total_in += n;
-        p += n;
-        len -= n;
+        w->total_in += mem_fill(s->in, w->block_bytes, &s->in_len, &p, &len);
         /* a full block is queued only when more input follows or at finish, so a stream of
          * exactly one block is compressed on the caller without starting threads */
         if (s->in_len == w->block_bytes && len > 0) {

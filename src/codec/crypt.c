@@ -9,6 +9,8 @@
 #include "base64.h"
 #include "../common/byteorder.h"
 #include "../common/err.h"
+#include "../common/fsutil.h"
+#include "../common/mem.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -194,12 +196,7 @@ int keyring_parse(const char *text, size_t len, const char *what, Keyring **out)
     if (!rc && kr->n == 0)
         rc = err_set(ERR_INVALID, "%s: no key (want lines \"<key-id> <base64 of %d bytes>\")", what,
                      CRYPT_KEY_LEN);
-    if (rc) {
-        keyring_free(kr);
-        return rc;
-    }
-    *out = kr;
-    return 0;
+    RETURN_BUILT(rc, out, kr, keyring_free(kr));
 }
 
 int keyring_load_file(const char *path, Keyring **out, unsigned *mode_out) {
@@ -210,24 +207,14 @@ int keyring_load_file(const char *path, Keyring **out, unsigned *mode_out) {
                             ? "<redacted: the value holds a key, not a file name; give the key "
                               "text in ETCDBR_ENCRYPTION_KEYS or in a file>"
                             : path;
-    /* O_NONBLOCK: a FIFO without a writer would block open() for ever; it is refused below as
+    /* O_NONBLOCK: a FIFO without a writer would block open() for ever; it is refused as
      * not a regular file, and regular files ignore the flag */
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-    if (fd < 0)
-        return err_set(errno == ENOENT ? ERR_NOT_FOUND : ERR_IO, "key file %s: %s", shown,
-                       strerror(errno));
+    int fd;
     struct stat st;
+    int rc = fs_open_regular(path, "key file", shown, FS_OPEN_NONBLOCK, &fd, &st);
+    if (rc) return rc;
     char *buf = NULL;
     size_t got = 0;
-    int rc = 0;
-    if (fstat(fd, &st) != 0) {
-        rc = err_set(ERR_IO, "key file %s: %s", shown, strerror(errno));
-        goto done;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        rc = err_set(ERR_INVALID, "key file %s: not a regular file", shown);
-        goto done;
-    }
     if (st.st_size > CRYPT_KEYRING_TEXT_MAX) {
         rc = err_set(ERR_INVALID, "key file %s: %lld bytes, more than the %d a keyring may have",
                      shown, (long long)st.st_size, CRYPT_KEYRING_TEXT_MAX);
@@ -450,12 +437,7 @@ static int cw_write(IoWriter *iw, const void *buf, size_t len) {
     while (!rc && len > 0) {
         /* a full chunk goes out only once more bytes follow: the last one is sealed final */
         if (w->pt_len == w->chunk && (rc = cw_emit(w, 0))) break;
-        size_t n = w->chunk - w->pt_len;
-        if (n > len) n = len;
-        memcpy(w->pt + w->pt_len, p, n);
-        w->pt_len += n;
-        p += n;
-        len -= n;
+        mem_fill(w->pt, w->chunk, &w->pt_len, &p, &len);
     }
     return rc;
 }

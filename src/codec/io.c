@@ -125,17 +125,22 @@ typedef struct {
     int fd;
 } FdReader;
 
-static int fdr_read(IoReader *r, void *buf, size_t cap, size_t *got) {
-    FdReader *f = (FdReader *)r;
+int io_fd_read(int fd, const char *what, void *buf, size_t cap, size_t *got) {
+    *got = 0;
     for (;;) {
-        ssize_t n = read(f->fd, buf, cap);
+        ssize_t n = read(fd, buf, cap);
         if (n < 0) {
             if (errno == EINTR) continue;
-            return err_set(ERR_IO, "read: %s", strerror(errno));
+            return err_set(ERR_IO, "read%s%s: %s", what ? " " : "", what ? what : "",
+                           strerror(errno));
         }
         *got = (size_t)n;
         return 0;
     }
+}
+
+static int fdr_read(IoReader *r, void *buf, size_t cap, size_t *got) {
+    return io_fd_read(((FdReader *)r)->fd, NULL, buf, cap, got);
 }
 static const IoReaderVt fdr_vt = {fdr_read, io_reader_free_self};
 

@@ -99,6 +99,9 @@ int io_copy_tick(IoReader *r, IoWriter *w, uint64_t *copied, int (*tick)(void *c
 IoWriter *io_fd_writer_new(int fd);
 /* Reader from an open fd (borrowed: not closed). */
 IoReader *io_fd_reader_new(int fd);
+/* One read(2) of up to cap bytes from fd into buf, retried on EINTR: 0 with *got bytes (0 at
+ * the end), or ERR_IO "read <what>: <errno text>" (what may be NULL). */
+int io_fd_read(int fd, const char *what, void *buf, size_t cap, size_t *got);
 
 /* Reader over a memory buffer (borrowed; must outlive the reader). */
 IoReader *io_mem_reader_new(const void *buf, size_t len);

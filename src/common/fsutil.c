@@ -5,6 +5,7 @@
 #include "fsutil.h"
 #include "err.h"
 #include "log.h"
+#include "mem.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -491,12 +492,7 @@ int fs_scratch_create(const char *temp_dir, const char *prefix, const char *who,
                      "create a scratch directory in %s: removed 8 times by concurrent "
                      "cleanups before it could be locked",
                      temp_dir);
-    if (rc) {
-        free(dir);
-        return rc;
-    }
-    *out = dir;
-    return 0;
+    RETURN_BUILT(rc, out, dir, free(dir));
 }
 
 void fs_scratch_temp_dir_release(const char *temp_dir, int made_temp_dir) {
@@ -568,4 +564,27 @@ int fs_check_executable(const char *bin) {
         p = end + 1;
     }
     return err_set(ERR_NOT_FOUND, "%s: not found in $PATH (%s)", bin, path);
+}
+
+int fs_open_regular(const char *path, const char *what, const char *shown, unsigned flags,
+                    int *fd_out, struct stat *st_out) {
+    const char *pre = what ? what : "", *sep = what ? " " : "";
+    *fd_out = -1;
+    int fd =
+        open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | (flags & FS_OPEN_NONBLOCK ? O_NONBLOCK : 0));
+    if (fd < 0)
+        return err_set(errno == ENOENT ? ERR_NOT_FOUND : ERR_IO, "%s%s%s: %s", what ? pre : "open ",
+                       sep, shown, strerror(errno));
+    if (fstat(fd, st_out) != 0) {
+        int e = errno;
+        close(fd);
+        return err_set(ERR_IO, "%s%s%s: %s", what ? pre : "stat ", sep, shown, strerror(e));
+    }
+    if (!S_ISREG(st_out->st_mode) && !(flags & FS_OPEN_BLOCK_OK && S_ISBLK(st_out->st_mode))) {
+        close(fd);
+        return err_set(flags & FS_NOT_REGULAR_CORRUPT ? ERR_CORRUPT : ERR_INVALID,
+                       "%s%s%s: not a regular file", pre, sep, shown);
+    }
+    *fd_out = fd;
+    return 0;
 }

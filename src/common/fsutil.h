@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 /* mkdir -p with mode for created directories; the parent of each directory it creates is
  * fsynced, so the whole path survives a crash once this returns. 0, ERR_IO or ERR_NOMEM. */
@@ -145,6 +146,21 @@ char *fs_dirname(const char *path);
  * we may execute; ERR_NOT_FOUND (no such file, none in $PATH) or ERR_INVALID (not a regular
  * file, not executable, an empty name), the message naming the path or $PATH. */
 int fs_check_executable(const char *bin);
+
+/* fs_open_regular's flags. */
+enum {
+    FS_OPEN_BLOCK_OK = 1,      /* a block device is accepted as well as a regular file */
+    FS_OPEN_NONBLOCK = 2,      /* O_NONBLOCK: a FIFO without a writer does not block the open */
+    FS_NOT_REGULAR_CORRUPT = 4 /* what is not a regular file is ERR_CORRUPT, not ERR_INVALID */
+};
+
+/* Opens path read-only (O_CLOEXEC | O_NOCTTY) and fstats it, refusing what is not a regular
+ * file. what (or NULL) and shown name the file in messages ("key file <shown>: ..."; without what
+ * "open <shown>: ...", "stat <shown>: ..."). 0 with *fd_out (the caller closes it) and *st_out;
+ * else ERR_NOT_FOUND (no such file), ERR_IO (open or stat failed), ERR_INVALID or, with
+ * FS_NOT_REGULAR_CORRUPT, ERR_CORRUPT (not a regular file), and nothing stays open. */
+int fs_open_regular(const char *path, const char *what, const char *shown, unsigned flags,
+                    int *fd_out, struct stat *st_out);
 
 /* Size of a file in bytes, or a negative ERR_*. */
 int64_t fs_file_size(const char *path);

@@ -97,7 +97,8 @@ int stop_stall_abort(StopStall *s, int64_t moved) {
         s->last_ms = now;
         s->moved = moved;
     }
-    return process_stopping() && now - s->last_ms >= STOP_STALL_MS;
+    if (process_stopping() && now - s->last_ms >= STOP_STALL_MS) s->aborted = 1;
+    return s->aborted;
 }
 
 void wait_note_start(WaitNote *w) {

@@ -36,14 +36,15 @@ int process_stopping(void);
 typedef struct StopStall {
     int64_t moved;   /* bytes up + down seen at last_ms */
     int64_t last_ms; /* monotonic ms when moved last changed (or of the first call) */
+    int aborted;     /* 1 once stop_stall_abort returned 1: the transfer was stopped */
 } StopStall;
 
 /* For a libcurl progress (xferinfo) callback, called on every progress update of a transfer:
  * moved = bytes sent + received so far. 1 when the process is stopping and the transfer has
  * moved no byte for STOP_STALL_MS (a store or etcd that accepts and never answers): abort it
- * (the caller reports ERR_CANCELED); else 0. The caller must run the callback at least every
- * ~100 ms (a multi handle polled in short steps: curl_easy_perform calls it once a second when
- * idle). */
+ * (s->aborted is set; the caller reports ERR_CANCELED); else 0. The caller must run the callback at
+ * least every ~100 ms (a multi handle polled in short steps: curl_easy_perform calls it once a
+ * second when idle). */
 int stop_stall_abort(StopStall *s, int64_t moved);
 
 /* A wait that may last: wait_note_check logs once, at warn level, what it waits for when the

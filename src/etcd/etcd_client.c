@@ -6,7 +6,7 @@
 #include "etcd_client.h"
 
 #include "common/err.h"
-#include "common/mem.h"
+#include "../common/mem.h"
 #include "etcd.pb-c.h"
 #include "grpc.h"
 
@@ -408,14 +408,17 @@ static void copy_member(EtcdMember *d, const Etcdserverpb__Member *s) {
     d->is_learner = s->islearner;
 }
 
-/* members of a reply as a malloc'ed array (NULL out: nothing copied). */
-static int copy_members(EtcdClient *c, const char *method, Etcdserverpb__Member **src, size_t n,
-                        EtcdMember **members_out, size_t *n_out) {
-    if (!members_out) return 0;
-    EtcdMember *m = calloc(n ? n : 1, sizeof *m);
-    if (!m) return err_set(ERR_NOMEM, "etcd %s %s: out of memory", etcd_client_endpoint(c), method);
-    for (size_t i = 0; i < n; i++)
+/* The members of a reply as a malloc'ed array in *members_out (NULL: nothing copied); frees
+ * reply in every case. 0 or ERR_NOMEM. */
+static int take_members(EtcdClient *c, const char *method, ProtobufCMessage *reply,
+                        Etcdserverpb__Member **src, size_t n, EtcdMember **members_out,
+                        size_t *n_out) {
+    EtcdMember *m = members_out ? calloc(n ? n : 1, sizeof *m) : NULL;
+    for (size_t i = 0; m && i < n; i++)
         copy_member(&m[i], src[i]);
+    protobuf_c_message_free_unpacked(reply, NULL);
+    if (!members_out) return 0;
+    if (!m) return err_set(ERR_NOMEM, "etcd %s %s: out of memory", etcd_client_endpoint(c), method);
     *members_out = m;
     if (n_out) *n_out = n;
     return 0;
@@ -429,9 +432,8 @@ int etcd_member_list(EtcdClient *c, EtcdMember **members_out, size_t *n_out) {
     int rc = call_unary(c, M_MEMBERS, &req.base, &etcdserverpb__member_list_response__descriptor,
                         c->conn_timeout_ms, 1, (ProtobufCMessage **)&resp);
     if (rc) return rc;
-    rc = copy_members(c, M_MEMBERS, resp->members, resp->n_members, members_out, n_out);
-    protobuf_c_message_free_unpacked(&resp->base, NULL);
-    return rc;
+    return take_members(c, M_MEMBERS, &resp->base, resp->members, resp->n_members, members_out,
+                        n_out);
 }
 
 int etcd_member_add(EtcdClient *c, const char *const *peer_urls, size_t n_urls, int is_learner,
@@ -451,9 +453,8 @@ int etcd_member_add(EtcdClient *c, const char *const *peer_urls, size_t n_urls, 
         memset(added, 0, sizeof *added);
         if (resp->member) copy_member(added, resp->member);
     }
-    rc = copy_members(c, M_MEMBER_ADD, resp->members, resp->n_members, members_out, n_out);
-    protobuf_c_message_free_unpacked(&resp->base, NULL);
-    return rc;
+    return take_members(c, M_MEMBER_ADD, &resp->base, resp->members, resp->n_members, members_out,
+                        n_out);
 }
 
 int etcd_member_remove(EtcdClient *c, uint64_t id) {
@@ -478,9 +479,8 @@ int etcd_member_update(EtcdClient *c, uint64_t id, const char *const *peer_urls,
         call_unary(c, M_MEMBER_UPDATE, &req.base, &etcdserverpb__member_update_response__descriptor,
                    c->conn_timeout_ms, 1, (ProtobufCMessage **)&resp);
     if (rc) return rc;
-    rc = copy_members(c, M_MEMBER_UPDATE, resp->members, resp->n_members, members_out, n_out);
-    protobuf_c_message_free_unpacked(&resp->base, NULL);
-    return rc;
+    return take_members(c, M_MEMBER_UPDATE, &resp->base, resp->members, resp->n_members,
+                        members_out, n_out);
 }
 
 int etcd_member_promote(EtcdClient *c, uint64_t id) {

@@ -6,6 +6,7 @@
 #include "grpc.h"
 
 #include "common/byteorder.h"
+#include "common/curlmulti.h"
 #include "common/err.h"
 #include "common/timeutil.h"
 
@@ -64,7 +65,6 @@ typedef struct GrpcCall {
     CURLcode result;
     char errbuf[CURL_ERROR_SIZE];
     StopStall stall; /* the process is stopping: a stalled call is aborted (xferinfo_cb) */
-    int stopped;     /* ... and this one was */
 } GrpcCall;
 
 struct GrpcChannel {
@@ -321,9 +321,7 @@ static int xferinfo_cb(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_
                        curl_off_t ulnow) {
     GrpcCall *c = ud;
     (void)dltotal, (void)ultotal;
-    if (!stop_stall_abort(&c->stall, (int64_t)dlnow + (int64_t)ulnow)) return 0;
-    c->stopped = 1;
-    return 1;
+    return stop_stall_abort(&c->stall, (int64_t)dlnow + (int64_t)ulnow);
 }
 
 /* Options that never change for the life of the easy handle. */
@@ -377,7 +375,6 @@ static void call_reset(GrpcCall *c) {
     c->result = CURLE_OK;
     c->errbuf[0] = 0;
     memset(&c->stall, 0, sizeof c->stall);
-    c->stopped = 0;
 }
 
 /* Per-call options and state reset. 0 or ERR_INVALID (URL too long). */
@@ -550,7 +547,7 @@ static int call_finish(GrpcCall *c, GrpcResult *res) {
     res->transport_error = 0;
     res->message[0] = 0;
     if (c->cb_rc) return c->cb_rc;
-    if (c->stopped) {
+    if (c->stall.aborted) {
         snprintf(res->message, sizeof res->message, "stopping");
         return err_set(ERR_CANCELED,
                        "etcd %.*s %s: stopping (SIGTERM/SIGINT): aborted, no answer "
@@ -1057,24 +1054,14 @@ int grpc_stream_recv(GrpcStream *s, int timeout_ms, const uint8_t **msg, size_t 
             return err_set(ERR_ETCD, "etcd %.*s %s: stream ended by the server (grpc-status 0)",
                            CALL_NAME(c));
         }
-        int running = 0;
-        CURLMcode mc = curl_multi_perform(s->multi, &running);
+        CURLMcode mc = curlmulti_step(s->multi, NULL, &c->done, &c->result);
         if (mc != CURLM_OK)
             return err_set(ERR_IO, "etcd %.*s %s: curl_multi_perform: %s", CALL_NAME(c),
                            curl_multi_strerror(mc));
-        CURLMsg *m;
-        int q;
-        while ((m = curl_multi_info_read(s->multi, &q))) {
-            if (m->msg == CURLMSG_DONE) {
-                c->done = 1;
-                c->result = m->data.result;
-            }
-        }
         if (stream_frame(c) != -1 || c->done) continue;
         int64_t left = deadline - now_ms();
         if (left <= 0) return 0;
-        /* short: the progress callback must run soon after a stop (xferinfo_cb) */
-        mc = curl_multi_poll(s->multi, NULL, 0, left > 100 ? 100 : (int)left, NULL);
+        mc = curlmulti_poll(s->multi, left); /* short: xferinfo_cb runs soon after a stop */
         if (mc != CURLM_OK)
             return err_set(ERR_IO, "etcd %.*s %s: curl_multi_poll: %s", CALL_NAME(c),
                            curl_multi_strerror(mc));

@@ -8,6 +8,8 @@
 #include "bbolt_layout.h"
 #include "../common/byteorder.h"
 #include "../common/err.h"
+#include "../common/fsutil.h"
+#include "../common/mem.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -599,12 +601,7 @@ int bbolt_cursor_open(BboltDb *db, const BboltName *path, size_t depth, BboltCur
     }
 done:
     free(val);
-    if (rc) {
-        bbolt_cursor_close(c);
-        return rc;
-    }
-    *out = c;
-    return 0;
+    RETURN_BUILT(rc, out, c, bbolt_cursor_close(c));
 }
 
 /* Pushes the page id (referenced by page `from`) at the cursor's depth. */
@@ -946,21 +943,8 @@ int bbolt_open(const char *path, uint64_t size_limit, BboltDb **out) {
         free(db);
         return err_set(ERR_NOMEM, "%s: out of memory", path);
     }
-    db->fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (db->fd < 0) {
-        rc =
-            err_set(errno == ENOENT ? ERR_NOT_FOUND : ERR_IO, "open %s: %s", path, strerror(errno));
-        goto done;
-    }
     struct stat st;
-    if (fstat(db->fd, &st) != 0) {
-        rc = err_set(ERR_IO, "stat %s: %s", path, strerror(errno));
-        goto done;
-    }
-    if (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode)) {
-        rc = err_set(ERR_INVALID, "%s: not a regular file", path);
-        goto done;
-    }
+    if ((rc = fs_open_regular(path, NULL, path, FS_OPEN_BLOCK_OK, &db->fd, &st))) goto done;
     uint64_t limit = (uint64_t)st.st_size;
     if (size_limit != 0 && size_limit < limit) limit = size_limit;
 
@@ -1000,12 +984,7 @@ int bbolt_open(const char *path, uint64_t size_limit, BboltDb **out) {
         goto done;
     }
 done:
-    if (rc) {
-        bbolt_close(db);
-        return rc;
-    }
-    *out = db;
-    return 0;
+    RETURN_BUILT(rc, out, db, bbolt_close(db));
 }
 
 void bbolt_close(BboltDb *db) {

@@ -306,21 +306,11 @@ int bbolt_stream_feed(BboltStream *s, const void *buf, size_t len) {
     if (s->finished) return fail(s, err_set(ERR_INVALID, "bbolt stream: fed after finish"));
     while (len > 0) {
         if (s->ps == 0) {
-            size_t n = sizeof s->head - s->head_len;
-            if (n > len) n = len;
-            memcpy(s->head + s->head_len, p, n);
-            s->head_len += n;
-            p += n;
-            len -= n;
+            mem_fill(s->head, sizeof s->head, &s->head_len, &p, &len);
             if (s->head_len == sizeof s->head && start_pages(s)) return s->err;
             continue;
         }
-        size_t n = s->ps - s->partial;
-        if (n > len) n = len;
-        memcpy(s->win + (s->blocks % s->win_blocks) * s->ps + s->partial, p, n);
-        s->partial += n;
-        p += n;
-        len -= n;
+        mem_fill(s->win + (s->blocks % s->win_blocks) * s->ps, s->ps, &s->partial, &p, &len);
         if (s->partial < s->ps) continue;
         s->partial = 0;
         int rc = on_block(s, s->blocks);

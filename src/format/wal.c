@@ -7,8 +7,10 @@
 #include "wal.h"
 #include "../common/byteorder.h"
 #include "../common/err.h"
+#include "../common/fsutil.h"
 #include "../common/array.h"
 #include "../common/names.h"
+#include "../common/mem.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -510,21 +512,8 @@ int wal_segment_open(const char *path, int is_last, WalSegment **out) {
         rc = err_set(ERR_NOMEM, "%s: out of memory", path);
         goto done;
     }
-    s->fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (s->fd < 0) {
-        rc =
-            err_set(errno == ENOENT ? ERR_NOT_FOUND : ERR_IO, "open %s: %s", path, strerror(errno));
-        goto done;
-    }
     struct stat st;
-    if (fstat(s->fd, &st) != 0) {
-        rc = err_set(ERR_IO, "stat %s: %s", path, strerror(errno));
-        goto done;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        rc = err_set(ERR_INVALID, "%s: not a regular file", path);
-        goto done;
-    }
+    if ((rc = fs_open_regular(path, NULL, path, 0, &s->fd, &st))) goto done;
     s->size = (uint64_t)st.st_size;
     s->cap = WAL_BUF_SIZE;
     if (!(s->buf = malloc(s->cap))) {
@@ -532,12 +521,7 @@ int wal_segment_open(const char *path, int is_last, WalSegment **out) {
         goto done;
     }
 done:
-    if (rc) {
-        wal_segment_close(s);
-        return rc;
-    }
-    *out = s;
-    return 0;
+    RETURN_BUILT(rc, out, s, wal_segment_close(s));
 }
 
 void wal_segment_close(WalSegment *s) {
@@ -776,19 +760,9 @@ int wal_snap_read(const char *path, WalSnapMeta *out) {
     int rc = 0;
     uint8_t *buf = NULL;
     memset(out, 0, sizeof *out);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return err_set(errno == ENOENT ? ERR_NOT_FOUND : ERR_IO, "open %s: %s", path,
-                       strerror(errno));
+    int fd;
     struct stat st;
-    if (fstat(fd, &st) != 0) {
-        rc = err_set(ERR_IO, "stat %s: %s", path, strerror(errno));
-        goto done;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        rc = err_set(ERR_CORRUPT, "%s: not a regular file", path);
-        goto done;
-    }
+    if ((rc = fs_open_regular(path, NULL, path, FS_NOT_REGULAR_CORRUPT, &fd, &st))) return rc;
     if (st.st_size == 0) {
         rc = err_set(ERR_CORRUPT, "%s: empty snapshot file", path);
         goto done;

@@ -2,6 +2,7 @@
 #include "leader_proxy.h"
 #include "../common/array.h"
 #include "../common/err.h"
+#include "../common/mem.h"
 
 #include <curl/curl.h>
 #include <jansson.h>
@@ -78,12 +79,7 @@ int leader_proxy_headers(const LeaderProxyConfig *cfg, int forwarded, struct cur
     struct curl_slist *l = curl_slist_append(NULL, LEADER_PROXY_HEADER ": etcdbrctl");
     if (!l) return err_set(ERR_NOMEM, "out of memory");
     int rc = cfg->token ? append_bearer(cfg->token, &l) : 0;
-    if (rc) {
-        curl_slist_free_all(l);
-        return rc;
-    }
-    *out = l;
-    return 0;
+    RETURN_BUILT(rc, out, l, curl_slist_free_all(l));
 }
 
 /* One request; *status and the body (bounded) on an answer, ERR_IO otherwise. */

@@ -277,3 +277,17 @@ void oauth2_cached_clear(Oauth2Cached *c) {
     objhttp_free_secret(c->token);
     c->token = NULL;
 }
+
+int oauth2_fetch_form(ObjHttp *http, const char *what, const char *url, char *form, char **token,
+                      int64_t *expires_in) {
+    Oauth2Call call = {.what = what,
+                       .method = "POST",
+                       .url = url,
+                       .content_type = "application/x-www-form-urlencoded",
+                       .body = form,
+                       .token_field = "access_token",
+                       .expires_field = "expires_in"};
+    int rc = oauth2_fetch(http, &call, token, expires_in);
+    objhttp_free_secret(form);
+    return rc;
+}

@@ -73,6 +73,12 @@ typedef struct Oauth2Call {
  * already past), or the request's ERR_* (wrapped, naming the endpoint). */
 int oauth2_fetch(ObjHttp *http, const Oauth2Call *c, char **token, int64_t *expires_in);
 
+/* oauth2_fetch of an RFC 6749 token request: form (application/x-www-form-urlencoded, owned and
+ * freed here as a secret) POSTed to url, the answer's access_token and expires_in read (RFC 6749
+ * section 5.1). what names the flow in messages. Errors as oauth2_fetch. */
+int oauth2_fetch_form(ObjHttp *http, const char *what, const char *url, char *form, char **token,
+                      int64_t *expires_in);
+
 /* A cached access token. Not locked: its owner's mutex guards it. */
 typedef struct Oauth2Cached {
     char *token;        /* secret; NULL when none */

@@ -5,6 +5,7 @@
  * so memory stays bounded whatever the object size. */
 #include "objhttp.h"
 #include "../common/mem.h"
+#include "../common/curlmulti.h"
 #include "../common/err.h"
 #include "../common/log.h"
 #include "../common/strbuf.h"
@@ -157,20 +158,12 @@ static CURLcode perform(ObjHttp *h, const ObjHttpRequest *r, PoolEnt *e) {
             free(url);
         }
         int running = 0;
-        CURLMcode mc = curl_multi_perform(e->multi, &running);
-        CURLMsg *m;
-        int q;
-        while ((m = curl_multi_info_read(e->multi, &q)))
-            if (m->msg == CURLMSG_DONE) {
-                cc = m->data.result;
-                done = 1;
-            }
-        if (mc != CURLM_OK) {
+        if (curlmulti_step(e->multi, &running, &done, &cc) != CURLM_OK) {
             cc = CURLE_OUT_OF_MEMORY;
             break;
         }
         if (!done && !running) break; /* not expected: DONE comes first */
-        if (!done && curl_multi_poll(e->multi, NULL, 0, 100, NULL) != CURLM_OK) {
+        if (!done && curlmulti_poll(e->multi, CURLMULTI_POLL_MAX_MS) != CURLM_OK) {
             cc = CURLE_RECV_ERROR;
             break;
         }
@@ -400,7 +393,6 @@ typedef struct {
     size_t soff;
     int paused;
     StopStall stall; /* the process is stopping: a stalled transfer is aborted */
-    int stopped;     /* ... and this one was */
 } Xfer;
 
 /* libcurl's progress callback: aborts a transfer that is stalled after SIGTERM/SIGINT (a store
@@ -410,9 +402,7 @@ static int xferinfo_cb(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_
                        curl_off_t ulnow) {
     Xfer *x = ud;
     (void)dltotal, (void)ultotal;
-    if (!stop_stall_abort(&x->stall, (int64_t)dlnow + (int64_t)ulnow)) return 0;
-    x->stopped = 1;
-    return 1;
+    return stop_stall_abort(&x->stall, (int64_t)dlnow + (int64_t)ulnow);
 }
 
 static size_t header_cb(char *ptr, size_t size, size_t n, void *ud) {
@@ -700,11 +690,11 @@ static int attempt_error(ObjHttp *h, Xfer *x, CURLcode cc, const char *curl_err,
     *transient = v == RETRY_YES;
     *retryable = v == RETRY_YES && !r->body_reader && !r->no_retry;
     int rc;
-    if (cc == CURLE_OUT_OF_MEMORY && !x->headers_done && !x->hdr_bad && !x->stopped)
+    if (cc == CURLE_OUT_OF_MEMORY && !x->headers_done && !x->hdr_bad && !x->stall.aborted)
         /* libcurl refuses a header line over CURL_MAX_HTTP_HEADER (100 KiB) before our
          * callback sees it, with this code */
         x->hdr_bad = "a header line is longer than libcurl accepts (100 KiB), or memory ran out";
-    if (x->stopped) {
+    if (x->stall.aborted) {
         *retryable = *transient = 0;
         rc = err_set(ERR_CANCELED,
                      "%s %s %s: stopping (SIGTERM/SIGINT): aborted, no answer for %d ms", h->what,
@@ -805,7 +795,7 @@ int objhttp_do(ObjHttp *h, const ObjHttpRequest *req, ObjHttpResponse *resp) {
             rc = err_set(ERR_IO, "%s %s: reading the request body failed", h->what, req->method);
         } else if (cc == CURLE_OK && x.status >= 200 && x.status < 300) {
             rc = 0;
-        } else if (cc == CURLE_WRITE_ERROR && x.body.truncated && !x.stopped) {
+        } else if (cc == CURLE_WRITE_ERROR && x.body.truncated && !x.stall.aborted) {
             char *url = objhttp_redact_url(req->url);
             rc = err_set(ERR_IO, "%s %s %s: response larger than %zu bytes", h->what, req->method,
                          url ? url : "(url)", x.body.max);
@@ -857,22 +847,13 @@ static void stream_release(ObjHttpStream *s) {
 /* Runs the transfer until until(s) holds or it finishes. */
 static int stream_pump(ObjHttpStream *s, int (*until)(const ObjHttpStream *)) {
     while (!s->done && !until(s)) {
-        int running = 0;
-        CURLMcode mc = curl_multi_perform(s->multi, &running);
+        CURLMcode mc = curlmulti_step(s->multi, NULL, &s->done, &s->result);
         if (mc != CURLM_OK)
             return err_set(ERR_IO, "%s: curl_multi_perform: %s", s->h->what,
                            curl_multi_strerror(mc));
-        CURLMsg *m;
-        int q;
-        while ((m = curl_multi_info_read(s->multi, &q))) {
-            if (m->msg == CURLMSG_DONE) {
-                s->done = 1;
-                s->result = m->data.result;
-            }
-        }
         if (s->done || until(s)) break;
         /* short: the progress callback must run soon after a stop (xferinfo_cb) */
-        mc = curl_multi_poll(s->multi, NULL, 0, 100, NULL);
+        mc = curlmulti_poll(s->multi, CURLMULTI_POLL_MAX_MS);
         if (mc != CURLM_OK)
             return err_set(ERR_IO, "%s: curl_multi_poll: %s", s->h->what, curl_multi_strerror(mc));
     }
@@ -1058,12 +1039,7 @@ int objhttp_resumable_start(ObjHttpResumable *r, const char *what, const char *k
     r->release = release;
     r->key = strdup(key);
     int rc = r->key ? open(r) : err_set(ERR_NOMEM, "%s read: out of memory", what);
-    if (rc) {
-        resumable_free(&r->base);
-        return rc;
-    }
-    *out = &r->base;
-    return 0;
+    RETURN_BUILT(rc, out, &r->base, resumable_free(&r->base));
 }
 
 void objhttp_stream_free(ObjHttpStream *s) {

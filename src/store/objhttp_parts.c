@@ -3,6 +3,7 @@
  * is sticky. Memory: (parallel + 1) x part size. */
 #include "objhttp.h"
 #include "../common/err.h"
+#include "../common/mem.h"
 #include "../common/log.h"
 #include "../common/strbuf.h"
 
@@ -223,13 +224,7 @@ static int pw_write(IoWriter *io, const void *buf, size_t len) {
                 return pw_fail(w, err_set(ERR_NOMEM, "%s write %s: out of memory for a part",
                                           w->what, w->key));
         }
-        size_t n = w->cur_cap - w->cur_len;
-        if (n > len) n = len;
-        memcpy(w->cur + w->cur_len, p, n);
-        w->cur_len += n;
-        w->total += n;
-        p += n;
-        len -= n;
+        w->total += mem_fill(w->cur, w->cur_cap, &w->cur_len, &p, &len);
         if (w->cfg.eager && w->cur_len == w->cur_cap && pw_dispatch(w)) return objhttp_pw_failed(w);
     }
     return 0;

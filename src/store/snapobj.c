@@ -5,6 +5,7 @@
 #include "../codec/compress.h"
 #include "../codec/filter_group.h"
 #include "../common/err.h"
+#include "../common/mem.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -81,12 +82,7 @@ int snapobj_open_read_progress(Store *s, const Snapshot *snap, Progress *progres
     if (!rc) rc = io_filter_group_add_decompress_limited(r->g, kind, &lim);
     if (!rc) rc = io_filter_group_add_count(r->g, "plain-bytes");
     if (!rc && !io_filter_group_reader(r->g)) rc = err_set(ERR_NOMEM, "out of memory");
-    if (rc) {
-        snapobj_close(r);
-        return rc;
-    }
-    *out = r;
-    return 0;
+    RETURN_BUILT(rc, out, r, snapobj_close(r));
 }
 
 IoReader *snapobj_reader(SnapObjReader *r) {

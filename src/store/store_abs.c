@@ -11,6 +11,7 @@
 #include "objhttp.h"
 #include "objhttp_driver.h"
 #include "store_abs.h"
+#include "../common/mem.h"
 
 #include <openssl/crypto.h>
 #include <stdio.h>
@@ -480,10 +481,5 @@ int store_abs_driver_new(const StoreConfig *cfg, StoreDriver **out) {
                          d->o.container, abs_keyring_account(d->keys));
         objhttp_response_clear(&r);
     }
-    if (rc) {
-        abs_free(&d->o.base);
-        return rc;
-    }
-    *out = &d->o.base;
-    return 0;
+    RETURN_BUILT(rc, out, &d->o.base, abs_free(&d->o.base));
 }

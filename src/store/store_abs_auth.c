@@ -367,12 +367,7 @@ int abs_keyring_new(const StoreConfig *cfg, const char *endpoint, AbsKeyring **o
                  ? err_set(ERR_NOMEM, "ABS: out of memory")
                  : abs_wid_from_env(&k->wid);
     if (rc == 0) rc = keyring_load(k, cfg);
-    if (rc) {
-        abs_keyring_free(k);
-        return rc;
-    }
-    *out = k;
-    return 0;
+    RETURN_BUILT(rc, out, k, abs_keyring_free(k));
 }
 
 const char *abs_keyring_account(const AbsKeyring *k) {

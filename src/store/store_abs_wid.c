@@ -89,14 +89,5 @@ int abs_wid_token(const AbsWid *w, ObjHttp *http, char **token, int64_t *expires
     free(ec);
     free(es);
     if (!form) return err_set(ERR_NOMEM, "ABS workload identity: out of memory");
-    Oauth2Call call = {.what = "ABS workload identity",
-                       .method = "POST",
-                       .url = w->token_url,
-                       .content_type = "application/x-www-form-urlencoded",
-                       .body = form,
-                       .token_field = "access_token",
-                       .expires_field = "expires_in"};
-    rc = oauth2_fetch(http, &call, token, expires_in);
-    objhttp_free_secret(form);
-    return rc;
+    return oauth2_fetch_form(http, "ABS workload identity", w->token_url, form, token, expires_in);
 }

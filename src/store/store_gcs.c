@@ -462,10 +462,5 @@ int store_gcs_driver_new(const StoreConfig *cfg, StoreDriver **out) {
                          d->api);
     }
     free(url);
-    if (rc) {
-        gcs_free(&d->o.base);
-        return rc;
-    }
-    *out = &d->o.base;
-    return 0;
+    RETURN_BUILT(rc, out, &d->o.base, gcs_free(&d->o.base));
 }

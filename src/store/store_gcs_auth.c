@@ -315,12 +315,7 @@ int gcs_tokens_new(const char *bucket, const char *cred_path, const char *cred_v
         rc = cred_file_load(cred_path, &t->creds, &t->ext, &t->src);
     }
     if (rc == ERR_NOT_FOUND) rc = ERR_INVALID;
-    if (rc) {
-        gcs_tokens_free(t);
-        return rc;
-    }
-    *out = t;
-    return 0;
+    RETURN_BUILT(rc, out, t, gcs_tokens_free(t));
 }
 
 void gcs_tokens_free(GcsTokens *t) {

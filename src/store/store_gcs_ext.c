@@ -206,17 +206,9 @@ int gcs_ext_token(const GcsExtCreds *c, ObjHttp *http, const char *scope, char *
     char *form = sts_form(c, c->impersonation_url ? GCS_CLOUD_PLATFORM : scope, st);
     objhttp_free_secret(st);
     if (!form) return err_set(ERR_NOMEM, "GCS workload identity: out of memory");
-    Oauth2Call call = {.what = "GCS workload identity",
-                       .method = "POST",
-                       .url = c->token_url,
-                       .content_type = "application/x-www-form-urlencoded",
-                       .body = form,
-                       .token_field = "access_token",
-                       .expires_field = "expires_in"};
     char *sts = NULL;
     int64_t sts_ex = 0;
-    rc = oauth2_fetch(http, &call, &sts, &sts_ex);
-    objhttp_free_secret(form);
+    rc = oauth2_fetch_form(http, "GCS workload identity", c->token_url, form, &sts, &sts_ex);
     if (rc) return rc;
     if (!c->impersonation_url) {
         *token = sts;

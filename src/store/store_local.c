@@ -237,16 +237,7 @@ typedef struct {
 
 static int lr_read(IoReader *r, void *buf, size_t cap, size_t *got) {
     LocalReader *lr = (LocalReader *)r;
-    *got = 0;
-    for (;;) {
-        ssize_t n = read(lr->fd, buf, cap);
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            return err_set(ERR_IO, "read %s: %s", lr->path, strerror(errno));
-        }
-        *got = (size_t)n;
-        return 0;
-    }
+    return io_fd_read(lr->fd, lr->path, buf, cap, got);
 }
 
 static void lr_free(IoReader *r) {
@@ -510,22 +501,28 @@ done:
 
 /* ---- remove, stat ---- */
 
-static int local_remove(StoreDriver *d, const char *key) {
-    LocalDriver *l = (LocalDriver *)d;
+/* Removes the object at key (is_dir 0) or the directory at key when it is empty (1: a missing or
+ * non-empty one is left, with 0), then fsyncs the parent, best effort: the entry is gone whether
+ * or not its removal is durable yet. 0, or ERR_NOT_FOUND/ERR_IO naming the path. */
+static int local_remove_entry(StoreDriver *d, const char *key, int is_dir) {
     char *path = NULL;
-    int rc = key_to_path(l, key, "remove", &path);
+    int rc = key_to_path((LocalDriver *)d, key, is_dir ? "remove dir" : "remove", &path);
     if (rc != 0) return rc;
-    if (unlink(path) != 0) {
+    if ((is_dir ? rmdir(path) : unlink(path)) == 0) {
+        char *parent = fs_dirname(path);
+        if (parent) (void)fs_fsync_dir(parent);
+        free(parent);
+    } else if (!is_dir) {
         rc = object_errno("remove", path);
-        goto done;
+    } else if (errno != ENOENT && errno != ENOTEMPTY && errno != EEXIST) {
+        rc = err_set(ERR_IO, "rmdir %s: %s", path, strerror(errno));
     }
-    /* Best effort: the object is gone whether or not the directory entry is durable yet. */
-    char *dir = fs_dirname(path);
-    if (dir) (void)fs_fsync_dir(dir);
-    free(dir);
-done:
     free(path);
     return rc;
+}
+
+static int local_remove(StoreDriver *d, const char *key) {
+    return local_remove_entry(d, key, 0);
 }
 
 static int local_stat(StoreDriver *d, const char *key, int64_t *size) {
@@ -546,20 +543,7 @@ static int local_stat(StoreDriver *d, const char *key, int64_t *size) {
 }
 
 static int local_remove_dir(StoreDriver *d, const char *dir_key) {
-    LocalDriver *l = (LocalDriver *)d;
-    char *path = NULL;
-    int rc = key_to_path(l, dir_key, "remove dir", &path);
-    if (rc != 0) return rc;
-    if (rmdir(path) != 0) {
-        if (errno != ENOENT && errno != ENOTEMPTY && errno != EEXIST)
-            rc = err_set(ERR_IO, "rmdir %s: %s", path, strerror(errno));
-    } else {
-        char *parent = fs_dirname(path);
-        if (parent) (void)fs_fsync_dir(parent);
-        free(parent);
-    }
-    free(path);
-    return rc;
+    return local_remove_entry(d, dir_key, 1);
 }
 
 static const char *local_describe(const StoreDriver *d) {

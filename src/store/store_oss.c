@@ -497,10 +497,5 @@ int store_oss_driver_new(const StoreConfig *cfg, StoreDriver **out) {
     if (!rc) rc = objhttp_driver_client(&d->h, cfg);
 done:
     oss_creds_clear(&c);
-    if (rc) {
-        oss_free(&d->h.base);
-        return rc;
-    }
-    *out = &d->h.base;
-    return 0;
+    RETURN_BUILT(rc, out, &d->h.base, oss_free(&d->h.base));
 }

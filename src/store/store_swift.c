@@ -10,6 +10,7 @@
 #include "objhttp.h"
 #include "objhttp_driver.h"
 #include "store_swift.h"
+#include "../common/mem.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -506,10 +507,5 @@ int store_swift_driver_new(const StoreConfig *cfg, StoreDriver **out) {
                          swift_session_url(d->session));
         objhttp_response_clear(&r);
     }
-    if (rc) {
-        swift_free(&d->o.base);
-        return rc;
-    }
-    *out = &d->o.base;
-    return 0;
+    RETURN_BUILT(rc, out, &d->o.base, swift_free(&d->o.base));
 }

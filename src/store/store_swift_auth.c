@@ -325,12 +325,7 @@ int swift_session_new(const StoreConfig *cfg, const char *container, const char 
     int rc = !s->container || (endpoint && !s->endpoint)
                  ? err_set(ERR_NOMEM, "Swift: out of memory")
                  : session_creds(s, cfg);
-    if (rc) {
-        swift_session_free(s);
-        return rc;
-    }
-    *out = s;
-    return 0;
+    RETURN_BUILT(rc, out, s, swift_session_free(s));
 }
 
 int swift_session_get(SwiftSession *s, char **header, char **storage_url, unsigned *gen) {

@@ -525,6 +525,7 @@ static void test_stop_flag_ends_sleeps_and_stalled_transfers(void **state) {
     assert_int_equal(stop_stall_abort(&st, 10), 0); /* not stalled long enough yet */
     nanosleep(&ts, NULL);
     assert_int_equal(stop_stall_abort(&st, 10), 1);
+    assert_int_equal(st.aborted, 1); /* sticky: the transfer reports ERR_CANCELED */
     int64_t t0 = now_mono_ms();
     assert_int_equal(sleep_noted(60000, "nothing"), 1);
     assert_true(now_mono_ms() - t0 < 1000);
