@@ -292,11 +292,8 @@ int etcd_client_new(const EtcdConfig *cfg, EtcdClient **out) {
         .connect_timeout_ms = c->conn_timeout_ms,
     };
     if ((rc = grpc_channel_new(&gc, &c->ch))) goto done;
-    *out = c;
-    c = NULL;
 done:
-    etcd_client_free(c);
-    return rc;
+    RETURN_BUILT(rc, out, c, etcd_client_free(c));
 }
 
 void etcd_client_free(EtcdClient *c) {

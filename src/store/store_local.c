@@ -627,9 +627,6 @@ int store_local_driver_new(const char *container, StoreDriver **out) {
     snprintf(l->describe, dn, "Local:%s", l->root);
     /* the root is not created here: writes create their directories (0700), and a restore from
      * a mistyped path must not leave an empty store behind */
-    *out = &l->base;
-    l = NULL;
 done:
-    local_free(l ? &l->base : NULL);
-    return rc;
+    RETURN_BUILT(rc, out, &l->base, local_free(&l->base));
 }
