@@ -579,9 +579,9 @@ struct DeltaReader {
     uint64_t rbuf_off;
     size_t rbuf_len, rbuf_pos;
     int state;
-    int err; /* sticky error code, repeated by later calls */
-    char errmsg[512];
-    uint8_t *elem; /* bytes of the current top-level element */
+    int err;           /* sticky error code, repeated by later calls */
+    char errmsg[2048]; /* as err.c keeps */
+    uint8_t *elem;     /* bytes of the current top-level element */
     size_t elem_len, elem_cap;
     uint8_t *key, *value;
     size_t key_cap, value_cap;

@@ -36,17 +36,10 @@ typedef struct Inspect {
     InspectResult res;
 } Inspect;
 
-static int parse_time(const char *flag, const char *text, int64_t *ns) {
-    if (!*text) return EXIT_OK;
-    if (delta_parse_time(text, ns) == 0) return EXIT_OK;
-    log_error("--%s: %s", flag, err_msg());
-    return EXIT_USAGE;
-}
-
 /* --revision or --time (never both) into the one view of get and history. */
 static int parse_point(Inspect *in) {
     const OptValues *v = opts_values(in->o);
-    int code = parse_time("time", v->time, &in->views[0].time_ns);
+    int code = setup_parse_time("time", v->time, &in->views[0].time_ns);
     if (!code && v->revision && in->views[0].time_ns) {
         log_error("--revision and --time exclude each other");
         code = EXIT_USAGE;
@@ -158,8 +151,9 @@ int cmd_diff(const Opts *o) {
     Inspect in = {.o = o, .what = "diff", .n_views = 2, .lock_fd = -1};
     int code = parse_range(&in, 1);
     parse_format(&in);
-    if (!code) code = parse_time("from-time", opts_values(o)->from_time, &in.views[0].time_ns);
-    if (!code) code = parse_time("to-time", opts_values(o)->to_time, &in.views[1].time_ns);
+    if (!code)
+        code = setup_parse_time("from-time", opts_values(o)->from_time, &in.views[0].time_ns);
+    if (!code) code = setup_parse_time("to-time", opts_values(o)->to_time, &in.views[1].time_ns);
     in.views[0].revision = opts_values(o)->from_revision;
     in.views[1].revision = opts_values(o)->to_revision;
     if (!code && (!in.views[0].revision == !in.views[0].time_ns ||

@@ -122,10 +122,7 @@ int setup_restore_config(const Opts *o, RestoreConfig *rc, char **peer_urls_owne
         bump = opts_values(o)->bump_revision;
         mark = opts_values(o)->mark_compacted;
         const char *t = opts_values(o)->time;
-        if (*t && delta_parse_time(t, &target_time)) {
-            log_error("--time: %s", err_msg());
-            return EXIT_USAGE;
-        }
+        if (setup_parse_time("time", t, &target_time)) return EXIT_USAGE;
         if (*t && target_rev) {
             log_error("--revision and --time exclude each other");
             return EXIT_USAGE;
@@ -167,6 +164,16 @@ int setup_restore_config(const Opts *o, RestoreConfig *rc, char **peer_urls_owne
         .new_lease_ttl = lease_ttl_ms / 1000,
         .quota_bytes = opts_values(o)->embedded_etcd_quota_bytes,
     };
+    return EXIT_OK;
+}
+
+int setup_parse_time(const char *flag, const char *text, int64_t *ns) {
+    if (!*text) return EXIT_OK;
+    if (delta_parse_time(text, ns)) {
+        log_error("--%s: %s", flag, err_msg());
+        return EXIT_USAGE;
+    }
+    if (*ns <= 0) *ns = 1; /* 0 means no target time */
     return EXIT_OK;
 }
 

@@ -15,6 +15,11 @@
 int setup_etcd_config(const Opts *o, EtcdConfig *out);
 int setup_snapshotter_config(const Opts *o, SnapshotterConfig *out, CronSchedule *defrag);
 int setup_restore_config(const Opts *o, RestoreConfig *out, char **peer_urls_owned);
+/* A target time flag (restore --time, get/history --time, diff --from-time/--to-time): text ""
+ * leaves *ns at 0 (no target); else its Unix nanoseconds (delta_parse_time), a time at or before
+ * the Unix epoch taken as 1 ns after it (before every backup, never 0 = no target). EXIT_OK, or
+ * EXIT_USAGE logged naming --flag. */
+int setup_parse_time(const char *flag, const char *text, int64_t *ns);
 
 /* An external program a command will run, checked before the command does anything else (a
  * missing tool found only after a download is an hour lost): bin as execvp finds it

@@ -537,9 +537,9 @@ typedef struct {
     EVP_CIPHER_CTX *ctx;
     int state;
     int fail_rc;
-    char fail_msg[512];
-    char *binding; /* owned; NULL: the caller gave no name */
-    Binding bind;  /* what the chunks authenticate: the name for version 2, none for 1 */
+    char fail_msg[2048]; /* as err.c keeps: a message naming a long object is kept whole */
+    char *binding;       /* owned; NULL: the caller gave no name */
+    Binding bind;        /* what the chunks authenticate: the name for version 2, none for 1 */
 } CryptReader;
 
 static int cr_fail(CryptReader *r, int rc) {

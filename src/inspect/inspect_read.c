@@ -354,7 +354,8 @@ static int read_pass(const InspectConfig *c, const RestorePlan *plan, unsigned m
     if (!rc && !done && c->cache_dir) rc = read_full_cached(&p, &fc, &done);
     if (!rc && !done) {
         rc = restore_fetch_full(&fc, plan->full, 0, &full);
-        if (!rc && c->cache_dir && full.copied) cache_put(c, plan->full, &full);
+        if (!rc && c->cache_dir && full.copied && fetch_cache_wants(plan->full))
+            cache_put(c, plan->full, &full);
         if (!rc) rc = read_full_db(&p, &full);
         p.rev = full.revision;
         restore_full_db_release(&full);

@@ -8,15 +8,21 @@
 #include <unistd.h>
 
 void fetch_cache_path(const char *dir, Store *store, const Snapshot *snap, char *out, size_t cap) {
-    const char *d = store_describe(store);
+    const char *d = store_scope(store);
     uint64_t h = bbolt_fnv1a64(d, strlen(d)) * 31 ^ bbolt_fnv1a64(snap->key, strlen(snap->key));
     int full = snap->kind == SNAP_FULL;
     snprintf(out, cap, "%s/%s-%016llx.%s", dir, full ? "full" : "delta", (unsigned long long)h,
              full ? "db" : "json");
 }
 
+int fetch_cache_wants(const Snapshot *snap) {
+    return !snap->encrypted;
+}
+
 int fetch_cache_lookup(const char *path, const Snapshot *snap, char *extra, size_t cap) {
     char ok[4200], line[1200], want[1200];
+    if (cap) extra[0] = '\0';
+    if (!fetch_cache_wants(snap)) return 0;
     snprintf(ok, sizeof ok, "%s.ok", path);
     FILE *f = fopen(ok, "r");
     if (!f) return 0;

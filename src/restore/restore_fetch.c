@@ -96,7 +96,7 @@ static int open_delta(const RestoreFetchConfig *c, const Snapshot *snap, DeltaRe
     else
         fetched_one(c);
     snapobj_close(r);
-    if (!rc && c->cache_dir) cache_delta(c, snap, cached, *out);
+    if (!rc && c->cache_dir && fetch_cache_wants(snap)) cache_delta(c, snap, cached, *out);
     return rc;
 }
 

@@ -89,11 +89,15 @@ static int check_contiguity(const Snapshot *full, const Snapshot *deltas, size_t
  * indexes into delta_idx, *n_deltas. ERR_NOT_FOUND with a message naming what was looked for. */
 static int choose_full(const RestoreTarget *t, const RestorePlan *p, ptrdiff_t *full_i,
                        size_t *delta_idx, size_t *n_deltas) {
-    /* --time: a full snapshot named at second t was taken before t+1 */
-    int64_t max_created = t->time_ns ? t->time_ns / 1000000000LL - 1 : 0;
-    snapname_set_at(p->list, p->n_list, t->revision, max_created, full_i, delta_idx, n_deltas);
-    if (*full_i < 0 && t->time_ns) { /* one taken within the second of the time */
-        max_created = t->time_ns / 1000000000LL;
+    /* --time: a full snapshot named at second t was taken before t+1. snapname_set_at takes a
+     * bound <= 0 as none: a time in the epoch's first seconds has no full snapshot before it. */
+    int64_t sec = t->time_ns / 1000000000LL, max_created = t->time_ns ? sec - 1 : 0;
+    *full_i = -1;
+    *n_deltas = 0;
+    if (!t->time_ns || max_created > 0)
+        snapname_set_at(p->list, p->n_list, t->revision, max_created, full_i, delta_idx, n_deltas);
+    if (*full_i < 0 && t->time_ns && sec > 0) { /* one taken within the second of the time */
+        max_created = sec;
         snapname_set_at(p->list, p->n_list, 0, max_created, full_i, delta_idx, n_deltas);
         if (*full_i >= 0)
             log_warn("the only full snapshot before the target time was named in its second: "
@@ -128,18 +132,24 @@ static void find_next_full(RestorePlan *p) {
 
 /* The deltas of the set (delta_idx into p->list) after the full snapshot, up to the target and
  * to the next full snapshot (a delta starting after it is the next set's, which a time target
- * before that full snapshot never reaches), copied into p->deltas. */
+ * before that full snapshot never reaches), copied into p->deltas. A time target in the second
+ * the next full snapshot is named in may be after it (names are whole seconds): then the deltas
+ * that continue ours without a gap past it are taken too, their events filtered by time. */
 static int take_deltas(const RestoreTarget *t, RestorePlan *p, const size_t *delta_idx, size_t n) {
     p->deltas = calloc(n ? n : 1, sizeof *p->deltas);
     if (!p->deltas) return err_set(ERR_NOMEM, "out of memory");
     int64_t end = p->next_full ? p->next_full->last_revision : INT64_MAX;
+    int past_next =
+        p->next_full && t->time_ns > 0 && p->next_full->created_on == t->time_ns / 1000000000LL;
+    int64_t reached = p->full->last_revision;
     size_t kept = 0;
     for (size_t i = 0; i < n; i++) {
         const Snapshot *d = &p->list[delta_idx[i]];
         if (d->last_revision <= p->full->last_revision) continue; /* inside the full snapshot */
         if (t->revision && d->start_revision > t->revision) break;
-        if (d->start_revision > end) break;
+        if (d->start_revision > end && !(past_next && d->start_revision <= reached + 1)) break;
         p->deltas[kept++] = *d;
+        if (d->last_revision > reached) reached = d->last_revision;
     }
     p->n_deltas = kept;
     return 0;

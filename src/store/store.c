@@ -24,6 +24,7 @@ struct Store {
     StoreDriver *drv;
     char *prefix;       /* cleaned: "" or "a/b" (no leading, trailing or duplicate '/') */
     char *describe;     /* "<driver describe>[/<prefix>]" */
+    char *scope;        /* describe, endpoint override, credentials, region (store_scope) */
     pthread_mutex_t mu; /* the pinned listing; every driver call of a driver without
                            STORE_FEAT_THREAD_SAFE (the feature bit enforced) */
     int serialize;      /* the driver is not thread-safe */
@@ -227,7 +228,21 @@ int store_open(const StoreConfig *cfg, Store **out) {
     StoreDriver *drv = NULL;
     int rc = store_driver_open(cfg, &drv);
     if (rc != 0) return rc;
-    return store_new_with_driver(drv, cfg->prefix, out);
+    if ((rc = store_new_with_driver(drv, cfg->prefix, out))) return rc;
+    Store *s = *out;
+    const char *part[] = {s->describe, cfg->endpoint_override, cfg->credentials, cfg->region,
+                          cfg->env_prefix};
+    size_t n = 1;
+    for (size_t i = 0; i < sizeof part / sizeof part[0]; i++)
+        n += (part[i] ? strlen(part[i]) : 0) + 1;
+    if ((s->scope = malloc(n))) {
+        snprintf(s->scope, n, "%s|%s|%s|%s|%s", part[0], part[1] ? part[1] : "",
+                 part[2] ? part[2] : "", part[3] ? part[3] : "", part[4] ? part[4] : "");
+        return 0;
+    }
+    store_free(s);
+    *out = NULL;
+    return err_set(ERR_NOMEM, "store: out of memory");
 }
 
 void store_free(Store *s) {
@@ -235,7 +250,7 @@ void store_free(Store *s) {
     store_driver_free(s->drv);
     keyring_free(s->keyring);
     pthread_mutex_destroy(&s->mu);
-    FREE_ALL(s->prefix, s->describe, s->pinned, s->pinned_recs, s);
+    FREE_ALL(s->prefix, s->describe, s->scope, s->pinned, s->pinned_recs, s);
 }
 
 void store_set_keyring(Store *s, Keyring *kr) {
@@ -265,6 +280,10 @@ void store_unpin_listing(Store *s) {
     pthread_mutex_lock(&s->mu);
     if (s->pins > 0 && --s->pins == 0) drop_pinned_locked(s);
     pthread_mutex_unlock(&s->mu);
+}
+
+const char *store_scope(const Store *s) {
+    return s->scope ? s->scope : s->describe;
 }
 
 const char *store_describe(const Store *s) {

@@ -65,6 +65,10 @@ const char *store_name_suffix(const Store *s, CompressKind compression);
 
 /* Human-readable location, e.g. "Local:/home/x/backups/etcd-main" (borrowed). */
 const char *store_describe(const Store *s);
+/* Where the store is, for the keys of local caches: the description with the endpoint override,
+ * credentials, region and variable prefix it was opened with (store_open; else the description).
+ * Two stores that differ in any of these never share a cache entry. Borrowed from s. */
+const char *store_scope(const Store *s);
 
 /* Bounds of one listing (docs/stores.md): a store with more snapshot objects than this under
  * its prefix (v1 and v2 together; history tags too) fails the listing with an error naming the cap,

@@ -179,7 +179,12 @@ static int walk(const char *dir_path, const char *key_base, int depth, const Wal
                 continue;
             }
         }
-        if (!is_dir && !S_ISREG(st.st_mode)) continue;
+        if (!is_dir && !S_ISREG(st.st_mode)) {
+            log_warn("local store: skipping %s/%s: not a regular file or directory (a FIFO, "
+                     "socket or device is never an object)",
+                     dir_path, e->d_name);
+            continue;
+        }
         size_t kn = strlen(key_base) + strlen(e->d_name) + 2;
         size_t pn = strlen(dir_path) + strlen(e->d_name) + 2;
         key = malloc(kn);

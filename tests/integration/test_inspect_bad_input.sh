@@ -9,7 +9,10 @@
 #    key: exit 1 naming the object and the key id, as restore;
 #  - a revision beyond the store's last: exit 2; --revision with --time (get, history; diff's
 #    --from-/--to- pairs): exit 2;
-#  - an empty store, a store with deltas but no full snapshot: exit 4, as restore.
+#  - an empty store, a store with deltas but no full snapshot, a --time at or before the Unix
+#    epoch (or in its first second): exit 4, as restore;
+#  - --cache-dir on the encrypted store: nothing is cached, so a second run without the key or
+#    with a wrong one fails as the first would.
 # Stores: the Go tool's fixture seed-plain / seed-gzip (full 190, deltas 191-202, 203-207,
 # 208-210, 211-216) and an encrypted one written here by `snapshot` from etcd 3.4.
 source "$(dirname "$0")/lib.sh"
@@ -57,7 +60,10 @@ expect_all() {
     sel=("$@")
     # diff: from the full snapshot to the point
     diffsel=(--from-revision 190)
-    [ ${#sel[@]} = 0 ] || diffsel+=("${sel[@]/--revision/--to-revision}")
+    if [ ${#sel[@]} != 0 ]; then
+        local tosel=("${sel[@]/#--revision/--to-revision}")
+        diffsel+=("${tosel[@]/#--time/--to-time}")
+    fi
     before=$(store_sum "$store")
     for cmd in get diff history; do
         case $cmd in
@@ -160,6 +166,12 @@ done
 restore_rc "$WORK/good" --revision 200 --time 2030-01-01T00:00:00Z
 echo "restore --revision 200 --time ...: exit $RESTORE_RC: $RESTORE_ERR"
 
+# a time at or before the Unix epoch, or in its first second: before every backup (4), as restore
+# (a time of 0 inside is no target: it must not read as the latest)
+for t in 1970-01-01T00:00:00Z 1970-01-01T00:00:01.5Z 1969-12-31T23:59:59Z 0001-01-01T00:00:00Z; do
+    expect_all "epoch-$t" "$WORK/good" 4 "target time" --time "$t"
+done
+
 # an empty store, and one with deltas but no full snapshot: 4, as restore
 mkdir -p "$WORK/empty"
 expect_all empty "$WORK/empty" 4 "full snapshot"
@@ -212,6 +224,21 @@ for keys in none other same-id right; do
     [ "$RESTORE_RC" = "$want" ] || problem "encrypted, keys $keys: restore exits $RESTORE_RC ($RESTORE_ERR), inspect $want"
 done
 [ "$before" = "$(store_sum "$WORK/enc")" ] || problem "encrypted: the store changed"
+
+# --cache-dir: an encrypted object is never kept (an entry would hold its plaintext), so a run
+# without the key, or with a wrong one, after a run with the right one fails as it would alone
+mkdir -p "$WORK/cache"
+for keys in right none other; do
+    kf=()
+    [ "$keys" = none ] || kf=(--encryption-key-file="$WORK/$keys.keys")
+    inspect_cmd get "$WORK/enc" "" --prefix -o json --cache-dir="$WORK/cache" "${kf[@]}"
+    want=1
+    [ "$keys" != right ] || want=0
+    [ "$RC" = "$want" ] || problem "cache, keys $keys: get exit $RC, want $want: $(grep -m1 'level=error' "$ERR" | sed 's/.*msg=//')"
+    [ "$want" = 0 ] || [ ! -s "$OUT" ] || problem "cache, keys $keys: get answered from the cache"
+    echo "encrypted with --cache-dir, keys $keys: get exit $RC"
+done
+if ls "$WORK/cache" | grep -q '\.ok$'; then problem "cache: encrypted objects were kept: $(ls "$WORK/cache")"; fi
 
 if [ ${#FAILS[@]} -gt 0 ]; then
     printf '  %s\n' "${FAILS[@]}"

@@ -101,6 +101,38 @@ static void test_plan_point_in_time_by_time(void **state) {
     rf_close(&s);
 }
 
+/* A time in the second the next full snapshot is named in may be after it (names are whole
+ * seconds): the deltas that continue the set past it without a gap are taken too, their events
+ * filtered by time later; a next set's delta after a gap is not. */
+static void test_plan_time_in_the_next_full_snapshots_second(void **state) {
+    (void)state;
+    RfStore s;
+    rf_open(&s);
+    fill_two_sets(&s);
+    RestorePlan p;
+    plan_ok(&s, 0, (T0 + 30) * 1000000000LL + 700000000LL, &p);
+    assert_int_equal(p.full->last_revision, 5);
+    assert_int_equal(p.next_full->last_revision, 12);
+    assert_int_equal(p.n_deltas, 3); /* 6-8, 9-12 and the next set's 13-15 */
+    assert_int_equal(p.deltas[2].start_revision, 13);
+    restore_plan_free(&p);
+    plan_ok(&s, 0, (T0 + 29) * 1000000000LL + 700000000LL, &p); /* the second before: not */
+    assert_int_equal(p.n_deltas, 2);
+    restore_plan_free(&p);
+    rf_close(&s);
+
+    rf_open(&s); /* the set's deltas end at 8, before Full 12: 13-15 would leave a gap */
+    rf_put_full(&s, 5, 5, T0, "", NULL, NULL, 0);
+    rf_put_delta(&s, 6, 8, T0 + 10, NULL, NULL, 0);
+    rf_put_full(&s, 12, 12, T0 + 30, "", NULL, NULL, 0);
+    rf_put_delta(&s, 13, 15, T0 + 40, NULL, NULL, 0);
+    plan_ok(&s, 0, (T0 + 30) * 1000000000LL + 700000000LL, &p);
+    assert_int_equal(p.full->last_revision, 5);
+    assert_int_equal(p.n_deltas, 1);
+    restore_plan_free(&p);
+    rf_close(&s);
+}
+
 static void test_plan_refuses_a_gap_naming_both_objects(void **state) {
     (void)state;
     RfStore s;
@@ -253,6 +285,7 @@ int main(void) {
         cmocka_unit_test(test_plan_latest_set_without_target),
         cmocka_unit_test(test_plan_newest_full_at_or_before_target_revision),
         cmocka_unit_test(test_plan_point_in_time_by_time),
+        cmocka_unit_test(test_plan_time_in_the_next_full_snapshots_second),
         cmocka_unit_test(test_plan_refuses_a_gap_naming_both_objects),
         cmocka_unit_test(test_plan_refuses_a_gap_after_the_full_snapshot),
         cmocka_unit_test(test_plan_refuses_a_target_beyond_the_backups),

@@ -51,6 +51,27 @@ static void write_raw(const char *path, const void *data, size_t len) {
     assert_int_equal(fclose(f), 0);
 }
 
+/* store_scope (the key of local caches) tells apart two stores that differ only in where they
+ * are reached or as whom: endpoint override, credentials, region; the description alone may not. */
+static void test_scope_names_endpoint_and_credentials(void **state) {
+    (void)state;
+    StoreConfig base = {.provider = "Local", .container = "/tmp/scope-c", .prefix = "p"};
+    StoreConfig cfgs[4] = {base, base, base, base};
+    cfgs[1].endpoint_override = "http://127.0.0.1:1";
+    cfgs[2].endpoint_override = "http://127.0.0.1:2";
+    cfgs[3].credentials = "/tmp/other-creds";
+    Store *s[4] = {0};
+    for (int i = 0; i < 4; i++)
+        if (store_open(&cfgs[i], &s[i])) fail_msg("store_open: %s", err_msg());
+    for (int i = 0; i < 4; i++) {
+        assert_string_equal(store_describe(s[i]), store_describe(s[0]));
+        for (int j = 0; j < i; j++)
+            assert_string_not_equal(store_scope(s[i]), store_scope(s[j]));
+    }
+    for (int i = 0; i < 4; i++)
+        store_free(s[i]);
+}
+
 static Store *open_local(const char *container, const char *prefix) {
     StoreConfig cfg = {
         .provider = "Local", .container = container, .prefix = prefix, .temp_dir = "/tmp"};
@@ -1413,6 +1434,7 @@ static void test_driver_without_thread_safe_bit_is_serialized(void **state) {
 int main(void) {
     log_setup(LOG_ERROR, 0); /* the foreign-file tests would otherwise print skip warnings */
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_scope_names_endpoint_and_credentials),
         cmocka_unit_test(test_format_pads_revisions_to_8_digits),
         cmocka_unit_test(test_format_writes_wider_revisions_in_full),
         cmocka_unit_test(test_format_rejects_bad_input),
