@@ -314,6 +314,17 @@ static int read_full_in_place(Pass *p, const RestoreFetchConfig *fc, int *tried)
     *tried = 1;
     FullCheck k = {.fc = *fc, .full = full};
     rc = scan_checked(p, &k, &db);
+    /* the scan and the hash check read the file apart: a file written meanwhile (its size, mtime
+     * or ctime moved) may have given the scan bytes the check never saw */
+    struct stat after;
+    if (!rc &&
+        (fstat(fd, &after) || after.st_size != st.st_size ||
+         after.st_mtim.tv_sec != st.st_mtim.tv_sec || after.st_mtim.tv_nsec != st.st_mtim.tv_nsec ||
+         after.st_ctim.tv_sec != st.st_ctim.tv_sec || after.st_ctim.tv_nsec != st.st_ctim.tv_nsec))
+        rc = err_set(ERR_CORRUPT,
+                     "full snapshot %s changed while it was read (written to in the store): "
+                     "nothing read from it is used; run the command again",
+                     full->key);
     close(fd);
     return rc;
 }

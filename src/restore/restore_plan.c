@@ -68,7 +68,9 @@ static void warn_other_histories(const Snapshot *list, size_t n, const Snapshot 
                  count, other, full->history);
 }
 
-/* Checks that the deltas continue the full snapshot without holes up to `upto` (names only). */
+/* Checks that the deltas continue the full snapshot without holes up to `upto` (names only).
+ * Deltas that overlap (a copy of one under another time or suffix, or a cut that differs) are
+ * warned about: each revision is taken from the first that holds it. */
 static int check_contiguity(const Snapshot *full, const Snapshot *deltas, size_t n, int64_t upto) {
     int64_t next = full->last_revision + 1;
     const Snapshot *prev = full;
@@ -77,6 +79,12 @@ static int check_contiguity(const Snapshot *full, const Snapshot *deltas, size_t
             return err_set(ERR_GAP, "revisions %lld-%lld are missing between %s and %s",
                            (long long)next, (long long)(deltas[i].start_revision - 1), prev->key,
                            deltas[i].key);
+        if (prev != full && deltas[i].start_revision < next)
+            log_warn("deltas %s and %s overlap: revisions %lld-%lld are in both, and are taken "
+                     "from the first (the other's copy of them is not compared)",
+                     prev->key, deltas[i].key, (long long)deltas[i].start_revision,
+                     (long long)(next - 1 < deltas[i].last_revision ? next - 1
+                                                                    : deltas[i].last_revision));
         if (deltas[i].last_revision + 1 > next) {
             next = deltas[i].last_revision + 1;
             prev = &deltas[i];
