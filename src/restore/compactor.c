@@ -101,7 +101,7 @@ static int latest_set(Store *store, Snapshot **list, size_t *n, ptrdiff_t *full_
     size_t n_deltas = 0;
     *full_i = -1;
     *newer = 0;
-    snapname_set_at(*list, *n, 0, 0, full_i, idx, &n_deltas);
+    snapname_set_at(*list, *n, 0, SNAPNAME_ANY_TIME, full_i, idx, &n_deltas);
     for (size_t i = 0; *full_i >= 0 && i < n_deltas; i++)
         if ((*list)[idx[i]].last_revision > (*list)[*full_i].last_revision) (*newer)++;
     free(idx);

@@ -97,16 +97,12 @@ static int check_contiguity(const Snapshot *full, const Snapshot *deltas, size_t
  * indexes into delta_idx, *n_deltas. ERR_NOT_FOUND with a message naming what was looked for. */
 static int choose_full(const RestoreTarget *t, const RestorePlan *p, ptrdiff_t *full_i,
                        size_t *delta_idx, size_t *n_deltas) {
-    /* --time: a full snapshot named at second t was taken before t+1. snapname_set_at takes a
-     * bound <= 0 as none: a time in the epoch's first seconds has no full snapshot before it. */
-    int64_t sec = t->time_ns / 1000000000LL, max_created = t->time_ns ? sec - 1 : 0;
-    *full_i = -1;
-    *n_deltas = 0;
-    if (!t->time_ns || max_created > 0)
-        snapname_set_at(p->list, p->n_list, t->revision, max_created, full_i, delta_idx, n_deltas);
-    if (*full_i < 0 && t->time_ns && sec > 0) { /* one taken within the second of the time */
-        max_created = sec;
-        snapname_set_at(p->list, p->n_list, 0, max_created, full_i, delta_idx, n_deltas);
+    /* --time: a full snapshot named at second t was taken before t+1 */
+    int64_t sec = t->time_ns / 1000000000LL;
+    snapname_set_at(p->list, p->n_list, t->revision, t->time_ns ? sec - 1 : SNAPNAME_ANY_TIME,
+                    full_i, delta_idx, n_deltas);
+    if (*full_i < 0 && t->time_ns) { /* one taken within the second of the time */
+        snapname_set_at(p->list, p->n_list, 0, sec, full_i, delta_idx, n_deltas);
         if (*full_i >= 0)
             log_warn("the only full snapshot before the target time was named in its second: "
                      "its revision may include writes up to a second after it");

@@ -404,7 +404,7 @@ void snapname_set_at(const Snapshot *snaps, size_t n, int64_t max_revision, int6
     for (size_t i = n; i-- > 0;) {
         if (snaps[i].is_chunk || snaps[i].kind != SNAP_FULL) continue;
         if (max_revision > 0 && snaps[i].last_revision > max_revision) continue;
-        if (max_created_on > 0 && snaps[i].created_on > max_created_on) continue;
+        if (snaps[i].created_on > max_created_on) continue;
         full = (ptrdiff_t)i;
         break;
     }
@@ -421,7 +421,7 @@ void snapname_set_at(const Snapshot *snaps, size_t n, int64_t max_revision, int6
 
 void snapname_latest_set(const Snapshot *snaps, size_t n, ptrdiff_t *full_idx, size_t *delta_idx,
                          size_t *n_deltas) {
-    snapname_set_at(snaps, n, 0, 0, full_idx, delta_idx, n_deltas);
+    snapname_set_at(snaps, n, 0, SNAPNAME_ANY_TIME, full_idx, delta_idx, n_deltas);
 }
 
 int snapname_identity(const Snapshot *s, char *out, size_t cap) {

@@ -84,12 +84,16 @@ void snapname_sort(Snapshot *snaps, size_t n);
 void snapname_latest_set(const Snapshot *snaps, size_t n, ptrdiff_t *full_idx, size_t *delta_idx,
                          size_t *n_deltas);
 
+/* No bound on created_on for snapname_set_at. */
+#define SNAPNAME_ANY_TIME INT64_MAX
+
 /* The set a restore to a point in time starts from: the newest full snapshot (chunks ignored)
  * whose last_revision <= max_revision (when > 0) and whose created_on <= max_created_on (Unix
- * seconds, when > 0), and every delta sorted after it (the caller trims them to the target).
- * Objects of two histories never combine: a delta tagged with another history than a tagged full
- * snapshot is left out (an untagged object combines with any, as the Go tool's objects must).
- * *full_idx -1 when no full snapshot qualifies. Same list and outputs as snapname_latest_set. */
+ * seconds; SNAPNAME_ANY_TIME: any, a bound < 0: none qualifies), and every delta sorted after it
+ * (the caller trims them to the target). Objects of two histories never combine: a delta tagged
+ * with another history than a tagged full snapshot is left out (an untagged object combines with
+ * any, as the Go tool's objects must). *full_idx -1 when no full snapshot qualifies. Same list and
+ * outputs as snapname_latest_set. */
 void snapname_set_at(const Snapshot *snaps, size_t n, int64_t max_revision, int64_t max_created_on,
                      ptrdiff_t *full_idx, size_t *delta_idx, size_t *n_deltas);
 

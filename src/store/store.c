@@ -10,6 +10,7 @@
 #include "../common/array.h"
 #include "../common/err.h"
 #include "../common/log.h"
+#include "../common/strbuf.h"
 #include "snapname.h"
 #include "store_abs.h"
 #include "store_driver.h"
@@ -232,14 +233,13 @@ int store_open(const StoreConfig *cfg, Store **out) {
     Store *s = *out;
     const char *part[] = {s->describe, cfg->endpoint_override, cfg->credentials, cfg->region,
                           cfg->env_prefix};
-    size_t n = 1;
-    for (size_t i = 0; i < sizeof part / sizeof part[0]; i++)
-        n += (part[i] ? strlen(part[i]) : 0) + 1;
-    if ((s->scope = malloc(n))) {
-        snprintf(s->scope, n, "%s|%s|%s|%s|%s", part[0], part[1] ? part[1] : "",
-                 part[2] ? part[2] : "", part[3] ? part[3] : "", part[4] ? part[4] : "");
-        return 0;
+    StrBuf b = {0};
+    for (size_t i = 0; i < sizeof part / sizeof part[0]; i++) {
+        strbuf_str(&b, i ? "|" : "");
+        strbuf_str(&b, part[i] ? part[i] : "");
     }
+    s->scope = b.d;
+    if (!b.oom) return 0;
     store_free(s);
     *out = NULL;
     return err_set(ERR_NOMEM, "store: out of memory");

@@ -67,6 +67,26 @@ make_workdir() {
     WORK_ROOT=$WORK
 }
 
+# fixture_store NAME FIXTURE: $WORK/NAME, a writable copy of the store of tests/fixtures/FIXTURE
+# (stores written by the Go tool) for a test to damage.
+fixture_store() {
+    rm -rf "${WORK:?}/$1"
+    cp -r "$ETCDBR_SOURCE_DIR/tests/fixtures/$2/store" "$WORK/$1"
+    chmod -R u+w "$WORK/$1"
+}
+
+# truncated_full NAME FIXTURE: fixture_store with its full snapshot cut short: to half its size
+# when uncompressed, by its last 100 bytes when compressed (the gzip trailer and some data).
+truncated_full() {
+    fixture_store "$1" "$2"
+    local f
+    f=$(ls "$WORK/$1"/v2/Full-*)
+    case $f in
+    *.gz | *.zlib | *.Z | *.zst) truncate -s $(($(stat -c %s "$f") - 100)) "$f" ;;
+    *) truncate -s $(($(stat -c %s "$f") / 2)) "$f" ;;
+    esac
+}
+
 # sub_workdir NAME: WORK becomes $WORK_ROOT/NAME (created), e.g. one per etcd version, so the
 # helpers' files (etcd logs, snaptmp) of one round do not mix with another's.
 sub_workdir() {

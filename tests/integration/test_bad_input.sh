@@ -18,39 +18,33 @@ expect_fail() {
     echo "$name: exit $rc: $(grep -m1 'level=error' "$WORK/$name.log" | sed 's/.*msg=//')"
 }
 
-fresh() { rm -rf "$WORK/$1"; cp -r "$FX/$2/store" "$WORK/$1"; chmod -R u+w "$WORK/$1"; }
-
 # truncated full snapshot, uncompressed and gzip
-fresh trunc-plain seed-plain
-f=$(ls "$WORK"/trunc-plain/v2/Full-*)
-truncate -s $(($(stat -c %s "$f") / 2)) "$f"
+truncated_full trunc-plain seed-plain
 expect_fail trunc-plain "$WORK/trunc-plain" 1 "Full-00000000-00000190"
-fresh trunc-gzip seed-gzip
-f=$(ls "$WORK"/trunc-gzip/v2/Full-*)
-truncate -s $(($(stat -c %s "$f") - 100)) "$f"
+truncated_full trunc-gzip seed-gzip
 expect_fail trunc-gzip "$WORK/trunc-gzip" 1 "Full-00000000-00000190"
 
 # one flipped byte in a delta (inside the JSON, before the trailer)
-fresh flip seed-plain
+fixture_store flip seed-plain
 f=$(ls "$WORK"/flip/v2/Incr-00000203-*)
 printf '\x58' | dd of="$f" bs=1 seek=100 conv=notrunc status=none
 expect_fail flip "$WORK/flip" 1 "Incr-00000203-00000207"
 
 # a 0-byte object with a valid name: as the newest delta, and as the newest full
-fresh empty-delta seed-plain
+fixture_store empty-delta seed-plain
 : >"$WORK/empty-delta/v2/Incr-00000217-00000220-1795975100"
 expect_fail empty-delta "$WORK/empty-delta" 1 "Incr-00000217-00000220"
-fresh empty-full seed-plain
+fixture_store empty-full seed-plain
 : >"$WORK/empty-full/v2/Full-00000000-00000300-1795975100"
 expect_fail empty-full "$WORK/empty-full" 1 "Full-00000000-00000300"
 
 # a gap between deltas: the error names the objects on both sides
-fresh gap seed-plain
+fixture_store gap seed-plain
 rm "$WORK"/gap/v2/Incr-00000203-*
 expect_fail gap "$WORK/gap" 1 "Incr-00000191-00000202.*Incr-00000208-00000210"
 
 # a delta holding an event outside the revisions its name gives (well-formed, hash correct)
-fresh outside seed-plain
+fixture_store outside seed-plain
 python3 - "$WORK/outside/v2/Incr-00000217-00000217-1795975100" <<'PY'
 import base64, hashlib, sys
 ev = '[{"etcdEvent":{"kv":{"key":"%s","create_revision":100,"mod_revision":100,"version":1,"value":"%s"}},"time":"2026-11-29T17:55:24Z"}]' % (
@@ -65,12 +59,12 @@ expect_fail outside "$WORK/outside" 1 "outside its name's revisions"
 expect_fail notadir "$WORK/afile" 1 "is not a directory"
 
 # deltas but no full snapshot: an error, not success
-fresh nofull seed-plain
+fixture_store nofull seed-plain
 rm "$WORK"/nofull/v2/Full-*
 expect_fail nofull "$WORK/nofull" 4 "no full snapshot"
 
 # foreign files are skipped (and left alone); the restore is still exact
-fresh foreign seed-gzip
+fixture_store foreign seed-gzip
 echo hello >"$WORK/foreign/v2/README.txt"
 echo junk >"$WORK/foreign/v2/Full-abc-def"
 echo junk >"$WORK/foreign/v2/Incr-00000300-00000200-1795975100"

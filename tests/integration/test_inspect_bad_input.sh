@@ -17,7 +17,6 @@
 # 208-210, 211-216) and an encrypted one written here by `snapshot` from etcd 3.4.
 source "$(dirname "$0")/lib.sh"
 make_workdir
-FX=$ETCDBR_SOURCE_DIR/tests/fixtures
 FAILS=()
 problem() {
     FAILS+=("$1")
@@ -26,7 +25,7 @@ problem() {
 
 store_sum() { (cd "$1" && find . -type f -exec sha256sum {} + | sort); }
 
-# inspect_cmd CMD STORE [args...]: etcdbrctl CMD with the store flags and a fresh scratch dir;
+# inspect_cmd CMD STORE [args...]: etcdbrctl CMD with the store flags and a fixture_store scratch dir;
 # OUT, ERR, RC.
 inspect_cmd() {
     local cmd=$1 store=$2
@@ -104,26 +103,20 @@ expect_answer() {
     echo "$name: get, diff, history $*: answered (restore: exit $RESTORE_RC)"
 }
 
-fresh() { rm -rf "$WORK/$1"; cp -r "$FX/$2/store" "$WORK/$1"; chmod -R u+w "$WORK/$1"; }
-
 # the fixture itself answers (else every case below tests nothing)
-fresh good seed-plain
+fixture_store good seed-plain
 expect_answer good "$WORK/good"
 inspect_cmd get "$WORK/good" "" --prefix -o json
 [ "$(jq .count "$OUT")" = 202 ] || problem "good: get counts $(jq .count "$OUT") keys, the fixture has 202"
 
 # a truncated full snapshot: plain, gzip
-fresh trunc-plain seed-plain
-f=$(ls "$WORK"/trunc-plain/v2/Full-*)
-truncate -s $(($(stat -c %s "$f") / 2)) "$f"
+truncated_full trunc-plain seed-plain
 expect_all trunc-plain "$WORK/trunc-plain" 1 "Full-00000000-00000190"
-fresh trunc-gzip seed-gzip
-f=$(ls "$WORK"/trunc-gzip/v2/Full-*)
-truncate -s $(($(stat -c %s "$f") - 100)) "$f"
+truncated_full trunc-gzip seed-gzip
 expect_all trunc-gzip "$WORK/trunc-gzip" 1 "Full-00000000-00000190"
 
 # a flipped byte in the full snapshot's db (its SHA-256 trailer no longer matches)
-fresh flip-full seed-plain
+fixture_store flip-full seed-plain
 f=$(ls "$WORK"/flip-full/v2/Full-*)
 b=$(od -An -tu1 -j 20000 -N1 "$f" | tr -d ' ')
 printf "\\x$(printf %02x $(((b + 1) % 256)))" | dd of="$f" bs=1 seek=20000 conv=notrunc status=none
@@ -131,7 +124,7 @@ expect_all flip-full "$WORK/flip-full" 1 "Full-00000000-00000190"
 
 # a flipped byte in a delta (inside the JSON, before the trailer): the latest fails naming it; a
 # point before it answers, as a restore to that point does
-fresh flip-delta seed-plain
+fixture_store flip-delta seed-plain
 f=$(ls "$WORK"/flip-delta/v2/Incr-00000203-*)
 printf '\x58' | dd of="$f" bs=1 seek=100 conv=notrunc status=none
 expect_all flip-delta "$WORK/flip-delta" 1 "Incr-00000203-00000207"
@@ -139,14 +132,14 @@ expect_all flip-delta-at-205 "$WORK/flip-delta" 1 "Incr-00000203-00000207" --rev
 expect_answer flip-delta-at-200 "$WORK/flip-delta" --revision 200
 
 # a delta missing in the middle: the error names the objects on both sides of the gap
-fresh gap seed-plain
+fixture_store gap seed-plain
 rm "$WORK"/gap/v2/Incr-00000203-*
 expect_all gap "$WORK/gap" 1 "Incr-00000191-00000202.*Incr-00000208-00000210"
 expect_all gap-at-209 "$WORK/gap" 1 "Incr-00000191-00000202.*Incr-00000208-00000210" --revision 209
 expect_answer gap-at-202 "$WORK/gap" --revision 202
 
 # beyond the store's last revision: usage (2), naming the last revision
-fresh beyond seed-plain
+fixture_store beyond seed-plain
 expect_all beyond "$WORK/beyond" 2 "216" --revision 217
 restore_rc "$WORK/beyond" --revision 217
 echo "beyond: restore --revision 217: exit $RESTORE_RC: $RESTORE_ERR"
@@ -175,7 +168,7 @@ done
 # an empty store, and one with deltas but no full snapshot: 4, as restore
 mkdir -p "$WORK/empty"
 expect_all empty "$WORK/empty" 4 "full snapshot"
-fresh nofull seed-plain
+fixture_store nofull seed-plain
 rm "$WORK"/nofull/v2/Full-*
 expect_all nofull "$WORK/nofull" 4 "full snapshot"
 

@@ -93,23 +93,25 @@ static void expect_bits(const unsigned views[64], int lo, int hi, unsigned bits)
                      r >= lo && r <= hi ? bits : 0);
 }
 
+/* Reads every key as of one point (a revision or a time) into res (the caller frees it) and
+ * checks that it shows revisions 2..want of the fixture and answers at revision want. */
+static void read_all_at(RfStore *s, InspectView at, int64_t want, InspectResult *res) {
+    unsigned views[64];
+    assert_int_equal(read_views(s, "", 1, &at, 1, res, views), 0);
+    expect_bits(views, 2, (int)want, 1);
+    assert_int_equal(res->revision[0], want);
+}
+
 static void test_latest_and_a_revision_in_a_delta(void **state) {
     (void)state;
     RfStore s;
     rf_open(&s);
     fill(&s, 0);
     InspectResult res;
-    unsigned views[64];
-    InspectView latest = {0};
-    assert_int_equal(read_views(&s, "", 1, &latest, 1, &res, views), 0);
-    expect_bits(views, 2, 20, 1);
-    assert_int_equal(res.revision[0], 20);
+    read_all_at(&s, (InspectView){0}, 20, &res);
     assert_int_equal(res.n_objects, 3);
     inspect_result_free(&res);
-    InspectView at13 = {.revision = 13};
-    assert_int_equal(read_views(&s, "", 1, &at13, 1, &res, views), 0);
-    expect_bits(views, 2, 13, 1);
-    assert_int_equal(res.revision[0], 13);
+    read_all_at(&s, (InspectView){.revision = 13}, 13, &res);
     assert_int_equal(res.n_objects, 2); /* the second delta is not needed */
     inspect_result_free(&res);
     rf_close(&s);
@@ -121,11 +123,7 @@ static void test_revision_inside_the_only_full_snapshot(void **state) {
     rf_open(&s);
     fill(&s, 0);
     InspectResult res;
-    unsigned views[64];
-    InspectView at5 = {.revision = 5};
-    assert_int_equal(read_views(&s, "", 1, &at5, 1, &res, views), 0);
-    expect_bits(views, 2, 5, 1);
-    assert_int_equal(res.revision[0], 5);
+    read_all_at(&s, (InspectView){.revision = 5}, 5, &res);
     inspect_result_free(&res);
     rf_close(&s);
 }
@@ -181,12 +179,8 @@ static void test_time_view(void **state) {
     rf_open(&s);
     fill(&s, 0);
     InspectResult res;
-    unsigned views[64];
     /* delta 16-20 named T0+20: revision r recorded at T0 + 20 - (20 - r) = T0 + r */
-    InspectView at = {.time_ns = (T0 + 17) * 1000000000LL + 500000000LL};
-    assert_int_equal(read_views(&s, "", 1, &at, 1, &res, views), 0);
-    expect_bits(views, 2, 17, 1);
-    assert_int_equal(res.revision[0], 17);
+    read_all_at(&s, (InspectView){.time_ns = (T0 + 17) * 1000000000LL + 500000000LL}, 17, &res);
     inspect_result_free(&res);
     rf_close(&s);
 }
@@ -205,16 +199,10 @@ static void test_between_a_set_and_the_next_full_snapshot(void **state) {
     rf_put_delta(&s, 21, 22, T0 + 40, NULL, NULL, 0);
     InspectResult res;
     unsigned views[64];
-    InspectView at17 = {.revision = 17};
-    assert_int_equal(read_views(&s, "", 1, &at17, 1, &res, views), 0);
-    expect_bits(views, 2, 17, 1);
-    assert_int_equal(res.revision[0], 17);
+    read_all_at(&s, (InspectView){.revision = 17}, 17, &res);
     assert_int_equal(res.n_objects, 1); /* Full 20 alone */
     inspect_result_free(&res);
-    InspectView at = {.time_ns = (T0 + 25) * 1000000000LL};
-    assert_int_equal(read_views(&s, "", 1, &at, 1, &res, views), 0);
-    expect_bits(views, 2, 15, 1);
-    assert_int_equal(res.revision[0], 15);
+    read_all_at(&s, (InspectView){.time_ns = (T0 + 25) * 1000000000LL}, 15, &res);
     inspect_result_free(&res);
     InspectView at21 = {.revision = 21}; /* the second set as before */
     assert_int_equal(read_views(&s, "", 1, &at21, 1, &res, views), 0);

@@ -34,6 +34,15 @@ static void fill_two_sets(RfStore *s) {
     rf_put_delta(s, 13, 15, T0 + 40, NULL, NULL, 0);
 }
 
+/* Full 5, Incr 6-8, Full 12, Incr 13-15: the first set's deltas end before Full 12, so revisions
+ * 9-11 are in no delta. The delta's and Full 12's names into d and full12 (may be NULL). */
+static void fill_set_ending_early(RfStore *s, char *d, size_t dn, char *full12, size_t fn) {
+    rf_put_full(s, 5, 5, T0, "", NULL, NULL, 0);
+    rf_put_delta(s, 6, 8, T0 + 10, NULL, d, dn);
+    rf_put_full(s, 12, 12, T0 + 30, "", NULL, full12, fn);
+    rf_put_delta(s, 13, 15, T0 + 40, NULL, NULL, 0);
+}
+
 static void plan_ok(RfStore *s, int64_t rev, int64_t time_ns, RestorePlan *p) {
     RestoreTarget t = {s->store, rev, time_ns, 0};
     if (restore_plan_make(&t, p)) fail_msg("restore_plan_make: %s", err_msg());
@@ -122,10 +131,7 @@ static void test_plan_time_in_the_next_full_snapshots_second(void **state) {
     rf_close(&s);
 
     rf_open(&s); /* the set's deltas end at 8, before Full 12: 13-15 would leave a gap */
-    rf_put_full(&s, 5, 5, T0, "", NULL, NULL, 0);
-    rf_put_delta(&s, 6, 8, T0 + 10, NULL, NULL, 0);
-    rf_put_full(&s, 12, 12, T0 + 30, "", NULL, NULL, 0);
-    rf_put_delta(&s, 13, 15, T0 + 40, NULL, NULL, 0);
+    fill_set_ending_early(&s, NULL, 0, NULL, 0);
     plan_ok(&s, 0, (T0 + 30) * 1000000000LL + 700000000LL, &p);
     assert_int_equal(p.full->last_revision, 5);
     assert_int_equal(p.n_deltas, 1);
@@ -203,10 +209,7 @@ static void test_plan_between_a_set_and_the_next_full_snapshot(void **state) {
     RfStore s;
     rf_open(&s);
     char d[256], full12[256];
-    rf_put_full(&s, 5, 5, T0, "", NULL, NULL, 0);
-    rf_put_delta(&s, 6, 8, T0 + 10, NULL, d, sizeof d);
-    rf_put_full(&s, 12, 12, T0 + 30, "", NULL, full12, sizeof full12);
-    rf_put_delta(&s, 13, 15, T0 + 40, NULL, NULL, 0);
+    fill_set_ending_early(&s, d, sizeof d, full12, sizeof full12);
     RestoreTarget t = {s.store, 10, 0, 0};
     RestorePlan p;
     assert_int_equal(restore_plan_make(&t, &p), ERR_INVALID);

@@ -594,7 +594,7 @@ static void test_latest_set_leaves_out_deltas_of_another_history_after_a_tagged_
     assert_string_equal(got, "F100 110 130");
     assert_string_equal(v[full].history, HA);
     /* a point in time before HA's full: HB's full and only HB's deltas */
-    snapname_set_at(v, 6, 95, 0, &full, idx, &nd);
+    snapname_set_at(v, 6, 95, SNAPNAME_ANY_TIME, &full, idx, &nd);
     set_str(v, full, idx, nd, got, sizeof got);
     assert_string_equal(got, "F90 120 140");
 }
